@@ -1,0 +1,74 @@
+import Foundation
+import GRDB
+
+/// External binary data: attribute values Core Data wrote to `.X_SUPPORT/_EXTERNAL_DATA/<UUID>`,
+/// referenced from the row by a BLOB that starts with the byte 0x02 followed by the file's UUID.
+struct ExternalData {
+    /// The store whose references are checked.
+    let files: StoreFileSet
+
+    /// The names of the files present in `_EXTERNAL_DATA` (regular files only; listing never follows links).
+    func fileNames() -> Set<String> {
+        let dir = files.externalDataDirectory.path
+        guard FileStatus.lookup(dir)?.kind == .directory,
+              let names = try? FileManager.default.contentsOfDirectory(atPath: dir)
+        else { return [] }
+        return Set(names.filter { !$0.hasPrefix(".") })
+    }
+
+    /// How many files `_EXTERNAL_DATA` holds.
+    func fileCount() -> Int { fileNames().count }
+
+    /// A reference names a file when, after the 0x02 tag, it is a UUID (a trailing NUL is tolerated).
+    static func referencedName(_ blob: Data) -> String? {
+        guard blob.first == 0x02 else { return nil }
+        var rest = blob.dropFirst()
+        while rest.last == 0 { rest = rest.dropLast() }
+        guard rest.count == 36, let text = String(data: rest, encoding: .ascii), UUID(uuidString: text) != nil else { return nil }
+        return text
+    }
+
+    /// References without a file (error: the value is lost) and files without a reference (warning: garbage).
+    func problems(_ db: Database, schema: CoreDataSchema) throws -> [Problem] {
+        let present = fileNames()
+        var referenced: Set<String> = []
+        var missing: [String: (count: Int, sample: [String])] = [:]
+        for table in schema.entityTables {
+            for column in schema.tables[table] ?? [] where column.type.uppercased().contains("BLOB") {
+                let sql = """
+                    SELECT \(column.name.quotedDatabaseIdentifier) FROM \(table.quotedDatabaseIdentifier)
+                    WHERE typeof(\(column.name.quotedDatabaseIdentifier)) = 'blob'
+                      AND substr(\(column.name.quotedDatabaseIdentifier), 1, 1) = x'02'
+                      AND length(\(column.name.quotedDatabaseIdentifier)) BETWEEN 37 AND 40
+                    """
+                let cursor = try Data.fetchCursor(db, sql: sql)
+                while let blob = try cursor.next() {
+                    guard let name = ExternalData.referencedName(blob) else { continue }
+                    referenced.insert(name)
+                    if !present.contains(name) {
+                        let key = "\(table).\(column.name)"
+                        var entry = missing[key] ?? (0, [])
+                        entry.count += 1
+                        if entry.sample.count < StoreChecks.sampleSize { entry.sample.append(name) }
+                        missing[key] = entry
+                    }
+                }
+            }
+        }
+        var problems: [Problem] = []
+        for (subject, entry) in missing.sorted(by: { $0.key < $1.key }) {
+            problems.append(Problem(
+                "external-data-missing", .error,
+                "\(entry.count) values of \(subject) refer to external data files that do not exist in \(files.externalDataDirectory.path) (\(entry.sample.joined(separator: ", ")))",
+                subject: subject, count: entry.count))
+        }
+        let orphans = present.subtracting(referenced).sorted()
+        if !orphans.isEmpty {
+            problems.append(Problem(
+                "external-data-orphan", .warning,
+                "\(orphans.count) files in \(files.externalDataDirectory.path) are referenced by no row (\(orphans.prefix(StoreChecks.sampleSize).joined(separator: ", ")))",
+                subject: files.externalDataDirectory.path, count: orphans.count))
+        }
+        return problems
+    }
+}

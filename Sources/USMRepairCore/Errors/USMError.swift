@@ -1,0 +1,134 @@
+import Foundation
+
+/// The documented exit codes of usm-repair. Values are part of the public contract (README, "Exit codes").
+public enum ExitStatus: Int32, Sendable, CaseIterable, Codable {
+    /// Everything asked for was done; every store read is a healthy Core Data store.
+    case ok = 0
+    /// `check` found violated invariants (the stores could be read).
+    case problemsFound = 1
+    /// A file could be opened but is not what it must be: not SQLite, not Core Data, truncated,
+    /// damaged beyond reading, a marker or preferences file holding garbage.
+    case badInput = 2
+    /// Refused for safety: a path leaves the container through a symlink, or similar.
+    case refused = 3
+    /// Command-line usage error (unknown flag, bad value, conflicting options).
+    case usage = 64
+    /// A path named on the command line does not exist.
+    case notFound = 66
+    /// Reading or writing failed at the operating-system level (permissions, I/O, disk full).
+    case ioError = 74
+
+    /// How serious the status is when several stores give different answers: the worst one wins.
+    var rank: Int {
+        switch self {
+        case .ok: 0
+        case .problemsFound: 1
+        case .badInput: 2
+        case .notFound: 3
+        case .ioError: 4
+        case .refused: 5
+        case .usage: 6
+        }
+    }
+
+    /// The worse of two statuses.
+    public func worst(_ other: ExitStatus) -> ExitStatus { other.rank > rank ? other : self }
+
+    /// A short stable name, used in JSON error reports.
+    public var name: String {
+        switch self {
+        case .ok: "ok"
+        case .problemsFound: "problems-found"
+        case .badInput: "bad-input"
+        case .refused: "refused"
+        case .usage: "usage"
+        case .notFound: "not-found"
+        case .ioError: "io-error"
+        }
+    }
+}
+
+/// The one public error type of the core. Each case carries the data a person needs; `message`
+/// turns it into a sentence and `exitStatus` into a documented exit code.
+public enum USMError: Error, Sendable, Equatable {
+    /// A path the user named does not exist.
+    case notFound(path: String, what: String)
+    /// A path exists but is not the kind of thing expected (a file where a folder was wanted...).
+    case wrongKind(path: String, expected: String)
+    /// Permission denied or another OS-level read failure.
+    case unreadable(path: String, reason: String)
+    /// Writing (to a private temporary folder or a destination) failed.
+    case writeFailed(path: String, reason: String)
+    /// The file is not an SQLite database at all (empty, random bytes, another format).
+    case notSQLite(path: String, reason: String)
+    /// The file is SQLite but lacks the Core Data bookkeeping tables.
+    case notCoreData(path: String, missing: [String])
+    /// SQLite reported an error while reading the store.
+    case sqlite(path: String, code: Int32, message: String)
+    /// A symlink would take us outside the folder the user gave.
+    case symlinkEscapes(path: String, target: String, root: String)
+    /// Flags that contradict each other or name nothing usable.
+    case usage(String)
+    /// A libarchive call failed.
+    case archive(path: String, code: Int32, message: String)
+
+    /// The documented exit code for this error.
+    public var exitStatus: ExitStatus {
+        switch self {
+        case .notFound: .notFound
+        case .wrongKind: .badInput
+        case .unreadable, .writeFailed: .ioError
+        case .notSQLite, .notCoreData, .sqlite: .badInput
+        case .symlinkEscapes: .refused
+        case .usage: .usage
+        case .archive: .ioError
+        }
+    }
+
+    /// A stable machine-readable code for JSON output.
+    public var code: String {
+        switch self {
+        case .notFound: "not-found"
+        case .wrongKind: "wrong-kind"
+        case .unreadable: "unreadable"
+        case .writeFailed: "write-failed"
+        case .notSQLite: "not-sqlite"
+        case .notCoreData: "not-core-data"
+        case .sqlite: "sqlite-error"
+        case .symlinkEscapes: "symlink-escapes"
+        case .usage: "usage"
+        case .archive: "archive-error"
+        }
+    }
+
+    /// One sentence for a person: what is wrong, where, and what to do when there is something to do.
+    public var message: String {
+        switch self {
+        case let .notFound(path, what):
+            "\(what) not found: \(path)"
+        case let .wrongKind(path, expected):
+            "\(path) is not \(expected)"
+        case let .unreadable(path, reason):
+            "cannot read \(path): \(reason)"
+        case let .writeFailed(path, reason):
+            "cannot write \(path): \(reason)"
+        case let .notSQLite(path, reason):
+            "\(path) is not an SQLite database (\(reason))"
+        case let .notCoreData(path, missing):
+            "\(path) is an SQLite database but not a Core Data store (no \(missing.joined(separator: ", ")) table)"
+        case let .sqlite(path, code, message):
+            "SQLite error \(code) reading \(path): \(message)"
+        case let .symlinkEscapes(path, target, root):
+            "refusing to follow \(path): it is a symlink to \(target), outside \(root)"
+        case let .usage(text):
+            text
+        case let .archive(path, code, message):
+            "archive error \(code) on \(path): \(message)"
+        }
+    }
+}
+
+extension USMError: LocalizedError {
+    /// Foundation's description hook, so `error.localizedDescription` is the same sentence.
+    public var errorDescription: String? { message }
+}

@@ -1,0 +1,57 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Streaming file copy with a fixed buffer, so memory stays flat whatever the file size.
+enum FileCopy {
+    /// Bytes moved per read/write call.
+    static let bufferSize = 1 << 20
+
+    /// Copies the regular file at `source` to a new file at `destination` (which must not exist).
+    /// Opens the source with `O_NOFOLLOW`: callers resolve and confine symlinks before copying.
+    /// - Returns: the number of bytes copied.
+    @discardableResult
+    static func copy(from source: String, to destination: String) throws -> Int64 {
+        let input = open(source, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard input >= 0 else {
+            throw USMError.unreadable(path: source, reason: errnoDescription())
+        }
+        defer { close(input) }
+        let output = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard output >= 0 else {
+            throw USMError.writeFailed(path: destination, reason: errnoDescription())
+        }
+        var closed = false
+        defer { if !closed { close(output) } }
+
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: 16)
+        defer { buffer.deallocate() }
+        var total: Int64 = 0
+        while true {
+            let n = read(input, buffer, bufferSize)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw USMError.unreadable(path: source, reason: errnoDescription())
+            }
+            if n == 0 { break }
+            var written = 0
+            while written < n {
+                let w = write(output, buffer + written, n - written)
+                if w < 0 {
+                    if errno == EINTR { continue }
+                    throw USMError.writeFailed(path: destination, reason: errnoDescription())
+                }
+                written += w
+            }
+            total += Int64(n)
+        }
+        closed = true
+        if close(output) != 0 {
+            throw USMError.writeFailed(path: destination, reason: errnoDescription())
+        }
+        return total
+    }
+}

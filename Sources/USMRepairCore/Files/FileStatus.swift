@@ -1,0 +1,64 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What `lstat` says about a path, without following a final symlink.
+public struct FileStatus: Sendable, Equatable {
+    /// The kind of file system object.
+    public enum Kind: String, Sendable, Codable {
+        case file, directory, symlink, fifo, socket, characterDevice = "char-device", blockDevice = "block-device", other
+    }
+
+    /// Kind of the object itself (a symlink is `.symlink`, not its target's kind).
+    public let kind: Kind
+    /// Size in bytes.
+    public let size: Int64
+    /// Permission bits.
+    public let mode: UInt32
+
+    /// Stats `path` without following a symlink; nil when nothing is there.
+    public static func lookup(_ path: String) -> FileStatus? {
+        var st = stat()
+        guard path.withCString({ Glibc_lstat($0, &st) }) == 0 else { return nil }
+        return FileStatus(st)
+    }
+
+    /// Stats `path` following symlinks; nil when nothing (or a dangling link) is there.
+    public static func resolve(_ path: String) -> FileStatus? {
+        var st = stat()
+        guard path.withCString({ Glibc_stat($0, &st) }) == 0 else { return nil }
+        return FileStatus(st)
+    }
+
+    private init(_ st: stat) {
+        let fmt = UInt32(st.st_mode) & UInt32(S_IFMT)
+        switch fmt {
+        case UInt32(S_IFREG): kind = .file
+        case UInt32(S_IFDIR): kind = .directory
+        case UInt32(S_IFLNK): kind = .symlink
+        case UInt32(S_IFIFO): kind = .fifo
+        case UInt32(S_IFSOCK): kind = .socket
+        case UInt32(S_IFCHR): kind = .characterDevice
+        case UInt32(S_IFBLK): kind = .blockDevice
+        default: kind = .other
+        }
+        size = Int64(st.st_size)
+        mode = UInt32(st.st_mode) & 0o7777
+    }
+}
+
+private func Glibc_lstat(_ path: UnsafePointer<CChar>, _ buf: UnsafeMutablePointer<stat>) -> Int32 {
+    lstat(path, buf)
+}
+
+private func Glibc_stat(_ path: UnsafePointer<CChar>, _ buf: UnsafeMutablePointer<stat>) -> Int32 {
+    stat(path, buf)
+}
+
+/// The text of the last OS error, for messages.
+func errnoDescription(_ code: Int32 = errno) -> String {
+    String(cString: strerror(code))
+}

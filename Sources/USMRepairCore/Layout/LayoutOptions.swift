@@ -1,0 +1,64 @@
+import Foundation
+
+/// Where an app's UbiquityStoreManager data lies, as the user named it on the command line.
+/// Every read-only and destructive command takes the same options.
+public struct LayoutOptions: Sendable, Equatable {
+    /// The app container folder (`Library/Application Support` on iOS): the local store and `CloudStore/`.
+    public var appDirectory: URL?
+    /// The ubiquity container: `CloudLogs/` and, for cloud version 0, `CloudStore.nosync/`.
+    public var cloudDirectory: URL?
+    /// The content name, i.e. the local store's name without `.sqlite` (USM default `UbiquityStore`).
+    public var storeName: String
+    /// The app's preferences plist holding `USMCloudEnabledKey`.
+    public var preferences: URL?
+    /// An app container download (an Xcode `.xcappdata`, a sandbox, a Mac data folder) to search.
+    public var container: URL?
+    /// A single store to inspect instead of a layout.
+    public var store: URL?
+
+    /// The default content name of UbiquityStoreManager.
+    public static let defaultStoreName = "UbiquityStore"
+
+    /// Creates options; at least one location must be given (see `validate`).
+    public init(appDirectory: URL? = nil, cloudDirectory: URL? = nil, storeName: String = LayoutOptions.defaultStoreName,
+                preferences: URL? = nil, container: URL? = nil, store: URL? = nil) {
+        self.appDirectory = appDirectory
+        self.cloudDirectory = cloudDirectory
+        self.storeName = storeName
+        self.preferences = preferences
+        self.container = container
+        self.store = store
+    }
+
+    /// Checks that the options name something coherent.
+    public func validate() throws {
+        if store != nil, appDirectory != nil || cloudDirectory != nil || container != nil {
+            throw USMError.usage("--store inspects one store; it cannot be combined with --app-dir, --cloud-dir or --container")
+        }
+        if store == nil, appDirectory == nil, cloudDirectory == nil, container == nil {
+            throw USMError.usage("name what to inspect: --container DIR, --app-dir DIR and/or --cloud-dir DIR, or --store FILE")
+        }
+        if storeName.isEmpty || storeName.contains("/") || storeName.hasPrefix(".") {
+            throw USMError.usage("--store-name must be a plain file name without .sqlite (got '\(storeName)')")
+        }
+    }
+}
+
+extension LayoutOptions {
+    /// The flags that name this layout again, for advice such as "run usm-repair check <flags>".
+    public var commandLineFlags: String {
+        func quoted(_ url: URL) -> String {
+            let path = url.path
+            return path.rangeOfCharacter(from: CharacterSet(charactersIn: " '\"$`\\!*?&;|<>()")) == nil
+                ? path : "'" + path.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        }
+        var parts: [String] = []
+        if let store { parts.append("--store \(quoted(store))") }
+        if let container { parts.append("--container \(quoted(container))") }
+        if let appDirectory { parts.append("--app-dir \(quoted(appDirectory))") }
+        if let cloudDirectory { parts.append("--cloud-dir \(quoted(cloudDirectory))") }
+        if let preferences { parts.append("--prefs \(quoted(preferences))") }
+        if storeName != LayoutOptions.defaultStoreName { parts.append("--store-name \(storeName)") }
+        return parts.joined(separator: " ")
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+
+/// The parts of a Core Data model that matter offline: entities, their parents and relationships.
+/// Decoded from the store's own `Z_MODELCACHE` (an NSKeyedArchiver archive, raw-DEFLATE compressed).
+public struct ManagedObjectModel: Sendable, Equatable {
+    /// One relationship of an entity.
+    public struct Relationship: Sendable, Equatable {
+        /// The relationship's name as in the model (`owner`).
+        public let name: String
+        /// The destination entity's name.
+        public let destination: String
+        /// True for a to-many relationship.
+        public let isToMany: Bool
+        /// True for an ordered to-many relationship (NSOrderedSet).
+        public let isOrdered: Bool
+        /// The inverse relationship's name, if any.
+        public let inverse: String?
+    }
+
+    /// One entity.
+    public struct Entity: Sendable, Equatable {
+        /// The entity name.
+        public let name: String
+        /// The parent entity's name, nil for a root.
+        public let parent: String?
+        /// Attribute names (inherited ones included), sorted.
+        public let attributes: [String]
+        /// Relationships (inherited ones included), sorted by name.
+        public let relationships: [Relationship]
+    }
+
+    /// Every entity, sorted by name.
+    public let entities: [Entity]
+
+    /// The entity called `name`.
+    public func entity(named name: String) -> Entity? { entities.first { $0.name == name } }
+
+    /// Decodes the content of `Z_MODELCACHE.Z_CONTENT`. Returns nil for anything it cannot read:
+    /// the cache is an optimisation of Core Data's, and a store without a readable one is still valid.
+    public static func decodeModelCache(_ blob: Data) -> ManagedObjectModel? {
+        guard let archive = Inflate.raw(blob) ?? (blob.starts(with: Array("bplist00".utf8)) ? blob : nil),
+              let plist = try? PropertyListSerialization.propertyList(from: archive, options: [], format: nil),
+              let root = plist as? [String: Any],
+              let objects = root["$objects"] as? [Any]
+        else { return nil }
+        return KeyedArchive(objects: objects).model()
+    }
+}
+
+/// A minimal reader of NSKeyedArchiver output: follows `CF$UID` references through `$objects`.
+private struct KeyedArchive {
+    let objects: [Any]
+
+    func object(_ ref: Any?) -> Any? {
+        guard let index = KeyedArchive.uid(ref), index > 0, index < objects.count else { return nil }
+        return objects[index]
+    }
+
+    func string(_ ref: Any?) -> String? { object(ref) as? String }
+
+    func className(_ dict: [String: Any]) -> String? {
+        (object(dict["$class"]) as? [String: Any])?["$classname"] as? String
+    }
+
+    /// Dictionary-like objects (NSDictionary, NSKnownKeysDictionary1) as name → object.
+    func dictionary(_ ref: Any?) -> [(String, [String: Any])] {
+        guard let dict = object(ref) as? [String: Any] else { return [] }
+        let keys = (dict["NS.keys"] as? [Any]) ?? []
+        let values = (dict["NS.objects"] as? [Any]) ?? []
+        var out: [(String, [String: Any])] = []
+        for (k, v) in zip(keys, values) {
+            if let key = string(k), let value = object(v) as? [String: Any] { out.append((key, value)) }
+        }
+        return out
+    }
+
+    func model() -> ManagedObjectModel? {
+        var entities: [String: ManagedObjectModel.Entity] = [:]
+        for case let dict as [String: Any] in objects where className(dict) == "NSEntityDescription" {
+            guard let name = string(dict["NSEntityName"]) else { continue }
+            let parent = (object(dict["NSSuperentity"]) as? [String: Any]).flatMap { string($0["NSEntityName"]) }
+            var attributes: [String] = []
+            var relationships: [ManagedObjectModel.Relationship] = []
+            for (propertyName, property) in dictionary(dict["NSProperties"]) {
+                switch className(property) {
+                case "NSAttributeDescription":
+                    attributes.append(propertyName)
+                case "NSRelationshipDescription":
+                    let destination = string(property["_NSDestinationEntityName"])
+                        ?? (object(property["NSDestinationEntity"]) as? [String: Any]).flatMap { string($0["NSEntityName"]) }
+                    guard let destination else { continue }
+                    let maxCount = (property["NSMaxCount"] as? Int) ?? 0
+                    relationships.append(.init(
+                        name: propertyName,
+                        destination: destination,
+                        isToMany: maxCount != 1,
+                        isOrdered: (property["NSIsOrdered"] as? Bool) ?? false,
+                        inverse: string(property["_NSInverseRelationshipName"])))
+                default:
+                    continue
+                }
+            }
+            entities[name] = .init(
+                name: name, parent: parent, attributes: attributes.sorted(),
+                relationships: relationships.sorted { $0.name < $1.name })
+        }
+        guard !entities.isEmpty else { return nil }
+        return ManagedObjectModel(entities: entities.values.sorted { $0.name < $1.name })
+    }
+
+    /// Extracts the integer of a `CF$UID` value as PropertyListSerialization presents it on each platform.
+    static func uid(_ value: Any?) -> Int? {
+        guard let value else { return nil }
+        if let dict = value as? [String: Any], let n = dict["CF$UID"] as? Int { return n }
+        // Foundation represents UIDs with a private class: on Linux `_NSKeyedArchiverUID` with a
+        // `value` property, on Darwin a CFKeyedArchiverUID whose description ends in `{value = N}`.
+        guard !(value is String), !(value is [Any]), !(value is [String: Any]), !(value is Data) else { return nil }
+        for child in Mirror(reflecting: value).children where child.label == "value" {
+            if let n = child.value as? UInt32 { return Int(n) }
+            if let n = child.value as? Int { return n }
+            if let n = child.value as? UInt64 { return Int(n) }
+        }
+        let text = String(describing: value)
+        if text.contains("KeyedArchiverUID"), let range = text.range(of: "value = ") {
+            return Int(text[range.upperBound...].prefix { $0.isNumber })
+        }
+        return nil
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+
+/// The read-only operations: discover a layout, inspect every store in it, judge, advise.
+/// Behind `status` (depth `.status`) and `check` (depth `.check`).
+public struct Inspection: Sendable {
+    /// The options naming the layout.
+    public let options: LayoutOptions
+    /// `status` or `check`.
+    public let depth: StoreInspector.Depth
+    /// Problem codes the user chose to accept (`--ignore`): still reported, not counted for the exit code.
+    public let ignoredCodes: Set<String>
+
+    /// Creates an inspection.
+    public init(options: LayoutOptions, depth: StoreInspector.Depth, ignoredCodes: Set<String> = []) {
+        self.options = options
+        self.depth = depth
+        self.ignoredCodes = ignoredCodes
+    }
+
+    /// Runs it. `progress` is called before each store with (index, count, path).
+    /// - Throws: `USMError` when the options name nothing usable (missing folder, bad flags).
+    public func run(progress: (Int, Int, String) -> Void = { _, _, _ in }) throws -> StatusReport {
+        let layout = try Layout.discover(options)
+        let inspector = StoreInspector(depth: depth)
+        var stores: [StoreReport] = []
+        for (i, entry) in layout.stores.enumerated() {
+            progress(i, layout.stores.count, entry.files.main.path)
+            var report = inspector.inspect(entry.files, role: entry.role, confinement: Confinement(root: entry.root))
+            report.uuid = entry.uuid
+            report.cloudVersion = entry.cloudVersion
+            if entry.role == .cloud {
+                let active = layout.activeMarker
+                report.active = active?.value == entry.uuid && active?.cloudVersion == entry.cloudVersion
+            }
+            stores.append(report)
+        }
+        return judge(layout: layout, stores: stores)
+    }
+
+    private func judge(layout: Layout, stores: [StoreReport]) -> StatusReport {
+        let forCheck = depth == .check
+        var exit = layout.exitStatus
+        for store in stores {
+            var counted = store
+            counted.problems = store.problems.filter { !ignoredCodes.contains($0.code) }
+            exit = exit.worst(counted.exitStatus(forCheck: forCheck))
+        }
+        if forCheck, layout.problems.contains(where: { !ignoredCodes.contains($0.code) }) {
+            exit = exit.worst(.problemsFound)
+        }
+
+        let active = layout.activeMarker.map { marker in
+            StatusReport.ActiveStore(
+                uuid: marker.value!, cloudVersion: marker.cloudVersion, marker: marker.name,
+                exists: stores.contains { $0.uuid == marker.value && $0.cloudVersion == marker.cloudVersion && $0.exists })
+        }
+        let corruption = layout.corruptionMarker.map { marker in
+            StatusReport.Corruption(
+                uuid: marker.value!, affectsActiveStore: marker.value == active?.uuid, cloudVersion: marker.cloudVersion,
+                marker: marker.name)
+        }
+        let all = layout.problems + stores.flatMap(\.problems)
+        let summary = StatusReport.Summary(
+            stores: stores.count, present: stores.filter(\.exists).count, healthy: stores.filter { $0.health == .ok }.count,
+            errors: all.filter { $0.severity == .error }.count, warnings: all.filter { $0.severity == .warning }.count)
+        let mode = layout.options.store != nil ? "store" : "layout"
+        let summaryLayout = StatusReport.LayoutSummary(
+            mode: mode, container: layout.options.container?.path, appDir: layout.appDirectory?.path,
+            cloudDir: layout.cloudDirectory?.path, preferences: layout.preferencesPath?.path, storeName: options.storeName,
+            markers: layout.markers, cloudContent: layout.cloudContent, leftovers: layout.leftovers)
+        let cloudEnabled = layout.preferences?.cloudEnabled
+        let advice = Advice.lines(
+            layout: layout, stores: stores, active: active, corruption: corruption, cloudEnabled: cloudEnabled, isCheck: forCheck)
+        return StatusReport(
+            command: forCheck ? "check" : "status", cloudEnabled: cloudEnabled, activeStore: active, corruption: corruption,
+            stores: stores, layout: summaryLayout, problems: layout.problems, advice: advice, summary: summary, exitCode: exit)
+    }
+}

@@ -1,0 +1,257 @@
+import Foundation
+import GRDB
+
+/// Reads one store and reports on it, without writing a byte of the user's folders.
+///
+/// The file set (main file, `-wal`, `-journal`) is copied into a private temporary folder and the
+/// copy is opened: SQLite applies the WAL there, so rows that exist only in an un-checkpointed
+/// WAL are seen, while the user's `-wal` and `-shm` stay byte-identical and no file appears beside them.
+public struct StoreInspector: Sendable {
+    /// How much to verify.
+    public enum Depth: Sendable {
+        /// What `status` needs: `PRAGMA quick_check`, metadata, counts, cheap invariants.
+        case status
+        /// Every Core Data invariant: `PRAGMA integrity_check`, keys, join tables, external data.
+        case check
+    }
+
+    /// How deep to look.
+    public let depth: Depth
+    /// Pages of SQLite cache per connection (negative: KiB); bounds memory on large stores.
+    public let cacheSizeKiB: Int
+
+    /// Creates an inspector.
+    public init(depth: Depth, cacheSizeKiB: Int = 8192) {
+        self.depth = depth
+        self.cacheSizeKiB = cacheSizeKiB
+    }
+
+    /// Inspects the store whose file set is `files`, playing `role` in the layout.
+    /// Never throws: every failure becomes the report's health, problems and `readFailure`.
+    public func inspect(_ files: StoreFileSet, role: StoreReport.Role, confinement: Confinement) -> StoreReport {
+        var report = StoreReport(role: role, path: files.main.path)
+        report.files = fileEntries(files)
+
+        // Every member that exists must stay inside the folder the user gave.
+        for member in files.existingMembers() {
+            do { try confinement.check(member) } catch let error as USMError {
+                report.exists = true
+                report.health = .unreadable
+                report.problems.append(Problem("symlink-escapes", .error, error.message, subject: member.path))
+                report.readFailure = error
+                return report
+            } catch {}
+        }
+
+        guard let mainStatus = FileStatus.resolve(files.main.path) else {
+            report.exists = FileStatus.lookup(files.main.path) != nil
+            if report.exists {
+                report.health = .unreadable
+                report.problems.append(Problem("dangling-symlink", .error, "\(files.main.path) is a symlink to nothing", subject: files.main.path))
+                report.readFailure = .unreadable(path: files.main.path, reason: "dangling symlink")
+            } else if FileStatus.lookup(files.wal.path) != nil || FileStatus.lookup(files.supportDirectory.path) != nil {
+                report.problems.append(Problem(
+                    "orphan-sidecar", .warning,
+                    "the main file is missing but parts of its file set remain (\(files.existingMembers().map(\.lastPathComponent).joined(separator: ", ")))",
+                    subject: files.main.path))
+            }
+            return report
+        }
+        report.exists = true
+        guard mainStatus.kind == .file else {
+            report.health = .notCoreData
+            let error = USMError.wrongKind(path: files.main.path, expected: "a regular file")
+            report.problems.append(Problem("not-a-file", .error, error.message, subject: files.main.path))
+            report.readFailure = error
+            return report
+        }
+
+        let header: SQLiteHeader
+        do {
+            header = try SQLiteHeader.read(path: files.main.path)
+        } catch let error as USMError {
+            return failed(report, error)
+        } catch {
+            return failed(report, .unreadable(path: files.main.path, reason: "\(error)"))
+        }
+        report.journalMode = header.isWAL ? "wal" : "delete"
+        let walStatus = FileStatus.resolve(files.wal.path)
+        report.walPresent = walStatus?.kind == .file
+        addSidecarProblems(&report, files: files, header: header)
+        if let declared = header.declaredSize, mainStatus.size < declared {
+            report.health = .damaged
+            report.problems.append(Problem(
+                "truncated", .error,
+                "the header declares \(declared) bytes but the file holds \(mainStatus.size): the store was cut short",
+                subject: files.main.path))
+        }
+
+        // A private copy of the file set: the only thing SQLite ever opens.
+        let scratch: TemporaryDirectory
+        let copy: URL
+        do {
+            scratch = try TemporaryDirectory(prefix: "usm-repair-read")
+            copy = scratch.url.appendingPathComponent("store.sqlite")
+            try FileCopy.copy(from: files.main.resolvingSymlinksInPath().path, to: copy.path)
+            if report.walPresent {
+                try FileCopy.copy(from: files.wal.resolvingSymlinksInPath().path, to: copy.path + "-wal")
+            }
+            if FileStatus.resolve(files.journal.path)?.kind == .file {
+                try FileCopy.copy(from: files.journal.resolvingSymlinksInPath().path, to: copy.path + "-journal")
+            }
+        } catch let error as USMError {
+            return failed(report, error)
+        } catch {
+            return failed(report, .unreadable(path: files.main.path, reason: "\(error)"))
+        }
+        defer { scratch.remove() }
+
+        do {
+            var config = Configuration()
+            config.label = "usm-repair.inspect"
+            let cacheSize = cacheSizeKiB
+            config.prepareDatabase { db in
+                try db.execute(sql: "PRAGMA cache_size = -\(cacheSize)")
+                try db.execute(sql: "PRAGMA mmap_size = 0")
+            }
+            let queue = try DatabaseQueue(path: copy.path, configuration: config)
+            defer { try? queue.close() }
+            try queue.inDatabase { db in
+                try read(db, into: &report, files: files)
+            }
+        } catch let error as USMError {
+            return failed(report, error)
+        } catch let error as DatabaseError {
+            let usm = USMError.sqlite(path: files.main.path, code: error.resultCode.rawValue, message: error.message ?? "\(error)")
+            let damaged = [ResultCode.SQLITE_CORRUPT, ResultCode.SQLITE_NOTADB].contains(error.resultCode.primaryResultCode)
+            return failed(report, usm, health: damaged ? .damaged : .unreadable)
+        } catch {
+            return failed(report, .unreadable(path: files.main.path, reason: "\(error)"))
+        }
+        if report.health == .missing { report.health = .ok }
+        return report
+    }
+
+    // MARK: - Reading
+
+    private func read(_ db: Database, into report: inout StoreReport, files: StoreFileSet) throws {
+        let tables = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'").map { $0.uppercased() })
+        let missing = ["Z_PRIMARYKEY", "Z_METADATA"].filter { !tables.contains($0) }
+        guard missing.isEmpty else { throw USMError.notCoreData(path: files.main.path, missing: missing) }
+
+        // Integrity first: a damaged B-tree makes every later answer doubtful.
+        let pragma = depth == .check ? "integrity_check" : "quick_check"
+        report.integrityCheck = pragma
+        let lines = try String.fetchAll(db, sql: "PRAGMA \(pragma)(20)")
+        if lines == ["ok"] {
+            report.integrity = "ok"
+        } else {
+            report.integrity = "failed"
+            report.health = .damaged
+            report.problems.append(Problem(
+                "integrity", .error, "SQLite \(pragma) failed: " + lines.prefix(5).joined(separator: "; "),
+                subject: files.main.path, count: lines.count))
+        }
+
+        let metadata = try readMetadata(db)
+        report.storeUUID = metadata.storeUUID
+        report.ubiquityMetadata = metadata.hasUbiquityMetadata
+        report.metadata = .init(
+            plist: metadata.plistState.rawValue, storeType: metadata.storeType, frameworkVersion: metadata.frameworkVersion,
+            modelVersionIdentifiers: metadata.modelVersionIdentifiers, keys: metadata.keys, ubiquityKeys: metadata.ubiquityKeys)
+        report.problems += StoreChecks.metadataProblems(metadata, role: report.role)
+
+        let schema = try CoreDataSchema.read(db)
+        report.tables = .init(
+            entity: schema.entityTables, join: schema.joinTables.map(\.name), history: schema.historyTables,
+            cloudKit: schema.cloudKitTables, ordered: schema.orderedColumns,
+            relationshipSource: schema.relationshipSource, toOneKeys: schema.toOneKeys.count)
+
+        let counts = try StoreChecks.entityCounts(db, schema: schema)
+        report.problems += counts.problems
+        report.entities = schema.entities.map { entity in
+            StoreReport.EntityCount(
+                name: entity.name, parent: schema.entity(entity.superNumber)?.name,
+                rows: counts.rows[entity.number] ?? 0, number: entity.number, table: entity.table, system: entity.isSystem)
+        }
+        report.objects = report.entities.reduce(0) { $0 + $1.rows } + counts.unknownRows
+        report.problems += try StoreChecks.primaryKeyProblems(db, schema: schema)
+
+        let external = ExternalData(files: files)
+        report.externalDataFiles = external.fileCount()
+        if depth == .check {
+            report.problems += try StoreChecks.toOneProblems(db, schema: schema)
+            report.problems += try StoreChecks.joinProblems(db, schema: schema)
+            report.problems += try external.problems(db, schema: schema)
+        }
+    }
+
+    private func readMetadata(_ db: Database) throws -> StoreMetadata {
+        let rows = try Row.fetchAll(db, sql: "SELECT Z_VERSION, Z_UUID, Z_PLIST FROM Z_METADATA LIMIT 2")
+        let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM Z_METADATA") ?? 0
+        guard let row = rows.first else { return StoreMetadata(rowCount: 0, version: nil, uuid: nil, plist: nil) }
+        let plist: Data? = switch row["Z_PLIST"] as DatabaseValue? {
+        case let value? where !value.isNull: Data.fromDatabaseValue(value) ?? String.fromDatabaseValue(value).map { Data($0.utf8) }
+        default: nil
+        }
+        let uuid: String? = (row["Z_UUID"] as String?) ?? (row["Z_UUID"] as Data?).map { data in
+            data.count == 16 ? UUID(uuid: data.withUnsafeBytes { $0.load(as: uuid_t.self) }).uuidString : data.base64EncodedString()
+        }
+        return StoreMetadata(rowCount: count, version: row["Z_VERSION"] as Int?, uuid: uuid, plist: plist)
+    }
+
+    // MARK: - Files
+
+    private func addSidecarProblems(_ report: inout StoreReport, files: StoreFileSet, header: SQLiteHeader) {
+        let shmPresent = FileStatus.lookup(files.shm.path) != nil
+        if header.isWAL && !report.walPresent {
+            if shmPresent {
+                report.problems.append(Problem(
+                    "wal-missing", .error,
+                    "the store is in WAL mode and its -shm is present but its -wal is not: the newest rows were probably lost when the file set was split",
+                    subject: files.wal.path))
+            } else {
+                report.problems.append(Problem(
+                    "wal-header-without-wal", .warning,
+                    "the header says WAL but there is no -wal beside the file: harmless if the app closed the store cleanly; if the file was copied without its -wal, the newest rows are missing",
+                    subject: files.wal.path))
+            }
+        }
+        if !header.isWAL && report.walPresent {
+            report.problems.append(Problem(
+                "stray-wal", .warning, "a -wal file sits beside a store in rollback-journal mode; SQLite will ignore it",
+                subject: files.wal.path))
+        }
+        if FileStatus.lookup(files.journal.path) != nil {
+            report.problems.append(Problem(
+                "hot-journal", .warning,
+                "a -journal file is present: a write was interrupted; SQLite rolls it back on the next open (this report shows the rolled-back state)",
+                subject: files.journal.path))
+        }
+    }
+
+    private func fileEntries(_ files: StoreFileSet) -> [StoreReport.FileEntry] {
+        let names = ["main", "wal", "shm", "journal", "support"]
+        return zip(names, files.allMembers).compactMap { member, url in
+            guard let status = FileStatus.lookup(url.path) else { return nil }
+            return .init(member: member, path: url.path, kind: status.kind.rawValue, size: status.size)
+        }
+    }
+
+    private func failed(_ report: StoreReport, _ error: USMError, health: StoreReport.Health? = nil) -> StoreReport {
+        var report = report
+        report.readFailure = error
+        switch error {
+        case .notSQLite, .notCoreData, .wrongKind:
+            report.health = health ?? .notCoreData
+        case .sqlite:
+            report.health = health ?? .damaged
+        default:
+            report.health = health ?? .unreadable
+        }
+        // A truncated header is damage, not "some other format".
+        if case let .notSQLite(_, reason) = error, reason.contains("truncated") { report.health = .damaged }
+        report.problems.append(Problem(error.code, .error, error.message, subject: report.path))
+        return report
+    }
+}

@@ -1,0 +1,40 @@
+import ArgumentParser
+import USMRepairCore
+
+/// `usm-repair check`: every Core Data invariant, with an exit code scripts can rely on.
+struct CheckCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check",
+        abstract: "Verify every Core Data invariant of every store in the layout (read-only).",
+        discussion: """
+            SQLite integrity_check; Z_METADATA; Z_MAX against the largest Z_PK of each hierarchy; every \
+            Z_ENT known and in its hierarchy's table; to-one keys and join-table rows pointing at \
+            existing rows; external-data references against the files in .<Name>_SUPPORT/_EXTERNAL_DATA \
+            (and files nobody references); iCloud metadata left in a local store; a WAL-mode store \
+            without its -wal; malformed markers and preferences; leftover temporary stores.
+
+            Exit codes: 0 every invariant holds; 1 problems found (every problem counts, warnings \
+            included, unless accepted with --ignore); 2 a store could not be read as Core Data; \
+            3 refused; 64 usage; 66 not found; 74 I/O error.
+            """
+    )
+
+    @OptionGroup(title: "Layout") var layout: LayoutFlags
+    @OptionGroup(title: "Output") var output: OutputFlags
+
+    @Option(name: .customLong("ignore"), parsing: .singleValue, help: ArgumentHelp(
+        "Accept a problem code (e.g. wal-header-without-wal): still reported, no longer fails the check. Repeatable.",
+        valueName: "code"))
+    var ignore: [String] = []
+
+    func validate() throws {
+        let unknown = ignore.filter { !ProblemCode.all.contains($0) }
+        if !unknown.isEmpty {
+            throw ValidationError("unknown problem code(s) for --ignore: \(unknown.joined(separator: ", ")); see the README's problem codes")
+        }
+    }
+
+    func run() throws {
+        try Runner(output: output).report(Inspection(options: layout.options, depth: .check, ignoredCodes: Set(ignore)))
+    }
+}

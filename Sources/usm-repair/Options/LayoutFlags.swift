@@ -1,0 +1,48 @@
+import ArgumentParser
+import Foundation
+import USMRepairCore
+
+/// The flags that name an app's data; shared by every command that works on a layout.
+struct LayoutFlags: ParsableArguments {
+    @Option(name: .customLong("container"), help: ArgumentHelp(
+        "An app container download (Xcode .xcappdata, sandbox or Mac data folder) to search.", valueName: "dir"),
+        completion: .directory)
+    var container: String?
+
+    @Option(name: .customLong("app-dir"), help: ArgumentHelp(
+        "The app container folder holding <store-name>.sqlite and CloudStore/ (iOS: Library/Application Support).",
+        valueName: "dir"), completion: .directory)
+    var appDir: String?
+
+    @Option(name: .customLong("cloud-dir"), help: ArgumentHelp(
+        "The ubiquity container holding CloudLogs/ (and CloudStore.nosync/ for cloud version 0).", valueName: "dir"),
+        completion: .directory)
+    var cloudDir: String?
+
+    @Option(name: .customLong("store-name"), help: ArgumentHelp(
+        "The store's content name, without .sqlite.", valueName: "name"))
+    var storeName: String = LayoutOptions.defaultStoreName
+
+    @Option(name: .customLong("prefs"), help: ArgumentHelp(
+        "The app's preferences plist (binary or XML) holding USMCloudEnabledKey.", valueName: "file"),
+        completion: .file(extensions: ["plist"]))
+    var prefs: String?
+
+    @Option(name: .customLong("store"), help: ArgumentHelp(
+        "Inspect a single store file instead of a layout.", valueName: "file"), completion: .file())
+    var store: String?
+
+    func validate() throws {
+        do { try options.validate() } catch let error as USMError { throw ValidationError(error.message) }
+    }
+
+    /// The core's view of these flags.
+    var options: LayoutOptions {
+        func url(_ path: String?, directory: Bool = false) -> URL? {
+            path.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath, isDirectory: directory) }
+        }
+        return LayoutOptions(
+            appDirectory: url(appDir, directory: true), cloudDirectory: url(cloudDir, directory: true), storeName: storeName,
+            preferences: url(prefs), container: url(container, directory: true), store: url(store))
+    }
+}

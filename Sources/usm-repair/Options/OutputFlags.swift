@@ -1,0 +1,17 @@
+import ArgumentParser
+
+/// How results are printed; shared by every command.
+struct OutputFlags: ParsableArguments {
+    @Flag(name: .long, help: "Print a JSON report on stdout (schema in the README) instead of text.")
+    var json = false
+
+    @Flag(name: [.short, .long], help: "Print only problems and errors.")
+    var quiet = false
+
+    @Flag(name: [.short, .long], help: "Print every entity with its row count, and every file.")
+    var verbose = false
+
+    func validate() throws {
+        if quiet && verbose { throw ValidationError("--quiet and --verbose cannot be used together") }
+    }
+}

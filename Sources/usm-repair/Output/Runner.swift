@@ -1,0 +1,43 @@
+import ArgumentParser
+import Foundation
+import USMRepairCore
+
+/// Runs a read-only inspection and prints its report, turning errors into messages and exit codes.
+struct Runner {
+    let output: OutputFlags
+
+    func report(_ inspection: Inspection) throws {
+        let terminal = Terminal(quiet: output.quiet, json: output.json)
+        let report: StatusReport
+        do {
+            report = try inspection.run(progress: terminal.progress)
+            terminal.endProgress()
+        } catch let error as USMError {
+            terminal.endProgress()
+            fail(error, terminal: terminal)
+        }
+        if output.json {
+            terminal.out(try report.json())
+        } else {
+            ReportPrinter(terminal: terminal, verbose: output.verbose, quiet: output.quiet).print(report)
+        }
+        if report.exitCode != .ok { throw ExitCode(report.exitCode.rawValue) }
+    }
+
+    /// Prints an error (as JSON on stdout with --json, always as a sentence on stderr) and exits.
+    func fail(_ error: USMError, terminal: Terminal) -> Never {
+        if output.json {
+            let payload: [String: Any] = [
+                "schemaVersion": 1,
+                "error": ["code": error.code, "message": error.message],
+                "exitCode": Int(error.exitStatus.rawValue),
+                "exitStatus": error.exitStatus.name,
+            ]
+            if let data = try? JSONSerialization.data(withJSONObject: payload, options: [.prettyPrinted, .sortedKeys]) {
+                terminal.out(String(decoding: data, as: UTF8.self))
+            }
+        }
+        terminal.err("usm-repair: error: \(error.message)")
+        Foundation.exit(error.exitStatus.rawValue)
+    }
+}
