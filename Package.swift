@@ -7,7 +7,7 @@ let strategyTargets: [Target] = []
 
 let package = Package(
     name: "usm-repair",
-    platforms: [.macOS(.v13)],
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "usm-repair", targets: ["usm-repair"]),
         .library(name: "USMRepairCore", targets: ["USMRepairCore"]),

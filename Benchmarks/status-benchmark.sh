@@ -282,7 +282,7 @@ wal_size=0; [[ -e "$STORE-wal" ]] && wal_size="$(file_size "$STORE-wal")"
 echo
 echo "usm-repair status benchmark ($(uname -sm), $RUNS runs, median wall time, peak RSS = max over runs)"
 echo "  store: $STORE"
-echo "         ${objects_line:-? objects}; main $(bytes_mib "$(file_size "$STORE")") MiB, -wal $(bytes_mib "$wal_size") MiB"
+echo "  objects: ${objects_line:-?}; main $(bytes_mib "$(file_size "$STORE")") MiB, -wal $(bytes_mib "$wal_size") MiB"
 echo
 row() { printf '  %-36s %9s %-4s %-9s %s\n' "$@"; }
 row "measure" "value" "" "target" "result"

@@ -89,6 +89,7 @@ public struct StoreInspector: Sendable {
         // A private copy of the file set: the only thing SQLite ever opens.
         let scratch: TemporaryDirectory
         let copy: URL
+        var journalCopied = false
         do {
             scratch = try TemporaryDirectory(prefix: "usm-repair-read")
             copy = scratch.url.appendingPathComponent("store.sqlite")
@@ -98,6 +99,7 @@ public struct StoreInspector: Sendable {
             }
             if FileStatus.resolve(files.journal.path)?.kind == .file {
                 try FileCopy.copy(from: files.journal.resolvingSymlinksInPath().path, to: copy.path + "-journal")
+                journalCopied = true
             }
         } catch let error as USMError {
             return failed(report, error)
@@ -109,6 +111,9 @@ public struct StoreInspector: Sendable {
         do {
             var config = Configuration()
             config.label = "usm-repair.inspect"
+            // Read-only connections never checkpoint the copy's WAL on close (wasted writes);
+            // a hot journal needs a writer to roll it back.
+            config.readonly = !journalCopied
             let cacheSize = cacheSizeKiB
             config.prepareDatabase { db in
                 try db.execute(sql: "PRAGMA cache_size = -\(cacheSize)")
@@ -116,9 +121,25 @@ public struct StoreInspector: Sendable {
             }
             let queue = try DatabaseQueue(path: copy.path, configuration: config)
             defer { try? queue.close() }
-            try queue.inDatabase { db in
-                try read(db, into: &report, files: files)
+            // Opening applied the WAL or journal; a second connection can now check the B-trees
+            // while the first reads metadata and counts.
+            let checker = try DatabaseQueue(path: copy.path, configuration: config)
+            defer { try? checker.close() }
+            let pragma = depth == .check ? "integrity_check" : "quick_check"
+            let integrity = IntegrityCheck(queue: checker, pragma: pragma)
+            let readResult = Result { try queue.inDatabase { db in try read(db, into: &report, files: files) } }
+            let lines = try integrity.wait()
+            report.integrityCheck = pragma
+            if lines == ["ok"] {
+                report.integrity = "ok"
+            } else {
+                report.integrity = "failed"
+                report.health = .damaged
+                report.problems.insert(Problem(
+                    "integrity", .error, "SQLite \(pragma) failed: " + lines.prefix(5).joined(separator: "; "),
+                    subject: files.main.path, count: lines.count), at: 0)
             }
+            try readResult.get()
         } catch let error as USMError {
             return failed(report, error)
         } catch let error as DatabaseError {
@@ -138,20 +159,6 @@ public struct StoreInspector: Sendable {
         let tables = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'").map { $0.uppercased() })
         let missing = ["Z_PRIMARYKEY", "Z_METADATA"].filter { !tables.contains($0) }
         guard missing.isEmpty else { throw USMError.notCoreData(path: files.main.path, missing: missing) }
-
-        // Integrity first: a damaged B-tree makes every later answer doubtful.
-        let pragma = depth == .check ? "integrity_check" : "quick_check"
-        report.integrityCheck = pragma
-        let lines = try String.fetchAll(db, sql: "PRAGMA \(pragma)(20)")
-        if lines == ["ok"] {
-            report.integrity = "ok"
-        } else {
-            report.integrity = "failed"
-            report.health = .damaged
-            report.problems.append(Problem(
-                "integrity", .error, "SQLite \(pragma) failed: " + lines.prefix(5).joined(separator: "; "),
-                subject: files.main.path, count: lines.count))
-        }
 
         let metadata = try readMetadata(db)
         report.storeUUID = metadata.storeUUID

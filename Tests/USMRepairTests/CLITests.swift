@@ -1,0 +1,68 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import USMRepairCore
+
+/// The command line as a user meets it: help, version, JSON shape, documentation.
+@Suite("command line")
+struct CLITests {
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    @Test("help everywhere, version, completion scripts")
+    func help() throws {
+        for args in [["--help"], ["status", "--help"], ["check", "--help"], ["help", "check"]] {
+            let r = try CLI.run(args)
+            #expect(r.status == 0, "\(args)")
+            #expect(r.stdout.contains("USAGE"), "\(args)")
+        }
+        #expect(try CLI.run(["--version"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines) == USMRepair.version)
+        for shell in ["bash", "zsh", "fish"] {
+            let r = try CLI.run(["--generate-completion-script", shell])
+            #expect(r.status == 0)
+            #expect(r.stdout.contains("status"))
+        }
+    }
+
+    @Test("the JSON report has the documented keys, null included")
+    func jsonShape() throws {
+        let tmp = try TempDir()
+        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let json = try CLI.run(["status", "--app-dir", paths.appDir.path, "--json"]).json
+        for key in ["schemaVersion", "command", "cloudEnabled", "activeStore", "corruption", "stores", "layout", "problems",
+                    "advice", "summary", "exitCode", "exitStatus"] {
+            #expect(json.keys.contains(key), "top-level key \(key)")
+        }
+        #expect(json["cloudEnabled"] is NSNull, "no preferences named: unknown, not false")
+        #expect(json["activeStore"] is NSNull, "no cloud folder named: no marker read")
+        let store = try #require((json["stores"] as? [[String: Any]])?.first)
+        for key in ["role", "uuid", "path", "exists", "health", "storeUUID", "ubiquityMetadata", "walPresent", "entities",
+                    "problems", "cloudVersion", "active", "journalMode", "integrity", "objects", "files", "metadata", "tables"] {
+            #expect(store.keys.contains(key), "store key \(key)")
+        }
+        let entity = try #require((store["entities"] as? [[String: Any]])?.first)
+        #expect(Set(entity.keys) == ["name", "parent", "rows", "number", "table", "system"])
+    }
+
+    @Test("NO_COLOR and --quiet")
+    func quietAndColor() throws {
+        let tmp = try TempDir()
+        let store = tmp.path("S.sqlite")
+        try FixtureStore.write(to: store)
+        let quiet = try CLI.run(["status", "--store", store.path, "--quiet"], environment: ["NO_COLOR": "1"])
+        #expect(quiet.status == 0)
+        #expect(quiet.stdout.isEmpty, "a healthy store prints nothing with --quiet")
+        #expect(quiet.stderr.isEmpty, "no progress when stderr is not a terminal")
+    }
+
+    @Test("the README documents every command, exit code and problem code")
+    func readme() throws {
+        let readme = try String(contentsOf: Self.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        for code in ProblemCode.all.sorted() { #expect(readme.contains("`\(code)`"), "problem code \(code)") }
+        for status in ExitStatus.allCases { #expect(readme.contains("| \(status.rawValue) |"), "exit code \(status.rawValue)") }
+        for flag in ["--container", "--app-dir", "--cloud-dir", "--store-name", "--prefs", "--store", "--json", "--ignore", "--quiet", "--verbose"] {
+            #expect(readme.contains("`\(flag)"), "flag \(flag)")
+        }
+        let changelog = try String(contentsOf: Self.packageRoot.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
+        #expect(changelog.contains("## [Unreleased]") || changelog.contains("## Unreleased"))
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import USMRepairCore
+
+/// The real Core Data stores of ../shared/corpus/real (skipped with a note where the corpus is absent).
+@Suite("real corpus", .enabled(if: Corpus.directory != nil, "../shared/corpus/real is not beside this checkout"))
+struct CorpusTests {
+    /// What sqlite3 sees in a copy of the store (WAL applied): rows per Z_ENT over every table that
+    /// has Z_PK and Z_ENT columns, found from the columns rather than from Core Data's naming rules.
+    static func sqlite3Counts(_ store: URL) throws -> [Int: Int] {
+        let tmp = try TempDir()
+        let copy = try Corpus.copy(store, into: tmp.url)
+        let tables = try sqlite3(copy, """
+            SELECT m.name FROM sqlite_master m WHERE m.type = 'table'
+              AND EXISTS (SELECT 1 FROM pragma_table_info(m.name) WHERE name = 'Z_ENT')
+              AND EXISTS (SELECT 1 FROM pragma_table_info(m.name) WHERE name = 'Z_PK');
+            """).split(separator: "\n").map(String.init)
+        var counts: [Int: Int] = [:]
+        for table in tables {
+            for line in try sqlite3(copy, "SELECT Z_ENT, COUNT(*) FROM \"\(table)\" WHERE Z_ENT IN (SELECT Z_ENT FROM Z_PRIMARYKEY) GROUP BY Z_ENT;")
+                .split(separator: "\n") {
+                let parts = line.split(separator: "|")
+                if parts.count == 2, let ent = Int(parts[0]), let n = Int(parts[1]) { counts[ent, default: 0] += n }
+            }
+        }
+        return counts
+    }
+
+    static func sqlite3(_ db: URL, _ sql: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["sqlite3", "-batch", db.path, sql]
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw USMError.usage("sqlite3 failed on \(db.path)") }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    @Test("status and check read every corpus store, and count what sqlite3 counts", arguments: Corpus.stores())
+    func counts(store: URL) throws {
+        let folder = store.deletingLastPathComponent()
+        let before = try TreeSnapshot(folder)
+        let expected = try Self.sqlite3Counts(store)
+        for depth in [StoreInspector.Depth.status, .check] {
+            let report = try Inspection(options: LayoutOptions(store: store), depth: depth).run()
+            let s = try #require(report.stores.first)
+            #expect(s.health == .ok, "\(store.lastPathComponent): \(s.problems)")
+            #expect(s.integrity == "ok")
+            var ours: [Int: Int] = [:]
+            for e in s.entities where e.rows > 0 { ours[e.number] = e.rows }
+            #expect(ours == expected.filter { $0.value > 0 }, "\(store.lastPathComponent)")
+            #expect(s.objects == expected.values.reduce(0, +))
+            // No real store breaks an invariant beyond the notes about its sidecars and metadata.
+            let allowed: Set<String> = ["wal-header-without-wal", "metadata-plist-null"]
+            #expect(s.problems.filter { !allowed.contains($0.code) }.isEmpty, "\(store.lastPathComponent): \(s.problems)")
+        }
+        #expect(try TreeSnapshot(folder) == before)
+    }
+
+    @Test("a writable copy stays byte-identical, -wal and -shm included", arguments: Corpus.stores())
+    func readOnly(store: URL) throws {
+        let tmp = try TempDir()
+        _ = try Corpus.copy(store, into: tmp.url)
+        let before = try TreeSnapshot(tmp.url)
+        let r = try CLI.run(["check", "--store", tmp.url.appendingPathComponent(store.lastPathComponent).path, "--json"])
+        #expect(r.status == 0 || r.status == 1)
+        #expect(try TreeSnapshot(tmp.url) == before)
+    }
+
+    @Test("relationships come from the store's model cache; a broken key is found")
+    func modelCacheRelationships() throws {
+        let source = try #require(Corpus.stores().first { $0.lastPathComponent == "SampleModel_V1.sqlite" })
+        let tmp = try TempDir()
+        let copy = try Corpus.copy(source, into: tmp.url)
+        try FixtureStore.mutate(copy, "UPDATE ZCAR SET ZOWNER = 9999 WHERE Z_PK = (SELECT MIN(Z_PK) FROM ZCAR WHERE ZOWNER IS NOT NULL)")
+        let report = try Inspection(options: LayoutOptions(store: copy), depth: .check).run()
+        let s = try #require(report.stores.first)
+        #expect(s.tables?.relationshipSource == "model-cache")
+        #expect(s.problems.map(\.code).contains("dangling-to-one"))
+        #expect(s.problems.first { $0.code == "dangling-to-one" }?.subject == "ZCAR.ZOWNER")
+        #expect(report.exitCode == .problemsFound)
+    }
+
+    @Test("the store with a NULL Z_PLIST")
+    func nullPlist() throws {
+        let store = try #require(Corpus.stores().first { $0.lastPathComponent == "NotesV7.storedata" })
+        let report = try Inspection(options: LayoutOptions(store: store), depth: .status).run()
+        #expect(report.stores[0].metadata?.plist == "null")
+        #expect(report.stores[0].storeUUID == "D25E1FF7-34FB-48F8-ADB6-B1C7A89F28C0")
+        #expect(report.exitCode == .ok)
+    }
+}
