@@ -107,7 +107,7 @@ struct StatusTests {
         let text = try CLI.run(["status", "--container", root.path])
         #expect(text.status == 0)
         #expect(text.stdout.contains("ACTIVE STORE MARKED CORRUPT"))
-        #expect(text.stdout.contains("iCloud:      on"))
+        #expect(text.stdout.contains("iCloud:       on"))
         #expect(!text.stdout.contains("\u{1B}["), "no colour when stdout is not a terminal")
     }
 

@@ -160,8 +160,10 @@ extension Layout {
         }
 
         let local = stores.filter { $0.role == .local }
+        // Highest cloud version first (the one USM prefers), then by UUID.
         let cloud = stores.filter { $0.role == .cloud }.sorted {
-            ($0.cloudVersion ?? 0, $0.uuid ?? "") > ($1.cloudVersion ?? 0, $1.uuid ?? "")
+            ($0.cloudVersion ?? 0) != ($1.cloudVersion ?? 0)
+                ? ($0.cloudVersion ?? 0) > ($1.cloudVersion ?? 0) : ($0.uuid ?? "") < ($1.uuid ?? "")
         }
         return Layout(
             options: options, appDirectory: appDir, cloudDirectory: cloudDir, preferencesPath: prefsURL,

@@ -14,12 +14,12 @@ struct ReportPrinter {
         }
         let layout = report.layout
         if layout.mode == "layout" {
-            if let container = layout.container { terminal.out("Container:   \(container)") }
-            terminal.out("App folder:  \(layout.appDir ?? "(not found)")")
+            if let container = layout.container { terminal.out("Container:    \(container)") }
+            terminal.out("App folder:   \(layout.appDir ?? "(not found)")")
             terminal.out("Cloud folder: \(layout.cloudDir ?? "(not found)")")
             let cloud = report.cloudEnabled.map { $0 ? terminal.paint("on", .green) : "off" } ?? "unknown"
             let source = layout.preferences.map { " (USMCloudEnabledKey in \($0))" } ?? " (no preferences file)"
-            terminal.out("iCloud:      \(cloud)\(report.cloudEnabled == nil ? source : "")")
+            terminal.out("iCloud:       \(cloud)\(report.cloudEnabled == nil ? source : "")")
             if let active = report.activeStore {
                 terminal.out("Active store: \(active.uuid) (cloud version \(active.cloudVersion), \(active.marker)\(active.exists ? "" : ", no store file"))")
             } else {
@@ -27,7 +27,7 @@ struct ReportPrinter {
             }
             if let corruption = report.corruption {
                 let note = corruption.affectsActiveStore ? terminal.paint("ACTIVE STORE MARKED CORRUPT", .red) : "stale (not the active store)"
-                terminal.out("Corruption:  \(corruption.uuid) in \(corruption.marker): \(note)")
+                terminal.out("Corruption:   \(corruption.uuid) in \(corruption.marker): \(note)")
             }
             for content in layout.cloudContent {
                 terminal.out("Cloud content: CloudLogs/\(content.uuid): \(content.peers.count) peer(s), \(content.files) file(s), \(bytes(content.bytes))")
