@@ -1,4 +1,9 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A temporary folder for one test, removed when released.
 public final class TempDir {
@@ -96,11 +101,25 @@ public enum CLI {
         return URL(fileURLWithPath: ".build/debug/usm-repair")
     }
 
-    /// Runs `usm-repair arguments...` with the given extra environment.
-    public static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> Result {
+    /// `setpriv`, which lets a test running as root run the tool as `nobody` (root reads everything,
+    /// so permission errors can only be seen as another user).
+    public static let setpriv: URL? = ["/usr/bin/setpriv", "/bin/setpriv"].map(URL.init(fileURLWithPath:))
+        .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+
+    /// True when `run(_:unprivileged: true)` really runs without root's powers.
+    public static var canRunUnprivileged: Bool { geteuid() != 0 || setpriv != nil }
+
+    /// Runs `usm-repair arguments...` with the given extra environment; `unprivileged` drops root
+    /// to `nobody` first.
+    public static func run(_ arguments: [String], environment: [String: String] = [:], unprivileged: Bool = false) throws -> Result {
         let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
+        if unprivileged, geteuid() == 0, let setpriv {
+            process.executableURL = setpriv
+            process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", binary.path] + arguments
+        } else {
+            process.executableURL = binary
+            process.arguments = arguments
+        }
         var env = ProcessInfo.processInfo.environment
         for (k, v) in environment { env[k] = v }
         process.environment = env

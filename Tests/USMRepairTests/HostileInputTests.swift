@@ -121,15 +121,30 @@ struct HostileInputTests {
         #expect(r.stdout.contains("is not a regular file"))
     }
 
-    @Test("unreadable folders and files", .enabled(if: geteuid() != 0, "root reads everything"))
+    @Test("unreadable folders and files", .enabled(if: CLI.canRunUnprivileged, "running as root without setpriv"))
     func unreadable() throws {
         let tmp = try TempDir()
-        let dir = tmp.path("locked")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        try FileManager.default.setAttributes([.posixPermissions: 0], ofItemAtPath: dir.path)
-        defer { try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: dir.path) }
-        let r = try CLI.run(["status", "--app-dir", dir.path])
-        #expect(r.status == 74)
+        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        // Let `nobody` reach the binary's folder tree and the container.
+        _ = try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: tmp.url.path)
+        let before = try TreeSnapshot(tmp.url)
+
+        // A store file nobody may read: reported as unreadable, exit 74, the rest still reported.
+        try FileManager.default.setAttributes([.posixPermissions: 0], ofItemAtPath: paths.localStore.path)
+        let r = try CLI.run(["status", "--container", paths.root.path, "--json"], unprivileged: true)
+        #expect(r.status == 74, "\(r.stdout)\(r.stderr)")
+        let stores = r.json["stores"] as? [[String: Any]] ?? []
+        #expect(stores.first?["health"] as? String == "unreadable")
+        #expect(stores.dropFirst().allSatisfy { $0["health"] as? String == "ok" })
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: paths.localStore.path)
+
+        // A folder nobody may enter.
+        try FileManager.default.setAttributes([.posixPermissions: 0], ofItemAtPath: paths.appDir.path)
+        let d = try CLI.run(["check", "--app-dir", paths.appDir.path], unprivileged: true)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: paths.appDir.path)
+        #expect(d.status == 74)
+        #expect(d.stderr.contains("permission denied"))
+        #expect(try TreeSnapshot(tmp.url) == before)
     }
 
     @Test("a marker file holding garbage")
@@ -143,6 +158,9 @@ struct HostileInputTests {
             #expect(r.json["activeStore"] is NSNull)
             let problems = r.json["problems"] as? [[String: Any]] ?? []
             #expect(problems.contains { $0["code"] as? String == "marker-malformed" })
+            let marker = ((r.json["layout"] as? [String: Any])?["markers"] as? [[String: Any]])?.first
+            #expect(marker?["valid"] as? Bool == false)
+            #expect(marker?["value"] is NSNull)
         }
         // A huge marker is not read whole, and is just as malformed.
         try Data(count: 10 << 20).write(to: paths.logs.appendingPathComponent("CorruptedUUID+"))

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import GRDB
 import TestSupport
 @testable import USMRepairCore
 
@@ -164,5 +165,28 @@ struct StatusTests {
         let missing = try Inspection(options: LayoutOptions(appDirectory: tmp.url), depth: .status).run()
         #expect(missing.stores.first?.health == .missing)
         #expect(missing.advice.contains { $0.contains("No store was found") })
+    }
+
+    @Test("a store another connection holds in a write transaction: committed rows only, no wait")
+    func lockedStore() throws {
+        let tmp = try TempDir()
+        var options = FixtureStore.Options()
+        options.walOnlyBooks = 2
+        let store = tmp.path("Busy.sqlite")
+        try FixtureStore.write(to: store, options)
+        var config = Configuration()
+        config.allowsUnsafeTransactions = true
+        let writer = try DatabaseQueue(path: store.path, configuration: config)
+        try writer.writeWithoutTransaction { db in
+            try db.execute(sql: "BEGIN IMMEDIATE")
+            try db.execute(sql: "INSERT INTO ZAUTHOR (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES (100, 4, 1, 'uncommitted')")
+        }
+        let r = try CLI.run(["status", "--store", store.path, "--json"])
+        try writer.writeWithoutTransaction { db in try db.execute(sql: "ROLLBACK") }
+        try writer.close()
+        #expect(r.status == 0, "\(r.stderr)")
+        let entities = ((r.json["stores"] as? [[String: Any]])?.first?["entities"] as? [[String: Any]]) ?? []
+        #expect(entities.first { $0["name"] as? String == "Author" }?["rows"] as? Int == options.authors)
+        #expect(entities.first { $0["name"] as? String == "Book" }?["rows"] as? Int == options.books + 2)
     }
 }

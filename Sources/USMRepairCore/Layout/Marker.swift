@@ -19,7 +19,7 @@ public struct Marker: Sendable, Encodable, Equatable {
     /// Full path.
     public let path: String
     /// The UUID it names, when it holds one.
-    public let value: String?
+    @NullEncoded public var value: String?
     /// False when the file holds something other than a UUID.
     public let valid: Bool
 

@@ -26,28 +26,14 @@ public struct StatusReport: Sendable, Encodable {
     public struct LayoutSummary: Sendable, Encodable {
         /// `layout` or `store` (a single `--store`).
         public let mode: String
-        public let container: String?
-        public let appDir: String?
-        public let cloudDir: String?
-        public let preferences: String?
+        @NullEncoded public var container: String?
+        @NullEncoded public var appDir: String?
+        @NullEncoded public var cloudDir: String?
+        @NullEncoded public var preferences: String?
         public let storeName: String
         public let markers: [Marker]
         public let cloudContent: [Layout.CloudContent]
         public let leftovers: [Layout.Leftover]
-
-        enum CodingKeys: String, CodingKey { case mode, container, appDir, cloudDir, preferences, storeName, markers, cloudContent, leftovers }
-        public func encode(to encoder: Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(mode, forKey: .mode)
-            try c.encode(container, forKey: .container)
-            try c.encode(appDir, forKey: .appDir)
-            try c.encode(cloudDir, forKey: .cloudDir)
-            try c.encode(preferences, forKey: .preferences)
-            try c.encode(storeName, forKey: .storeName)
-            try c.encode(markers, forKey: .markers)
-            try c.encode(cloudContent, forKey: .cloudContent)
-            try c.encode(leftovers, forKey: .leftovers)
-        }
     }
 
     /// Counts for a quick look.

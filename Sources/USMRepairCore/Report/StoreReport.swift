@@ -23,25 +23,14 @@ public struct StoreReport: Sendable, Encodable {
     /// Row count of one entity (objects whose `Z_ENT` is exactly this entity).
     public struct EntityCount: Sendable, Encodable, Equatable {
         public let name: String
-        public let parent: String?
+        @NullEncoded public var parent: String?
         public let rows: Int
         /// `Z_ENT`.
         public let number: Int
         /// The table holding the rows (shared with the hierarchy's root), nil if missing.
-        public let table: String?
+        @NullEncoded public var table: String?
         /// True for Core Data's own entities (history tracking), numbered from 16000.
         public let system: Bool
-
-        enum CodingKeys: String, CodingKey { case name, parent, rows, number, table, system }
-        public func encode(to encoder: Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(name, forKey: .name)
-            try c.encode(parent, forKey: .parent)
-            try c.encode(rows, forKey: .rows)
-            try c.encode(number, forKey: .number)
-            try c.encode(table, forKey: .table)
-            try c.encode(system, forKey: .system)
-        }
     }
 
     /// One member of the file set that exists.
@@ -57,22 +46,11 @@ public struct StoreReport: Sendable, Encodable {
     /// The metadata summary.
     public struct MetadataSummary: Sendable, Encodable {
         public let plist: String
-        public let storeType: String?
-        public let frameworkVersion: Int?
+        @NullEncoded public var storeType: String?
+        @NullEncoded public var frameworkVersion: Int?
         public let modelVersionIdentifiers: [String]
         public let keys: [String]
         public let ubiquityKeys: [String]
-
-        enum CodingKeys: String, CodingKey { case plist, storeType, frameworkVersion, modelVersionIdentifiers, keys, ubiquityKeys }
-        public func encode(to encoder: Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(plist, forKey: .plist)
-            try c.encode(storeType, forKey: .storeType)
-            try c.encode(frameworkVersion, forKey: .frameworkVersion)
-            try c.encode(modelVersionIdentifiers, forKey: .modelVersionIdentifiers)
-            try c.encode(keys, forKey: .keys)
-            try c.encode(ubiquityKeys, forKey: .ubiquityKeys)
-        }
     }
 
     /// The Core Data tables found, by kind.
@@ -89,34 +67,40 @@ public struct StoreReport: Sendable, Encodable {
 
     public var role: Role
     /// The USM store UUID: a cloud store's file name; nil for the local store and `--store`.
-    public var uuid: String?
+    @NullEncoded public var uuid: String?
     /// For cloud stores: 0 (`CloudStore.nosync`, iOS 6) or 1 (`CloudStore`, iOS 7+).
-    public var cloudVersion: Int?
+    @NullEncoded public var cloudVersion: Int?
     /// True when this cloud store is the one `StoreUUID` names.
-    public var active: Bool?
+    @NullEncoded public var active: Bool?
     public var path: String
     public var exists: Bool
     public var health: Health
     /// `Z_METADATA.Z_UUID`.
-    public var storeUUID: String?
+    @NullEncoded public var storeUUID: String?
     public var ubiquityMetadata: Bool
     public var walPresent: Bool
     /// `wal` or `delete` from the header; nil when unknown.
-    public var journalMode: String?
+    @NullEncoded public var journalMode: String?
     /// `ok`, `failed`, or `not-run`; which check ran is in `integrityCheck`.
     public var integrity: String
     /// `quick_check` (status) or `integrity_check` (check).
-    public var integrityCheck: String?
+    @NullEncoded public var integrityCheck: String?
     public var objects: Int
     public var entities: [EntityCount]
     public var files: [FileEntry]
-    public var metadata: MetadataSummary?
-    public var tables: TablesSummary?
+    @NullEncoded public var metadata: MetadataSummary?
+    @NullEncoded public var tables: TablesSummary?
     /// External-data files present in `.X_SUPPORT/_EXTERNAL_DATA`.
     public var externalDataFiles: Int
     public var problems: [Problem]
     /// Set when the store could not be read at all; decides the exit code.
     public var readFailure: USMError?
+
+    // readFailure decides the exit code; its sentence is already among the problems.
+    enum CodingKeys: String, CodingKey {
+        case role, uuid, cloudVersion, active, path, exists, health, storeUUID, ubiquityMetadata, walPresent
+        case journalMode, integrity, integrityCheck, objects, entities, files, metadata, tables, externalDataFiles, problems
+    }
 
     /// A report for a store that has not been read yet.
     public init(role: Role, path: String) {
@@ -134,35 +118,6 @@ public struct StoreReport: Sendable, Encodable {
         problems = []
     }
 
-    enum CodingKeys: String, CodingKey {
-        case role, uuid, cloudVersion, active, path, exists, health, storeUUID, ubiquityMetadata, walPresent
-        case journalMode, integrity, integrityCheck, objects, entities, files, metadata, tables, externalDataFiles, problems
-    }
-
-    /// Encodes every key, `null` included.
-    public func encode(to encoder: Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(role, forKey: .role)
-        try c.encode(uuid, forKey: .uuid)
-        try c.encode(cloudVersion, forKey: .cloudVersion)
-        try c.encode(active, forKey: .active)
-        try c.encode(path, forKey: .path)
-        try c.encode(exists, forKey: .exists)
-        try c.encode(health, forKey: .health)
-        try c.encode(storeUUID, forKey: .storeUUID)
-        try c.encode(ubiquityMetadata, forKey: .ubiquityMetadata)
-        try c.encode(walPresent, forKey: .walPresent)
-        try c.encode(journalMode, forKey: .journalMode)
-        try c.encode(integrity, forKey: .integrity)
-        try c.encode(integrityCheck, forKey: .integrityCheck)
-        try c.encode(objects, forKey: .objects)
-        try c.encode(entities, forKey: .entities)
-        try c.encode(files, forKey: .files)
-        try c.encode(metadata, forKey: .metadata)
-        try c.encode(tables, forKey: .tables)
-        try c.encode(externalDataFiles, forKey: .externalDataFiles)
-        try c.encode(problems, forKey: .problems)
-    }
 
     /// The exit status this store contributes: read failures by their kind; for `check`, any
     /// problem makes it `problemsFound`; for `status`, a damaged or non-Core-Data store is `badInput`.

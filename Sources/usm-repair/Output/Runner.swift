@@ -33,7 +33,7 @@ struct Runner {
                 "exitCode": Int(error.exitStatus.rawValue),
                 "exitStatus": error.exitStatus.name,
             ]
-            if let data = try? JSONSerialization.data(withJSONObject: payload, options: [.prettyPrinted, .sortedKeys]) {
+            if let data = try? JSONSerialization.data(withJSONObject: payload, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]) {
                 terminal.out(String(decoding: data, as: UTF8.self))
             }
         }
