@@ -69,8 +69,23 @@ public enum USMError: Error, Sendable, Equatable {
     case symlinkEscapes(path: String, target: String, root: String)
     /// Flags that contradict each other or name nothing usable.
     case usage(String)
-    /// A libarchive call failed.
+    /// A libarchive call failed while writing.
     case archive(path: String, code: Int32, message: String)
+    /// An archive that cannot be read: truncated, corrupt, or not an archive at all.
+    case brokenArchive(path: String, message: String)
+    /// An archive that is not a usm-repair bundle (no manifest first, another format name).
+    case notABundle(path: String, reason: String)
+    /// An archive entry that could write outside the target (absolute path, `..`, links out,
+    /// devices, duplicates, more bytes than declared): nothing is extracted.
+    case hostileArchive(path: String, reason: String)
+    /// The bundle's content does not match its manifest.
+    case manifestMismatch(path: String, count: Int, first: String)
+    /// The bundle would be larger than `--max-size`.
+    case tooLarge(estimate: Int64, limit: Int64, detail: String)
+    /// A destructive step needs `--yes` (or a yes at the prompt).
+    case confirmationRequired(String)
+    /// A file changed while it was being read, so no consistent copy could be taken.
+    case changedWhileReading(path: String)
 
     /// The documented exit code for this error.
     public var exitStatus: ExitStatus {
@@ -82,6 +97,10 @@ public enum USMError: Error, Sendable, Equatable {
         case .symlinkEscapes: .refused
         case .usage: .usage
         case .archive: .ioError
+        case .brokenArchive, .notABundle: .badInput
+        case .manifestMismatch: .problemsFound
+        case .hostileArchive, .tooLarge, .confirmationRequired: .refused
+        case .changedWhileReading: .ioError
         }
     }
 
@@ -98,6 +117,13 @@ public enum USMError: Error, Sendable, Equatable {
         case .symlinkEscapes: "symlink-escapes"
         case .usage: "usage"
         case .archive: "archive-error"
+        case .brokenArchive: "broken-archive"
+        case .notABundle: "not-a-bundle"
+        case .hostileArchive: "hostile-archive"
+        case .manifestMismatch: "manifest-mismatch"
+        case .tooLarge: "too-large"
+        case .confirmationRequired: "confirmation-required"
+        case .changedWhileReading: "changed-while-reading"
         }
     }
 
@@ -124,6 +150,20 @@ public enum USMError: Error, Sendable, Equatable {
             text
         case let .archive(path, code, message):
             "archive error \(code) on \(path): \(message)"
+        case let .brokenArchive(path, message):
+            "\(path) cannot be read as an archive: \(message)"
+        case let .notABundle(path, reason):
+            "\(path) is not a usm-repair bundle: \(reason)"
+        case let .hostileArchive(path, reason):
+            "refusing \(path): \(reason); nothing was extracted"
+        case let .manifestMismatch(path, count, first):
+            "\(path) does not match its manifest (\(count) difference\(count == 1 ? "" : "s"); first: \(first))"
+        case let .tooLarge(estimate, limit, detail):
+            "the bundle would be about \(estimate) bytes, over --max-size \(limit) (\(detail)); nothing was written"
+        case let .confirmationRequired(text):
+            text
+        case let .changedWhileReading(path):
+            "\(path) changed while it was being read (is the app still running?); close the app and try again"
         }
     }
 }

@@ -18,6 +18,17 @@ public struct FileStatus: Sendable, Equatable {
     public let size: Int64
     /// Permission bits.
     public let mode: UInt32
+    /// Last modification.
+    public let mtime: FileTime
+    /// Last status change: a rewrite in place that restores the mtime still changes it.
+    public let ctime: FileTime
+    /// Inode number: a file replaced by rename has another.
+    public let inode: UInt64
+
+    /// True when two looks at one path saw the same unchanged file.
+    public func sameContent(as other: FileStatus) -> Bool {
+        kind == other.kind && size == other.size && mtime == other.mtime && ctime == other.ctime && inode == other.inode
+    }
 
     /// Stats `path` without following a symlink; nil when nothing is there.
     public static func lookup(_ path: String) -> FileStatus? {
@@ -47,6 +58,14 @@ public struct FileStatus: Sendable, Equatable {
         }
         size = Int64(st.st_size)
         mode = UInt32(st.st_mode) & 0o7777
+        inode = UInt64(st.st_ino)
+        #if canImport(Darwin)
+        mtime = FileTime(seconds: Int64(st.st_mtimespec.tv_sec), nanoseconds: Int32(st.st_mtimespec.tv_nsec))
+        ctime = FileTime(seconds: Int64(st.st_ctimespec.tv_sec), nanoseconds: Int32(st.st_ctimespec.tv_nsec))
+        #else
+        mtime = FileTime(seconds: Int64(st.st_mtim.tv_sec), nanoseconds: Int32(st.st_mtim.tv_nsec))
+        ctime = FileTime(seconds: Int64(st.st_ctim.tv_sec), nanoseconds: Int32(st.st_ctim.tv_nsec))
+        #endif
     }
 }
 

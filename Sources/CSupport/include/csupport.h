@@ -1,0 +1,11 @@
+#ifndef USM_CSUPPORT_H
+#define USM_CSUPPORT_H
+
+/* Atomically exchanges two existing paths (Linux renameat2 RENAME_EXCHANGE, macOS renamex_np
+   RENAME_SWAP). Returns 0 on success, -1 with errno set (EINVAL/ENOSYS where unsupported). */
+int usm_rename_exchange(const char *from, const char *to);
+
+/* Sets a path's access and modification times with nanoseconds, without following a symlink. */
+int usm_set_times(const char *path, long long seconds, long nanoseconds);
+
+#endif

@@ -1,0 +1,214 @@
+import CArchive
+import Crypto
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Streams entries into a new archive file through libarchive, hashing the archive's bytes as
+/// they are written (for the `.sha256` sidecar) and stopping once it passes a size limit.
+/// A libarchive handle is not thread-safe: use one writer from one task.
+final class ArchiveWriter {
+    /// What the write callback needs, reachable from C through an unmanaged pointer.
+    private final class Sink {
+        let fd: Int32
+        var hasher = SHA256()
+        var written: Int64 = 0
+        var limit: Int64?
+        var errorText: String?
+        init(fd: Int32, limit: Int64?) {
+            self.fd = fd
+            self.limit = limit
+        }
+    }
+
+    private let handle: OpaquePointer
+    private let sink: Sink
+    private let sinkRef: Unmanaged<Sink>
+    /// The archive file being written.
+    let path: String
+    private var finished = false
+
+    /// Bytes read from disk per block.
+    static let blockSize = 1 << 20
+
+    /// Creates `path` (which must not exist) and opens it for writing in `format`.
+    init(path: String, format: ArchiveFormat, limit: Int64?, threads: Int) throws {
+        self.path = path
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw USMError.writeFailed(path: path, reason: errnoDescription()) }
+        sink = Sink(fd: fd, limit: limit)
+        sinkRef = Unmanaged.passRetained(sink)
+        guard let h = archive_write_new() else {
+            close(fd)
+            sinkRef.release()
+            throw USMError.archive(path: path, code: ARCHIVE_FATAL, message: "archive_write_new failed")
+        }
+        handle = h
+        let r = format.configure(h, threads: threads)
+        if r < ARCHIVE_WARN {
+            let message = Self.errorString(h)
+            archive_write_free(h)
+            close(fd)
+            sinkRef.release()
+            throw USMError.archive(path: path, code: r, message: message)
+        }
+        archive_write_set_bytes_in_last_block(h, 1)
+        let opened = archive_write_open2(h, sinkRef.toOpaque(), nil, { _, context, buffer, length in
+            guard let context, let buffer else { return -1 }
+            let sink = Unmanaged<Sink>.fromOpaque(context).takeUnretainedValue()
+            if let limit = sink.limit, sink.written + Int64(length) > limit {
+                sink.errorText = "the bundle would exceed --max-size (\(limit) bytes)"
+                return -1
+            }
+            var done = 0
+            while done < length {
+                let n = write(sink.fd, buffer + done, length - done)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    sink.errorText = errnoDescription()
+                    return -1
+                }
+                done += n
+            }
+            sink.hasher.update(bufferPointer: UnsafeRawBufferPointer(start: buffer, count: length))
+            sink.written += Int64(length)
+            return length
+        }, nil, nil)
+        if opened != ARCHIVE_OK {
+            let message = Self.errorString(h)
+            archive_write_free(h)
+            close(fd)
+            sinkRef.release()
+            throw USMError.archive(path: path, code: opened, message: message)
+        }
+    }
+
+    deinit {
+        if !finished {
+            archive_write_free(handle)
+            close(sink.fd)
+        }
+        sinkRef.release()
+    }
+
+    /// Adds a directory entry.
+    func addDirectory(_ name: String, mode: UInt32, mtime: FileTime) throws {
+        try writeHeader(name: name, type: USM_AE_IFDIR, mode: mode, size: 0, mtime: mtime, link: nil)
+    }
+
+    /// Adds a symlink entry holding `target` as it is (never followed).
+    func addSymlink(_ name: String, target: String, mtime: FileTime) throws {
+        try writeHeader(name: name, type: USM_AE_IFLNK, mode: 0o777, size: 0, mtime: mtime, link: target)
+    }
+
+    /// Adds a file whose content is `data` (the manifest, redacted stand-ins).
+    func addData(_ name: String, _ data: Data, mode: UInt32, mtime: FileTime) throws {
+        try writeHeader(name: name, type: USM_AE_IFREG, mode: mode, size: Int64(data.count), mtime: mtime, link: nil)
+        try data.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = archive_write_data(handle, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 { throw failure() }
+                offset += n
+            }
+        }
+    }
+
+    /// Adds the regular file at `source`, streamed in blocks; the entry declares `size` bytes and
+    /// exactly that many are written (a file that grew or shrank meanwhile is an error).
+    /// - Returns: the SHA-256 of the bytes written, in hex.
+    @discardableResult
+    func addFile(_ name: String, source: String, size: Int64, mode: UInt32, mtime: FileTime,
+                 progress: (Int64) -> Void = { _ in }) throws -> String {
+        let fd = open(source, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw USMError.unreadable(path: source, reason: errnoDescription()) }
+        defer { close(fd) }
+        try writeHeader(name: name, type: USM_AE_IFREG, mode: mode, size: size, mtime: mtime, link: nil)
+        var hasher = SHA256()
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: Self.blockSize, alignment: 16)
+        defer { buffer.deallocate() }
+        var remaining = size
+        while remaining > 0 {
+            let n = read(fd, buffer, Int(min(Int64(Self.blockSize), remaining)))
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw USMError.unreadable(path: source, reason: errnoDescription())
+            }
+            if n == 0 { throw USMError.unreadable(path: source, reason: "the file shrank while it was being archived") }
+            hasher.update(bufferPointer: UnsafeRawBufferPointer(start: buffer, count: n))
+            var offset = 0
+            while offset < n {
+                let w = archive_write_data(handle, buffer + offset, n - offset)
+                if w < 0 { throw failure() }
+                offset += w
+            }
+            remaining -= Int64(n)
+            progress(Int64(n))
+        }
+        return hasher.finalize().hex
+    }
+
+    /// Closes the archive, fsyncs it, and returns its size and SHA-256.
+    func finish() throws -> (bytes: Int64, sha256: String) {
+        let r = archive_write_close(handle)
+        if r != ARCHIVE_OK { throw failure() }
+        archive_write_free(handle)
+        finished = true
+        let synced = fsync(sink.fd) == 0
+        close(sink.fd)
+        guard synced else { throw USMError.writeFailed(path: path, reason: errnoDescription()) }
+        return (sink.written, sink.hasher.finalize().hex)
+    }
+
+    private func writeHeader(name: String, type: UInt32, mode: UInt32, size: Int64, mtime: FileTime, link: String?) throws {
+        guard let entry = archive_entry_new() else { throw USMError.archive(path: path, code: ARCHIVE_FATAL, message: "out of memory") }
+        defer { archive_entry_free(entry) }
+        archive_entry_set_pathname_utf8(entry, name)
+        archive_entry_set_filetype(entry, type)
+        archive_entry_set_perm(entry, mode_t(mode & 0o7777))
+        archive_entry_set_mtime(entry, time_t(mtime.seconds), Int(mtime.nanoseconds))
+        if type == USM_AE_IFREG { archive_entry_set_size(entry, la_int64_t(size)) }
+        if let link { archive_entry_set_symlink_utf8(entry, link) }
+        let r = archive_write_header(handle, entry)
+        if r < ARCHIVE_WARN { throw failure() }
+    }
+
+    private func failure() -> USMError {
+        if let text = sink.errorText {
+            return USMError.archive(path: path, code: ARCHIVE_FATAL, message: text)
+        }
+        return USMError.archive(path: path, code: archive_errno(handle), message: Self.errorString(handle))
+    }
+
+    static func errorString(_ handle: OpaquePointer) -> String {
+        archive_error_string(handle).map { String(cString: $0) } ?? "unknown libarchive error"
+    }
+}
+
+/// A file time with nanoseconds, as archives and the manifest keep it.
+public struct FileTime: Sendable, Codable, Equatable, Hashable {
+    public let seconds: Int64
+    public let nanoseconds: Int32
+
+    public init(seconds: Int64, nanoseconds: Int32) {
+        self.seconds = seconds
+        self.nanoseconds = nanoseconds
+    }
+
+    /// The time as ISO 8601 UTC with nanoseconds, for people reading the manifest.
+    public var iso8601: String {
+        let date = Date(timeIntervalSince1970: TimeInterval(seconds))
+        let formatter = ISO8601DateFormatter()
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        let base = formatter.string(from: date).dropLast()  // drop "Z"
+        return base + String(format: ".%09dZ", nanoseconds)
+    }
+}
+
+extension Digest {
+    /// Lower-case hex.
+    var hex: String { map { String(format: "%02x", $0) }.joined() }
+}
