@@ -16,6 +16,6 @@ struct USMRepairCommand: ParsableCommand {
             2 bad input, 3 refused (symlink leaving the container), 64 usage, 66 not found, 74 I/O error.
             """,
         version: USMRepair.version,
-        subcommands: [StatusCommand.self, CheckCommand.self]
+        subcommands: [StatusCommand.self, CheckCommand.self, ArchiveCommand.self, RestoreCommand.self, BundleCommand.self]
     )
 }

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -15,6 +16,11 @@ enum FileCopy {
     /// - Returns: the number of bytes copied.
     @discardableResult
     static func copy(from source: String, to destination: String) throws -> Int64 {
+        try copy(from: source, to: destination, hashing: false).bytes
+    }
+
+    /// Copies like `copy(from:to:)` and, when asked, returns the SHA-256 of the bytes copied.
+    static func copy(from source: String, to destination: String, hashing: Bool) throws -> (bytes: Int64, sha256: String?) {
         let input = open(source, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard input >= 0 else {
             throw USMError.unreadable(path: source, reason: errnoDescription())
@@ -30,6 +36,7 @@ enum FileCopy {
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: 16)
         defer { buffer.deallocate() }
         var total: Int64 = 0
+        var hasher: SHA256? = hashing ? SHA256() : nil
         while true {
             let n = read(input, buffer, bufferSize)
             if n < 0 {
@@ -37,6 +44,7 @@ enum FileCopy {
                 throw USMError.unreadable(path: source, reason: errnoDescription())
             }
             if n == 0 { break }
+            hasher?.update(bufferPointer: UnsafeRawBufferPointer(start: buffer, count: n))
             var written = 0
             while written < n {
                 let w = write(output, buffer + written, n - written)
@@ -52,6 +60,28 @@ enum FileCopy {
         if close(output) != 0 {
             throw USMError.writeFailed(path: destination, reason: errnoDescription())
         }
-        return total
+        return (total, hasher?.finalize().hex)
+    }
+
+    /// The SHA-256 of a file's content, read in blocks.
+    static func sha256(of path: String) throws -> (bytes: Int64, sha256: String) {
+        let input = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard input >= 0 else { throw USMError.unreadable(path: path, reason: errnoDescription()) }
+        defer { close(input) }
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: 16)
+        defer { buffer.deallocate() }
+        var hasher = SHA256()
+        var total: Int64 = 0
+        while true {
+            let n = read(input, buffer, bufferSize)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw USMError.unreadable(path: path, reason: errnoDescription())
+            }
+            if n == 0 { break }
+            hasher.update(bufferPointer: UnsafeRawBufferPointer(start: buffer, count: n))
+            total += Int64(n)
+        }
+        return (total, hasher.finalize().hex)
     }
 }

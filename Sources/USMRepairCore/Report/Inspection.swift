@@ -10,22 +10,37 @@ public struct Inspection: Sendable {
     /// Problem codes the user chose to accept (`--ignore`): still reported, not counted for the exit code.
     public let ignoredCodes: Set<String>
 
+    /// Private copies already taken of some stores (main file path → the copy to open), so a
+    /// bundle reports on exactly the bytes it archives.
+    let privateCopies: [String: URL]
+
     /// Creates an inspection.
     public init(options: LayoutOptions, depth: StoreInspector.Depth, ignoredCodes: Set<String> = []) {
+        self.init(options: options, depth: depth, ignoredCodes: ignoredCodes, privateCopies: [:])
+    }
+
+    init(options: LayoutOptions, depth: StoreInspector.Depth, ignoredCodes: Set<String>, privateCopies: [String: URL]) {
         self.options = options
         self.depth = depth
         self.ignoredCodes = ignoredCodes
+        self.privateCopies = privateCopies
     }
 
     /// Runs it. `progress` is called before each store with (index, count, path).
     /// - Throws: `USMError` when the options name nothing usable (missing folder, bad flags).
     public func run(progress: (Int, Int, String) -> Void = { _, _, _ in }) throws -> StatusReport {
-        let layout = try Layout.discover(options)
+        try run(layout: try Layout.discover(options), progress: progress)
+    }
+
+    /// Runs it on a layout already discovered.
+    func run(layout: Layout, progress: (Int, Int, String) -> Void = { _, _, _ in }) throws -> StatusReport {
         let inspector = StoreInspector(depth: depth)
         var stores: [StoreReport] = []
         for (i, entry) in layout.stores.enumerated() {
             progress(i, layout.stores.count, entry.files.main.path)
-            var report = inspector.inspect(entry.files, role: entry.role, confinement: Confinement(root: entry.root))
+            var report = inspector.inspect(
+                entry.files, role: entry.role, confinement: Confinement(root: entry.root),
+                privateCopy: privateCopies[entry.files.main.path])
             report.uuid = entry.uuid
             report.cloudVersion = entry.cloudVersion
             if entry.role == .cloud {

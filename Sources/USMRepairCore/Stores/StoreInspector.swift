@@ -28,7 +28,10 @@ public struct StoreInspector: Sendable {
 
     /// Inspects the store whose file set is `files`, playing `role` in the layout.
     /// Never throws: every failure becomes the report's health, problems and `readFailure`.
-    public func inspect(_ files: StoreFileSet, role: StoreReport.Role, confinement: Confinement) -> StoreReport {
+    /// - Parameter privateCopy: a copy of the file set already taken into a private folder (by a
+    ///   bundle's consistent capture), opened instead of copying again; it must hold no `-journal`.
+    public func inspect(_ files: StoreFileSet, role: StoreReport.Role, confinement: Confinement,
+                        privateCopy: URL? = nil) -> StoreReport {
         var report = StoreReport(role: role, path: files.main.path)
         report.files = fileEntries(files)
 
@@ -87,26 +90,31 @@ public struct StoreInspector: Sendable {
         }
 
         // A private copy of the file set: the only thing SQLite ever opens.
-        let scratch: TemporaryDirectory
+        var scratch: TemporaryDirectory?
         let copy: URL
         var journalCopied = false
-        do {
-            scratch = try TemporaryDirectory(prefix: "usm-repair-read")
-            copy = scratch.url.appendingPathComponent("store.sqlite")
-            try FileCopy.copy(from: files.main.resolvingSymlinksInPath().path, to: copy.path)
-            if report.walPresent {
-                try FileCopy.copy(from: files.wal.resolvingSymlinksInPath().path, to: copy.path + "-wal")
+        if let privateCopy {
+            copy = privateCopy
+        } else {
+            do {
+                let dir = try TemporaryDirectory(prefix: "usm-repair-read")
+                scratch = dir
+                copy = dir.url.appendingPathComponent("store.sqlite")
+                try FileCopy.copy(from: files.main.resolvingSymlinksInPath().path, to: copy.path)
+                if report.walPresent {
+                    try FileCopy.copy(from: files.wal.resolvingSymlinksInPath().path, to: copy.path + "-wal")
+                }
+                if FileStatus.resolve(files.journal.path)?.kind == .file {
+                    try FileCopy.copy(from: files.journal.resolvingSymlinksInPath().path, to: copy.path + "-journal")
+                    journalCopied = true
+                }
+            } catch let error as USMError {
+                return failed(report, error)
+            } catch {
+                return failed(report, .unreadable(path: files.main.path, reason: "\(error)"))
             }
-            if FileStatus.resolve(files.journal.path)?.kind == .file {
-                try FileCopy.copy(from: files.journal.resolvingSymlinksInPath().path, to: copy.path + "-journal")
-                journalCopied = true
-            }
-        } catch let error as USMError {
-            return failed(report, error)
-        } catch {
-            return failed(report, .unreadable(path: files.main.path, reason: "\(error)"))
         }
-        defer { scratch.remove() }
+        defer { scratch?.remove() }
 
         do {
             var config = Configuration()

@@ -6,6 +6,31 @@ import USMRepairCore
 struct Runner {
     let output: OutputFlags
 
+    /// Runs `body`, prints its result as JSON (`--json`) or through `text`, and exits with the
+    /// code `status` gives; a `USMError` becomes its message and documented exit code.
+    func perform<Result: Encodable>(
+        _ body: (Terminal) throws -> Result, text: (Result, Terminal) -> Void, status: (Result) -> ExitStatus = { _ in .ok }
+    ) throws {
+        let terminal = Terminal(quiet: output.quiet, json: output.json)
+        let result: Result
+        do {
+            result = try body(terminal)
+            terminal.endProgress()
+        } catch let error as USMError {
+            terminal.endProgress()
+            fail(error, terminal: terminal)
+        }
+        if output.json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            terminal.out(String(decoding: try encoder.encode(result), as: UTF8.self))
+        } else {
+            text(result, terminal)
+        }
+        let code = status(result)
+        if code != .ok { throw ExitCode(code.rawValue) }
+    }
+
     func report(_ inspection: Inspection) throws {
         let terminal = Terminal(quiet: output.quiet, json: output.json)
         let report: StatusReport

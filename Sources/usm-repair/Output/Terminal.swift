@@ -41,6 +41,27 @@ struct Terminal {
         FileHandle.standardError.write(Data("\r\u{1B}[K[\(index + 1)/\(count)] reading \(name)".utf8))
     }
 
+    /// A progress bar of bytes done, overwritten in place.
+    func progressBytes(_ done: Int64, _ total: Int64) {
+        guard progressEnabled, total > 0 else { return }
+        let width = 30
+        let filled = Int(Double(width) * Double(min(done, total)) / Double(total))
+        let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
+        let percent = Int(100 * Double(min(done, total)) / Double(total))
+        FileHandle.standardError.write(Data("\r\u{1B}[K[\(bar)] \(percent)%".utf8))
+    }
+
+    /// True when stdin is a terminal a person can answer.
+    var interactive: Bool { isatty(STDIN_FILENO) == 1 }
+
+    /// Asks a yes/no question on stderr; only a "y" or "yes" answer is yes.
+    func ask(_ question: String) -> Bool {
+        guard interactive else { return false }
+        FileHandle.standardError.write(Data("\(question) [y/N] ".utf8))
+        let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+        return answer == "y" || answer == "yes"
+    }
+
     func endProgress() {
         guard progressEnabled else { return }
         FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))

@@ -1,0 +1,136 @@
+import Crypto
+import Foundation
+import GRDB
+
+/// Writes stand-ins for a store that carry no personal data, for `archive --redact` and
+/// `archive --metadata-only`. Both work on a fresh SQLite copy (`VACUUM INTO` from the captured
+/// store), so the user's files are never opened for writing and no old value survives in a free page.
+struct Redactor: Sendable {
+    /// The key of the keyed hash: random per bundle and never stored, so values cannot be
+    /// confirmed by hashing guesses, yet equal values stay equal within the bundle.
+    let keyBytes: Data
+
+    /// A redactor with a fresh random key.
+    init() { keyBytes = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) } }
+
+    private var key: SymmetricKey { SymmetricKey(data: keyBytes) }
+
+    /// What `--redact` did to one store.
+    struct Result {
+        let tables: [BundleRedaction.RedactedTable]
+        let values: Int
+    }
+
+    static let method = """
+        Every TEXT and BLOB value in the Core Data tables (entity, history and CloudKit tables) was \
+        replaced by HMAC-SHA256 under a random key made for this bundle and not stored: text by \
+        "redacted:" and 32 hex digits, blobs by the 32-byte digest. Equal values stay equal, so \
+        unique constraints, keys and relationships hold; integers, reals, Z_PK, Z_ENT, Z_OPT, \
+        foreign keys, Z_PRIMARYKEY, Z_METADATA and Z_MODELCACHE are kept. External-data references \
+        (0x02 + UUID) are kept and each external file's content is replaced by the digest of it. \
+        The store was rewritten with VACUUM (secure_delete on) in rollback-journal mode, so no old \
+        value remains in it and it needs no -wal.
+        """
+
+    /// Writes a redacted copy of the store open at `source` to `destination`.
+    func redact(source: URL, to destination: URL) throws -> Result {
+        try vacuumInto(source: source, to: destination)
+        let queue = try DatabaseQueue(path: destination.path)
+        defer { try? queue.close() }
+        let keyBytes = self.keyBytes
+        let function = DatabaseFunction("usm_redact", argumentCount: 1, pure: true) { values in
+            Redactor.redactValue(values[0], key: SymmetricKey(data: keyBytes))
+        }
+        var tables: [BundleRedaction.RedactedTable] = []
+        var total = 0
+        try queue.writeWithoutTransaction { db in
+            db.add(function: function)
+            try db.execute(sql: "PRAGMA secure_delete = ON")
+            try db.inTransaction {
+                let schema = try CoreDataSchema.read(db)
+                let targets = (schema.entityTables + schema.historyTables + schema.cloudKitTables).uniqued()
+                for table in targets {
+                    let columns = (schema.tables[table] ?? []).map(\.name).filter {
+                        !["Z_PK", "Z_ENT", "Z_OPT"].contains($0) && !$0.hasPrefix("Z_FOK_")
+                    }
+                    var touched: [String] = []
+                    for column in columns {
+                        let q = column.quotedDatabaseIdentifier
+                        try db.execute(sql: "UPDATE \(table.quotedDatabaseIdentifier) SET \(q) = usm_redact(\(q)) WHERE typeof(\(q)) IN ('text', 'blob')")
+                        if db.changesCount > 0 {
+                            touched.append(column)
+                            total += db.changesCount
+                        }
+                    }
+                    if !touched.isEmpty { tables.append(.init(table: table, columns: touched)) }
+                }
+                return .commit
+            }
+            try db.execute(sql: "VACUUM")
+        }
+        return Result(tables: tables, values: total)
+    }
+
+    /// Writes a copy with the schema, metadata, model cache and key counters, and no rows.
+    func metadataOnly(source: URL, to destination: URL) throws {
+        try vacuumInto(source: source, to: destination)
+        let queue = try DatabaseQueue(path: destination.path)
+        defer { try? queue.close() }
+        try queue.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA secure_delete = ON")
+            try db.inTransaction {
+                let keep: Set<String> = ["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"]
+                let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+                for table in tables where !keep.contains(table.uppercased()) {
+                    try db.execute(sql: "DELETE FROM \(table.quotedDatabaseIdentifier)")
+                }
+                return .commit
+            }
+            try db.execute(sql: "VACUUM")
+        }
+    }
+
+    /// The digest that stands in for an external-data file's content.
+    func redactFile(_ data: Data) -> Data {
+        Data(HMAC<SHA256>.authenticationCode(for: Data("file:".utf8) + data, using: key))
+    }
+
+    /// The stand-in of one value: text and blobs hashed, external-data references kept, the rest as is.
+    static func redactValue(_ value: DatabaseValue, key: SymmetricKey) -> DatabaseValueConvertible? {
+        switch value.storage {
+        case let .string(text):
+            let mac = HMAC<SHA256>.authenticationCode(for: Data(("text:" + text).utf8), using: key)
+            return "redacted:" + String(Data(mac).hexString.prefix(32))
+        case let .blob(data):
+            if ExternalData.referencedName(data) != nil { return data }
+            return Data(HMAC<SHA256>.authenticationCode(for: Data("blob:".utf8) + data, using: key))
+        case .null, .int64, .double:
+            return value
+        }
+    }
+
+    /// `VACUUM INTO` a fresh rollback-journal database: a consistent, compact copy without free pages.
+    private func vacuumInto(source: URL, to destination: URL) throws {
+        var config = Configuration()
+        config.readonly = true
+        let queue = try DatabaseQueue(path: source.path, configuration: config)
+        try queue.writeWithoutTransaction { db in
+            try db.execute(sql: "VACUUM INTO ?", arguments: [destination.path])
+        }
+        try queue.close()
+        let output = try DatabaseQueue(path: destination.path)
+        try output.writeWithoutTransaction { db in _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE") }
+        try output.close()
+    }
+}
+
+extension Data {
+    var hexString: String { map { String(format: "%02x", $0) }.joined() }
+}
+
+extension Array where Element: Hashable {
+    func uniqued() -> [Element] {
+        var seen: Set<Element> = []
+        return filter { seen.insert($0).inserted }
+    }
+}
