@@ -54,7 +54,9 @@ let package = Package(
             name: "TestSupport",
             dependencies: [
                 "USMRepairCore",
+                "CArchive",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "Tests/TestSupport"
         ),

@@ -37,9 +37,8 @@ final class ArchiveReader {
         archive_read_support_format_zip(h)
         let r = archive_read_open_filename(h, path, Self.blockSize)
         if r != ARCHIVE_OK {
-            let message = ArchiveWriter.errorString(h)
-            archive_read_free(h)
-            throw USMError.brokenArchive(path: path, message: message)
+            // deinit frees the handle: every stored property is set by now.
+            throw USMError.brokenArchive(path: path, message: ArchiveWriter.errorString(h))
         }
     }
 

@@ -47,13 +47,10 @@ final class ArchiveWriter {
             throw USMError.archive(path: path, code: ARCHIVE_FATAL, message: "archive_write_new failed")
         }
         handle = h
+        // From here on deinit frees the handle, closes the file and releases the sink.
         let r = format.configure(h, threads: threads)
         if r < ARCHIVE_WARN {
-            let message = Self.errorString(h)
-            archive_write_free(h)
-            close(fd)
-            sinkRef.release()
-            throw USMError.archive(path: path, code: r, message: message)
+            throw USMError.archive(path: path, code: r, message: Self.errorString(h))
         }
         archive_write_set_bytes_in_last_block(h, 1)
         let opened = archive_write_open2(h, sinkRef.toOpaque(), nil, { _, context, buffer, length in
@@ -78,11 +75,7 @@ final class ArchiveWriter {
             return length
         }, nil, nil)
         if opened != ARCHIVE_OK {
-            let message = Self.errorString(h)
-            archive_write_free(h)
-            close(fd)
-            sinkRef.release()
-            throw USMError.archive(path: path, code: opened, message: message)
+            throw USMError.archive(path: path, code: opened, message: Self.errorString(h))
         }
     }
 

@@ -59,11 +59,21 @@ struct BundleScanner {
 
         var outcome = Outcome(manifest: manifest, mismatches: [], entries: 0)
         var seen: Set<String> = []
+        var links: Set<String> = []
         while let entry = try reader.next() {
             let path = try validate(entry, roots: roots)
             guard seen.insert(path).inserted else {
                 throw USMError.hostileArchive(path: archive.path, reason: "\(path) appears twice")
             }
+            // An entry below a symlink entry would be written wherever the link points.
+            var prefix = Substring(path)
+            while let slash = prefix.lastIndex(of: "/") {
+                prefix = prefix[..<slash]
+                if links.contains(String(prefix)) {
+                    throw USMError.hostileArchive(path: archive.path, reason: "entry '\(path)' lies below the symlink '\(prefix)' (written through the symlink)")
+                }
+            }
+            if entry.kind == .symlink { links.insert(path) }
             outcome.entries += 1
             let record = expected[path]
             if record == nil {

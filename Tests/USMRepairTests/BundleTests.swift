@@ -1,0 +1,252 @@
+import Foundation
+import GRDB
+import Testing
+import TestSupport
+@testable import USMRepairCore
+
+/// `archive`, `bundle verify` and `restore` on fixture containers.
+@Suite("bundles")
+struct BundleTests {
+    /// Every entry of `restored` equals the same entry of `original` (bytes, mode, mtime, links).
+    static func expectSubset(_ restored: TreeSnapshot, of original: TreeSnapshot, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(!restored.entries.isEmpty, sourceLocation: sourceLocation)
+        for (path, entry) in restored.entries {
+            #expect(original.entries[path] == entry, "\(path) differs after the round trip", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test("round trip in every format: bytes, modes, mtimes; the user's folder untouched", arguments: ArchiveFormat.allCases)
+    func roundTrip(format: ArchiveFormat) throws {
+        let tmp = try TempDir()
+        let paths = try FixtureContainer.write(to: tmp.path("Notes.xcappdata"))
+        // Modes and times a copy must keep.
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: paths.prefs.path)
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 1_234_567_890.123_456)], ofItemAtPath: paths.localStore.path)
+        let before = try TreeSnapshot(paths.root)
+        let out = tmp.path("out")
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        let archive = out.appendingPathComponent("bundle\(format.fileExtension)")
+
+        let a = try CLI.run(["archive", "--container", paths.root.path, "--output", archive.path, "--json"])
+        #expect(a.status == 0, "\(a.stderr)")
+        #expect(a.json["format"] as? String == format.rawValue)
+        #expect(a.stderr.contains("personal data"))
+        #expect(try TreeSnapshot(paths.root) == before, "archive must not write into the container")
+        #expect(FileManager.default.fileExists(atPath: archive.path + ".sha256"))
+
+        let v = try CLI.run(["bundle", "verify", archive.path, "--json"])
+        #expect(v.status == 0, "\(v.stdout)")
+        #expect(v.json["sidecar"] as? String == "ok")
+
+        let r = try CLI.run(["restore", archive.path, "--to", tmp.path("restored").path])
+        #expect(r.status == 0, "\(r.stderr)")
+        let restored = try TreeSnapshot(tmp.path("restored/container"))
+        Self.expectSubset(restored, of: before)
+        // Everything the layout holds came back: every store file set, logs, markers, preferences.
+        for rel in ["AppData/Library/Application Support/UbiquityStore.sqlite-wal",
+                    "AppData/Library/Application Support/CloudStore/\(FixtureContainer.Options().activeUUID).sqlite-shm",
+                    "iCloud/CloudLogs/StoreUUID+", "AppData/Library/Preferences/com.example.notes.plist"] {
+            #expect(restored.entries[rel] != nil, "\(rel) restored")
+        }
+        let tree = try TreeSnapshot(tmp.url)
+        #expect(!tree.entries.keys.contains { $0.contains(".usm-restore-") }, "the private folder is cleaned up")
+    }
+
+    @Test("a row that exists only in the -wal survives the round trip")
+    func walOnlyRow() throws {
+        let tmp = try TempDir()
+        var options = FixtureStore.Options()
+        options.walOnlyBooks = 4
+        let store = tmp.path("in/Library.sqlite")
+        try FixtureStore.write(to: store, options)
+        let archive = tmp.path("b.tar.zst")
+        #expect(try CLI.run(["archive", "--store", store.path, "-o", archive.path]).status == 0)
+        #expect(try CLI.run(["restore", archive.path, "--to", tmp.path("back").path]).status == 0)
+        let restored = tmp.path("back/store/Library.sqlite")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: restored.path + "-wal")) == Data(contentsOf: URL(fileURLWithPath: store.path + "-wal")))
+        let report = try Inspection(options: LayoutOptions(store: restored), depth: .check).run()
+        #expect(report.stores[0].entities.first { $0.name == "Book" }?.rows == options.books + 4)
+        #expect(report.exitCode == .ok)
+    }
+
+    @Test("the manifest comes first and describes every file, the layout and the rows")
+    func manifest() throws {
+        let tmp = try TempDir()
+        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let archive = tmp.path("m.tar.gz")
+        #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", archive.path]).status == 0)
+        let list = try Self.run("/usr/bin/env", ["bsdtar", "-tf", archive.path])
+        #expect(list.split(separator: "\n").first == "manifest.json")
+        let text = try Self.run("/usr/bin/env", ["bsdtar", "-xOf", archive.path, "manifest.json"])
+        let manifest = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        #expect(manifest["format"] as? String == "usm-repair-bundle")
+        #expect((manifest["tool"] as? [String: String])?["version"] == USMRepair.version)
+        #expect((manifest["commandLine"] as? [String])?.contains("archive") == true)
+        #expect(manifest["createdAt"] is String && manifest["host"] is [String: String])
+        let status = try #require(manifest["status"] as? [String: Any])
+        #expect((status["activeStore"] as? [String: Any])?["uuid"] as? String == FixtureContainer.Options().activeUUID)
+        let files = try #require(manifest["files"] as? [[String: Any]])
+        let wal = try #require(files.first { ($0["path"] as? String)?.hasSuffix("UbiquityStore.sqlite-wal") == true })
+        for key in ["size", "mode", "mtime", "sha256", "source"] { #expect(wal[key] != nil, "file key \(key)") }
+        let stores = try #require(manifest["stores"] as? [[String: Any]])
+        #expect(stores.count == 3)
+        #expect(stores.allSatisfy { $0["captured"] as? String == "consistent-copy" })
+        let rows = try #require(stores.first { $0["role"] as? String == "local" }?["rows"] as? [String: Int])
+        #expect(rows["Book"] == FixtureStore.Options().books)
+    }
+
+    @Test("GNU tar, bsdtar and unzip read the bundles")
+    func otherTools() throws {
+        let tmp = try TempDir()
+        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        for (format, tool) in [(ArchiveFormat.tarZstd, ["tar", "--zstd", "-tf"]), (.tarGzip, ["tar", "-tzf"]), (.tarXz, ["tar", "-tJf"]),
+                               (.tarZstd, ["bsdtar", "-tf"]), (.zip, ["unzip", "-tq"])] {
+            let archive = tmp.path("t-\(UUID().uuidString)\(format.fileExtension)")
+            #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", archive.path]).status == 0)
+            let out = try Self.run("/usr/bin/env", tool + [archive.path])
+            #expect(out.contains(format == .zip ? "No errors" : "manifest.json"), "\(tool)")
+        }
+    }
+
+    @Test("--redact: values hashed, equal values equal, stores valid, logs left out")
+    func redact() throws {
+        let tmp = try TempDir()
+        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        try FixtureStore.mutate(paths.localStore, "UPDATE ZAUTHOR SET ZNAME = 'Ada Lovelace' WHERE Z_PK IN (1, 2); UPDATE ZAUTHOR SET ZNAME = 'Grace Hopper' WHERE Z_PK = 3")
+        let archive = tmp.path("r.tar.zst")
+        let a = try CLI.run(["archive", "--container", paths.root.path, "--redact", "-o", archive.path, "--json"])
+        #expect(a.status == 0, "\(a.stderr)")
+        #expect(a.json["personalData"] as? Bool == false)
+        #expect(!a.stderr.contains("personal data as it is"))
+        #expect(try CLI.run(["restore", archive.path, "--to", tmp.path("back").path]).status == 0)
+        let root = tmp.path("back/container")
+        let check = try CLI.run(["check", "--container", root.path])
+        #expect(check.status == 0, "\(check.stdout)")
+
+        let local = root.appendingPathComponent("AppData/Library/Application Support/UbiquityStore.sqlite")
+        let bytes = try Data(contentsOf: local)
+        #expect(bytes.range(of: Data("Lovelace".utf8)) == nil, "no plaintext left in the file")
+        #expect(bytes.range(of: Data("Book 1".utf8)) == nil)
+        let names = try DatabaseQueue(path: local.path).read { db in try String.fetchAll(db, sql: "SELECT ZNAME FROM ZAUTHOR ORDER BY Z_PK") }
+        #expect(names[0] == names[1] && names[0] != names[2])
+        #expect(names.allSatisfy { $0.hasPrefix("redacted:") })
+        let report = try Inspection(options: LayoutOptions(container: root), depth: .check).run()
+        #expect(report.stores.first { $0.role == .local }?.entities.first { $0.name == "Book" }?.rows == FixtureStore.Options().books)
+        let logs = try TreeSnapshot(root.appendingPathComponent("iCloud/CloudLogs"))
+        #expect(!logs.entries.keys.contains { $0.hasSuffix(".cdt") }, "transaction logs left out")
+        let manifest = try Self.manifest(archive)
+        let redaction = try #require(manifest["redaction"] as? [String: Any])
+        #expect((redaction["method"] as? String)?.contains("HMAC-SHA256") == true)
+        #expect(((redaction["stores"] as? [[String: Any]])?.count ?? 0) == 3)
+    }
+
+    @Test("--metadata-only: schema, metadata and counts, no rows")
+    func metadataOnly() throws {
+        let tmp = try TempDir()
+        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let archive = tmp.path("m.tar.zst")
+        #expect(try CLI.run(["archive", "--container", paths.root.path, "--metadata-only", "-o", archive.path]).status == 0)
+        #expect(try CLI.run(["restore", archive.path, "--to", tmp.path("back").path]).status == 0)
+        let root = tmp.path("back/container")
+        let report = try Inspection(options: LayoutOptions(container: root), depth: .check).run()
+        #expect(report.exitCode == .ok, "\(report.allProblems)")
+        #expect(report.stores.allSatisfy { $0.objects == 0 && $0.health == .ok })
+        #expect(report.stores.first?.storeUUID == FixtureStore.Options().storeUUID)
+        let stores = try #require(try Self.manifest(archive)["stores"] as? [[String: Any]])
+        #expect((stores.first { $0["role"] as? String == "local" }?["rows"] as? [String: Int])?["Book"] == FixtureStore.Options().books)
+    }
+
+    @Test("symlinks kept inside, links out and FIFOs left out with a note")
+    func specialFiles() throws {
+        let tmp = try TempDir()
+        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let logs = paths.logs
+        try FileManager.default.createSymbolicLink(atPath: logs.appendingPathComponent("latest").path, withDestinationPath: "StoreUUID+")
+        try FileManager.default.createSymbolicLink(atPath: logs.appendingPathComponent("escape").path, withDestinationPath: "../../../../etc")
+        #expect(mkfifo(logs.appendingPathComponent("pipe").path, 0o644) == 0)
+        let archive = tmp.path("s.tar.zst")
+        let a = try CLI.run(["archive", "--container", paths.root.path, "-o", archive.path])
+        #expect(a.status == 0, "\(a.stderr)")
+        let skipped = try #require(try Self.manifest(archive)["skipped"] as? [[String: Any]])
+        #expect(skipped.contains { ($0["path"] as? String)?.hasSuffix("escape") == true && $0["kind"] as? String == "symlink" })
+        #expect(skipped.contains { ($0["path"] as? String)?.hasSuffix("pipe") == true && $0["kind"] as? String == "fifo" })
+        #expect(try CLI.run(["restore", archive.path, "--to", tmp.path("back").path]).status == 0)
+        let link = tmp.path("back/container/iCloud/CloudLogs/latest").path
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link) == "StoreUUID+")
+        #expect(FileStatus.lookup(tmp.path("back/container/iCloud/CloudLogs/escape").path) == nil)
+    }
+
+    @Test("--max-size refuses before writing, with an estimate")
+    func maxSize() throws {
+        let tmp = try TempDir()
+        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let out = tmp.path("out")
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        let r = try CLI.run(["archive", "--container", paths.root.path, "-o", out.appendingPathComponent("x.tar.zst").path, "--max-size", "2K"])
+        #expect(r.status == 3)
+        #expect(r.stderr.contains("over --max-size 2048"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out.path).isEmpty, "nothing written, no partial file")
+        #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", out.appendingPathComponent("y.tar.zst").path, "--max-size", "10M"]).status == 0)
+    }
+
+    @Test("the output never lands in the container, and never overwrites without --overwrite")
+    func outputRules() throws {
+        let tmp = try TempDir()
+        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let before = try TreeSnapshot(paths.root)
+        let inside = try CLI.run(["archive", "--container", paths.root.path, "-o", paths.root.appendingPathComponent("b.tar.zst").path])
+        #expect(inside.status == 64)
+        #expect(try TreeSnapshot(paths.root) == before)
+        let out = tmp.path("b.tar.zst")
+        #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", out.path]).status == 0)
+        #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", out.path]).status == 3)
+        #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", out.path, "--overwrite"]).status == 0)
+        #expect(try CLI.run(["bundle", "verify", out.path]).status == 0)
+    }
+
+    @Test("restoring over existing folders needs --yes and snapshots them first")
+    func restoreOver() throws {
+        let tmp = try TempDir()
+        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let archive = tmp.path("b.tar.zst")
+        #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", archive.path]).status == 0)
+        let target = tmp.path("t")
+        try FileManager.default.createDirectory(at: target.appendingPathComponent("container"), withIntermediateDirectories: true)
+        try Data("older work".utf8).write(to: target.appendingPathComponent("container/notes.txt"))
+        let before = try TreeSnapshot(target)
+
+        let refused = try CLI.run(["restore", archive.path, "--to", target.path])
+        #expect(refused.status == 3)
+        #expect(refused.stderr.contains("needs --yes"))
+        #expect(try TreeSnapshot(target) == before)
+
+        let r = try CLI.run(["restore", archive.path, "--to", target.path, "--yes", "--json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let snapshot = try #require(r.json["snapshot"] as? String)
+        #expect(FileStatus.lookup(target.appendingPathComponent("container/notes.txt").path) == nil)
+        #expect(try CLI.run(["bundle", "verify", snapshot]).status == 0)
+        // The snapshot puts the old folder back.
+        #expect(try CLI.run(["restore", snapshot, "--to", tmp.path("undo").path]).status == 0)
+        #expect(try String(contentsOf: tmp.path("undo/container/notes.txt"), encoding: .utf8) == "older work")
+    }
+
+    // MARK: - Helpers
+
+    static func run(_ tool: String, _ args: [String]) throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: tool)
+        p.arguments = args
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = out
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func manifest(_ archive: URL) throws -> [String: Any] {
+        let text = try run("/usr/bin/env", ["bsdtar", "-xOf", archive.path, "manifest.json"])
+        return try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] ?? [:]
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import USMRepairCore
+
+/// Hostile and broken archives: a clear error, a documented exit code, and not one byte written
+/// outside a private folder that is cleaned up.
+@Suite("hostile archives")
+struct HostileArchiveTests {
+    typealias E = CraftedArchive.Entry
+
+    /// Writes `entries` after a manifest of `listed` (default: the entries themselves), runs
+    /// `restore` and `bundle verify`, and proves the target and the folder around it unchanged.
+    func expectRefused(_ entries: [E], listed: [E]? = nil, manifest: Data? = nil, restoreStatus: Int32 = 3,
+                       verifyStatus: Int32? = nil, message: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let tmp = try TempDir()
+        let archive = tmp.path("evil.tar.gz")
+        let manifestData = manifest ?? CraftedArchive.manifest(for: listed ?? entries)
+        try CraftedArchive.write([E("manifest.json", data: manifestData)] + entries, to: archive)
+        let target = tmp.path("target")
+        try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true)
+        let before = try TreeSnapshot(tmp.url)
+
+        let r = try CLI.run(["restore", archive.path, "--to", target.path, "--yes"])
+        #expect(r.status == restoreStatus, "restore: \(r.stderr)", sourceLocation: sourceLocation)
+        #expect(r.stderr.contains(message), "restore said: \(r.stderr)", sourceLocation: sourceLocation)
+        #expect(try TreeSnapshot(tmp.url) == before, "nothing written", sourceLocation: sourceLocation)
+        #expect(FileStatus.lookup("/tmp/usm-evil") == nil, sourceLocation: sourceLocation)
+
+        let v = try CLI.run(["bundle", "verify", archive.path])
+        #expect(v.status == (verifyStatus ?? restoreStatus), "verify: \(v.stdout)\(v.stderr)", sourceLocation: sourceLocation)
+    }
+
+    let ok = E("container/a.txt", data: Data("fine".utf8))
+
+    @Test("absolute paths")
+    func absolute() throws {
+        try expectRefused([ok, E("/tmp/usm-evil", data: Data("x".utf8))], listed: [ok], message: "has an absolute path")
+    }
+
+    @Test("'..' components")
+    func dotDot() throws {
+        try expectRefused([E("container/../../usm-evil", data: Data("x".utf8))], listed: [ok], message: "'..' component")
+    }
+
+    @Test("symlinks pointing outside, and files written through a symlink")
+    func symlinks() throws {
+        try expectRefused([E("container/link", .symlink, linkTarget: "/tmp")], message: "symlink pointing outside")
+        try expectRefused([E("container/link", .symlink, linkTarget: "../../..")], message: "symlink pointing outside")
+        // A link that stays inside, then a file "below" it, which would land wherever the link points.
+        let link = E("container/d", .symlink, linkTarget: "e")
+        let dir = E("container/e", .directory, mode: 0o755)
+        let through = E("container/d/f.txt", data: Data("x".utf8))
+        try expectRefused([dir, link, through], message: "through the symlink")
+    }
+
+    @Test("hard links and device files")
+    func kinds() throws {
+        try expectRefused([ok, E("container/h", .hardlink, linkTarget: "container/a.txt")], listed: [ok], message: "hard link")
+        try expectRefused([ok, E("container/dev", .characterDevice)], listed: [ok], message: "device, FIFO or socket")
+        try expectRefused([ok, E("container/fifo", .fifo)], listed: [ok], message: "device, FIFO or socket")
+    }
+
+    @Test("an entry larger than its manifest declares")
+    func larger() throws {
+        let big = E("container/big.bin", data: Data(count: 100_000))
+        try expectRefused([big], manifest: CraftedArchive.manifest(for: [big], sizeOverride: ["container/big.bin": 10]),
+                          message: "more than the manifest's 10")
+    }
+
+    @Test("duplicate entries")
+    func duplicates() throws {
+        try expectRefused([ok, ok], listed: [ok], message: "appears twice")
+    }
+
+    @Test("a manifest that does not match the content")
+    func mismatch() throws {
+        let changed = E("container/a.txt", data: Data("FINE".utf8))  // same size, other bytes
+        try expectRefused([changed], listed: [ok], restoreStatus: 1, message: "does not match its manifest")
+        // An entry the manifest does not list.
+        try expectRefused([ok, E("container/extra.txt", data: Data("x".utf8))], listed: [ok], restoreStatus: 1, message: "not in the manifest")
+        // A file the manifest lists that is missing.
+        try expectRefused([ok], listed: [ok, E("container/gone.txt", data: Data("x".utf8))], restoreStatus: 1, message: "missing from the archive")
+    }
+
+    @Test("an archive that is not ours")
+    func notOurs() throws {
+        try expectRefused([ok], manifest: CraftedArchive.manifest(for: [ok], format: "something-else"), restoreStatus: 2,
+                          message: "is not a usm-repair bundle")
+        try expectRefused([ok], manifest: Data("{\"hello\": 1}".utf8), restoreStatus: 2, message: "is not a usm-repair bundle")
+        // A tar without any manifest.
+        let tmp = try TempDir()
+        let plain = tmp.path("plain.tar.gz")
+        try CraftedArchive.write([ok], to: plain)
+        let r = try CLI.run(["restore", plain.path, "--to", tmp.path("t").path])
+        #expect(r.status == 2)
+        #expect(r.stderr.contains("its first entry is container/a.txt, not manifest.json"))
+        #expect(FileStatus.lookup(tmp.path("t/container").path) == nil)
+    }
+
+    @Test("random bytes and a truncated bundle")
+    func broken() throws {
+        let tmp = try TempDir()
+        let random = tmp.path("random.tar.zst")
+        var rng = SeededRandom(seed: 5)
+        try Data((0..<10_000).map { _ in UInt8(truncatingIfNeeded: rng.next()) }).write(to: random)
+        let r = try CLI.run(["restore", random.path, "--to", tmp.path("t").path])
+        #expect(r.status == 2)
+        #expect(r.stderr.contains("cannot be read as an archive"))
+
+        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let good = tmp.path("good.tar.zst")
+        #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", good.path]).status == 0)
+        let data = try Data(contentsOf: good)
+        let cut = tmp.path("cut.tar.zst")
+        try data.prefix(data.count * 2 / 3).write(to: cut)
+        let before = try TreeSnapshot(tmp.url)
+        let t = try CLI.run(["restore", cut.path, "--to", tmp.path("t2").path])
+        #expect(t.status == 2, "\(t.stderr)")
+        let v = try CLI.run(["bundle", "verify", cut.path])
+        #expect(v.status == 2)
+        #expect(try TreeSnapshot(tmp.url) == before, "verification fails before --to is even created")
+
+        // A flipped byte inside: the sidecar and the hashes notice.
+        var flipped = data
+        flipped[flipped.count - 40] ^= 0xFF
+        let bad = tmp.path("bad.tar.zst")
+        try flipped.write(to: bad)
+        try FileManager.default.copyItem(atPath: good.path + ".sha256", toPath: bad.path + ".sha256")
+        #expect(try CLI.run(["bundle", "verify", bad.path]).status != 0)
+    }
+
+    @Test("a missing archive")
+    func missing() throws {
+        let tmp = try TempDir()
+        #expect(try CLI.run(["bundle", "verify", tmp.path("nope.tar.zst").path]).status == 66)
+        #expect(try CLI.run(["restore", tmp.path("nope.tar.zst").path, "--to", tmp.path("t").path]).status == 66)
+    }
+}
