@@ -30,6 +30,12 @@ let package = Package(
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
+        .systemLibrary(
+            name: "CZstd",
+            path: "Sources/CZstd",
+            pkgConfig: "libzstd",
+            providers: [.apt(["libzstd-dev"]), .brew(["zstd"])]
+        ),
         .target(name: "CSupport", path: "Sources/CSupport"),
         .target(
             name: "USMRepairCore",
@@ -37,6 +43,7 @@ let package = Package(
                 "CArchive",
                 "CZlib",
                 "CSupport",
+                "CZstd",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],

@@ -6,7 +6,7 @@ set -euo pipefail
 
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for pkg in libarchive-dev libsqlite3-dev zlib1g-dev pkg-config sqlite3 libarchive-tools time zstd unzip tar; do
+for pkg in libarchive-dev libsqlite3-dev zlib1g-dev libzstd-dev pkg-config sqlite3 libarchive-tools time zstd unzip tar; do
   have_pkg "$pkg" || need+=("$pkg")
 done
 

@@ -6,6 +6,9 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #ifdef __linux__
 #include <sys/syscall.h>
 #ifndef RENAME_EXCHANGE
@@ -31,4 +34,10 @@ int usm_set_times(const char *path, long long seconds, long nanoseconds) {
     times[1].tv_sec = (time_t)seconds;
     times[1].tv_nsec = nanoseconds;
     return utimensat(AT_FDCWD, path, times, AT_SYMLINK_NOFOLLOW);
+}
+
+void usm_release_freed_memory(void) {
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
 }

@@ -61,6 +61,7 @@ struct ArchiveCommand: ParsableCommand {
         try Runner(output: output).perform({ terminal in
             try BundleWriter(options: options).run(progress: terminal.progressBytes)
         }, text: { result, terminal in
+            guard !output.quiet else { return }
             terminal.out("Wrote \(result.output) (\(result.format), \(result.bytes) bytes, \(result.entries) entries, \(result.stores) stores)")
             terminal.out("SHA-256 \(result.sha256) in \(result.sidecar)")
             if output.verbose {

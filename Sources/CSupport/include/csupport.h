@@ -8,4 +8,7 @@ int usm_rename_exchange(const char *from, const char *to);
 /* Sets a path's access and modification times with nanoseconds, without following a symlink. */
 int usm_set_times(const char *path, long long seconds, long nanoseconds);
 
+/* Returns memory freed with free() to the system where the C library allows it (glibc malloc_trim). */
+void usm_release_freed_memory(void);
+
 #endif

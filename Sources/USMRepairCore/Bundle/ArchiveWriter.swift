@@ -18,9 +18,45 @@ final class ArchiveWriter {
         var written: Int64 = 0
         var limit: Int64?
         var errorText: String?
+        /// Set for tar.zst: libarchive writes plain tar and this compresses it on several cores.
+        var zstd: ParallelZstd?
         init(fd: Int32, limit: Int64?) {
             self.fd = fd
             self.limit = limit
+        }
+
+        /// Writes bytes to the file as they will stay in it: limit, write, hash.
+        func emit(_ bytes: UnsafeRawBufferPointer) throws {
+            if let limit, written + Int64(bytes.count) > limit {
+                errorText = "the bundle would exceed --max-size (\(limit) bytes)"
+                throw USMError.archive(path: "", code: -1, message: errorText!)
+            }
+            var done = 0
+            while done < bytes.count {
+                let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    errorText = errnoDescription()
+                    throw USMError.archive(path: "", code: -1, message: errorText!)
+                }
+                done += n
+            }
+            hasher.update(bufferPointer: bytes)
+            written += Int64(bytes.count)
+        }
+
+        /// What libarchive hands over: compressed already, or plain tar for the parallel compressor.
+        func accept(_ bytes: UnsafeRawBufferPointer) -> Bool {
+            do {
+                if let zstd { try zstd.append(bytes) } else { try emit(bytes) }
+                return true
+            } catch let error as USMError {
+                if errorText == nil { errorText = error.message }
+                return false
+            } catch {
+                errorText = "\(error)"
+                return false
+            }
         }
     }
 
@@ -48,7 +84,16 @@ final class ArchiveWriter {
         }
         handle = h
         // From here on deinit frees the handle, closes the file and releases the sink.
-        let r = format.configure(h, threads: threads)
+        let r: Int32
+        if format == .tarZstd {
+            // Plain pax tar from libarchive, compressed by our own frame-parallel zstd: all cores,
+            // a few MiB of memory whatever the input.
+            r = archive_write_set_format_pax_restricted(h)
+            let sink = self.sink
+            sink.zstd = ParallelZstd(workers: threads) { [unowned sink] bytes in try sink.emit(bytes) }
+        } else {
+            r = format.configure(h, threads: threads)
+        }
         if r < ARCHIVE_WARN {
             throw USMError.archive(path: path, code: r, message: Self.errorString(h))
         }
@@ -56,23 +101,7 @@ final class ArchiveWriter {
         let opened = archive_write_open2(h, sinkRef.toOpaque(), nil, { _, context, buffer, length in
             guard let context, let buffer else { return -1 }
             let sink = Unmanaged<Sink>.fromOpaque(context).takeUnretainedValue()
-            if let limit = sink.limit, sink.written + Int64(length) > limit {
-                sink.errorText = "the bundle would exceed --max-size (\(limit) bytes)"
-                return -1
-            }
-            var done = 0
-            while done < length {
-                let n = write(sink.fd, buffer + done, length - done)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    sink.errorText = errnoDescription()
-                    return -1
-                }
-                done += n
-            }
-            sink.hasher.update(bufferPointer: UnsafeRawBufferPointer(start: buffer, count: length))
-            sink.written += Int64(length)
-            return length
+            return sink.accept(UnsafeRawBufferPointer(start: buffer, count: length)) ? length : -1
         }, nil, nil)
         if opened != ARCHIVE_OK {
             throw USMError.archive(path: path, code: opened, message: Self.errorString(h))
@@ -112,15 +141,15 @@ final class ArchiveWriter {
 
     /// Adds the regular file at `source`, streamed in blocks; the entry declares `size` bytes and
     /// exactly that many are written (a file that grew or shrank meanwhile is an error).
-    /// - Returns: the SHA-256 of the bytes written, in hex.
+    /// - Returns: the SHA-256 of the bytes written, in hex, when `hashing`.
     @discardableResult
-    func addFile(_ name: String, source: String, size: Int64, mode: UInt32, mtime: FileTime,
-                 progress: (Int64) -> Void = { _ in }) throws -> String {
+    func addFile(_ name: String, source: String, size: Int64, mode: UInt32, mtime: FileTime, hashing: Bool = true,
+                 progress: (Int64) -> Void = { _ in }) throws -> String? {
         let fd = open(source, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { throw USMError.unreadable(path: source, reason: errnoDescription()) }
         defer { close(fd) }
         try writeHeader(name: name, type: USM_AE_IFREG, mode: mode, size: size, mtime: mtime, link: nil)
-        var hasher = SHA256()
+        var hasher: SHA256? = hashing ? SHA256() : nil
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: Self.blockSize, alignment: 16)
         defer { buffer.deallocate() }
         var remaining = size
@@ -131,7 +160,7 @@ final class ArchiveWriter {
                 throw USMError.unreadable(path: source, reason: errnoDescription())
             }
             if n == 0 { throw USMError.unreadable(path: source, reason: "the file shrank while it was being archived") }
-            hasher.update(bufferPointer: UnsafeRawBufferPointer(start: buffer, count: n))
+            hasher?.update(bufferPointer: UnsafeRawBufferPointer(start: buffer, count: n))
             var offset = 0
             while offset < n {
                 let w = archive_write_data(handle, buffer + offset, n - offset)
@@ -141,7 +170,7 @@ final class ArchiveWriter {
             remaining -= Int64(n)
             progress(Int64(n))
         }
-        return hasher.finalize().hex
+        return hasher?.finalize().hex
     }
 
     /// Closes the archive, fsyncs it, and returns its size and SHA-256.
@@ -150,6 +179,10 @@ final class ArchiveWriter {
         if r != ARCHIVE_OK { throw failure() }
         archive_write_free(handle)
         finished = true
+        do { try sink.zstd?.finish() } catch {
+            close(sink.fd)
+            throw failure()
+        }
         let synced = fsync(sink.fd) == 0
         close(sink.fd)
         guard synced else { throw USMError.writeFailed(path: path, reason: errnoDescription()) }

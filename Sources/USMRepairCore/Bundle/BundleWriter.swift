@@ -116,9 +116,18 @@ public struct BundleWriter {
             if let openable = capture.openable { privateCopies[store.files.main.path] = openable }
         }
 
-        // 4. The status report, on the captured bytes.
-        let status = try Inspection(options: options.layout, depth: .status, ignoredCodes: [], privateCopies: privateCopies)
-            .run(layout: layout)
+        // 4. The status report, on the captured bytes, in the background while 3. hashes the other files.
+        let inspection = Inspection(options: options.layout, depth: .status, ignoredCodes: [], privateCopies: privateCopies)
+        let pendingStatus = Background { try inspection.run(layout: layout) }
+        let toHash = plan.files.values.filter { file in
+            switch (options.content, file.category) {
+            case (.full, _), (_, .marker), (_, .other), (_, .storeMember): true
+            default: false
+            }
+        }.map(\.url.path)
+        let hashes = try ParallelHash.hash(toHash)
+        let status = try pendingStatus.value()
+        Memory.releaseFreed()
 
         // 3 and 5. Every entry, with its hash and any transformation.
         var skipped = plan.skipped
@@ -178,8 +187,9 @@ public struct BundleWriter {
         for (path, file) in plan.files {
             switch (options.content, file.category) {
             case (.full, _), (_, .marker), (_, .other), (_, .storeMember):
-                let hashed = try FileCopy.sha256(of: file.url.path)
-                guard hashed.bytes == file.status.size else { throw USMError.changedWhileReading(path: file.url.path) }
+                guard let hashed = hashes[file.url.path], hashed.bytes == file.status.size else {
+                    throw USMError.changedWhileReading(path: file.url.path)
+                }
                 planned.append(Planned(path: path, kind: "file", source: file.url, status: file.status, size: hashed.bytes, sha256: hashed.sha256, checkSource: true))
             case (_, .transactionLog):
                 skipped.append(BundleSkip(path: path, kind: "file", reason: "transaction log left out of a \(options.content.rawValue) bundle"))
@@ -264,14 +274,18 @@ public struct BundleWriter {
                 case "directory": try writer.addDirectory(p.path, mode: p.status.mode, mtime: p.status.mtime)
                 case "symlink": try writer.addSymlink(p.path, target: p.linkTarget ?? "", mtime: p.status.mtime)
                 default:
+                    // The hash in the manifest was taken before; a user's file that changed since
+                    // (size, mtime, ctime or inode differ) is an error, as in tar. Private copies cannot change.
                     let from = (p.bytesFrom ?? p.source)!
-                    let hash = try writer.addFile(p.path, source: from.path, size: p.size, mode: p.status.mode, mtime: p.status.mtime) { n in
+                    try writer.addFile(
+                        p.path, source: from.path, size: p.size, mode: p.status.mode, mtime: p.status.mtime, hashing: false
+                    ) { n in
                         done += n
                         progress(done, contentBytes)
                     }
-                    let changed = hash != p.sha256
-                        || (p.checkSource && !(FileStatus.lookup(from.path)?.sameContent(as: p.status) ?? false))
-                    if changed { throw USMError.changedWhileReading(path: (p.source ?? from).path) }
+                    if p.checkSource, !(FileStatus.lookup(from.path)?.sameContent(as: p.status) ?? false) {
+                        throw USMError.changedWhileReading(path: (p.source ?? from).path)
+                    }
                 }
             }
             written = try writer.finish()

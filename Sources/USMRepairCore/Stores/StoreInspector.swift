@@ -21,7 +21,7 @@ public struct StoreInspector: Sendable {
     public let cacheSizeKiB: Int
 
     /// Creates an inspector.
-    public init(depth: Depth, cacheSizeKiB: Int = 8192) {
+    public init(depth: Depth, cacheSizeKiB: Int = 2048) {
         self.depth = depth
         self.cacheSizeKiB = cacheSizeKiB
     }

@@ -1,0 +1,4 @@
+#ifndef USM_CZSTD_SHIM_H
+#define USM_CZSTD_SHIM_H
+#include <zstd.h>
+#endif
