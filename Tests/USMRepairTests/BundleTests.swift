@@ -34,6 +34,10 @@ struct BundleTests {
         #expect(try TreeSnapshot(paths.root) == before, "archive must not write into the container")
         #expect(FileManager.default.fileExists(atPath: archive.path + ".sha256"))
 
+        // The sidecar is sha256sum's format.
+        let sums = try Self.run("/usr/bin/env", ["sh", "-c", "cd '\(out.path)' && sha256sum -c '\(archive.lastPathComponent).sha256'"])
+        #expect(sums.contains(": OK"), "\(sums)")
+
         let v = try CLI.run(["bundle", "verify", archive.path, "--json"])
         #expect(v.status == 0, "\(v.stdout)")
         #expect(v.json["sidecar"] as? String == "ok")
@@ -67,6 +71,18 @@ struct BundleTests {
         let report = try Inspection(options: LayoutOptions(store: restored), depth: .check).run()
         #expect(report.stores[0].entities.first { $0.name == "Book" }?.rows == options.books + 4)
         #expect(report.exitCode == .ok)
+    }
+
+    @Test("--format wins over the extension; verify reads what it says")
+    func explicitFormat() throws {
+        let tmp = try TempDir()
+        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let archive = tmp.path("bundle.bin")
+        #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", archive.path, "--format", "tar.xz"]).status == 0)
+        let magic = try FileHandle(forReadingFrom: archive).read(upToCount: 6)
+        #expect(magic == Data([0xFD, 0x37, 0x7A, 0x58, 0x5A, 0x00]), "xz magic")
+        #expect(try CLI.run(["bundle", "verify", archive.path]).status == 0)
+        #expect(try CLI.run(["archive", "--container", paths.root.path, "--format", "rar"]).status == 64)
     }
 
     @Test("the manifest comes first and describes every file, the layout and the rows")

@@ -10,7 +10,8 @@ struct CLITests {
 
     @Test("help everywhere, version, completion scripts")
     func help() throws {
-        for args in [["--help"], ["status", "--help"], ["check", "--help"], ["help", "check"]] {
+        for args in [["--help"], ["status", "--help"], ["check", "--help"], ["help", "check"], ["archive", "--help"],
+                     ["restore", "--help"], ["bundle", "--help"], ["bundle", "verify", "--help"]] {
             let r = try CLI.run(args)
             #expect(r.status == 0, "\(args)")
             #expect(r.stdout.contains("USAGE"), "\(args)")
@@ -59,7 +60,9 @@ struct CLITests {
         let readme = try String(contentsOf: Self.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
         for code in ProblemCode.all.sorted() { #expect(readme.contains("`\(code)`"), "problem code \(code)") }
         for status in ExitStatus.allCases { #expect(readme.contains("| \(status.rawValue) |"), "exit code \(status.rawValue)") }
-        for flag in ["--container", "--app-dir", "--cloud-dir", "--store-name", "--prefs", "--store", "--json", "--ignore", "--quiet", "--verbose"] {
+        for flag in ["--container", "--app-dir", "--cloud-dir", "--store-name", "--prefs", "--store", "--json", "--ignore", "--quiet",
+                     "--verbose", "--output", "--format", "--redact", "--metadata-only", "--max-size", "--overwrite", "--to", "--yes",
+                     "--snapshot-dir"] {
             #expect(readme.contains("`\(flag)"), "flag \(flag)")
         }
         let changelog = try String(contentsOf: Self.packageRoot.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)

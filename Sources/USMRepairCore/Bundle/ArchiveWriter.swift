@@ -1,6 +1,7 @@
 import CArchive
 import Crypto
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -11,44 +12,58 @@ import Darwin
 /// they are written (for the `.sha256` sidecar) and stopping once it passes a size limit.
 /// A libarchive handle is not thread-safe: use one writer from one task.
 final class ArchiveWriter {
-    /// What the write callback needs, reachable from C through an unmanaged pointer.
-    private final class Sink {
+    /// The archive file: every byte that stays in it passes here (limit, write, hash). Shared
+    /// with the parallel compressor's writer thread.
+    private final class OutputFile: Sendable {
         let fd: Int32
-        var hasher = SHA256()
-        var written: Int64 = 0
-        var limit: Int64?
-        var errorText: String?
-        /// Set for tar.zst: libarchive writes plain tar and this compresses it on several cores.
-        var zstd: ParallelZstd?
+        let limit: Int64?
+        private let state = Mutex<(hasher: SHA256, written: Int64)>((SHA256(), 0))
+
         init(fd: Int32, limit: Int64?) {
             self.fd = fd
             self.limit = limit
         }
 
-        /// Writes bytes to the file as they will stay in it: limit, write, hash.
         func emit(_ bytes: UnsafeRawBufferPointer) throws {
-            if let limit, written + Int64(bytes.count) > limit {
-                errorText = "the bundle would exceed --max-size (\(limit) bytes)"
-                throw USMError.archive(path: "", code: -1, message: errorText!)
-            }
-            var done = 0
-            while done < bytes.count {
-                let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    errorText = errnoDescription()
-                    throw USMError.archive(path: "", code: -1, message: errorText!)
+            try state.withLock { state in
+                if let limit, state.written + Int64(bytes.count) > limit {
+                    throw USMError.archive(path: "", code: -1, message: "the bundle would exceed --max-size (\(limit) bytes)")
                 }
-                done += n
+                var done = 0
+                while done < bytes.count {
+                    let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
+                    if n < 0 {
+                        if errno == EINTR { continue }
+                        throw USMError.archive(path: "", code: -1, message: errnoDescription())
+                    }
+                    done += n
+                }
+                state.hasher.update(bufferPointer: bytes)
+                state.written += Int64(bytes.count)
             }
-            hasher.update(bufferPointer: bytes)
-            written += Int64(bytes.count)
         }
+
+        var result: (bytes: Int64, sha256: String) {
+            state.withLock { ($0.written, $0.hasher.finalize().hex) }
+        }
+    }
+
+    /// What the write callback needs, reachable from C through an unmanaged pointer.
+    private final class Sink {
+        let output: OutputFile
+        var errorText: String?
+        /// Set for tar.zst: libarchive writes plain tar and this compresses it on several cores.
+        var zstd: ParallelZstd?
+        init(fd: Int32, limit: Int64?) {
+            output = OutputFile(fd: fd, limit: limit)
+        }
+
+        var fd: Int32 { output.fd }
 
         /// What libarchive hands over: compressed already, or plain tar for the parallel compressor.
         func accept(_ bytes: UnsafeRawBufferPointer) -> Bool {
             do {
-                if let zstd { try zstd.append(bytes) } else { try emit(bytes) }
+                if let zstd { try zstd.append(bytes) } else { try output.emit(bytes) }
                 return true
             } catch let error as USMError {
                 if errorText == nil { errorText = error.message }
@@ -89,8 +104,10 @@ final class ArchiveWriter {
             // Plain pax tar from libarchive, compressed by our own frame-parallel zstd: all cores,
             // a few MiB of memory whatever the input.
             r = archive_write_set_format_pax_restricted(h)
-            let sink = self.sink
-            sink.zstd = ParallelZstd(workers: threads) { [unowned sink] bytes in try sink.emit(bytes) }
+            // Hand the plain tar over in large blocks, not libarchive's default 10 KiB.
+            archive_write_set_bytes_per_block(h, Int32(ParallelZstd.chunkSize))
+            let output = sink.output
+            sink.zstd = ParallelZstd(workers: threads) { bytes in try output.emit(bytes) }
         } else {
             r = format.configure(h, threads: threads)
         }
@@ -111,6 +128,8 @@ final class ArchiveWriter {
     deinit {
         if !finished {
             archive_write_free(handle)
+            // Stop the compressor's writer thread before its file descriptor is closed.
+            sink.zstd = nil
             close(sink.fd)
         }
         sinkRef.release()
@@ -181,12 +200,13 @@ final class ArchiveWriter {
         finished = true
         do { try sink.zstd?.finish() } catch {
             close(sink.fd)
+            if let error = error as? USMError, sink.errorText == nil { sink.errorText = error.message }
             throw failure()
         }
         let synced = fsync(sink.fd) == 0
         close(sink.fd)
         guard synced else { throw USMError.writeFailed(path: path, reason: errnoDescription()) }
-        return (sink.written, sink.hasher.finalize().hex)
+        return sink.output.result
     }
 
     private func writeHeader(name: String, type: UInt32, mode: UInt32, size: Int64, mtime: FileTime, link: String?) throws {

@@ -106,14 +106,11 @@ public struct BundleWriter {
 
         // 2. Stores, captured consistently.
         var planned: [Planned] = []
-        var captures: [Int: StoreCapture] = [:]
+        let captures = try StoreCapture.captureAll(
+            plan.stores.map { ($0.files, Array($0.members.keys).sorted()) }, into: scratch.url.appendingPathComponent("stores"))
         var privateCopies: [String: URL] = [:]
         for (index, store) in plan.stores.enumerated() {
-            let capture = try StoreCapture.capture(
-                store.files, members: Array(store.members.keys).sorted(),
-                into: scratch.url.appendingPathComponent("stores/\(index)", isDirectory: true))
-            captures[index] = capture
-            if let openable = capture.openable { privateCopies[store.files.main.path] = openable }
+            if let openable = captures[index]?.openable { privateCopies[store.files.main.path] = openable }
         }
 
         // 4. The status report, on the captured bytes, in the background while 3. hashes the other files.

@@ -10,6 +10,13 @@ import Darwin
 struct Terminal {
     let colors: Bool
     let progressEnabled: Bool
+    /// The last percentage drawn, so the bar is redrawn only when it moves.
+    private let lastPercent = Box(-1)
+
+    private final class Box {
+        var value: Int
+        init(_ value: Int) { self.value = value }
+    }
 
     init(quiet: Bool, json: Bool) {
         let env = ProcessInfo.processInfo.environment
@@ -48,6 +55,8 @@ struct Terminal {
         let filled = Int(Double(width) * Double(min(done, total)) / Double(total))
         let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
         let percent = Int(100 * Double(min(done, total)) / Double(total))
+        guard percent != lastPercent.value else { return }
+        lastPercent.value = percent
         FileHandle.standardError.write(Data("\r\u{1B}[K[\(bar)] \(percent)%".utf8))
     }
 
