@@ -73,6 +73,11 @@ public struct BundleRestorer {
                 throw USMError.writeFailed(path: target.path, reason: error.localizedDescription)
             }
         }
+        // A restore killed mid-way leaves its private folder behind; it never holds the only copy
+        // of anything (what it replaced was snapshotted first), so it goes.
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: target.path)) ?? [] where name.hasPrefix(".usm-restore-") {
+            Self.removeTree(target.appendingPathComponent(name))
+        }
         let manifest = try BundleScanner(archive: options.archive).scan { _, _, _, _ in }.manifest
         let existing = manifest.roots.filter { FileStatus.lookup(target.appendingPathComponent($0.name).path) != nil }
         if !existing.isEmpty, !options.yes {

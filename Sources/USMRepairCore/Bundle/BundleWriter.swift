@@ -347,6 +347,11 @@ public struct BundleWriter {
         for root in plan.roots where BundlePlan.isInside(resolved, root.url.resolvingSymlinksInPath()) {
             throw USMError.usage("--output \(output.path) is inside \(root.url.path); a bundle never writes into the folders it reads")
         }
+        // An archive run killed mid-way leaves its partial file behind: it is not a bundle, so it goes.
+        let partialPrefix = ".\(output.lastPathComponent).partial-"
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: parent.path)) ?? [] where name.hasPrefix(partialPrefix) {
+            try? FileManager.default.removeItem(at: parent.appendingPathComponent(name))
+        }
         if let status = FileStatus.lookup(output.path) {
             guard options.overwrite, status.kind == .file else {
                 throw USMError.confirmationRequired("\(output.path) exists; pass --overwrite to replace it")
