@@ -32,6 +32,7 @@ struct BundleVerifyCommand: ParsableCommand {
             try BundleVerifier.verify(URL(fileURLWithPath: archive))
         }, text: { report, terminal in
             for mismatch in report.mismatches { terminal.out("differs: \(mismatch.path): \(mismatch.problem)") }
+            guard !output.quiet else { return }
             terminal.out(report.ok
                 ? "OK: \(report.matched) of \(report.entries) entries match the manifest; sidecar \(report.sidecar)"
                 : "\(report.mismatches.count) difference(s); \(report.matched) of \(report.entries) entries match; sidecar \(report.sidecar)")

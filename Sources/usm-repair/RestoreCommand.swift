@@ -43,6 +43,7 @@ struct RestoreCommand: ParsableCommand {
         try Runner(output: output).perform({ terminal in
             try BundleRestorer(options: options).run(confirm: terminal.ask)
         }, text: { result, terminal in
+            guard !output.quiet else { return }
             for root in result.roots {
                 terminal.out("\(root.replaced ? "Replaced" : "Restored") \(root.path)")
             }

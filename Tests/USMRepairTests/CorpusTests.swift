@@ -93,4 +93,27 @@ struct CorpusTests {
         #expect(report.stores[0].storeUUID == "D25E1FF7-34FB-48F8-ADB6-B1C7A89F28C0")
         #expect(report.exitCode == .ok)
     }
+
+    @Test("bundles of real stores: byte-identical round trip, and redacted copies that still pass check",
+          arguments: Corpus.stores())
+    func bundles(store: URL) throws {
+        let tmp = try TempDir()
+        let folder = store.deletingLastPathComponent()
+        let before = try TreeSnapshot(folder)
+        let full = tmp.path("full.tar.zst")
+        #expect(try CLI.run(["archive", "--store", store.path, "-o", full.path, "-q"]).status == 0)
+        #expect(try CLI.run(["restore", full.path, "--to", tmp.path("full").path, "-q"]).status == 0)
+        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: store.path + suffix) {
+            let restored = tmp.path("full/store/\(store.lastPathComponent)\(suffix)")
+            #expect(try Data(contentsOf: restored) == Data(contentsOf: URL(fileURLWithPath: store.path + suffix)), "\(suffix)")
+        }
+        let redacted = tmp.path("redacted.tar.zst")
+        #expect(try CLI.run(["archive", "--store", store.path, "--redact", "-o", redacted.path, "-q"]).status == 0)
+        #expect(try CLI.run(["restore", redacted.path, "--to", tmp.path("redacted").path, "-q"]).status == 0)
+        let report = try Inspection(options: LayoutOptions(store: tmp.path("redacted/store/\(store.lastPathComponent)")), depth: .check).run()
+        let original = try Inspection(options: LayoutOptions(store: store), depth: .status).run()
+        #expect(report.stores[0].problems.filter { $0.code != "metadata-plist-null" }.isEmpty, "\(report.stores[0].problems)")
+        #expect(report.stores[0].objects == original.stores[0].objects, "rows kept")
+        #expect(try TreeSnapshot(folder) == before)
+    }
 }

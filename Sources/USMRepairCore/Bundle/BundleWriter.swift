@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -151,13 +152,17 @@ public struct BundleWriter {
                     continue
                 }
                 let target = scratch.url.appendingPathComponent("stores/\(index)/\(options.content.rawValue).sqlite")
-                if options.content == .redacted {
-                    let result = try redactor.redact(source: openable, to: target)
-                    redactedStores.append(.init(path: mainPath, tables: result.tables, values: result.values))
-                    captured = "redacted-copy"
-                } else {
-                    try redactor.metadataOnly(source: openable, to: target)
-                    captured = "metadata-only-copy"
+                do {
+                    if options.content == .redacted {
+                        let result = try redactor.redact(source: openable, to: target)
+                        redactedStores.append(.init(path: mainPath, tables: result.tables, values: result.values))
+                        captured = "redacted-copy"
+                    } else {
+                        try redactor.metadataOnly(source: openable, to: target)
+                        captured = "metadata-only-copy"
+                    }
+                } catch let error as DatabaseError {
+                    throw USMError.sqlite(path: store.files.main.path, code: error.resultCode.rawValue, message: error.message ?? "\(error)")
                 }
                 let hashed = try FileCopy.sha256(of: target.path)
                 planned.append(Planned(

@@ -47,6 +47,7 @@ struct Redactor: Sendable {
             db.add(function: function)
             try db.execute(sql: "PRAGMA secure_delete = ON")
             try db.inTransaction {
+                let triggers = try Self.dropTriggers(db)
                 let schema = try CoreDataSchema.read(db)
                 let targets = (schema.entityTables + schema.historyTables + schema.cloudKitTables).uniqued()
                 for table in targets {
@@ -64,6 +65,7 @@ struct Redactor: Sendable {
                     }
                     if !touched.isEmpty { tables.append(.init(table: table, columns: touched)) }
                 }
+                try Self.restoreTriggers(db, triggers)
                 return .commit
             }
             try db.execute(sql: "VACUUM")
@@ -79,11 +81,13 @@ struct Redactor: Sendable {
         try queue.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA secure_delete = ON")
             try db.inTransaction {
+                let triggers = try Self.dropTriggers(db)
                 let keep: Set<String> = ["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"]
                 let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
                 for table in tables where !keep.contains(table.uppercased()) {
                     try db.execute(sql: "DELETE FROM \(table.quotedDatabaseIdentifier)")
                 }
+                try Self.restoreTriggers(db, triggers)
                 return .commit
             }
             try db.execute(sql: "VACUUM")
@@ -107,6 +111,20 @@ struct Redactor: Sendable {
         case .null, .int64, .double:
             return value
         }
+    }
+
+    /// Core Data's triggers (derived attributes, history, CloudKit) call SQL functions only Core
+    /// Data defines, so rewriting rows with them in place fails. They are taken out for the
+    /// rewrite and put back, text unchanged, in the same transaction.
+    private static func dropTriggers(_ db: Database) throws -> [(name: String, sql: String)] {
+        let triggers = try Row.fetchAll(db, sql: "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND sql IS NOT NULL")
+            .map { (name: $0["name"] as String, sql: $0["sql"] as String) }
+        for trigger in triggers { try db.execute(sql: "DROP TRIGGER \(trigger.name.quotedDatabaseIdentifier)") }
+        return triggers
+    }
+
+    private static func restoreTriggers(_ db: Database, _ triggers: [(name: String, sql: String)]) throws {
+        for trigger in triggers { try db.execute(sql: trigger.sql) }
     }
 
     /// `VACUUM INTO` a fresh rollback-journal database: a consistent, compact copy without free pages.

@@ -19,6 +19,11 @@ struct Runner {
         } catch let error as USMError {
             terminal.endProgress()
             fail(error, terminal: terminal)
+        } catch {
+            // Every error a user can cause is a USMError; anything else is still a failure to read
+            // or write, never ArgumentParser's generic exit 1 (which means "problems found" here).
+            terminal.endProgress()
+            fail(.unreadable(path: "", reason: "\(error)"), terminal: terminal)
         }
         if output.json {
             let encoder = JSONEncoder()
@@ -40,6 +45,9 @@ struct Runner {
         } catch let error as USMError {
             terminal.endProgress()
             fail(error, terminal: terminal)
+        } catch {
+            terminal.endProgress()
+            fail(.unreadable(path: "", reason: "\(error)"), terminal: terminal)
         }
         if output.json {
             terminal.out(try report.json())
