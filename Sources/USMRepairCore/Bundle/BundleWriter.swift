@@ -268,9 +268,7 @@ public struct BundleWriter {
             let writer = try ArchiveWriter(
                 path: partial.path, format: format, limit: maxSize,
                 threads: ProcessInfo.processInfo.activeProcessorCount)
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            try writer.addData(BundleManifest.entryName, try encoder.encode(manifest), mode: 0o644, mtime: FileTime.now)
+            try writer.addData(BundleManifest.entryName, try JSONOutput.data(manifest), mode: 0o644, mtime: FileTime.now)
             for p in planned {
                 switch p.kind {
                 case "directory": try writer.addDirectory(p.path, mode: p.status.mode, mtime: p.status.mtime)

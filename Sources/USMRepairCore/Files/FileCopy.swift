@@ -21,40 +21,24 @@ enum FileCopy {
 
     /// Copies like `copy(from:to:)` and, when asked, returns the SHA-256 of the bytes copied.
     static func copy(from source: String, to destination: String, hashing: Bool) throws -> (bytes: Int64, sha256: String?) {
-        let input = open(source, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard input >= 0 else {
-            throw USMError.unreadable(path: source, reason: errnoDescription())
-        }
-        defer { close(input) }
         let output = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard output >= 0 else {
             throw USMError.writeFailed(path: destination, reason: errnoDescription())
         }
         var closed = false
         defer { if !closed { close(output) } }
-
-        let buffer = UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: 16)
-        defer { buffer.deallocate() }
-        var total: Int64 = 0
         var hasher: SHA256? = hashing ? SHA256() : nil
-        while true {
-            let n = read(input, buffer, bufferSize)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw USMError.unreadable(path: source, reason: errnoDescription())
-            }
-            if n == 0 { break }
-            hasher?.update(bufferPointer: UnsafeRawBufferPointer(start: buffer, count: n))
+        let total = try readBlocks(source) { block in
+            hasher?.update(bufferPointer: block)
             var written = 0
-            while written < n {
-                let w = write(output, buffer + written, n - written)
+            while written < block.count {
+                let w = write(output, block.baseAddress! + written, block.count - written)
                 if w < 0 {
                     if errno == EINTR { continue }
                     throw USMError.writeFailed(path: destination, reason: errnoDescription())
                 }
                 written += w
             }
-            total += Int64(n)
         }
         closed = true
         if close(output) != 0 {
@@ -65,12 +49,18 @@ enum FileCopy {
 
     /// The SHA-256 of a file's content, read in blocks.
     static func sha256(of path: String) throws -> (bytes: Int64, sha256: String) {
+        var hasher = SHA256()
+        let total = try readBlocks(path) { hasher.update(bufferPointer: $0) }
+        return (total, hasher.finalize().hex)
+    }
+
+    /// Reads a regular file (never through a final symlink) block by block; returns the byte count.
+    static func readBlocks(_ path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Int64 {
         let input = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard input >= 0 else { throw USMError.unreadable(path: path, reason: errnoDescription()) }
         defer { close(input) }
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: 16)
         defer { buffer.deallocate() }
-        var hasher = SHA256()
         var total: Int64 = 0
         while true {
             let n = read(input, buffer, bufferSize)
@@ -78,10 +68,9 @@ enum FileCopy {
                 if errno == EINTR { continue }
                 throw USMError.unreadable(path: path, reason: errnoDescription())
             }
-            if n == 0 { break }
-            hasher.update(bufferPointer: UnsafeRawBufferPointer(start: buffer, count: n))
+            if n == 0 { return total }
+            try body(UnsafeRawBufferPointer(start: buffer, count: n))
             total += Int64(n)
         }
-        return (total, hasher.finalize().hex)
     }
 }

@@ -86,9 +86,20 @@ public struct StatusReport: Sendable, Encodable {
     public var allProblems: [Problem] { problems + stores.flatMap(\.problems) }
 
     /// The report as JSON text (pretty-printed, sorted keys, stable across runs).
-    public func json() throws -> String {
+    public func json() throws -> String { try JSONOutput.encode(self) }
+}
+
+/// The one JSON style of every report and manifest: pretty-printed, sorted keys, slashes as they are.
+public enum JSONOutput {
+    /// Encodes `value` as text.
+    public static func encode(_ value: some Encodable) throws -> String {
+        String(decoding: try data(value), as: UTF8.self)
+    }
+
+    /// Encodes `value` as bytes.
+    public static func data(_ value: some Encodable) throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(self), as: UTF8.self)
+        return try encoder.encode(value)
     }
 }

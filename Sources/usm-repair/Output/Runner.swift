@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import USMRepairCore
 
-/// Runs a read-only inspection and prints its report, turning errors into messages and exit codes.
+/// Runs a command's core operation and prints its result, turning errors into messages and exit codes.
 struct Runner {
     let output: OutputFlags
 
@@ -26,9 +26,7 @@ struct Runner {
             fail(.unreadable(path: "", reason: "\(error)"), terminal: terminal)
         }
         if output.json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            terminal.out(String(decoding: try encoder.encode(result), as: UTF8.self))
+            terminal.out(try JSONOutput.encode(result))
         } else {
             text(result, terminal)
         }
@@ -36,25 +34,13 @@ struct Runner {
         if code != .ok { throw ExitCode(code.rawValue) }
     }
 
+    /// Runs a `status` or `check` inspection and prints its report.
     func report(_ inspection: Inspection) throws {
-        let terminal = Terminal(quiet: output.quiet, json: output.json)
-        let report: StatusReport
-        do {
-            report = try inspection.run(progress: terminal.progress)
-            terminal.endProgress()
-        } catch let error as USMError {
-            terminal.endProgress()
-            fail(error, terminal: terminal)
-        } catch {
-            terminal.endProgress()
-            fail(.unreadable(path: "", reason: "\(error)"), terminal: terminal)
-        }
-        if output.json {
-            terminal.out(try report.json())
-        } else {
+        try perform({ terminal in
+            try inspection.run(progress: terminal.progress)
+        }, text: { report, terminal in
             ReportPrinter(terminal: terminal, verbose: output.verbose, quiet: output.quiet).print(report)
-        }
-        if report.exitCode != .ok { throw ExitCode(report.exitCode.rawValue) }
+        }, status: { $0.exitCode })
     }
 
     /// Prints an error (as JSON on stdout with --json, always as a sentence on stderr) and exits.
