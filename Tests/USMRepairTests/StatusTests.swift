@@ -45,6 +45,11 @@ struct StatusTests {
         #expect(tables["join"] as? [String] == ["Z_1TAGS"])
         #expect(tables["history"] as? [String] == ["ACHANGE", "ATRANSACTION", "ATRANSACTIONSTRING"])
         #expect(tables["ordered"] as? [String] == ["ZITEM.Z_FOK_SHELF"])
+        let toOne = try #require(tables["toOne"] as? [[String: Any]])
+        #expect(toOne.map { "\($0["table"]!).\($0["column"]!)->\($0["destinationTable"]!)" } == ["ZITEM.ZAUTHOR->ZAUTHOR", "ZITEM.ZSHELF->ZSHELF"])
+        let attributes = try #require(tables["attributes"] as? [String: [String]])
+        #expect(attributes["ZITEM"] == ["ZISSUE", "ZCREATED", "ZTITLE", "ZCOVER"])
+        #expect((tables["joinColumns"] as? [String: [String: Int]])?["Z_1TAGS"] == ["Z_1ITEMS": 1, "Z_6TAGS": 6])
         #expect(s["externalDataFiles"] as? Int == options.externalCovers)
 
         // Reading never writes: not a byte, not a new file.

@@ -63,6 +63,22 @@ public struct StoreReport: Sendable, Encodable {
         /// Where relationships were learnt: `model-cache`, `schema` or `none`.
         public let relationshipSource: String
         public let toOneKeys: Int
+        /// Every to-one key column and where it points.
+        public let toOne: [ToOne]
+        /// Attribute columns per entity table (not Z_PK, Z_ENT, Z_OPT, keys or ordering columns).
+        public let attributes: [String: [String]]
+        /// Join tables with the entity number each key column holds.
+        public let joinColumns: [String: [String: Int]]
+    }
+
+    /// One to-one key column.
+    public struct ToOne: Sendable, Encodable, Equatable {
+        public let table: String
+        public let column: String
+        @NullEncoded public var relationship: String?
+        /// The destination's table and the entity numbers a target row may have.
+        public let destinationTable: String
+        public let destinationEntities: [Int]
     }
 
     public var role: Role

@@ -177,10 +177,25 @@ public struct StoreInspector: Sendable {
         report.problems += StoreChecks.metadataProblems(metadata, role: report.role)
 
         let schema = try CoreDataSchema.read(db)
+        let keyColumns = Set(schema.toOneKeys.map { "\($0.table).\($0.column)" })
+        var attributes: [String: [String]] = [:]
+        for table in schema.entityTables {
+            attributes[table] = (schema.tables[table] ?? []).map(\.name).filter { column in
+                !["Z_PK", "Z_ENT", "Z_OPT"].contains(column) && !column.hasPrefix("Z_FOK_") && !keyColumns.contains("\(table).\(column)")
+            }
+        }
         report.tables = .init(
             entity: schema.entityTables, join: schema.joinTables.map(\.name), history: schema.historyTables,
             cloudKit: schema.cloudKitTables, ordered: schema.orderedColumns,
-            relationshipSource: schema.relationshipSource, toOneKeys: schema.toOneKeys.count)
+            relationshipSource: schema.relationshipSource, toOneKeys: schema.toOneKeys.count,
+            toOne: schema.toOneKeys.map {
+                .init(table: $0.table, column: $0.column, relationship: $0.relationship,
+                      destinationTable: $0.destinationTable, destinationEntities: $0.destinationEntities)
+            },
+            attributes: attributes,
+            joinColumns: Dictionary(schema.joinTables.map { join in
+                (join.name, Dictionary(join.columns.map { ($0.column, $0.entity) }, uniquingKeysWith: { a, _ in a }))
+            }, uniquingKeysWith: { a, _ in a }))
 
         let counts = try StoreChecks.entityCounts(db, schema: schema)
         report.problems += counts.problems
