@@ -216,6 +216,23 @@ struct HostileInputTests {
         #expect(ok.stores[0].health == .ok)
     }
 
+    @Test("no room for the private copy: a clear error, exit 74, nothing changed")
+    func noTemporarySpace() throws {
+        let tmp = try TempDir()
+        let store = tmp.path("in/S.sqlite")
+        try FixtureStore.write(to: store)
+        let before = try TreeSnapshot(tmp.url)
+        let r = try CLI.run(["status", "--store", store.path, "--json"], environment: ["TMPDIR": "/nonexistent/usm-tmp"])
+        #expect(r.status == 74, "\(r.stdout)")
+        #expect(r.stdout.contains("set TMPDIR to a writable folder with space"))
+        let a = try CLI.run(["archive", "--store", store.path, "-o", tmp.path("b.tar.zst").path], environment: ["TMPDIR": "/nonexistent/usm-tmp"])
+        #expect(a.status == 74)
+        var after = try TreeSnapshot(tmp.url).entries
+        #expect(after.removeValue(forKey: "b.tar.zst") == nil, "no bundle written")
+        #expect(after == before.entries)
+        #expect(FileStatus.lookup("/nonexistent") == nil, "a missing TMPDIR is never created")
+    }
+
     @Test("usage errors exit 64")
     func usage() throws {
         #expect(try CLI.run(["status"]).status == 64)

@@ -11,8 +11,9 @@ public final class TemporaryDirectory {
         let base = FileManager.default.temporaryDirectory
         let candidate = base.appendingPathComponent("\(prefix)-\(UUID().uuidString)", isDirectory: true)
         do {
+            // Never create the base: a TMPDIR that does not exist is the user's to fix.
             try FileManager.default.createDirectory(
-                at: candidate, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                at: candidate, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
         } catch {
             throw USMError.writeFailed(
                 path: candidate.path,
