@@ -156,6 +156,20 @@ struct BundleTests {
         #expect(((redaction["stores"] as? [[String: Any]])?.count ?? 0) == 3)
     }
 
+    @Test("--redact leaves out what it cannot redact, and says so")
+    func redactUnreadable() throws {
+        let tmp = try TempDir()
+        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: paths.localStore.path + suffix) }
+        try Data("secret customer notes, not a database".utf8).write(to: paths.localStore)
+        let archive = tmp.path("r.tar.zst")
+        #expect(try CLI.run(["archive", "--container", paths.root.path, "--redact", "-o", archive.path]).status == 0)
+        let skipped = try #require(try Self.manifest(archive)["skipped"] as? [[String: Any]])
+        #expect(skipped.contains { ($0["path"] as? String)?.hasSuffix("UbiquityStore.sqlite") == true && $0["kind"] as? String == "store" })
+        let listing = try Self.run("/usr/bin/env", ["bsdtar", "-xOf", archive.path])
+        #expect(!listing.contains("secret customer notes"))
+    }
+
     @Test("--metadata-only: schema, metadata and counts, no rows")
     func metadataOnly() throws {
         let tmp = try TempDir()

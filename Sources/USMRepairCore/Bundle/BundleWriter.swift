@@ -161,8 +161,11 @@ public struct BundleWriter {
                         try redactor.metadataOnly(source: openable, to: target)
                         captured = "metadata-only-copy"
                     }
-                } catch let error as DatabaseError {
-                    throw USMError.sqlite(path: store.files.main.path, code: error.resultCode.rawValue, message: error.message ?? "\(error)")
+                } catch {
+                    // Leaving a store out is safe in a redacted or metadata-only bundle; sending it as it is would not be.
+                    let reason = (error as? DatabaseError).map { $0.message ?? "\($0)" } ?? "\(error)"
+                    skipped.append(BundleSkip(path: mainPath, kind: "store", reason: "could not be made \(options.content.rawValue) (\(reason)); left out"))
+                    continue
                 }
                 let hashed = try FileCopy.sha256(of: target.path)
                 planned.append(Planned(
@@ -199,7 +202,7 @@ public struct BundleWriter {
                 skipped.append(BundleSkip(path: path, kind: "file", reason: "external data left out of a metadata-only bundle"))
             case (_, .externalData):
                 let stand = scratch.url.appendingPathComponent("external-\(planned.count)")
-                try redactor.redactFile(try Data(contentsOf: file.url)).write(to: stand)
+                try redactor.redactFile(at: file.url.path).write(to: stand)
                 let hashed = try FileCopy.sha256(of: stand.path)
                 planned.append(Planned(path: path, kind: "file", source: file.url, status: file.status, bytesFrom: stand, size: hashed.bytes, sha256: hashed.sha256, transformed: "redacted", checkSource: false))
             case (_, .preferences):

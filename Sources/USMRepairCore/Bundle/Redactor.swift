@@ -94,9 +94,12 @@ struct Redactor: Sendable {
         }
     }
 
-    /// The digest that stands in for an external-data file's content.
-    func redactFile(_ data: Data) -> Data {
-        Data(HMAC<SHA256>.authenticationCode(for: Data("file:".utf8) + data, using: key))
+    /// The digest that stands in for an external-data file's content, read in blocks.
+    func redactFile(at path: String) throws -> Data {
+        var mac = HMAC<SHA256>(key: key)
+        mac.update(data: Data("file:".utf8))
+        _ = try FileCopy.readBlocks(path) { mac.update(data: $0) }
+        return Data(mac.finalize())
     }
 
     /// The stand-in of one value: text and blobs hashed, external-data references kept, the rest as is.
