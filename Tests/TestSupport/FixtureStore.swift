@@ -145,7 +145,7 @@ public struct FixtureStore {
         try queue.write { db in try db.execute(sql: sql) }
         try queue.close()
         for path in sidecars where !FileManager.default.fileExists(atPath: path) {
-            FileManager.default.createFile(atPath: path, contents: Data())
+            _ = FileManager.default.createFile(atPath: path, contents: Data())
         }
     }
 
