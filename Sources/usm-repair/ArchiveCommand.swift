@@ -46,10 +46,6 @@ struct ArchiveCommand: ParsableCommand {
 
     func validate() throws {
         if redact && metadataOnly { throw ValidationError("--redact and --metadata-only cannot be used together") }
-        if let outputPath, format == nil, ArchiveFormat.infer(from: outputPath) == nil, outputPath.contains(".") {
-            // An unknown extension with no --format: write tar.zst, but say so plainly.
-            _ = outputPath
-        }
     }
 
     func run() throws {

@@ -254,7 +254,7 @@ public struct FileTime: Sendable, Codable, Equatable, Hashable {
     }
 }
 
-extension Digest {
-    /// Lower-case hex.
+extension Sequence where Element == UInt8 {
+    /// Lower-case hex of bytes (digests, MACs, data).
     var hex: String { map { String(format: "%02x", $0) }.joined() }
 }

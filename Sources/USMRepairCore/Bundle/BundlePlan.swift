@@ -95,7 +95,7 @@ struct BundlePlan {
         for root in roots {
             let base = root.url.path
             if path == base { return root.name }
-            if path.hasPrefix(base.hasSuffix("/") ? base : base + "/") {
+            if Confinement.isInside(path, base) {
                 return root.name + "/" + path.dropFirst(base.count).drop { $0 == "/" }
             }
         }
@@ -106,10 +106,7 @@ struct BundlePlan {
         roots.first { Self.isInside(url.standardizedFileURL, $0.url) }?.url
     }
 
-    static func isInside(_ url: URL, _ root: URL) -> Bool {
-        let p = url.path, r = root.path
-        return p == r || p.hasPrefix(r.hasSuffix("/") ? r : r + "/")
-    }
+    static func isInside(_ url: URL, _ root: URL) -> Bool { Confinement.isInside(url.path, root.path) }
 
     private mutating func addParents(of url: URL) {
         guard let root = root(of: url) else { return }
@@ -126,8 +123,8 @@ struct BundlePlan {
     private mutating func addStore(_ files: StoreFileSet, role: String, uuid: String?, cloudVersion: Int?, root: URL) {
         let index = stores.count
         var members: [String: String] = [:]
-        for (member, url) in [("main", files.main), ("wal", files.wal), ("shm", files.shm), ("journal", files.journal)] {
-            guard let status = FileStatus.lookup(url.path), let path = archivePath(url), claimed.insert(url.path).inserted else { continue }
+        for member in ["main", "wal", "shm", "journal"] {
+            guard let url = files.member(member), let status = FileStatus.lookup(url.path), let path = archivePath(url), claimed.insert(url.path).inserted else { continue }
             if status.kind == .file {
                 members[member] = path
                 addParents(of: url)
@@ -210,22 +207,5 @@ struct BundlePlan {
             }
         }
         return true
-    }
-
-    /// Total bytes of the regular files and store members the plan holds.
-    var totalBytes: Int64 {
-        files.values.reduce(0) { $0 + $1.status.size }
-            + stores.flatMap { store in store.members.keys.compactMap { member in memberURL(store, member) } }
-                .reduce(0) { $0 + (FileStatus.lookup($1.path)?.size ?? 0) }
-    }
-
-    func memberURL(_ store: Store, _ member: String) -> URL? {
-        switch member {
-        case "main": store.files.main
-        case "wal": store.files.wal
-        case "shm": store.files.shm
-        case "journal": store.files.journal
-        default: nil
-        }
     }
 }

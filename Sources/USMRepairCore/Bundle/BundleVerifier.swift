@@ -18,25 +18,20 @@ public struct VerificationReport: Sendable, Encodable {
     public let sidecar: String
     /// True when every entry matches and the sidecar (if any) matches.
     public let ok: Bool
-    public var exitCode: Int32 { ok ? ExitStatus.ok.rawValue : ExitStatus.problemsFound.rawValue }
+    /// 0 when everything matches, 1 otherwise.
+    public let exitCode: Int32
 
-    enum CodingKeys: String, CodingKey {
-        case schemaVersion, command, archive, archiveFormat, content, entries, matched, mismatches, sidecar, ok, exitCode
-    }
-
-    public func encode(to encoder: Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(schemaVersion, forKey: .schemaVersion)
-        try c.encode(command, forKey: .command)
-        try c.encode(archive, forKey: .archive)
-        try c.encode(_archiveFormat, forKey: .archiveFormat)
-        try c.encode(_content, forKey: .content)
-        try c.encode(entries, forKey: .entries)
-        try c.encode(matched, forKey: .matched)
-        try c.encode(mismatches, forKey: .mismatches)
-        try c.encode(sidecar, forKey: .sidecar)
-        try c.encode(ok, forKey: .ok)
-        try c.encode(exitCode, forKey: .exitCode)
+    init(archive: String, archiveFormat: String?, content: String?, entries: Int, matched: Int,
+         mismatches: [BundleMismatch], sidecar: String) {
+        self.archive = archive
+        self.archiveFormat = archiveFormat
+        self.content = content
+        self.entries = entries
+        self.matched = matched
+        self.mismatches = mismatches
+        self.sidecar = sidecar
+        ok = mismatches.isEmpty
+        exitCode = ok ? ExitStatus.ok.rawValue : ExitStatus.problemsFound.rawValue
     }
 }
 
@@ -62,8 +57,7 @@ public enum BundleVerifier {
         }
         return VerificationReport(
             archive: archive.path, archiveFormat: outcome.manifest.archiveFormat, content: outcome.manifest.content,
-            entries: outcome.entries, matched: matched, mismatches: outcome.mismatches.sorted { $0.path < $1.path }, sidecar: sidecar,
-            ok: outcome.mismatches.isEmpty)
+            entries: outcome.entries, matched: matched, mismatches: outcome.mismatches.sorted { $0.path < $1.path }, sidecar: sidecar)
     }
 
     /// Differences of one entry from its record; reads the entry's data.

@@ -141,7 +141,7 @@ public struct BundleWriter {
                 for (member, path) in store.members.sorted(by: { $0.key < $1.key }) {
                     guard let copy = capture.members[member] else { continue }
                     planned.append(Planned(
-                        path: path, kind: "file", source: plan.memberURL(store, member), status: copy.status, bytesFrom: copy.copy,
+                        path: path, kind: "file", source: store.files.member(member), status: copy.status, bytesFrom: copy.copy,
                         size: copy.status.size, sha256: copy.sha256, checkSource: false))
                 }
             } else {

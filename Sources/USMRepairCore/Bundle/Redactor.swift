@@ -107,7 +107,7 @@ struct Redactor: Sendable {
         switch value.storage {
         case let .string(text):
             let mac = HMAC<SHA256>.authenticationCode(for: Data(("text:" + text).utf8), using: key)
-            return "redacted:" + String(Data(mac).hexString.prefix(32))
+            return "redacted:" + String(mac.hex.prefix(32))
         case let .blob(data):
             if ExternalData.referencedName(data) != nil { return data }
             return Data(HMAC<SHA256>.authenticationCode(for: Data("blob:".utf8) + data, using: key))
@@ -143,10 +143,6 @@ struct Redactor: Sendable {
         try output.writeWithoutTransaction { db in _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE") }
         try output.close()
     }
-}
-
-extension Data {
-    var hexString: String { map { String(format: "%02x", $0) }.joined() }
 }
 
 extension Array where Element: Hashable {

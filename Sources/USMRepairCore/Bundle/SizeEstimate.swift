@@ -29,8 +29,6 @@ enum SizeEstimate {
             var sampled: Int64 = 0
             for (i, (url, size)) in chosen.enumerated() {
                 let take = min(size, Int64(sampleBytes))
-                let part = scratch.appendingPathComponent("estimate-part-\(i)")
-                defer { try? FileManager.default.removeItem(at: part) }
                 let handle = try FileHandle(forReadingFrom: url)
                 let data = try handle.read(upToCount: Int(take)) ?? Data()
                 try handle.close()

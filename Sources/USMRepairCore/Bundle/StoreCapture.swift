@@ -37,25 +37,24 @@ struct StoreCapture {
 
     /// Captures `files` (the members `present` names) into `directory`.
     static func capture(_ files: StoreFileSet, members present: [String], into directory: URL) throws -> StoreCapture {
-        let urls: [String: URL] = ["main": files.main, "wal": files.wal, "shm": files.shm, "journal": files.journal]
         let raw = directory.appendingPathComponent("raw", isDirectory: true)
         for attempt in 1...attempts {
             try? FileManager.default.removeItem(at: directory)
             try FileManager.default.createDirectory(at: raw, withIntermediateDirectories: true)
             var before: [String: FileStatus] = [:]
             for name in present {
-                guard let url = urls[name], let status = FileStatus.lookup(url.path) else { continue }
+                guard let url = files.member(name), let status = FileStatus.lookup(url.path) else { continue }
                 before[name] = status
             }
             var copies: [String: Member] = [:]
             for name in present {
-                guard let url = urls[name], let status = before[name] else { continue }
+                guard let url = files.member(name), let status = before[name] else { continue }
                 let copy = raw.appendingPathComponent(name)
                 let result = try FileCopy.copy(from: url.path, to: copy.path, hashing: true)
                 copies[name] = Member(copy: copy, sha256: result.sha256 ?? "", status: status)
             }
             let unchanged = present.allSatisfy { name in
-                guard let url = urls[name], let was = before[name] else { return true }
+                guard let url = files.member(name), let was = before[name] else { return true }
                 guard let now = FileStatus.lookup(url.path) else { return false }
                 return now.sameContent(as: was) && copies[name].map { FileStatus.lookup($0.copy.path)?.size == was.size } ?? false
             }

@@ -13,9 +13,12 @@ public struct Confinement: Sendable {
 
     /// True when `url`, with every symlink resolved, still lies inside the root.
     public func contains(_ url: URL) -> Bool {
-        let resolved = url.standardizedFileURL.resolvingSymlinksInPath().path
-        let base = root.path
-        return resolved == base || resolved.hasPrefix(base.hasSuffix("/") ? base : base + "/")
+        Confinement.isInside(url.standardizedFileURL.resolvingSymlinksInPath().path, root.path)
+    }
+
+    /// True when `path` is `base` or lies below it, component-wise (no symlinks resolved).
+    public static func isInside(_ path: String, _ base: String) -> Bool {
+        path == base || path.hasPrefix(base.hasSuffix("/") ? base : base + "/")
     }
 
     /// Throws `symlinkEscapes` when a path inside the root resolves to somewhere outside it.

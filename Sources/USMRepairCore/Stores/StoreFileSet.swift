@@ -38,6 +38,17 @@ public struct StoreFileSet: Sendable, Hashable, Codable {
         supportDirectory.appendingPathComponent("_EXTERNAL_DATA", isDirectory: true)
     }
 
+    /// The file member called `name` (`main`, `wal`, `shm`, `journal`).
+    public func member(_ name: String) -> URL? {
+        switch name {
+        case "main": main
+        case "wal": wal
+        case "shm": shm
+        case "journal": journal
+        default: nil
+        }
+    }
+
     /// Every member path, present or not, main file first.
     public var allMembers: [URL] { [main, wal, shm, journal, supportDirectory] }
 
