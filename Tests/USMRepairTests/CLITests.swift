@@ -44,6 +44,31 @@ struct CLITests {
         #expect(Set(entity.keys) == ["name", "parent", "rows", "number", "table", "system"])
     }
 
+    @Test("one error envelope for every failure: usage errors too, with the command's name")
+    func errorEnvelope() throws {
+        let cases: [([String], Int32, String, String)] = [
+            (["status", "--json"], 64, "status", "usage"),
+            (["restore", "--json"], 64, "restore", "usage"),
+            (["status", "--json", "--no-such-flag", "--store", "x"], 64, "status", "usage"),
+            (["bundle", "verify", "/nonexistent/bundle.tar.zst", "--json"], 66, "bundle verify", "not-found"),
+            (["status", "--store", "/nonexistent/S.sqlite", "--json"], 66, "status", "not-found"),
+        ]
+        for (args, code, command, errorCode) in cases {
+            let r = try CLI.run(args)
+            #expect(r.status == code, "\(args): \(r.stderr)")
+            #expect(r.stderr.hasPrefix("usm-repair: error: "), "\(args): \(r.stderr)")
+            #expect(!r.stderr.contains("Error: "), "ArgumentParser's own prefix is not used: \(r.stderr)")
+            let json = r.json
+            #expect(json["command"] as? String == command, "\(args)")
+            #expect((json["error"] as? [String: Any])?["code"] as? String == errorCode, "\(args)")
+            #expect(json["exitCode"] as? Int == Int(code))
+            #expect(json["exitStatus"] as? String != nil)
+            #expect(json["schemaVersion"] as? Int == 1)
+        }
+        // Without --json nothing is printed on stdout.
+        #expect(try CLI.run(["status"]).stdout.isEmpty)
+    }
+
     @Test("NO_COLOR and --quiet")
     func quietAndColor() throws {
         let tmp = try TempDir()

@@ -18,7 +18,7 @@ struct CheckTests {
         let report = try Inspection(options: LayoutOptions(store: store), depth: .check).run()
         let cli = try CLI.run(["check", "--store", store.path, "--json"])
         #expect(try TreeSnapshot(tmp.url) == before, "check must not write")
-        return (report, cli.status, report.allProblems.map(\.code))
+        return (report, cli.status, report.allProblems.map(\.code.rawValue))
     }
 
     @Test("a sound store passes every invariant")
@@ -87,7 +87,7 @@ struct CheckTests {
         options.ubiquityMetadata = true
         try FixtureStore.write(to: tmp.path("UbiquityStore.sqlite"), options)
         let report = try Inspection(options: LayoutOptions(appDirectory: tmp.url), depth: .check).run()
-        #expect(report.allProblems.map(\.code) == ["ubiquity-metadata-in-local-store"])
+        #expect(report.allProblems.map(\.code.rawValue) == ["ubiquity-metadata-in-local-store"])
         #expect(report.exitCode == .problemsFound)
         #expect(report.stores[0].ubiquityMetadata)
         // The same store as a cloud store is fine.
@@ -151,7 +151,7 @@ struct CheckTests {
         try FileManager.default.createDirectory(at: tmp.path("CloudStore"), withIntermediateDirectories: true)
         try FixtureStore.write(to: tmp.path("CloudStore/MigrationSource.sqlite"))
         let report = try Inspection(options: LayoutOptions(appDirectory: tmp.url), depth: .check).run()
-        #expect(report.problems.map(\.code) == ["leftover-temp-store"])
+        #expect(report.problems.map(\.code.rawValue) == ["leftover-temp-store"])
         #expect(report.exitCode == .problemsFound)
         #expect(report.layout.leftovers.map(\.kind) == ["MigrationSource"])
         #expect(!report.stores.contains { $0.path.hasSuffix("MigrationSource.sqlite") }, "a temp store is not a cloud store")
@@ -177,7 +177,7 @@ struct CheckTests {
         let s = report.stores[0]
         #expect(s.health == .damaged)
         #expect(report.exitCode == .problemsFound || report.exitCode == .badInput)
-        #expect(s.problems.contains { $0.code == "integrity" || $0.code == "sqlite-error" })
+        #expect(s.problems.contains { $0.code.rawValue == "integrity" || $0.code.rawValue == "sqlite-error" })
     }
 
     @Test("metadata: NULL Z_PLIST is a warning, garbage is an error")
@@ -193,7 +193,7 @@ struct CheckTests {
 
     @Test("every code a check can emit is registered")
     func registry() throws {
-        #expect(ProblemCode.all.count == ProblemCode.entries.count, "no duplicate codes")
+        #expect(ProblemCode.all.count == ProblemCode.allCases.count, "no duplicate codes")
         let r = try checkBroken("UPDATE Z_PRIMARYKEY SET Z_MAX = 0; UPDATE ZITEM SET ZAUTHOR = 999 WHERE Z_PK = 1")
         for code in r.codes { #expect(ProblemCode.all.contains(code)) }
     }

@@ -56,7 +56,7 @@ struct CorpusTests {
             #expect(s.objects == expected.values.reduce(0, +))
             // No real store breaks an invariant beyond the notes about its sidecars and metadata.
             let allowed: Set<String> = ["wal-header-without-wal", "metadata-plist-null"]
-            #expect(s.problems.filter { !allowed.contains($0.code) }.isEmpty, "\(store.lastPathComponent): \(s.problems)")
+            #expect(s.problems.filter { !allowed.contains($0.code.rawValue) }.isEmpty, "\(store.lastPathComponent): \(s.problems)")
         }
         #expect(try TreeSnapshot(folder) == before)
     }
@@ -80,8 +80,8 @@ struct CorpusTests {
         let report = try Inspection(options: LayoutOptions(store: copy), depth: .check).run()
         let s = try #require(report.stores.first)
         #expect(s.tables?.relationshipSource == "model-cache")
-        #expect(s.problems.map(\.code).contains("dangling-to-one"))
-        #expect(s.problems.first { $0.code == "dangling-to-one" }?.subject == "ZCAR.ZOWNER")
+        #expect(s.problems.map(\.code.rawValue).contains("dangling-to-one"))
+        #expect(s.problems.first { $0.code.rawValue == "dangling-to-one" }?.subject == "ZCAR.ZOWNER")
         #expect(report.exitCode == .problemsFound)
     }
 
@@ -112,7 +112,7 @@ struct CorpusTests {
         #expect(try CLI.run(["restore", redacted.path, "--to", tmp.path("redacted").path, "-q"]).status == 0)
         let report = try Inspection(options: LayoutOptions(store: tmp.path("redacted/store/\(store.lastPathComponent)")), depth: .check).run()
         let original = try Inspection(options: LayoutOptions(store: store), depth: .status).run()
-        #expect(report.stores[0].problems.filter { $0.code != "metadata-plist-null" }.isEmpty, "\(report.stores[0].problems)")
+        #expect(report.stores[0].problems.filter { $0.code.rawValue != "metadata-plist-null" }.isEmpty, "\(report.stores[0].problems)")
         #expect(report.stores[0].objects == original.stores[0].objects, "rows kept")
         #expect(try TreeSnapshot(folder) == before)
     }

@@ -28,7 +28,7 @@ public struct BundleFile: Sendable, Codable, Equatable {
 
     /// The modification time.
     public var fileTime: FileTime {
-        FileTime(seconds: mtimeNanos.floorDiv(1_000_000_000), nanoseconds: Int32(mtimeNanos.floorMod(1_000_000_000)))
+        FileTime(totalNanoseconds: mtimeNanos)
     }
 
     init(kind: String, path: String, size: Int64, mode: UInt32, mtime: FileTime, sha256: String?, linkTarget: String?,
@@ -38,7 +38,7 @@ public struct BundleFile: Sendable, Codable, Equatable {
         self.size = size
         self.mode = String(format: "%04o", mode & 0o7777)
         self.mtime = mtime.iso8601
-        mtimeNanos = mtime.seconds * 1_000_000_000 + Int64(mtime.nanoseconds)
+        mtimeNanos = mtime.totalNanoseconds
         self.sha256 = sha256
         self.linkTarget = linkTarget
         self.source = source
@@ -67,11 +67,6 @@ extension NullEncoded: Decodable where Value: Decodable {
         let container = try decoder.singleValueContainer()
         wrappedValue = container.decodeNil() ? nil : try container.decode(Value.self)
     }
-}
-
-extension Int64 {
-    func floorDiv(_ d: Int64) -> Int64 { self >= 0 ? self / d : -((-self + d - 1) / d) }
-    func floorMod(_ d: Int64) -> Int64 { self - floorDiv(d) * d }
 }
 
 /// Something left out of a bundle, with the reason.

@@ -125,7 +125,7 @@ public struct BundleRestorer {
         if !existing.isEmpty {
             let dir = (options.snapshotDirectory ?? target.appendingPathComponent(".usm-repair-snapshots", isDirectory: true)).standardizedFileURL
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-            let file = dir.appendingPathComponent("restore-\(BundleWriter.stamp())-\(UUID().uuidString.prefix(8)).tar.zst")
+            let file = dir.appendingPathComponent("restore-\(FileTime.now.stamp)-\(UUID().uuidString.prefix(8)).tar.zst")
             snapshot = try BundleWriter.snapshot(
                 trees: existing.map { ($0.name, target.appendingPathComponent($0.name, isDirectory: true)) }, to: file,
                 commandLine: CommandLine.arguments)

@@ -108,7 +108,7 @@ struct BundleScanner {
             break
         case .symlink:
             let target = entry.linkTarget ?? ""
-            guard BundlePlan.linkStaysInside(linkPath: "/" + path, target: target, root: "/" + parts[0]) else {
+            guard BundleInventory.linkStaysInside(linkPath: "/" + path, target: target, root: "/" + parts[0]) else {
                 throw refuse("is a symlink pointing outside its root (\(target))")
             }
         case .hardlink:

@@ -20,6 +20,8 @@ public struct VerificationReport: Sendable, Encodable {
     public let ok: Bool
     /// 0 when everything matches, 1 otherwise.
     public let exitCode: Int32
+    /// The exit code's name (`ok`, `problems-found`).
+    public let exitStatus: String
 
     init(archive: String, archiveFormat: String?, content: String?, entries: Int, matched: Int,
          mismatches: [BundleMismatch], sidecar: String) {
@@ -31,7 +33,9 @@ public struct VerificationReport: Sendable, Encodable {
         self.mismatches = mismatches
         self.sidecar = sidecar
         ok = mismatches.isEmpty
-        exitCode = ok ? ExitStatus.ok.rawValue : ExitStatus.problemsFound.rawValue
+        let status: ExitStatus = ok ? .ok : .problemsFound
+        exitCode = status.rawValue
+        exitStatus = status.name
     }
 }
 

@@ -100,24 +100,24 @@ public struct BundleWriter {
     /// Writes the bundle and returns what was written.
     public func run(progress: Progress = { _, _ in }) throws -> ArchiveResult {
         let layout = try Layout.discover(options.layout)
-        let plan = BundlePlan.forLayout(layout)
-        let output = try resolveOutput(plan: plan)
+        let inventory = BundleInventory.forLayout(layout)
+        let output = try resolveOutput(inventory: inventory)
         let scratch = try TemporaryDirectory(prefix: "usm-repair-bundle")
         defer { scratch.remove() }
 
         // 2. Stores, captured consistently.
         var planned: [Planned] = []
         let captures = try StoreCapture.captureAll(
-            plan.stores.map { ($0.files, Array($0.members.keys).sorted()) }, into: scratch.url.appendingPathComponent("stores"))
+            inventory.stores.map { ($0.files, Array($0.members.keys).sorted()) }, into: scratch.url.appendingPathComponent("stores"))
         var privateCopies: [String: URL] = [:]
-        for (index, store) in plan.stores.enumerated() {
+        for (index, store) in inventory.stores.enumerated() {
             if let openable = captures[index]?.openable { privateCopies[store.files.main.path] = openable }
         }
 
         // 4. The status report, on the captured bytes, in the background while 3. hashes the other files.
         let inspection = Inspection(options: options.layout, depth: .status, ignoredCodes: [], privateCopies: privateCopies)
         let pendingStatus = Background { try inspection.run(layout: layout) }
-        let toHash = plan.files.values.filter { file in
+        let toHash = inventory.files.values.filter { file in
             switch (options.content, file.category) {
             case (.full, _), (_, .marker), (_, .other), (_, .storeMember): true
             default: false
@@ -128,14 +128,14 @@ public struct BundleWriter {
         Memory.releaseFreed()
 
         // 3 and 5. Every entry, with its hash and any transformation.
-        var skipped = plan.skipped
+        var skipped = inventory.skipped
         var storeRecords: [BundleStore] = []
         var redactedStores: [BundleRedaction.RedactedStore] = []
         let redactor = Redactor()
-        for (index, store) in plan.stores.enumerated() {
+        for (index, store) in inventory.stores.enumerated() {
             guard let capture = captures[index] else { continue }
             let report = status.stores.first { $0.path == store.files.main.path }
-            let mainPath = store.members["main"] ?? plan.archivePath(store.files.main) ?? store.files.fileName
+            let mainPath = store.members["main"] ?? inventory.archivePath(store.files.main) ?? store.files.fileName
             var captured = "consistent-copy"
             if options.content == .full {
                 for (member, path) in store.members.sorted(by: { $0.key < $1.key }) {
@@ -158,7 +158,7 @@ public struct BundleWriter {
                         redactedStores.append(.init(path: mainPath, tables: result.tables, values: result.values))
                         captured = "redacted-copy"
                     } else {
-                        try redactor.metadataOnly(source: openable, to: target)
+                        try StoreRewrite.withoutRows(source: openable, to: target)
                         captured = "metadata-only-copy"
                     }
                 } catch {
@@ -183,13 +183,13 @@ public struct BundleWriter {
             }
         }
 
-        for (path, directory) in plan.directories {
+        for (path, directory) in inventory.directories {
             planned.append(Planned(path: path, kind: "directory", source: directory.url, status: directory.status, size: 0, checkSource: false))
         }
-        for (path, link) in plan.symlinks {
+        for (path, link) in inventory.symlinks {
             planned.append(Planned(path: path, kind: "symlink", source: link.url, status: link.status, size: 0, linkTarget: link.target, checkSource: false))
         }
-        for (path, file) in plan.files {
+        for (path, file) in inventory.files {
             switch (options.content, file.category) {
             case (.full, _), (_, .marker), (_, .other), (_, .storeMember):
                 guard let hashed = hashes[file.url.path], hashed.bytes == file.status.size else {
@@ -242,7 +242,7 @@ public struct BundleWriter {
             tool: ["name": "usm-repair", "version": USMRepair.version, "libarchive": ArchiveVersion.text],
             commandLine: options.commandLine, createdAt: FileTime.now.iso8601, host: Self.host,
             archiveFormat: options.format.rawValue, content: options.content.rawValue,
-            personalData: options.content == .full, roots: plan.roots.map { BundleRoot(name: $0.name, source: $0.url.path) },
+            personalData: options.content == .full, roots: inventory.roots.map { BundleRoot(name: $0.name, source: $0.url.path) },
             status: status, stores: storeRecords, files: files, skipped: skipped, redaction: redaction,
             totals: ["entries": Int64(files.count), "contentBytes": contentBytes])
 
@@ -311,15 +311,15 @@ public struct BundleWriter {
     /// Archives whole folders as they are (no stores read, no status): the snapshot `restore`
     /// takes of what it is about to replace. Returns the archive written.
     static func snapshot(trees: [(name: String, url: URL)], to output: URL, commandLine: [String]) throws -> URL {
-        let plan = BundlePlan.forTrees(trees)
+        let inventory = BundleInventory.forTrees(trees)
         var planned: [Planned] = []
-        for (path, directory) in plan.directories {
+        for (path, directory) in inventory.directories {
             planned.append(Planned(path: path, kind: "directory", source: directory.url, status: directory.status, size: 0, checkSource: false))
         }
-        for (path, link) in plan.symlinks {
+        for (path, link) in inventory.symlinks {
             planned.append(Planned(path: path, kind: "symlink", source: link.url, status: link.status, size: 0, linkTarget: link.target, checkSource: false))
         }
-        for (path, file) in plan.files {
+        for (path, file) in inventory.files {
             let hashed = try FileCopy.sha256(of: file.url.path)
             guard hashed.bytes == file.status.size else { throw USMError.changedWhileReading(path: file.url.path) }
             planned.append(Planned(path: path, kind: "file", source: file.url, status: file.status, size: hashed.bytes, sha256: hashed.sha256, checkSource: true))
@@ -329,12 +329,12 @@ public struct BundleWriter {
         let manifest = BundleManifest(
             tool: ["name": "usm-repair", "version": USMRepair.version, "libarchive": ArchiveVersion.text],
             commandLine: commandLine, createdAt: FileTime.now.iso8601, host: host, archiveFormat: ArchiveFormat.tarZstd.rawValue,
-            content: "snapshot", personalData: true, roots: plan.roots.map { BundleRoot(name: $0.name, source: $0.url.path) },
+            content: "snapshot", personalData: true, roots: inventory.roots.map { BundleRoot(name: $0.name, source: $0.url.path) },
             status: nil, stores: [], files: planned.map { p in
                 BundleFile(kind: p.kind, path: p.path, size: p.size, mode: p.status.mode, mtime: p.status.mtime, sha256: p.sha256,
                            linkTarget: p.linkTarget, source: p.source?.path)
             },
-            skipped: plan.skipped, redaction: nil, totals: ["entries": Int64(planned.count), "contentBytes": contentBytes])
+            skipped: inventory.skipped, redaction: nil, totals: ["entries": Int64(planned.count), "contentBytes": contentBytes])
         _ = try write(planned: planned, manifest: manifest, output: output, format: .tarZstd, maxSize: nil, overwrite: false,
                       contentBytes: contentBytes, progress: { _, _ in })
         return output
@@ -342,15 +342,15 @@ public struct BundleWriter {
 
     // MARK: - Helpers
 
-    private func resolveOutput(plan: BundlePlan) throws -> URL {
+    private func resolveOutput(inventory: BundleInventory) throws -> URL {
         let output = (options.output ?? URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
-            .appendingPathComponent("usm-bundle-\(Self.stamp())\(options.format.fileExtension)")).standardizedFileURL
+            .appendingPathComponent("usm-bundle-\(FileTime.now.stamp)\(options.format.fileExtension)")).standardizedFileURL
         let parent = output.deletingLastPathComponent().resolvingSymlinksInPath()
         guard FileStatus.resolve(parent.path)?.kind == .directory else {
             throw USMError.notFound(path: parent.path, what: "folder for --output")
         }
         let resolved = parent.appendingPathComponent(output.lastPathComponent)
-        for root in plan.roots where BundlePlan.isInside(resolved, root.url.resolvingSymlinksInPath()) {
+        for root in inventory.roots where BundleInventory.isInside(resolved, root.url.resolvingSymlinksInPath()) {
             throw USMError.usage("--output \(output.path) is inside \(root.url.path); a bundle never writes into the folders it reads")
         }
         // An archive run killed mid-way leaves its partial file behind: it is not a bundle, so it goes.
@@ -390,25 +390,8 @@ public struct BundleWriter {
         return kept.keys.sorted()
     }
 
-    static func stamp() -> String {
-        let f = DateFormatter()
-        f.locale = Locale(identifier: "en_US_POSIX")
-        f.timeZone = TimeZone(identifier: "UTC")
-        f.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
-        return f.string(from: Date())
-    }
-
     static var host: [String: String] {
         let info = ProcessInfo.processInfo
         return ["name": info.hostName, "os": info.operatingSystemVersionString, "processors": String(info.activeProcessorCount)]
-    }
-}
-
-extension FileTime {
-    /// The current time.
-    static var now: FileTime {
-        let t = Date().timeIntervalSince1970
-        let seconds = Int64(t.rounded(.down))
-        return FileTime(seconds: seconds, nanoseconds: Int32((t - Double(seconds)) * 1_000_000_000))
     }
 }

@@ -34,7 +34,7 @@ struct Redactor: Sendable {
 
     /// Writes a redacted copy of the store open at `source` to `destination`.
     func redact(source: URL, to destination: URL) throws -> Result {
-        try vacuumInto(source: source, to: destination)
+        try StoreRewrite.vacuumInto(source: source, to: destination)
         let queue = try DatabaseQueue(path: destination.path)
         defer { try? queue.close() }
         let keyBytes = self.keyBytes
@@ -47,7 +47,7 @@ struct Redactor: Sendable {
             db.add(function: function)
             try db.execute(sql: "PRAGMA secure_delete = ON")
             try db.inTransaction {
-                let triggers = try Self.dropTriggers(db)
+                let triggers = try StoreRewrite.dropTriggers(db, path: destination.path)
                 let schema = try CoreDataSchema.read(db)
                 let targets = (schema.entityTables + schema.historyTables + schema.cloudKitTables).uniqued()
                 for table in targets {
@@ -65,33 +65,12 @@ struct Redactor: Sendable {
                     }
                     if !touched.isEmpty { tables.append(.init(table: table, columns: touched)) }
                 }
-                try Self.restoreTriggers(db, triggers)
+                try StoreRewrite.restoreTriggers(db, triggers, path: destination.path)
                 return .commit
             }
             try db.execute(sql: "VACUUM")
         }
         return Result(tables: tables, values: total)
-    }
-
-    /// Writes a copy with the schema, metadata, model cache and key counters, and no rows.
-    func metadataOnly(source: URL, to destination: URL) throws {
-        try vacuumInto(source: source, to: destination)
-        let queue = try DatabaseQueue(path: destination.path)
-        defer { try? queue.close() }
-        try queue.writeWithoutTransaction { db in
-            try db.execute(sql: "PRAGMA secure_delete = ON")
-            try db.inTransaction {
-                let triggers = try Self.dropTriggers(db)
-                let keep: Set<String> = ["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"]
-                let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
-                for table in tables where !keep.contains(table.uppercased()) {
-                    try db.execute(sql: "DELETE FROM \(table.quotedDatabaseIdentifier)")
-                }
-                try Self.restoreTriggers(db, triggers)
-                return .commit
-            }
-            try db.execute(sql: "VACUUM")
-        }
     }
 
     /// The digest that stands in for an external-data file's content, read in blocks.
@@ -114,34 +93,6 @@ struct Redactor: Sendable {
         case .null, .int64, .double:
             return value
         }
-    }
-
-    /// Core Data's triggers (derived attributes, history, CloudKit) call SQL functions only Core
-    /// Data defines, so rewriting rows with them in place fails. They are taken out for the
-    /// rewrite and put back, text unchanged, in the same transaction.
-    private static func dropTriggers(_ db: Database) throws -> [(name: String, sql: String)] {
-        let triggers = try Row.fetchAll(db, sql: "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND sql IS NOT NULL")
-            .map { (name: $0["name"] as String, sql: $0["sql"] as String) }
-        for trigger in triggers { try db.execute(sql: "DROP TRIGGER \(trigger.name.quotedDatabaseIdentifier)") }
-        return triggers
-    }
-
-    private static func restoreTriggers(_ db: Database, _ triggers: [(name: String, sql: String)]) throws {
-        for trigger in triggers { try db.execute(sql: trigger.sql) }
-    }
-
-    /// `VACUUM INTO` a fresh rollback-journal database: a consistent, compact copy without free pages.
-    private func vacuumInto(source: URL, to destination: URL) throws {
-        var config = Configuration()
-        config.readonly = true
-        let queue = try DatabaseQueue(path: source.path, configuration: config)
-        try queue.writeWithoutTransaction { db in
-            try db.execute(sql: "VACUUM INTO ?", arguments: [destination.path])
-        }
-        try queue.close()
-        let output = try DatabaseQueue(path: destination.path)
-        try output.writeWithoutTransaction { db in _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE") }
-        try output.close()
     }
 }
 

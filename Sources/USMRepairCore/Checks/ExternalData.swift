@@ -57,16 +57,12 @@ struct ExternalData {
         }
         var problems: [Problem] = []
         for (subject, entry) in missing.sorted(by: { $0.key < $1.key }) {
-            problems.append(Problem(
-                "external-data-missing", .error,
-                "\(entry.count) values of \(subject) refer to external data files that do not exist in \(files.externalDataDirectory.path) (\(entry.sample.joined(separator: ", ")))",
+            problems.append(Problem(.externalDataMissing, "\(entry.count) values of \(subject) refer to external data files that do not exist in \(files.externalDataDirectory.path) (\(entry.sample.joined(separator: ", ")))",
                 subject: subject, count: entry.count))
         }
         let orphans = present.subtracting(referenced).sorted()
         if !orphans.isEmpty {
-            problems.append(Problem(
-                "external-data-orphan", .warning,
-                "\(orphans.count) files in \(files.externalDataDirectory.path) are referenced by no row (\(orphans.prefix(StoreChecks.sampleSize).joined(separator: ", ")))",
+            problems.append(Problem(.externalDataOrphan, "\(orphans.count) files in \(files.externalDataDirectory.path) are referenced by no row (\(orphans.prefix(StoreChecks.sampleSize).joined(separator: ", ")))",
                 subject: files.externalDataDirectory.path, count: orphans.count))
         }
         return problems

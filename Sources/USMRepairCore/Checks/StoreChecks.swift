@@ -11,31 +11,24 @@ enum StoreChecks {
     static func metadataProblems(_ metadata: StoreMetadata, role: StoreReport.Role) -> [Problem] {
         var problems: [Problem] = []
         if metadata.rowCount != 1 {
-            problems.append(Problem(
-                "metadata-rows", .error, "Z_METADATA holds \(metadata.rowCount) rows; Core Data writes exactly one",
+            problems.append(Problem(.metadataRows, "Z_METADATA holds \(metadata.rowCount) rows; Core Data writes exactly one",
                 subject: "Z_METADATA", count: metadata.rowCount))
         }
         if metadata.rowCount > 0, (metadata.storeUUID ?? "").isEmpty {
-            problems.append(Problem("metadata-uuid-missing", .error, "Z_METADATA.Z_UUID is empty: the store has no identity", subject: "Z_METADATA"))
+            problems.append(Problem(.metadataUuidMissing, "Z_METADATA.Z_UUID is empty: the store has no identity", subject: "Z_METADATA"))
         }
         switch metadata.plistState {
         case .ok: break
         case .null:
             if metadata.rowCount > 0 {
-                problems.append(Problem(
-                    "metadata-plist-null", .warning,
-                    "Z_METADATA.Z_PLIST is NULL: the store's metadata (store type, model hashes) cannot be read",
+                problems.append(Problem(.metadataPlistNull, "Z_METADATA.Z_PLIST is NULL: the store's metadata (store type, model hashes) cannot be read",
                     subject: "Z_METADATA"))
             }
         case .malformed:
-            problems.append(Problem(
-                "metadata-plist-malformed", .error,
-                "Z_METADATA.Z_PLIST does not decode as a property-list dictionary", subject: "Z_METADATA"))
+            problems.append(Problem(.metadataPlistMalformed, "Z_METADATA.Z_PLIST does not decode as a property-list dictionary", subject: "Z_METADATA"))
         }
         if role == .local, metadata.hasUbiquityMetadata {
-            problems.append(Problem(
-                "ubiquity-metadata-in-local-store", .error,
-                "the local store carries iCloud metadata (\(metadata.ubiquityKeys.joined(separator: ", "))): Core Data will treat it as tied to an iCloud account",
+            problems.append(Problem(.ubiquityMetadataInLocalStore, "the local store carries iCloud metadata (\(metadata.ubiquityKeys.joined(separator: ", "))): Core Data will treat it as tied to an iCloud account",
                 subject: "Z_METADATA", count: metadata.ubiquityKeys.count))
         }
         return problems
@@ -48,7 +41,7 @@ enum StoreChecks {
         var problems: [Problem] = []
         for table in schema.entityTables {
             guard schema.tables[table]?.contains(where: { $0.name == "Z_ENT" }) == true else {
-                problems.append(Problem("entity-table-shape", .error, "\(table) has no Z_ENT column", subject: table))
+                problems.append(Problem(.entityTableShape, "\(table) has no Z_ENT column", subject: table))
                 continue
             }
             let hierarchy = Set(schema.entities.filter { $0.table == table }.map(\.number))
@@ -56,28 +49,24 @@ enum StoreChecks {
                 let n: Int = row["n"]
                 guard let ent = row["Z_ENT"] as Int? else {
                     unknown += n
-                    problems.append(Problem("entity-null", .error, "\(n) rows of \(table) have no Z_ENT", subject: table, count: n))
+                    problems.append(Problem(.entityNull, "\(n) rows of \(table) have no Z_ENT", subject: table, count: n))
                     continue
                 }
                 if hierarchy.contains(ent) {
                     rows[ent, default: 0] += n
                 } else if let other = schema.entity(ent) {
                     unknown += n
-                    problems.append(Problem(
-                        "entity-wrong-table", .error,
-                        "\(n) rows of \(table) say Z_ENT \(ent) (\(other.name)), an entity stored in \(other.table ?? "no table")",
+                    problems.append(Problem(.entityWrongTable, "\(n) rows of \(table) say Z_ENT \(ent) (\(other.name)), an entity stored in \(other.table ?? "no table")",
                         subject: table, count: n))
                 } else {
                     unknown += n
-                    problems.append(Problem(
-                        "entity-unknown", .error, "\(n) rows of \(table) have Z_ENT \(ent), which Z_PRIMARYKEY does not list",
+                    problems.append(Problem(.entityUnknown, "\(n) rows of \(table) have Z_ENT \(ent), which Z_PRIMARYKEY does not list",
                         subject: table, count: n))
                 }
             }
         }
         for entity in schema.entities where entity.table == nil && entity.superNumber == 0 && !entity.isSystem {
-            problems.append(Problem(
-                "entity-table-missing", .warning, "entity \(entity.name) (Z_ENT \(entity.number)) has no table Z\(entity.name.uppercased())",
+            problems.append(Problem(.entityTableMissing, "entity \(entity.name) (Z_ENT \(entity.number)) has no table Z\(entity.name.uppercased())",
                 subject: entity.name))
         }
         return (rows, unknown, problems)
@@ -92,9 +81,7 @@ enum StoreChecks {
             let zmax = members.map(\.max).max() ?? 0
             if zmax < maxPK {
                 let root = members.first { $0.number == $0.rootNumber }?.name ?? table
-                problems.append(Problem(
-                    "zmax-behind", .error,
-                    "Z_MAX for \(root) is \(zmax) but \(table) already holds Z_PK \(maxPK): Core Data would hand out duplicate keys",
+                problems.append(Problem(.zmaxBehind, "Z_MAX for \(root) is \(zmax) but \(table) already holds Z_PK \(maxPK): Core Data would hand out duplicate keys",
                     subject: table, count: Int(maxPK - zmax)))
             }
         }
@@ -114,9 +101,7 @@ enum StoreChecks {
                 """
             let (count, sample) = try countAndSample(db, sql: sql)
             guard count > 0 else { continue }
-            problems.append(Problem(
-                "dangling-to-one", .error,
-                "\(count) rows of \(key.table) have \(key.column) pointing at no row of \(key.destinationTable) (Z_PK \(sample))",
+            problems.append(Problem(.danglingToOne, "\(count) rows of \(key.table) have \(key.column) pointing at no row of \(key.destinationTable) (Z_PK \(sample))",
                 subject: "\(key.table).\(key.column)", count: count))
         }
         return problems
@@ -128,8 +113,7 @@ enum StoreChecks {
         for join in schema.joinTables {
             for (column, ent) in join.columns {
                 guard let entity = schema.entity(ent), let table = entity.table else {
-                    problems.append(Problem(
-                        "join-entity-unknown", .error, "\(join.name).\(column) refers to entity \(ent), which has no table",
+                    problems.append(Problem(.joinEntityUnknown, "\(join.name).\(column) refers to entity \(ent), which has no table",
                         subject: "\(join.name).\(column)"))
                     continue
                 }
@@ -142,9 +126,7 @@ enum StoreChecks {
                     """
                 let (count, sample) = try countAndSample(db, sql: sql)
                 guard count > 0 else { continue }
-                problems.append(Problem(
-                    "dangling-join-row", .error,
-                    "\(count) rows of \(join.name) have \(column) pointing at no \(entity.name) in \(table) (\(sample))",
+                problems.append(Problem(.danglingJoinRow, "\(count) rows of \(join.name) have \(column) pointing at no \(entity.name) in \(table) (\(sample))",
                     subject: "\(join.name).\(column)", count: count))
             }
         }

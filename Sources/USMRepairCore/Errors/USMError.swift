@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 
 /// The documented exit codes of usm-repair. Values are part of the public contract (README, "Exit codes").
 public enum ExitStatus: Int32, Sendable, CaseIterable, Codable {
@@ -86,6 +87,8 @@ public enum USMError: Error, Sendable, Equatable {
     case confirmationRequired(String)
     /// A file changed while it was being read, so no consistent copy could be taken.
     case changedWhileReading(path: String)
+    /// A failure no other case describes (a library error without a path); the text says what it was.
+    case unexpected(String)
 
     /// The documented exit code for this error.
     public var exitStatus: ExitStatus {
@@ -101,6 +104,7 @@ public enum USMError: Error, Sendable, Equatable {
         case .manifestMismatch: .problemsFound
         case .hostileArchive, .tooLarge, .confirmationRequired: .refused
         case .changedWhileReading: .ioError
+        case .unexpected: .ioError
         }
     }
 
@@ -124,6 +128,21 @@ public enum USMError: Error, Sendable, Equatable {
         case .tooLarge: "too-large"
         case .confirmationRequired: "confirmation-required"
         case .changedWhileReading: "changed-while-reading"
+        case .unexpected: "unexpected-error"
+        }
+    }
+
+    /// The problem code a report lists when this error stops the reading of one store or file.
+    public var problemCode: ProblemCode {
+        switch self {
+        case .notFound: .notFound
+        case .wrongKind: .wrongKind
+        case .writeFailed: .writeFailed
+        case .notSQLite: .notSqlite
+        case .notCoreData: .notCoreData
+        case .sqlite: .sqliteError
+        case .symlinkEscapes: .symlinkEscapes
+        default: .unreadable
         }
     }
 
@@ -164,7 +183,29 @@ public enum USMError: Error, Sendable, Equatable {
             text
         case let .changedWhileReading(path):
             "\(path) changed while it was being read (is the app still running?); close the app and try again"
+        case let .unexpected(text):
+            text
         }
+    }
+}
+
+extension USMError {
+    /// The one translation point from any error to a `USMError`: a `USMError` stays as it is, an
+    /// SQLite error keeps its code and message, an OS error its path and reason.
+    public static func wrap(_ error: any Error, path: String? = nil) -> USMError {
+        if let error = error as? USMError { return error }
+        if let error = error as? DatabaseError {
+            return .sqlite(path: path ?? "(unknown store)", code: error.resultCode.rawValue, message: error.message ?? "\(error)")
+        }
+        let ns = error as NSError
+        let file = path ?? (ns.userInfo[NSFilePathErrorKey] as? String) ?? (ns.userInfo[NSURLErrorKey] as? URL)?.path
+        if let file {
+            let reason = (ns.userInfo[NSUnderlyingErrorKey] as? NSError)?.localizedDescription ?? ns.localizedDescription
+            return ns.domain == NSCocoaErrorDomain && (ns.code == NSFileWriteUnknownError || (640...642).contains(ns.code)
+                || ns.code == NSFileWriteNoPermissionError || ns.code == NSFileWriteVolumeReadOnlyError)
+                ? .writeFailed(path: file, reason: reason) : .unreadable(path: file, reason: reason)
+        }
+        return .unexpected(ns.localizedDescription)
     }
 }
 

@@ -30,9 +30,7 @@ extension Layout {
             cloudDir = cloudDir ?? found.cloudDirectory()
             prefsURL = prefsURL ?? found.preferences()
             if appDir == nil, cloudDir == nil {
-                problems.append(Problem(
-                    "layout-not-found", .warning,
-                    "no UbiquityStoreManager data found in \(root.path): no \(options.storeName).sqlite, CloudStore/ or CloudLogs/",
+                problems.append(Problem(.layoutNotFound, "no UbiquityStoreManager data found in \(root.path): no \(options.storeName).sqlite, CloudStore/ or CloudLogs/",
                     subject: root.path))
             }
         }
@@ -52,8 +50,7 @@ extension Layout {
                     throw error
                 } else {
                     problems.append(Problem(
-                        error.exitStatus == .refused ? "symlink-escapes" : "preferences-malformed", .error, error.message,
-                        subject: prefsURL.path))
+                        error.exitStatus == .refused ? .symlinkEscapes : .preferencesMalformed, error.message, subject: prefsURL.path))
                     status = status.worst(error.exitStatus)
                 }
             }
@@ -72,23 +69,19 @@ extension Layout {
                         guard let marker = try Marker.read(url, kind: kind, version: version) else { continue }
                         markers.append(marker)
                         if !marker.valid {
-                            problems.append(Problem(
-                                "marker-malformed", .error,
-                                "\(url.lastPathComponent) does not hold a store UUID; UbiquityStoreManager would misread it",
+                            problems.append(Problem(.markerMalformed, "\(url.lastPathComponent) does not hold a store UUID; UbiquityStoreManager would misread it",
                                 subject: url.path))
                             status = status.worst(.badInput)
                         }
                     } catch let error as USMError {
-                        problems.append(Problem(error.code, .error, error.message, subject: url.path))
+                        problems.append(Problem(error.problemCode, error.message, subject: url.path))
                         status = status.worst(error.exitStatus)
                     }
                 }
             }
             let storeMarkers = markers.filter { $0.kind == .storeUUID && $0.valid }
             if storeMarkers.count > 1 {
-                problems.append(Problem(
-                    "stale-marker", .warning,
-                    "both \(storeMarkers.map(\.name).joined(separator: " and ")) exist; UbiquityStoreManager uses the highest version and removes the others when it writes one",
+                problems.append(Problem(.staleMarker, "both \(storeMarkers.map(\.name).joined(separator: " and ")) exist; UbiquityStoreManager uses the highest version and removes the others when it writes one",
                     subject: logs.path))
             }
         }
@@ -102,14 +95,14 @@ extension Layout {
                 guard let kind = FileStatus.lookup(dir.path)?.kind else { continue }
                 if kind == .symlink, !confinement.contains(dir) {
                     let error = USMError.symlinkEscapes(path: dir.path, target: dir.resolvingSymlinksInPath().path, root: cloudRoot.path)
-                    problems.append(Problem("symlink-escapes", .error, error.message, subject: dir.path))
+                    problems.append(Problem(.symlinkEscapes, error.message, subject: dir.path))
                     status = status.worst(.refused)
                     continue
                 }
                 guard kind == .directory else { continue }
                 let walk = TreeWalk(dir, confinement: confinement)
                 for escape in walk.escapes {
-                    problems.append(Problem("symlink-escapes", .error, "refusing to follow \(escape): a symlink leaving \(cloudRoot.path)", subject: escape))
+                    problems.append(Problem(.symlinkEscapes, "refusing to follow \(escape): a symlink leaving \(cloudRoot.path)", subject: escape))
                     status = status.worst(.refused)
                 }
                 let peers = TreeWalk.children(dir)
@@ -153,9 +146,7 @@ extension Layout {
                 cloudVersion: version, root: root))
         }
         for leftover in leftovers {
-            problems.append(Problem(
-                "leftover-temp-store", .warning,
-                "\(leftover.kind).sqlite was left behind by an interrupted UbiquityStoreManager migration",
+            problems.append(Problem(.leftoverTempStore, "\(leftover.kind).sqlite was left behind by an interrupted UbiquityStoreManager migration",
                 subject: leftover.path))
         }
 
@@ -195,38 +186,5 @@ extension Layout {
             guard FileStatus.lookup(url.path) != nil else { return nil }
             return Leftover(kind: String(name.dropLast(".sqlite".count)), path: url.path)
         }
-    }
-}
-
-/// Walks a folder without following symlinks, counting files and noting links that leave the root.
-struct TreeWalk {
-    private(set) var files = 0
-    private(set) var bytes: Int64 = 0
-    private(set) var escapes: [String] = []
-
-    init(_ dir: URL, confinement: Confinement) {
-        var stack = [dir]
-        while let next = stack.popLast() {
-            for name in TreeWalk.children(next, includeHidden: true) {
-                let url = next.appendingPathComponent(name)
-                guard let status = FileStatus.lookup(url.path) else { continue }
-                switch status.kind {
-                case .directory: stack.append(url)
-                case .file:
-                    files += 1
-                    bytes += status.size
-                case .symlink where !confinement.contains(url): escapes.append(url.path)
-                default: continue
-                }
-            }
-        }
-    }
-
-    /// Sorted entry names of a folder (hidden ones skipped unless asked, as USM's enumeration does).
-    static func children(_ dir: URL, includeHidden: Bool = false) -> [String] {
-        guard FileStatus.lookup(dir.path)?.kind == .directory,
-              let names = try? FileManager.default.contentsOfDirectory(atPath: dir.path)
-        else { return [] }
-        return names.filter { includeHidden || !$0.hasPrefix(".") }.sorted()
     }
 }

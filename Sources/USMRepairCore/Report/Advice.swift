@@ -34,7 +34,7 @@ enum Advice {
             let label = store.uuid.map { "cloud store \($0)" } ?? (store.role == .local ? "local store" : store.path)
             switch store.health {
             case .damaged:
-                lines.append("The \(label) is damaged (\(store.problems.first?.code ?? "integrity")). Do not let the app open it before taking a copy of its whole file set; recover from a healthy store.")
+                lines.append("The \(label) is damaged (\(store.problems.first?.code.rawValue ?? "integrity")). Do not let the app open it before taking a copy of its whole file set; recover from a healthy store.")
             case .notCoreData:
                 lines.append("The \(label) is not a Core Data store: \(store.problems.first?.message ?? "unknown format").")
             case .unreadable:
@@ -43,10 +43,10 @@ enum Advice {
                 break
             }
             let codes = Set(store.problems.map(\.code))
-            if codes.contains("wal-missing") || codes.contains("wal-header-without-wal") {
+            if codes.contains(.walMissing) || codes.contains(.walHeaderWithoutWal) {
                 lines.append("The \(label) is in WAL mode with no -wal beside it. If it was copied from a device, fetch \(store.fileName)-wal and \(store.fileName)-shm with it, or the newest rows are missing.")
             }
-            if codes.contains("ubiquity-metadata-in-local-store") {
+            if codes.contains(.ubiquityMetadataInLocalStore) {
                 lines.append("The local store still carries iCloud metadata; migrating it with usm-repair migrate (a later release) strips it.")
             }
         }

@@ -5,16 +5,26 @@ import Foundation
 public struct Problem: Sendable, Equatable, Encodable {
     /// How much a problem matters.
     public enum Severity: String, Sendable, Codable, Comparable {
-        /// Worth knowing; does not by itself need repair.
+        /// A fact worth stating that is normal in itself (a clean close leaves no -wal); never fails a check.
+        case info
+        /// Worth knowing; does not by itself need repair. Fails `check --strict`.
         case warning
-        /// An invariant is broken or data is at risk.
+        /// An invariant is broken or data is at risk. Fails `check`.
         case error
 
-        public static func < (lhs: Severity, rhs: Severity) -> Bool { lhs == .warning && rhs == .error }
+        private var rank: Int {
+            switch self {
+            case .info: 0
+            case .warning: 1
+            case .error: 2
+            }
+        }
+
+        public static func < (lhs: Severity, rhs: Severity) -> Bool { lhs.rank < rhs.rank }
     }
 
-    /// Stable identifier, e.g. `zmax-behind`.
-    public let code: String
+    /// Stable identifier, e.g. `zmax-behind` (its raw value in JSON).
+    public let code: ProblemCode
     /// error or warning.
     public let severity: Severity
     /// A sentence for a person.
@@ -24,10 +34,10 @@ public struct Problem: Sendable, Equatable, Encodable {
     /// How many rows or files are affected, when counted.
     @NullEncoded public var count: Int?
 
-    /// Creates a problem.
-    public init(_ code: String, _ severity: Severity, _ message: String, subject: String? = nil, count: Int? = nil) {
+    /// Creates a problem; its severity is the code's.
+    public init(_ code: ProblemCode, _ message: String, subject: String? = nil, count: Int? = nil) {
         self.code = code
-        self.severity = severity
+        severity = code.severity
         self.message = message
         self.subject = subject
         self.count = count

@@ -1,55 +1,105 @@
 /// Every problem code usm-repair reports, with its severity and a one-line meaning: the registry
-/// the README's "Problem codes" table and `check --ignore` validation are built from.
-public enum ProblemCode {
-    /// One documented code.
-    public struct Entry: Sendable {
-        public let code: String
-        public let severity: Problem.Severity
-        public let summary: String
+/// the README's "Problem codes" table, `check --ignore` validation and every `Problem` are built
+/// from. The raw value is the stable code printed in text and JSON.
+public enum ProblemCode: String, Sendable, CaseIterable, Codable {
+    case walMissing = "wal-missing"
+    case walHeaderWithoutWal = "wal-header-without-wal"
+    case strayWal = "stray-wal"
+    case hotJournal = "hot-journal"
+    case orphanSidecar = "orphan-sidecar"
+    case danglingSymlink = "dangling-symlink"
+    case symlinkEscapes = "symlink-escapes"
+    case notAFile = "not-a-file"
+    case notFound = "not-found"
+    case wrongKind = "wrong-kind"
+    case unreadable = "unreadable"
+    case writeFailed = "write-failed"
+    case notSqlite = "not-sqlite"
+    case notCoreData = "not-core-data"
+    case sqliteError = "sqlite-error"
+    case truncated = "truncated"
+    case integrity = "integrity"
+    case metadataRows = "metadata-rows"
+    case metadataUuidMissing = "metadata-uuid-missing"
+    case metadataPlistNull = "metadata-plist-null"
+    case metadataPlistMalformed = "metadata-plist-malformed"
+    case ubiquityMetadataInLocalStore = "ubiquity-metadata-in-local-store"
+    case entityTableShape = "entity-table-shape"
+    case entityTableMissing = "entity-table-missing"
+    case entityNull = "entity-null"
+    case entityUnknown = "entity-unknown"
+    case entityWrongTable = "entity-wrong-table"
+    case zmaxBehind = "zmax-behind"
+    case danglingToOne = "dangling-to-one"
+    case danglingJoinRow = "dangling-join-row"
+    case joinEntityUnknown = "join-entity-unknown"
+    case externalDataMissing = "external-data-missing"
+    case externalDataOrphan = "external-data-orphan"
+    case layoutNotFound = "layout-not-found"
+    case markerMalformed = "marker-malformed"
+    case staleMarker = "stale-marker"
+    case preferencesMalformed = "preferences-malformed"
+    case leftoverTempStore = "leftover-temp-store"
+
+    /// How much a problem of this kind matters.
+    public var severity: Problem.Severity {
+        switch self {
+        case .walMissing, .danglingSymlink, .symlinkEscapes, .notAFile, .notFound, .wrongKind, .unreadable,
+             .writeFailed, .notSqlite, .notCoreData, .sqliteError, .truncated, .integrity, .metadataRows,
+             .metadataUuidMissing, .metadataPlistMalformed, .ubiquityMetadataInLocalStore, .entityTableShape,
+             .entityNull, .entityUnknown, .entityWrongTable, .zmaxBehind, .danglingToOne, .danglingJoinRow,
+             .joinEntityUnknown, .externalDataMissing, .markerMalformed, .preferencesMalformed:
+            .error
+        case .walHeaderWithoutWal, .strayWal, .hotJournal, .orphanSidecar, .metadataPlistNull,
+             .entityTableMissing, .externalDataOrphan, .layoutNotFound, .staleMarker, .leftoverTempStore:
+            .warning
+        }
     }
 
-    /// The registry, grouped: store files, SQLite, metadata, entities, relationships, external data, layout.
-    public static let entries: [Entry] = [
-        .init(code: "wal-missing", severity: .error, summary: "WAL-mode store whose -shm is present but -wal is gone: newest rows probably lost"),
-        .init(code: "wal-header-without-wal", severity: .warning, summary: "WAL-mode store with no -wal beside it (clean close, or copied without its -wal)"),
-        .init(code: "stray-wal", severity: .warning, summary: "a -wal beside a rollback-journal store"),
-        .init(code: "hot-journal", severity: .warning, summary: "a -journal is present: an interrupted write SQLite will roll back"),
-        .init(code: "orphan-sidecar", severity: .warning, summary: "-wal or _SUPPORT folder present without the main file"),
-        .init(code: "dangling-symlink", severity: .error, summary: "the store's main file is a symlink to nothing"),
-        .init(code: "symlink-escapes", severity: .error, summary: "a symlink leads outside the folder given; refused"),
-        .init(code: "not-a-file", severity: .error, summary: "the store path is not a regular file"),
-        .init(code: "not-found", severity: .error, summary: "a named path does not exist"),
-        .init(code: "wrong-kind", severity: .error, summary: "a path is not the kind of file expected"),
-        .init(code: "unreadable", severity: .error, summary: "a file could not be read (permissions, I/O)"),
-        .init(code: "write-failed", severity: .error, summary: "the private temporary copy could not be written (TMPDIR full or read-only)"),
-        .init(code: "not-sqlite", severity: .error, summary: "empty file, random bytes or another format"),
-        .init(code: "not-core-data", severity: .error, summary: "SQLite without Z_PRIMARYKEY / Z_METADATA"),
-        .init(code: "sqlite-error", severity: .error, summary: "SQLite refused to read the store (corrupt or not a database)"),
-        .init(code: "truncated", severity: .error, summary: "the file is shorter than its header declares"),
-        .init(code: "integrity", severity: .error, summary: "PRAGMA quick_check / integrity_check failed"),
-        .init(code: "metadata-rows", severity: .error, summary: "Z_METADATA does not hold exactly one row"),
-        .init(code: "metadata-uuid-missing", severity: .error, summary: "Z_METADATA.Z_UUID is empty"),
-        .init(code: "metadata-plist-null", severity: .warning, summary: "Z_METADATA.Z_PLIST is NULL"),
-        .init(code: "metadata-plist-malformed", severity: .error, summary: "Z_METADATA.Z_PLIST is not a plist dictionary"),
-        .init(code: "ubiquity-metadata-in-local-store", severity: .error, summary: "the local store still carries com.apple.coredata.ubiquity.* keys"),
-        .init(code: "entity-table-shape", severity: .error, summary: "an entity table lacks Z_ENT"),
-        .init(code: "entity-table-missing", severity: .warning, summary: "a root entity has no table"),
-        .init(code: "entity-null", severity: .error, summary: "rows with a NULL Z_ENT"),
-        .init(code: "entity-unknown", severity: .error, summary: "rows whose Z_ENT is not in Z_PRIMARYKEY"),
-        .init(code: "entity-wrong-table", severity: .error, summary: "rows whose Z_ENT belongs to another hierarchy's table"),
-        .init(code: "zmax-behind", severity: .error, summary: "Z_MAX below the largest Z_PK of its hierarchy"),
-        .init(code: "dangling-to-one", severity: .error, summary: "a to-one key pointing at no row of its destination"),
-        .init(code: "dangling-join-row", severity: .error, summary: "a many-to-many join row pointing at no row"),
-        .init(code: "join-entity-unknown", severity: .error, summary: "a join-table column names an entity without a table"),
-        .init(code: "external-data-missing", severity: .error, summary: "a 0x02 external-data reference whose file is missing"),
-        .init(code: "external-data-orphan", severity: .warning, summary: "files in _EXTERNAL_DATA that no row references"),
-        .init(code: "layout-not-found", severity: .warning, summary: "--container holds no UbiquityStoreManager data"),
-        .init(code: "marker-malformed", severity: .error, summary: "a StoreUUID/CorruptedUUID marker does not hold a UUID"),
-        .init(code: "stale-marker", severity: .warning, summary: "StoreUUID markers of two cloud versions at once"),
-        .init(code: "preferences-malformed", severity: .error, summary: "the preferences file is not a plist, or USMCloudEnabledKey is not a boolean"),
-        .init(code: "leftover-temp-store", severity: .warning, summary: "MigrationSource.sqlite / CopyMigrationStore.sqlite left by an interrupted migration"),
-    ]
+    /// One line for the README's table and `--help`.
+    public var summary: String {
+        switch self {
+        case .walMissing: "WAL-mode store whose -shm is present but -wal is gone: newest rows probably lost"
+        case .walHeaderWithoutWal: "WAL-mode store with no -wal beside it (clean close, or copied without its -wal)"
+        case .strayWal: "a -wal beside a rollback-journal store"
+        case .hotJournal: "a -journal is present: an interrupted write SQLite will roll back"
+        case .orphanSidecar: "-wal or _SUPPORT folder present without the main file"
+        case .danglingSymlink: "the store's main file is a symlink to nothing"
+        case .symlinkEscapes: "a symlink leads outside the folder given; refused"
+        case .notAFile: "the store path is not a regular file"
+        case .notFound: "a named path does not exist"
+        case .wrongKind: "a path is not the kind of file expected"
+        case .unreadable: "a file could not be read (permissions, I/O)"
+        case .writeFailed: "the private temporary copy could not be written (TMPDIR full or read-only)"
+        case .notSqlite: "empty file, random bytes or another format"
+        case .notCoreData: "SQLite without Z_PRIMARYKEY / Z_METADATA"
+        case .sqliteError: "SQLite refused to read the store (corrupt or not a database)"
+        case .truncated: "the file is shorter than its header declares"
+        case .integrity: "PRAGMA quick_check / integrity_check failed"
+        case .metadataRows: "Z_METADATA does not hold exactly one row"
+        case .metadataUuidMissing: "Z_METADATA.Z_UUID is empty"
+        case .metadataPlistNull: "Z_METADATA.Z_PLIST is NULL"
+        case .metadataPlistMalformed: "Z_METADATA.Z_PLIST is not a plist dictionary"
+        case .ubiquityMetadataInLocalStore: "the local store still carries com.apple.coredata.ubiquity.* keys"
+        case .entityTableShape: "an entity table lacks Z_ENT"
+        case .entityTableMissing: "a root entity has no table"
+        case .entityNull: "rows with a NULL Z_ENT"
+        case .entityUnknown: "rows whose Z_ENT is not in Z_PRIMARYKEY"
+        case .entityWrongTable: "rows whose Z_ENT belongs to another hierarchy's table"
+        case .zmaxBehind: "Z_MAX below the largest Z_PK of its hierarchy"
+        case .danglingToOne: "a to-one key pointing at no row of its destination"
+        case .danglingJoinRow: "a many-to-many join row pointing at no row"
+        case .joinEntityUnknown: "a join-table column names an entity without a table"
+        case .externalDataMissing: "a 0x02 external-data reference whose file is missing"
+        case .externalDataOrphan: "files in _EXTERNAL_DATA that no row references"
+        case .layoutNotFound: "--container holds no UbiquityStoreManager data"
+        case .markerMalformed: "a StoreUUID/CorruptedUUID marker does not hold a UUID"
+        case .staleMarker: "StoreUUID markers of two cloud versions at once"
+        case .preferencesMalformed: "the preferences file is not a plist, or USMCloudEnabledKey is not a boolean"
+        case .leftoverTempStore: "MigrationSource.sqlite / CopyMigrationStore.sqlite left by an interrupted migration"
+        }
+    }
 
-    /// Every code.
-    public static let all: Set<String> = Set(entries.map(\.code))
+    /// Every code as printed.
+    public static let all: Set<String> = Set(allCases.map(\.rawValue))
 }

@@ -40,7 +40,7 @@ public struct StoreInspector: Sendable {
             do { try confinement.check(member) } catch let error as USMError {
                 report.exists = true
                 report.health = .unreadable
-                report.problems.append(Problem("symlink-escapes", .error, error.message, subject: member.path))
+                report.problems.append(Problem(.symlinkEscapes, error.message, subject: member.path))
                 report.readFailure = error
                 return report
             } catch {}
@@ -50,12 +50,10 @@ public struct StoreInspector: Sendable {
             report.exists = FileStatus.lookup(files.main.path) != nil
             if report.exists {
                 report.health = .unreadable
-                report.problems.append(Problem("dangling-symlink", .error, "\(files.main.path) is a symlink to nothing", subject: files.main.path))
+                report.problems.append(Problem(.danglingSymlink, "\(files.main.path) is a symlink to nothing", subject: files.main.path))
                 report.readFailure = .unreadable(path: files.main.path, reason: "dangling symlink")
             } else if FileStatus.lookup(files.wal.path) != nil || FileStatus.lookup(files.supportDirectory.path) != nil {
-                report.problems.append(Problem(
-                    "orphan-sidecar", .warning,
-                    "the main file is missing but parts of its file set remain (\(files.existingMembers().map(\.lastPathComponent).joined(separator: ", ")))",
+                report.problems.append(Problem(.orphanSidecar, "the main file is missing but parts of its file set remain (\(files.existingMembers().map(\.lastPathComponent).joined(separator: ", ")))",
                     subject: files.main.path))
             }
             return report
@@ -64,7 +62,7 @@ public struct StoreInspector: Sendable {
         guard mainStatus.kind == .file else {
             report.health = .notCoreData
             let error = USMError.wrongKind(path: files.main.path, expected: "a regular file")
-            report.problems.append(Problem("not-a-file", .error, error.message, subject: files.main.path))
+            report.problems.append(Problem(.notAFile, error.message, subject: files.main.path))
             report.readFailure = error
             return report
         }
@@ -83,9 +81,7 @@ public struct StoreInspector: Sendable {
         addSidecarProblems(&report, files: files, header: header)
         if let declared = header.declaredSize, mainStatus.size < declared {
             report.health = .damaged
-            report.problems.append(Problem(
-                "truncated", .error,
-                "the header declares \(declared) bytes but the file holds \(mainStatus.size): the store was cut short",
+            report.problems.append(Problem(.truncated, "the header declares \(declared) bytes but the file holds \(mainStatus.size): the store was cut short",
                 subject: files.main.path))
         }
 
@@ -134,17 +130,17 @@ public struct StoreInspector: Sendable {
             let checker = try DatabaseQueue(path: copy.path, configuration: config)
             defer { try? checker.close() }
             let pragma = depth == .check ? "integrity_check" : "quick_check"
-            let integrity = IntegrityCheck(queue: checker, pragma: pragma)
+            // The B-tree walk (the longest part) overlaps the metadata, schema and row counts.
+            let integrity = Background { try checker.read { db in try String.fetchAll(db, sql: "PRAGMA \(pragma)(20)") } }
             let readResult = Result { try queue.inDatabase { db in try read(db, into: &report, files: files) } }
-            let lines = try integrity.wait()
+            let lines = try integrity.value()
             report.integrityCheck = pragma
             if lines == ["ok"] {
                 report.integrity = "ok"
             } else {
                 report.integrity = "failed"
                 report.health = .damaged
-                report.problems.insert(Problem(
-                    "integrity", .error, "SQLite \(pragma) failed: " + lines.prefix(5).joined(separator: "; "),
+                report.problems.insert(Problem(.integrity, "SQLite \(pragma) failed: " + lines.prefix(5).joined(separator: "; "),
                     subject: files.main.path, count: lines.count), at: 0)
             }
             try readResult.get()
@@ -236,26 +232,19 @@ public struct StoreInspector: Sendable {
         let shmPresent = FileStatus.lookup(files.shm.path) != nil
         if header.isWAL && !report.walPresent {
             if shmPresent {
-                report.problems.append(Problem(
-                    "wal-missing", .error,
-                    "the store is in WAL mode and its -shm is present but its -wal is not: the newest rows were probably lost when the file set was split",
+                report.problems.append(Problem(.walMissing, "the store is in WAL mode and its -shm is present but its -wal is not: the newest rows were probably lost when the file set was split",
                     subject: files.wal.path))
             } else {
-                report.problems.append(Problem(
-                    "wal-header-without-wal", .warning,
-                    "the header says WAL but there is no -wal beside the file: harmless if the app closed the store cleanly; if the file was copied without its -wal, the newest rows are missing",
+                report.problems.append(Problem(.walHeaderWithoutWal, "the header says WAL but there is no -wal beside the file: harmless if the app closed the store cleanly; if the file was copied without its -wal, the newest rows are missing",
                     subject: files.wal.path))
             }
         }
         if !header.isWAL && report.walPresent {
-            report.problems.append(Problem(
-                "stray-wal", .warning, "a -wal file sits beside a store in rollback-journal mode; SQLite will ignore it",
+            report.problems.append(Problem(.strayWal, "a -wal file sits beside a store in rollback-journal mode; SQLite will ignore it",
                 subject: files.wal.path))
         }
         if FileStatus.lookup(files.journal.path) != nil {
-            report.problems.append(Problem(
-                "hot-journal", .warning,
-                "a -journal file is present: a write was interrupted; SQLite rolls it back on the next open (this report shows the rolled-back state)",
+            report.problems.append(Problem(.hotJournal, "a -journal file is present: a write was interrupted; SQLite rolls it back on the next open (this report shows the rolled-back state)",
                 subject: files.journal.path))
         }
     }
@@ -281,7 +270,7 @@ public struct StoreInspector: Sendable {
         }
         // A truncated header is damage, not "some other format".
         if case let .notSQLite(_, reason) = error, reason.contains("truncated") { report.health = .damaged }
-        report.problems.append(Problem(error.code, .error, error.message, subject: report.path))
+        report.problems.append(Problem(error.problemCode, error.message, subject: report.path))
         return report
     }
 }

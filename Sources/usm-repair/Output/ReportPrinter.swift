@@ -83,7 +83,7 @@ struct ReportPrinter {
 
     private func line(for problem: Problem, indent: String) {
         let tag = problem.severity == .error ? terminal.paint("error  ", .red) : terminal.paint("warning", .yellow)
-        terminal.out("\(indent)\(tag) \(problem.code): \(problem.message)")
+        terminal.out("\(indent)\(tag) \(problem.code.rawValue): \(problem.message)")
     }
 
     private func bytes(_ n: Int64) -> String {

@@ -5,24 +5,44 @@ import Glibc
 import Darwin
 #endif
 
-/// Where output goes and how it may look: colour only on a terminal without NO_COLOR, progress
-/// only when stderr is a terminal.
-struct Terminal {
+/// Where output goes and how it may look: colour only when stdout is a terminal and `NO_COLOR`
+/// is unset, progress only when stderr is a terminal. Built from facts (`live` reads the
+/// process's), so commands run in tests with captured output.
+final class Terminal {
+    /// Receives one chunk of text for stdout or stderr.
+    typealias Sink = (String) -> Void
+
     let colors: Bool
     let progressEnabled: Bool
+    /// True when a person can answer a question on stdin.
+    let interactive: Bool
+    private let writeOut: Sink
+    private let writeErr: Sink
+    private let readAnswer: () -> String?
     /// The last percentage drawn, so the bar is redrawn only when it moves.
-    private let lastPercent = Box(-1)
+    private var lastPercent = -1
 
-    private final class Box {
-        var value: Int
-        init(_ value: Int) { self.value = value }
+    init(colors: Bool, progress: Bool, interactive: Bool, out: @escaping Sink, err: @escaping Sink,
+         readAnswer: @escaping () -> String? = { nil }) {
+        self.colors = colors
+        progressEnabled = progress
+        self.interactive = interactive
+        writeOut = out
+        writeErr = err
+        self.readAnswer = readAnswer
     }
 
-    init(quiet: Bool, json: Bool) {
+    /// The process's own terminal, as the environment and `isatty` describe it.
+    static func live(quiet: Bool, json: Bool) -> Terminal {
         let env = ProcessInfo.processInfo.environment
         let noColor = env["NO_COLOR"].map { !$0.isEmpty } ?? false
-        colors = !json && !noColor && env["TERM"] != "dumb" && isatty(STDOUT_FILENO) == 1
-        progressEnabled = !quiet && isatty(STDERR_FILENO) == 1
+        return Terminal(
+            colors: !json && !noColor && env["TERM"] != "dumb" && isatty(STDOUT_FILENO) == 1,
+            progress: !quiet && isatty(STDERR_FILENO) == 1,
+            interactive: isatty(STDIN_FILENO) == 1,
+            out: { FileHandle.standardOutput.write(Data($0.utf8)) },
+            err: { FileHandle.standardError.write(Data($0.utf8)) },
+            readAnswer: { readLine() })
     }
 
     enum Style: String {
@@ -34,18 +54,18 @@ struct Terminal {
     }
 
     func out(_ line: String = "") {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        writeOut(line + "\n")
     }
 
     func err(_ line: String) {
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        writeErr(line + "\n")
     }
 
     /// A one-line progress note on stderr, overwritten by the next one.
     func progress(_ index: Int, _ count: Int, _ path: String) {
         guard progressEnabled else { return }
         let name = URL(fileURLWithPath: path).lastPathComponent
-        FileHandle.standardError.write(Data("\r\u{1B}[K[\(index + 1)/\(count)] reading \(name)".utf8))
+        writeErr("\r\u{1B}[K[\(index + 1)/\(count)] reading \(name)")
     }
 
     /// A progress bar of bytes done, overwritten in place.
@@ -55,24 +75,22 @@ struct Terminal {
         let filled = Int(Double(width) * Double(min(done, total)) / Double(total))
         let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
         let percent = Int(100 * Double(min(done, total)) / Double(total))
-        guard percent != lastPercent.value else { return }
-        lastPercent.value = percent
-        FileHandle.standardError.write(Data("\r\u{1B}[K[\(bar)] \(percent)%".utf8))
+        guard percent != lastPercent else { return }
+        lastPercent = percent
+        writeErr("\r\u{1B}[K[\(bar)] \(percent)%")
     }
 
-    /// True when stdin is a terminal a person can answer.
-    var interactive: Bool { isatty(STDIN_FILENO) == 1 }
-
-    /// Asks a yes/no question on stderr; only a "y" or "yes" answer is yes.
+    /// Asks a yes/no question on stderr; only a "y" or "yes" answer is yes. Never asks without a terminal.
     func ask(_ question: String) -> Bool {
         guard interactive else { return false }
-        FileHandle.standardError.write(Data("\(question) [y/N] ".utf8))
-        let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+        writeErr("\(question) [y/N] ")
+        let answer = readAnswer()?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
         return answer == "y" || answer == "yes"
     }
 
     func endProgress() {
         guard progressEnabled else { return }
-        FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+        writeErr("\r\u{1B}[K")
+        lastPercent = -1
     }
 }

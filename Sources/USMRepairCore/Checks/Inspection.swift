@@ -8,18 +8,18 @@ public struct Inspection: Sendable {
     /// `status` or `check`.
     public let depth: StoreInspector.Depth
     /// Problem codes the user chose to accept (`--ignore`): still reported, not counted for the exit code.
-    public let ignoredCodes: Set<String>
+    public let ignoredCodes: Set<ProblemCode>
 
     /// Private copies already taken of some stores (main file path → the copy to open), so a
     /// bundle reports on exactly the bytes it archives.
     let privateCopies: [String: URL]
 
     /// Creates an inspection.
-    public init(options: LayoutOptions, depth: StoreInspector.Depth, ignoredCodes: Set<String> = []) {
+    public init(options: LayoutOptions, depth: StoreInspector.Depth, ignoredCodes: Set<ProblemCode> = []) {
         self.init(options: options, depth: depth, ignoredCodes: ignoredCodes, privateCopies: [:])
     }
 
-    init(options: LayoutOptions, depth: StoreInspector.Depth, ignoredCodes: Set<String>, privateCopies: [String: URL]) {
+    init(options: LayoutOptions, depth: StoreInspector.Depth, ignoredCodes: Set<ProblemCode>, privateCopies: [String: URL]) {
         self.options = options
         self.depth = depth
         self.ignoredCodes = ignoredCodes

@@ -2,8 +2,8 @@ import Foundation
 
 /// What a bundle will hold, decided before anything is read: every directory, file, symlink and
 /// store file set of a layout (or of plain folders), each with its path inside the archive, plus
-/// what is left out and why. The plan is data: it touches nothing but `lstat` and directory listings.
-struct BundlePlan {
+/// what is left out and why. The inventory is data: it touches nothing but `lstat` and directory listings.
+struct BundleInventory {
     /// What a file is, which decides how redaction treats it.
     enum Category: Equatable {
         case storeMember(store: Int, member: String)
@@ -37,46 +37,46 @@ struct BundlePlan {
     private(set) var skipped: [BundleSkip] = []
     private var claimed: Set<String> = []
 
-    /// The plan for everything a layout holds.
-    static func forLayout(_ layout: Layout) -> BundlePlan {
-        var plan = BundlePlan()
+    /// The inventory of everything a layout holds.
+    static func forLayout(_ layout: Layout) -> BundleInventory {
+        var inventory = BundleInventory()
         if let store = layout.options.store {
-            plan.addRoot("store", store.deletingLastPathComponent())
+            inventory.addRoot("store", store.deletingLastPathComponent())
         } else if let container = layout.options.container {
-            plan.addRoot("container", container)
+            inventory.addRoot("container", container)
         }
-        if let app = layout.appDirectory { plan.addRoot("app", app) }
-        if let cloud = layout.cloudDirectory { plan.addRoot("cloud", cloud) }
-        if let prefs = layout.preferencesPath { plan.addRoot("preferences", prefs.deletingLastPathComponent()) }
+        if let app = layout.appDirectory { inventory.addRoot("app", app) }
+        if let cloud = layout.cloudDirectory { inventory.addRoot("cloud", cloud) }
+        if let prefs = layout.preferencesPath { inventory.addRoot("preferences", prefs.deletingLastPathComponent()) }
 
         for entry in layout.stores where FileStatus.lookup(entry.files.main.path) != nil {
-            plan.addStore(entry.files, role: entry.role.rawValue, uuid: entry.uuid, cloudVersion: entry.cloudVersion, root: entry.root)
+            inventory.addStore(entry.files, role: entry.role.rawValue, uuid: entry.uuid, cloudVersion: entry.cloudVersion, root: entry.root)
         }
         for leftover in layout.leftovers {
             let files = StoreFileSet(main: URL(fileURLWithPath: leftover.path))
-            plan.addStore(files, role: "leftover", uuid: nil, cloudVersion: nil, root: files.directory)
+            inventory.addStore(files, role: "leftover", uuid: nil, cloudVersion: nil, root: files.directory)
         }
         if let cloud = layout.cloudDirectory {
-            plan.addTree(cloud.appendingPathComponent("CloudLogs", isDirectory: true))
-            plan.addTree(cloud.appendingPathComponent("CloudStore.nosync", isDirectory: true))
+            inventory.addTree(cloud.appendingPathComponent("CloudLogs", isDirectory: true))
+            inventory.addTree(cloud.appendingPathComponent("CloudStore.nosync", isDirectory: true))
         }
         if let app = layout.appDirectory {
-            plan.addTree(app.appendingPathComponent("CloudStore", isDirectory: true))
+            inventory.addTree(app.appendingPathComponent("CloudStore", isDirectory: true))
         }
         if let prefs = layout.preferencesPath, FileStatus.lookup(prefs.path) != nil {
-            plan.addSingle(prefs, category: .preferences)
+            inventory.addSingle(prefs, category: .preferences)
         }
-        return plan
+        return inventory
     }
 
-    /// The plan for whole folders (a snapshot of what a restore replaces).
-    static func forTrees(_ trees: [(name: String, url: URL)]) -> BundlePlan {
-        var plan = BundlePlan()
+    /// The inventory of whole folders (a snapshot of what a restore replaces).
+    static func forTrees(_ trees: [(name: String, url: URL)]) -> BundleInventory {
+        var inventory = BundleInventory()
         for (name, url) in trees {
-            plan.addRoot(name, url)
-            plan.addTree(url)
+            inventory.addRoot(name, url)
+            inventory.addTree(url)
         }
-        return plan
+        return inventory
     }
 
     // MARK: - Building

@@ -12,7 +12,7 @@ struct BundleCommand: ParsableCommand {
 }
 
 /// `usm-repair bundle verify ARCHIVE`: every file against the manifest.
-struct BundleVerifyCommand: ParsableCommand {
+struct BundleVerifyCommand: USMCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
         abstract: "Check every entry of a bundle against its manifest (type, size, SHA-256, mode, time) and its .sha256 sidecar.",
@@ -27,8 +27,8 @@ struct BundleVerifyCommand: ParsableCommand {
 
     @OptionGroup(title: "Output") var output: OutputFlags
 
-    func run() throws {
-        try Runner(output: output).perform({ _ in
+    func run(_ context: CommandContext) throws {
+        try context.perform({ _ in
             try BundleVerifier.verify(URL(fileURLWithPath: archive))
         }, text: { report, terminal in
             for mismatch in report.mismatches { terminal.out("differs: \(mismatch.path): \(mismatch.problem)") }

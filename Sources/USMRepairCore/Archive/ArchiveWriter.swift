@@ -233,28 +233,3 @@ final class ArchiveWriter {
         archive_error_string(handle).map { String(cString: $0) } ?? "unknown libarchive error"
     }
 }
-
-/// A file time with nanoseconds, as archives and the manifest keep it.
-public struct FileTime: Sendable, Codable, Equatable, Hashable {
-    public let seconds: Int64
-    public let nanoseconds: Int32
-
-    public init(seconds: Int64, nanoseconds: Int32) {
-        self.seconds = seconds
-        self.nanoseconds = nanoseconds
-    }
-
-    /// The time as ISO 8601 UTC with nanoseconds, for people reading the manifest.
-    public var iso8601: String {
-        let date = Date(timeIntervalSince1970: TimeInterval(seconds))
-        let formatter = ISO8601DateFormatter()
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        let base = formatter.string(from: date).dropLast()  // drop "Z"
-        return base + String(format: ".%09dZ", nanoseconds)
-    }
-}
-
-extension Sequence where Element == UInt8 {
-    /// Lower-case hex of bytes (digests, MACs, data).
-    var hex: String { map { String(format: "%02x", $0) }.joined() }
-}

@@ -2,7 +2,7 @@ import ArgumentParser
 import USMRepairCore
 
 /// `usm-repair check`: every Core Data invariant, with an exit code scripts can rely on.
-struct CheckCommand: ParsableCommand {
+struct CheckCommand: USMCommand {
     static let configuration = CommandConfiguration(
         commandName: "check",
         abstract: "Verify every Core Data invariant of every store in the layout (read-only).",
@@ -28,13 +28,13 @@ struct CheckCommand: ParsableCommand {
     var ignore: [String] = []
 
     func validate() throws {
-        let unknown = ignore.filter { !ProblemCode.all.contains($0) }
+        let unknown = ignore.filter { ProblemCode(rawValue: $0) == nil }
         if !unknown.isEmpty {
             throw ValidationError("unknown problem code(s) for --ignore: \(unknown.joined(separator: ", ")); see the README's problem codes")
         }
     }
 
-    func run() throws {
-        try Runner(output: output).report(Inspection(options: layout.options, depth: .check, ignoredCodes: Set(ignore)))
+    func run(_ context: CommandContext) throws {
+        try context.report(Inspection(options: layout.options, depth: .check, ignoredCodes: Set(ignore.compactMap(ProblemCode.init(rawValue:)))))
     }
 }

@@ -3,7 +3,7 @@ import Foundation
 import USMRepairCore
 
 /// `usm-repair archive`: one file holding a whole iCloud/Core Data situation, for a colleague or a bug report.
-struct ArchiveCommand: ParsableCommand {
+struct ArchiveCommand: USMCommand {
     static let configuration = CommandConfiguration(
         commandName: "archive",
         abstract: "Bundle everything the layout holds into one archive with a manifest (read-only on your folders).",
@@ -48,13 +48,13 @@ struct ArchiveCommand: ParsableCommand {
         if redact && metadataOnly { throw ValidationError("--redact and --metadata-only cannot be used together") }
     }
 
-    func run() throws {
+    func run(_ context: CommandContext) throws {
         let chosen = format ?? outputPath.flatMap(ArchiveFormat.infer(from:)) ?? .tarZstd
         let content: ArchiveOptions.Content = redact ? .redacted : metadataOnly ? .metadataOnly : .full
         let options = ArchiveOptions(
             layout: layout.options, output: outputPath.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath) },
             format: chosen, content: content, maxSize: maxSize?.bytes, overwrite: overwrite)
-        try Runner(output: output).perform({ terminal in
+        try context.perform({ terminal in
             try BundleWriter(options: options).run(progress: terminal.progressBytes)
         }, text: { result, terminal in
             guard !output.quiet else { return }
@@ -66,34 +66,14 @@ struct ArchiveCommand: ParsableCommand {
                 terminal.out("\(result.skipped.count) item(s) left out, each with its reason in the manifest's \"skipped\" list (--verbose lists them)")
             }
         })
-        if content == .full, !output.quiet {
-            FileHandle.standardError.write(Data("""
+        if content == .full {
+            // Always said, --quiet included: it is about whom the file may be shared with.
+            context.terminal.err("""
                 note: this bundle holds the app's personal data as it is (every row of every store, transaction logs, \
                 preferences). Share it only with people allowed to see that data, or make one with --redact or --metadata-only.
-
-                """.utf8))
+                """)
         }
     }
 }
 
 extension ArchiveFormat: ExpressibleByArgument {}
-
-/// A size with an optional K/M/G (powers of 1024) suffix.
-struct ByteSize: ExpressibleByArgument {
-    let bytes: Int64
-
-    init?(argument: String) {
-        let text = argument.trimmingCharacters(in: .whitespaces).uppercased()
-        let units: [(String, Int64)] = [("GIB", 1 << 30), ("MIB", 1 << 20), ("KIB", 1 << 10), ("GB", 1 << 30), ("MB", 1 << 20),
-                                        ("KB", 1 << 10), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10), ("B", 1)]
-        var multiplier: Int64 = 1
-        var number = text
-        for (suffix, value) in units where text.hasSuffix(suffix) {
-            multiplier = value
-            number = String(text.dropLast(suffix.count))
-            break
-        }
-        guard let n = Double(number.trimmingCharacters(in: .whitespaces)), n > 0 else { return nil }
-        bytes = Int64(n * Double(multiplier))
-    }
-}

@@ -2,7 +2,7 @@ import ArgumentParser
 import USMRepairCore
 
 /// `usm-repair status`: what is there, what state it is in, and what to run next.
-struct StatusCommand: ParsableCommand {
+struct StatusCommand: USMCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
         abstract: "Show the layout, every store's state, and what to run next (read-only).",
@@ -20,7 +20,7 @@ struct StatusCommand: ParsableCommand {
     @OptionGroup(title: "Layout") var layout: LayoutFlags
     @OptionGroup(title: "Output") var output: OutputFlags
 
-    func run() throws {
-        try Runner(output: output).report(Inspection(options: layout.options, depth: .status))
+    func run(_ context: CommandContext) throws {
+        try context.report(Inspection(options: layout.options, depth: .status))
     }
 }

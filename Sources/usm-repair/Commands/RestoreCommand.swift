@@ -3,7 +3,7 @@ import Foundation
 import USMRepairCore
 
 /// `usm-repair restore ARCHIVE --to DIR`: put a bundle or snapshot back, byte for byte.
-struct RestoreCommand: ParsableCommand {
+struct RestoreCommand: USMCommand {
     static let configuration = CommandConfiguration(
         commandName: "restore",
         abstract: "Verify a bundle, then put its folders back under --to, atomically, modes and times kept.",
@@ -36,12 +36,12 @@ struct RestoreCommand: ParsableCommand {
 
     @OptionGroup(title: "Output") var output: OutputFlags
 
-    func run() throws {
+    func run(_ context: CommandContext) throws {
         let options = RestoreOptions(
             archive: URL(fileURLWithPath: archive), target: URL(fileURLWithPath: to, isDirectory: true), yes: yes,
             snapshotDirectory: snapshotDir.map { URL(fileURLWithPath: $0, isDirectory: true) })
-        try Runner(output: output).perform({ terminal in
-            try BundleRestorer(options: options).run(confirm: terminal.ask)
+        try context.perform({ terminal in
+            try BundleRestorer(options: options).run(confirm: context.confirm)
         }, text: { result, terminal in
             guard !output.quiet else { return }
             for root in result.roots {

@@ -1,0 +1,106 @@
+import ArgumentParser
+import Foundation
+import USMRepairCore
+
+/// A subcommand that runs with a context: parsing stays in ArgumentParser, the work goes to the
+/// core, and printing and exit codes go through the context, so every command can run in process
+/// (tests) and only the top level turns a thrown `ExitCode` into the process's exit.
+protocol USMCommand: ParsableCommand {
+    /// The output flags of the command.
+    var output: OutputFlags { get }
+    /// Does the command's work.
+    func run(_ context: CommandContext) throws
+}
+
+extension USMCommand {
+    func run() throws {
+        try run(CommandContext.live(output: output, command: Self.commandPath))
+    }
+
+    /// The command as typed, e.g. `bundle verify`: the name the JSON envelope carries.
+    static var commandPath: String {
+        USMRepairCommand.path(to: Self.self) ?? (configuration.commandName ?? "\(Self.self)")
+    }
+}
+
+/// What a command needs from the world: where to print, whether to ask, which output style.
+struct CommandContext {
+    let terminal: Terminal
+    let output: OutputFlags
+    /// The command's path (`status`, `bundle verify`), recorded in every JSON envelope.
+    let command: String
+
+    static func live(output: OutputFlags, command: String) -> CommandContext {
+        CommandContext(terminal: .live(quiet: output.quiet, json: output.json), output: output, command: command)
+    }
+
+    /// Asks before a destructive step; false when nobody can answer (scripts pass `--yes`).
+    func confirm(_ question: String) -> Bool { terminal.ask(question) }
+
+    /// Runs `body`, prints its result as JSON (`--json`) or through `text`, and throws the exit
+    /// code that `status` gives when it is not 0. A `USMError` becomes its sentence on stderr (and
+    /// the error envelope on stdout with `--json`) and its documented exit code.
+    func perform<Result: Encodable>(
+        _ body: (Terminal) throws -> Result, text: (Result, Terminal) -> Void, status: (Result) -> ExitStatus = { _ in .ok }
+    ) throws {
+        let result: Result
+        do {
+            result = try body(terminal)
+            terminal.endProgress()
+        } catch {
+            terminal.endProgress()
+            throw fail(USMError.wrap(error))
+        }
+        if output.json {
+            terminal.out(try JSONOutput.encode(result))
+        } else {
+            text(result, terminal)
+        }
+        let code = status(result)
+        if code != .ok { throw ExitCode(code.rawValue) }
+    }
+
+    /// Runs a `status` or `check` inspection and prints its report.
+    func report(_ inspection: Inspection) throws {
+        try perform({ terminal in
+            try inspection.run(progress: terminal.progress)
+        }, text: { report, terminal in
+            ReportPrinter(terminal: terminal, verbose: output.verbose, quiet: output.quiet).print(report)
+        }, status: { $0.exitCode })
+    }
+
+    /// Prints an error (the envelope on stdout with `--json`, always a sentence on stderr) and
+    /// returns the exit code to throw.
+    func fail(_ error: USMError) -> ExitCode {
+        ErrorEnvelope.print(
+            command: command, code: error.code, message: error.message, status: error.exitStatus, json: output.json,
+            out: terminal.out, err: terminal.err)
+        return ExitCode(error.exitStatus.rawValue)
+    }
+}
+
+/// The JSON printed for every failure, usage errors included: one shape for scripts.
+struct ErrorEnvelope: Encodable {
+    struct Body: Encodable {
+        let code: String
+        let message: String
+    }
+
+    let schemaVersion = 1
+    let command: String
+    let error: Body
+    let exitCode: Int32
+    let exitStatus: String
+
+    static func print(
+        command: String, code: String, message: String, status: ExitStatus, json: Bool,
+        out: (String) -> Void, err: (String) -> Void
+    ) {
+        if json {
+            let envelope = ErrorEnvelope(
+                command: command, error: Body(code: code, message: message), exitCode: status.rawValue, exitStatus: status.name)
+            if let text = try? JSONOutput.encode(envelope) { out(text) }
+        }
+        err("usm-repair: error: \(message)")
+    }
+}
