@@ -101,6 +101,13 @@ public enum CLI {
         return URL(fileURLWithPath: ".build/debug/usm-repair")
     }
 
+    /// The `XDG_STATE_HOME` every run gets unless a test sets its own: one private folder per test process.
+    public static let stateHome: URL = {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("usm-test-state-\(getpid())", isDirectory: true)
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }()
+
     /// `setpriv`, which lets a test running as root run the tool as `nobody` (root reads everything,
     /// so permission errors can only be seen as another user).
     public static let setpriv: URL? = ["/usr/bin/setpriv", "/bin/setpriv"].map(URL.init(fileURLWithPath:))
@@ -121,6 +128,8 @@ public enum CLI {
             process.arguments = arguments
         }
         var env = ProcessInfo.processInfo.environment
+        // Snapshots default to $XDG_STATE_HOME: keep the tests' out of the real home folder.
+        env["XDG_STATE_HOME"] = stateHome.path
         for (k, v) in environment { env[k] = v }
         process.environment = env
         let out = Pipe(), err = Pipe()

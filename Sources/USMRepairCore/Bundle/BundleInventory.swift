@@ -69,14 +69,20 @@ struct BundleInventory {
         return inventory
     }
 
-    /// The inventory of whole folders (a snapshot of what a restore replaces).
-    static func forTrees(_ trees: [(name: String, url: URL)]) -> BundleInventory {
+    /// The inventory of chosen items (files, symlinks, whole folders) under named roots: what a
+    /// snapshot holds. Items that do not exist are returned apart, by archive path.
+    static func forItems(roots: [(name: String, url: URL)], items: [URL]) -> (inventory: BundleInventory, absent: [String]) {
         var inventory = BundleInventory()
-        for (name, url) in trees {
-            inventory.addRoot(name, url)
-            inventory.addTree(url)
+        for (name, url) in roots { inventory.addRoot(name, url) }
+        var absent: [String] = []
+        for item in items {
+            if FileStatus.lookup(item.path) == nil {
+                if let path = inventory.archivePath(item) { absent.append(path) }
+                continue
+            }
+            inventory.addTree(item)
         }
-        return inventory
+        return (inventory, absent.sorted())
     }
 
     // MARK: - Building

@@ -150,6 +150,19 @@ public struct BundleManifest: Sendable, Encodable {
     public let skipped: [BundleSkip]
     @NullEncoded public var redaction: BundleRedaction?
     public let totals: [String: Int64]
+    /// For a snapshot taken before a change: what it holds and what did not exist (null otherwise).
+    @NullEncoded public var snapshot: SnapshotRecord? = nil
+}
+
+/// What a snapshot taken before a change records besides the files: the operation, the items it
+/// captured, and the items that did not exist then (putting the snapshot back in place removes those).
+public struct SnapshotRecord: Sendable, Codable, Equatable {
+    /// The command that took it, e.g. `restore` or `delete container`.
+    public let operation: String
+    /// Archive paths (`<root>/<path>`) of the items captured: each a file, symlink or whole folder.
+    public let items: [String]
+    /// Archive paths of items that did not exist when the snapshot was taken.
+    public let absent: [String]
 }
 
 /// The parts of a manifest `bundle verify` and `restore` read back.
@@ -160,4 +173,5 @@ struct BundleManifestIndex: Decodable {
     let content: String?
     let roots: [BundleRoot]
     let files: [BundleFile]
+    let snapshot: SnapshotRecord?
 }

@@ -14,7 +14,7 @@ public struct RestoreOptions: Sendable {
     public var target: URL
     /// Replace roots that already exist (after snapshotting them).
     public var yes: Bool
-    /// Where the snapshot of replaced roots goes; default `<to>/.usm-repair-snapshots/`.
+    /// Where the snapshot of replaced roots goes; default `Snapshot.defaultDirectory()`.
     public var snapshotDirectory: URL?
 
     public init(archive: URL, target: URL, yes: Bool = false, snapshotDirectory: URL? = nil) {
@@ -123,12 +123,11 @@ public struct BundleRestorer {
         // 4. Snapshot what will be replaced.
         var snapshot: URL?
         if !existing.isEmpty {
-            let dir = (options.snapshotDirectory ?? target.appendingPathComponent(".usm-repair-snapshots", isDirectory: true)).standardizedFileURL
-            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-            let file = dir.appendingPathComponent("restore-\(FileTime.now.stamp)-\(UUID().uuidString.prefix(8)).tar.zst")
-            snapshot = try BundleWriter.snapshot(
-                trees: existing.map { ($0.name, target.appendingPathComponent($0.name, isDirectory: true)) }, to: file,
-                commandLine: CommandLine.arguments)
+            let replaced = existing.map { target.appendingPathComponent($0.name, isDirectory: true) }
+            snapshot = try Snapshot.take(
+                .init(roots: existing.map { ($0.name, target.appendingPathComponent($0.name, isDirectory: true)) }, items: replaced,
+                      operation: "restore"),
+                into: options.snapshotDirectory ?? Snapshot.defaultDirectory(), protected: replaced + [staging])
         }
 
         // 5. Into place, one rename per root.
@@ -139,7 +138,7 @@ public struct BundleRestorer {
             guard FileStatus.lookup(staged.path) != nil else { continue }
             let replaced = FileStatus.lookup(final.path) != nil
             if replaced {
-                if usm_rename_exchange(staged.path, final.path) != 0 {
+                if !AtomicRename.exchange(staged, final) {
                     // No atomic exchange on this file system: move the old one aside, then the new in.
                     let aside = staging.appendingPathComponent(".old-\(root.name)")
                     guard rename(final.path, aside.path) == 0 else { throw USMError.writeFailed(path: final.path, reason: errnoDescription()) }
@@ -154,7 +153,7 @@ public struct BundleRestorer {
             }
             roots.append(.init(name: root.name, path: final.path, replaced: replaced))
         }
-        Self.syncDirectory(target)
+        FileSync.directory(target)
         return RestoreResult(
             archive: options.archive.path, to: target.path, roots: roots, snapshot: snapshot?.path, entries: outcome.entries, bytes: bytes)
     }
@@ -191,15 +190,7 @@ public struct BundleRestorer {
         var hasher = SHA256()
         let size = try reader.readData(limit: record.size) { chunk in
             hasher.update(bufferPointer: chunk)
-            var offset = 0
-            while offset < chunk.count {
-                let n = write(fd, chunk.baseAddress! + offset, chunk.count - offset)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw USMError.writeFailed(path: url.path, reason: errnoDescription())
-                }
-                offset += n
-            }
+            try FileSync.writeAll(fd, chunk, path: url.path)
         }
         guard size == record.size, hasher.finalize().hex == record.sha256 else {
             throw USMError.manifestMismatch(path: archive.path, count: 1, first: "\(record.path): content changed since verification")
@@ -225,12 +216,5 @@ public struct BundleRestorer {
             }
         }
         try? FileManager.default.removeItem(at: url)
-    }
-
-    static func syncDirectory(_ url: URL) {
-        let fd = open(url.path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        _ = fsync(fd)
-        close(fd)
     }
 }

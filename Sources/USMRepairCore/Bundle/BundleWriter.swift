@@ -83,7 +83,7 @@ public struct BundleWriter {
     public typealias Progress = (Int64, Int64) -> Void
 
     /// A file bound for the archive, with where its bytes come from.
-    private struct Planned {
+    struct Planned {
         let path: String
         let kind: String
         let source: URL?
@@ -260,7 +260,7 @@ public struct BundleWriter {
 
     /// Writes `manifest` then every planned entry to `output` (through a partial file renamed at
     /// the end) and the `.sha256` sidecar; re-checks that no source changed while it was read.
-    private static func write(
+    static func write(
         planned: [Planned], manifest: BundleManifest, output: URL, format: ArchiveFormat, maxSize: Int64?,
         overwrite: Bool, contentBytes: Int64, progress: Progress
     ) throws -> (bytes: Int64, sha256: String) {
@@ -299,45 +299,13 @@ public struct BundleWriter {
             }
             throw error
         }
-        try replace(output, with: partial, overwrite: overwrite)
+        try AtomicRename.replace(output, with: partial, overwrite: overwrite)
         // The sidecar, in sha256sum's format.
         let sidecar = URL(fileURLWithPath: output.path + ".sha256")
         let sidecarPartial = URL(fileURLWithPath: partial.path + ".sha256")
         try Data("\(written.sha256)  \(output.lastPathComponent)\n".utf8).write(to: sidecarPartial)
-        try replace(sidecar, with: sidecarPartial, overwrite: true)
+        try AtomicRename.replace(sidecar, with: sidecarPartial, overwrite: true)
         return written
-    }
-
-    /// Archives whole folders as they are (no stores read, no status): the snapshot `restore`
-    /// takes of what it is about to replace. Returns the archive written.
-    static func snapshot(trees: [(name: String, url: URL)], to output: URL, commandLine: [String]) throws -> URL {
-        let inventory = BundleInventory.forTrees(trees)
-        var planned: [Planned] = []
-        for (path, directory) in inventory.directories {
-            planned.append(Planned(path: path, kind: "directory", source: directory.url, status: directory.status, size: 0, checkSource: false))
-        }
-        for (path, link) in inventory.symlinks {
-            planned.append(Planned(path: path, kind: "symlink", source: link.url, status: link.status, size: 0, linkTarget: link.target, checkSource: false))
-        }
-        for (path, file) in inventory.files {
-            let hashed = try FileCopy.sha256(of: file.url.path)
-            guard hashed.bytes == file.status.size else { throw USMError.changedWhileReading(path: file.url.path) }
-            planned.append(Planned(path: path, kind: "file", source: file.url, status: file.status, size: hashed.bytes, sha256: hashed.sha256, checkSource: true))
-        }
-        planned.sort { $0.path < $1.path }
-        let contentBytes = planned.reduce(0) { $0 + $1.size }
-        let manifest = BundleManifest(
-            tool: ["name": "usm-repair", "version": USMRepair.version, "libarchive": ArchiveVersion.text],
-            commandLine: commandLine, createdAt: FileTime.now.iso8601, host: host, archiveFormat: ArchiveFormat.tarZstd.rawValue,
-            content: "snapshot", personalData: true, roots: inventory.roots.map { BundleRoot(name: $0.name, source: $0.url.path) },
-            status: nil, stores: [], files: planned.map { p in
-                BundleFile(kind: p.kind, path: p.path, size: p.size, mode: p.status.mode, mtime: p.status.mtime, sha256: p.sha256,
-                           linkTarget: p.linkTarget, source: p.source?.path)
-            },
-            skipped: inventory.skipped, redaction: nil, totals: ["entries": Int64(planned.count), "contentBytes": contentBytes])
-        _ = try write(planned: planned, manifest: manifest, output: output, format: .tarZstd, maxSize: nil, overwrite: false,
-                      contentBytes: contentBytes, progress: { _, _ in })
-        return output
     }
 
     // MARK: - Helpers
@@ -364,19 +332,6 @@ public struct BundleWriter {
             }
         }
         return output
-    }
-
-    /// Renames `partial` onto `target` atomically (after fsync by the writer).
-    static func replace(_ target: URL, with partial: URL, overwrite: Bool) throws {
-        if !overwrite, FileStatus.lookup(target.path) != nil {
-            try? FileManager.default.removeItem(at: partial)
-            throw USMError.confirmationRequired("\(target.path) exists; pass --overwrite to replace it")
-        }
-        guard rename(partial.path, target.path) == 0 else {
-            let reason = errnoDescription()
-            try? FileManager.default.removeItem(at: partial)
-            throw USMError.writeFailed(path: target.path, reason: reason)
-        }
     }
 
     /// A plist holding only `USMCloudEnabledKey`, in the original's format. Returns the keys kept.

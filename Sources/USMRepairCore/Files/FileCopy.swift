@@ -30,15 +30,7 @@ enum FileCopy {
         var hasher: SHA256? = hashing ? SHA256() : nil
         let total = try readBlocks(source) { block in
             hasher?.update(bufferPointer: block)
-            var written = 0
-            while written < block.count {
-                let w = write(output, block.baseAddress! + written, block.count - written)
-                if w < 0 {
-                    if errno == EINTR { continue }
-                    throw USMError.writeFailed(path: destination, reason: errnoDescription())
-                }
-                written += w
-            }
+            try FileSync.writeAll(output, block, path: destination)
         }
         closed = true
         if close(output) != 0 {

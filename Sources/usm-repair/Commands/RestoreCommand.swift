@@ -12,7 +12,9 @@ struct RestoreCommand: USMCommand {
             links leaving the bundle, hard links, devices, duplicates, entries larger than declared) \
             refuse the whole archive. Files are extracted into a private folder inside --to and each \
             root is moved into place with one rename. Replacing an existing folder needs --yes (or a \
-            yes at the prompt) and is snapshotted first into <to>/.usm-repair-snapshots/.
+            yes at the prompt) and is snapshotted first (--snapshot-dir; default \
+            $XDG_STATE_HOME/usm-repair/snapshots), outside the folders being replaced, and the \
+            snapshot is read back and verified before anything is replaced.
 
             Exit codes: 0 restored; 1 the archive does not match its manifest; 2 not a bundle, \
             truncated or corrupt; 3 refused (hostile entry, or existing folders without --yes); \
@@ -30,7 +32,7 @@ struct RestoreCommand: USMCommand {
     var yes = false
 
     @Option(name: .customLong("snapshot-dir"), help: ArgumentHelp(
-        "Where to keep the snapshot of what is replaced (default <to>/.usm-repair-snapshots).", valueName: "dir"),
+        "Where to keep the snapshot of what is replaced (default $XDG_STATE_HOME/usm-repair/snapshots or ~/.local/state/usm-repair/snapshots).", valueName: "dir"),
         completion: .directory)
     var snapshotDir: String?
 

@@ -1,0 +1,138 @@
+import Foundation
+
+/// The archive taken of everything a change is about to replace or delete, before the first change:
+/// `restore` puts it back. A snapshot is an ordinary bundle (`content: snapshot`, tar.zst) whose
+/// manifest also records the items captured and those that did not exist.
+///
+/// Steps, each needing the one before:
+/// 1. refuse a snapshot folder inside any root the change touches (it would be changed or lost
+///    with them) — the caller names those roots;
+/// 2. inventory the items (whole folders, files, symlinks; never following a link);
+/// 3. hash every file, write the archive beside its final name, re-checking every source unchanged;
+/// 4. fsync the archive and its folder, rename it into place;
+/// 5. read it back and verify every entry against the manifest, so a snapshot that exists is one
+///    that can be restored.
+public enum Snapshot {
+    /// What to capture.
+    public struct Request: Sendable {
+        /// Named folders; every item lies inside one of them (its archive path is `<name>/<path below>`).
+        public var roots: [(name: String, url: URL)]
+        /// Absolute paths of the items the change will replace, delete or create (missing ones are recorded as absent).
+        public var items: [URL]
+        /// The command, recorded in the manifest (`restore`, `delete container`...).
+        public var operation: String
+        /// The arguments recorded in the manifest.
+        public var commandLine: [String]
+
+        public init(roots: [(name: String, url: URL)], items: [URL], operation: String, commandLine: [String] = CommandLine.arguments) {
+            self.roots = roots
+            self.items = items
+            self.operation = operation
+            self.commandLine = commandLine
+        }
+    }
+
+    /// Where snapshots go by default: `$XDG_STATE_HOME/usm-repair/snapshots`, else
+    /// `~/.local/state/usm-repair/snapshots` (the XDG Base Directory default).
+    public static func defaultDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
+            return URL(fileURLWithPath: state, isDirectory: true).appendingPathComponent("usm-repair/snapshots", isDirectory: true)
+        }
+        let home = environment["HOME"].map { URL(fileURLWithPath: $0, isDirectory: true) }
+            ?? FileManager.default.homeDirectoryForCurrentUser
+        return home.appendingPathComponent(".local/state/usm-repair/snapshots", isDirectory: true)
+    }
+
+    /// Takes the snapshot into `directory` (created, private, when missing) and returns the archive's path.
+    /// - Parameter protected: folders the change will alter; the snapshot must lie outside all of them.
+    /// - Throws: `usage` when the folder lies inside a protected one, `writeFailed` when it cannot be
+    ///   written, `changedWhileReading` when a file changes while it is captured, `manifestMismatch`
+    ///   when the written snapshot does not read back exactly.
+    public static func take(_ request: Request, into directory: URL, protected: [URL]) throws -> URL {
+        let folder = try prepare(directory, protected: protected + request.roots.map(\.url))
+        let (inventory, absent) = BundleInventory.forItems(roots: request.roots, items: request.items)
+        for item in request.items where inventory.archivePath(item) == nil {
+            throw USMError.usage("cannot snapshot \(item.path): it lies in none of the snapshot's folders")
+        }
+        var planned: [BundleWriter.Planned] = []
+        for (path, directory) in inventory.directories {
+            planned.append(.init(path: path, kind: "directory", source: directory.url, status: directory.status, size: 0, checkSource: false))
+        }
+        for (path, link) in inventory.symlinks {
+            planned.append(.init(
+                path: path, kind: "symlink", source: link.url, status: link.status, size: 0, linkTarget: link.target, checkSource: false))
+        }
+        for (path, file) in inventory.files {
+            let hashed = try FileCopy.sha256(of: file.url.path)
+            guard hashed.bytes == file.status.size else { throw USMError.changedWhileReading(path: file.url.path) }
+            planned.append(.init(
+                path: path, kind: "file", source: file.url, status: file.status, size: hashed.bytes, sha256: hashed.sha256,
+                checkSource: true))
+        }
+        planned.sort { $0.path < $1.path }
+        let items = request.items.compactMap { FileStatus.lookup($0.path) == nil ? nil : inventory.archivePath($0) }
+        let contentBytes = planned.reduce(0) { $0 + $1.size }
+        let manifest = BundleManifest(
+            tool: ["name": "usm-repair", "version": USMRepair.version, "libarchive": ArchiveVersion.text],
+            commandLine: request.commandLine, createdAt: FileTime.now.iso8601, host: BundleWriter.host,
+            archiveFormat: ArchiveFormat.tarZstd.rawValue, content: "snapshot", personalData: true,
+            roots: inventory.roots.map { BundleRoot(name: $0.name, source: $0.url.path) },
+            status: nil, stores: [], files: planned.map { p in
+                BundleFile(
+                    kind: p.kind, path: p.path, size: p.size, mode: p.status.mode, mtime: p.status.mtime, sha256: p.sha256,
+                    linkTarget: p.linkTarget, source: p.source?.path)
+            },
+            skipped: inventory.skipped, redaction: nil, totals: ["entries": Int64(planned.count), "contentBytes": contentBytes],
+            snapshot: SnapshotRecord(operation: request.operation, items: items.sorted(), absent: absent))
+        let slug = request.operation.lowercased().map { $0.isLetter || $0.isNumber ? $0 : "-" }
+        let output = folder.appendingPathComponent(
+            "\(String(slug))-\(FileTime.now.stamp)-\(UUID().uuidString.prefix(8).lowercased()).tar.zst")
+        _ = try BundleWriter.write(
+            planned: planned, manifest: manifest, output: output, format: .tarZstd, maxSize: nil, overwrite: false,
+            contentBytes: contentBytes, progress: { _, _ in })
+        FileSync.directory(folder)
+        let check = try BundleVerifier.verify(output)
+        if let first = check.mismatches.first {
+            throw USMError.manifestMismatch(path: output.path, count: check.mismatches.count, first: "\(first.path): \(first.problem)")
+        }
+        return output
+    }
+
+    /// Refuses a snapshot folder inside a protected folder (judged on the real path, symlinks
+    /// resolved, before anything is created), then creates it (0700) when missing.
+    static func prepare(_ directory: URL, protected: [URL]) throws -> URL {
+        let folder = directory.standardizedFileURL
+        let resolved = resolvedPath(of: folder)
+        for root in protected {
+            let base = root.standardizedFileURL.resolvingSymlinksInPath().path
+            if Confinement.isInside(resolved, base) {
+                throw USMError.usage(
+                    "the snapshot folder \(folder.path) lies inside \(root.path), which this command changes; choose another with --snapshot-dir")
+            }
+        }
+        if FileStatus.resolve(folder.path) == nil {
+            do {
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw USMError.writeFailed(path: folder.path, reason: "cannot create the snapshot folder: \(USMError.wrap(error).message)")
+            }
+        }
+        guard FileStatus.resolve(folder.path)?.kind == .directory else {
+            throw USMError.wrongKind(path: folder.path, expected: "a folder for snapshots")
+        }
+        return folder
+    }
+
+    /// The path with the symlinks of its longest existing prefix resolved and the rest appended.
+    static func resolvedPath(of url: URL) -> String {
+        var existing = url
+        var rest: [String] = []
+        while FileStatus.lookup(existing.path) == nil, existing.path != "/" {
+            rest.insert(existing.lastPathComponent, at: 0)
+            existing = existing.deletingLastPathComponent()
+        }
+        var result = existing.resolvingSymlinksInPath()
+        for part in rest { result.appendPathComponent(part) }
+        return result.path
+    }
+}

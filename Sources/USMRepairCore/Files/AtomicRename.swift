@@ -1,0 +1,60 @@
+import CSupport
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The few file-system operations every change is made of: a rename that replaces (or refuses
+/// to), an atomic exchange of two paths, fsync of a file descriptor and of a folder, and a write
+/// loop that survives interruptions. Renames stay within one file system, so each is atomic.
+public enum AtomicRename {
+    /// Renames `source` onto `target` in one step. Without `overwrite` an existing target is
+    /// refused (`confirmationRequired`) and `source` is removed.
+    public static func replace(_ target: URL, with source: URL, overwrite: Bool) throws {
+        if !overwrite, FileStatus.lookup(target.path) != nil {
+            try? FileManager.default.removeItem(at: source)
+            throw USMError.confirmationRequired("\(target.path) exists; pass --overwrite to replace it")
+        }
+        guard rename(source.path, target.path) == 0 else {
+            let reason = errnoDescription()
+            try? FileManager.default.removeItem(at: source)
+            throw USMError.writeFailed(path: target.path, reason: reason)
+        }
+    }
+
+    /// Exchanges two existing paths atomically (Linux `renameat2(RENAME_EXCHANGE)`, macOS
+    /// `renamex_np(RENAME_SWAP)`). Returns false when the file system cannot (the caller then
+    /// moves the old item aside first).
+    public static func exchange(_ a: URL, _ b: URL) -> Bool {
+        usm_rename_exchange(a.path, b.path) == 0
+    }
+}
+
+/// fsync helpers: data reaches the disk before a rename makes it visible, and a rename reaches
+/// the disk before the step that depends on it.
+public enum FileSync {
+    /// Flushes a folder's entries (a rename or a new file inside it) to disk; errors are ignored
+    /// where the file system does not support it.
+    public static func directory(_ url: URL) {
+        let fd = open(url.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        _ = fsync(fd)
+        close(fd)
+    }
+
+    /// Writes every byte of `bytes` to `fd`, retrying on EINTR.
+    /// - Throws: `writeFailed` naming `path` (ENOSPC and EFBIG included).
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw USMError.writeFailed(path: path, reason: errnoDescription())
+            }
+            offset += n
+        }
+    }
+}

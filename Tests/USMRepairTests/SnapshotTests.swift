@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import USMRepairCore
+
+/// `Snapshot.take`: chosen items under named roots, absences recorded, written outside the
+/// folders a change touches, and verified before it is returned.
+@Suite("snapshots")
+struct SnapshotTests {
+    @Test("items and absences are recorded; the archive verifies and restores the items")
+    func itemsAndAbsences() throws {
+        let tmp = try TempDir()
+        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let local = StoreFileSet(main: paths.localStore)
+        let created = paths.appDir.appendingPathComponent("New.sqlite")
+        let request = Snapshot.Request(
+            roots: [("app", paths.appDir), ("cloud", paths.cloudDir)],
+            items: local.allMembers + [paths.logs.appendingPathComponent("StoreUUID+"), created],
+            operation: "delete local-store", commandLine: ["test"])
+        let before = try TreeSnapshot(paths.root)
+        let file = try Snapshot.take(request, into: tmp.path("snaps"), protected: [])
+        #expect(try TreeSnapshot(paths.root) == before, "taking a snapshot changes nothing")
+        #expect(file.lastPathComponent.hasPrefix("delete-local-store-"))
+        #expect(try BundleVerifier.verify(file).ok)
+        let manifest = try BundleScanner(archive: file).scan { _, _, _, _ in }.manifest
+        let record = try #require(manifest.snapshot)
+        #expect(record.operation == "delete local-store")
+        #expect(record.items.contains("app/UbiquityStore.sqlite"))
+        #expect(record.items.contains("app/UbiquityStore.sqlite-wal"))
+        #expect(record.items.contains("cloud/CloudLogs/StoreUUID+"))
+        #expect(record.absent.contains("app/New.sqlite"))
+        #expect(record.absent.contains("app/UbiquityStore.sqlite-journal"), "a member that did not exist is recorded")
+        #expect(!manifest.files.contains { $0.path.contains("CloudStore") }, "only the items are captured")
+
+        let back = tmp.path("back")
+        #expect(try CLI.run(["restore", file.path, "--to", back.path]).status == 0)
+        for suffix in ["", "-wal", "-shm"] {
+            #expect(try Data(contentsOf: back.appendingPathComponent("app/UbiquityStore.sqlite\(suffix)"))
+                == Data(contentsOf: URL(fileURLWithPath: paths.localStore.path + suffix)))
+        }
+    }
+
+    @Test("a snapshot folder inside a folder the change touches is refused, nothing written")
+    func protectedFolder() throws {
+        let tmp = try TempDir()
+        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let request = Snapshot.Request(roots: [("app", paths.appDir)], items: [paths.localStore], operation: "x")
+        #expect(throws: USMError.self) { try Snapshot.take(request, into: paths.appDir.appendingPathComponent("snaps"), protected: []) }
+        // Through a symlink too.
+        try FileManager.default.createSymbolicLink(at: tmp.path("link"), withDestinationURL: paths.cloudDir)
+        #expect(throws: USMError.self) {
+            try Snapshot.take(request, into: tmp.path("link/snaps"), protected: [paths.cloudDir])
+        }
+        #expect(!FileManager.default.fileExists(atPath: paths.appDir.appendingPathComponent("snaps").path))
+    }
+
+    @Test("the default folder follows XDG_STATE_HOME, else ~/.local/state")
+    func defaultFolder() {
+        #expect(Snapshot.defaultDirectory(environment: ["XDG_STATE_HOME": "/x/state", "HOME": "/h"]).path == "/x/state/usm-repair/snapshots")
+        #expect(Snapshot.defaultDirectory(environment: ["XDG_STATE_HOME": "relative", "HOME": "/h"]).path == "/h/.local/state/usm-repair/snapshots")
+        #expect(Snapshot.defaultDirectory(environment: ["HOME": "/h"]).path == "/h/.local/state/usm-repair/snapshots")
+    }
+}
