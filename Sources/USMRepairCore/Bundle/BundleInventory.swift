@@ -42,6 +42,8 @@ struct BundleInventory {
         var inventory = BundleInventory()
         if let store = layout.options.store {
             inventory.addRoot("store", store.deletingLastPathComponent())
+        } else if let document = layout.options.document {
+            inventory.addRoot("document", document)
         } else if let container = layout.options.container {
             inventory.addRoot("container", container)
         }
@@ -62,6 +64,14 @@ struct BundleInventory {
         }
         if let app = layout.appDirectory {
             inventory.addTree(app.appendingPathComponent("CloudStore", isDirectory: true))
+        }
+        // The other layouts: whole document packages (metadata, additional content) and the
+        // account folders of Apple's own ubiquity copies (their container/ beside store/).
+        for document in layout.documents {
+            inventory.addTree(URL(fileURLWithPath: document.path, isDirectory: true))
+        }
+        for store in layout.stores where store.location == .ubiquity {
+            if let copy = store.copy { inventory.addTree(URL(fileURLWithPath: copy.storeFolder).deletingLastPathComponent()) }
         }
         if let prefs = layout.preferencesPath, FileStatus.lookup(prefs.path) != nil {
             inventory.addSingle(prefs, category: .preferences)

@@ -1,7 +1,7 @@
 import Foundation
 
-/// The read-only operations: discover a layout, inspect every store in it, judge, advise.
-/// Behind `status` (depth `.status`) and `check` (depth `.check`).
+/// The read-only operations: discover a layout, inspect every store in it, predict the next
+/// launch, find the traps, judge, advise. Behind `status` (depth `.status`) and `check` (depth `.check`).
 public struct Inspection: Sendable {
     /// The options naming the layout.
     public let options: LayoutOptions
@@ -41,12 +41,13 @@ public struct Inspection: Sendable {
             var report = inspector.inspect(
                 entry.files, role: entry.role, confinement: Confinement(root: entry.root),
                 privateCopy: privateCopies[entry.files.main.path])
+            report.location = entry.location.rawValue
+            report.copy = entry.copy
+            report.opens = entry.opens
+            report.document = entry.document
             report.uuid = entry.uuid
             report.cloudVersion = entry.cloudVersion
-            if entry.role == .cloud {
-                let active = layout.activeMarker
-                report.active = active?.value == entry.uuid && active?.cloudVersion == entry.cloudVersion
-            }
+            for index in report.problems.indices { report.problems[index].store = entry.files.main.path }
             stores.append(report)
         }
         return judge(layout: layout, stores: stores)
@@ -54,40 +55,68 @@ public struct Inspection: Sendable {
 
     private func judge(layout: Layout, stores: [StoreReport]) -> StatusReport {
         let forCheck = depth == .check
+        let byPath = Dictionary(stores.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
+        let next = layout.isSingleStore ? nil : NextLaunch.predict(layout, reports: byPath)
+        var layoutProblems = layout.problems
+        if let next { layoutProblems += LayoutTraps.problems(layout, reports: byPath, next: next) }
+        var stores = stores
+        let activeUUID = next.flatMap { next in
+            next.store.flatMap { $0 == "local" ? nil : $0 } ?? layout.activeMarker?.raw
+        }
+        for index in stores.indices where stores[index].role == .cloud {
+            stores[index].active = activeUUID != nil && stores[index].uuid == activeUUID
+        }
+
         var exit = layout.exitStatus
         for store in stores {
             var counted = store
             counted.problems = store.problems.filter { !ignoredCodes.contains($0.code) }
             exit = exit.worst(counted.exitStatus(forCheck: forCheck))
         }
-        if forCheck, layout.problems.contains(where: { !ignoredCodes.contains($0.code) }) {
-            exit = exit.worst(.problemsFound)
-        }
+        let counted = (layoutProblems + stores.flatMap(\.problems)).filter { !ignoredCodes.contains($0.code) }
+        for problem in counted { exit = exit.worst(problem.code.exitStatus) }
+        if forCheck, counted.contains(where: { $0.severity == .warning }) { exit = exit.worst(.problemsFound) }
 
-        let active = layout.activeMarker.map { marker in
-            StatusReport.ActiveStore(
-                uuid: marker.value!, cloudVersion: marker.cloudVersion, marker: marker.name,
-                exists: stores.contains { $0.uuid == marker.value && $0.cloudVersion == marker.cloudVersion && $0.exists })
+        let active = Self.activeStore(layout: layout, next: next)
+        let corruption = layout.corruptionMarker.flatMap { marker -> StatusReport.Corruption? in
+            guard let raw = marker.raw else { return nil }
+            return StatusReport.Corruption(
+                uuid: raw, affectsActiveStore: active?.uuid == raw, cloudVersion: marker.cloudVersion, marker: marker.name)
         }
-        let corruption = layout.corruptionMarker.map { marker in
-            StatusReport.Corruption(
-                uuid: marker.value!, affectsActiveStore: marker.value == active?.uuid, cloudVersion: marker.cloudVersion,
-                marker: marker.name)
-        }
-        let all = layout.problems + stores.flatMap(\.problems)
+        let all = layoutProblems + stores.flatMap(\.problems)
         let summary = StatusReport.Summary(
             stores: stores.count, present: stores.filter(\.exists).count, healthy: stores.filter { $0.health == .ok }.count,
-            errors: all.filter { $0.severity == .error }.count, warnings: all.filter { $0.severity == .warning }.count)
-        let mode = layout.options.store != nil ? "store" : "layout"
+            errors: all.filter { $0.severity == .error }.count, warnings: all.filter { $0.severity == .warning }.count,
+            activeStoreMarkedCorrupt: corruption?.affectsActiveStore ?? false, nextLaunch: next?.outcome.rawValue)
+        let mode = layout.options.store != nil ? "store" : layout.options.document != nil ? "document" : "layout"
         let summaryLayout = StatusReport.LayoutSummary(
             mode: mode, container: layout.options.container?.path, appDir: layout.appDirectory?.path,
             cloudDir: layout.cloudDirectory?.path, preferences: layout.preferencesPath?.path, storeName: options.storeName,
-            markers: layout.markers, cloudContent: layout.cloudContent, leftovers: layout.leftovers)
+            markers: layout.markers, cloudContent: layout.cloudContent, cloudStores: layout.cloudStores,
+            cachedStoreUUIDs: layout.preferences?.cachedStoreUUIDs ?? [], accountMaps: layout.preferences?.accountMaps ?? [],
+            leftovers: layout.leftovers, documents: layout.documents)
         let cloudEnabled = layout.preferences?.cloudEnabled
         let advice = Advice.lines(
-            layout: layout, stores: stores, active: active, corruption: corruption, cloudEnabled: cloudEnabled, isCheck: forCheck)
+            layout: layout, stores: stores, active: active, corruption: corruption, problems: layoutProblems,
+            cloudEnabled: cloudEnabled, isCheck: forCheck)
         return StatusReport(
             command: forCheck ? "check" : "status", cloudEnabled: cloudEnabled, activeStore: active, corruption: corruption,
-            stores: stores, layout: summaryLayout, problems: layout.problems, advice: advice, summary: summary, exitCode: exit)
+            nextLaunch: next, stores: stores, layout: summaryLayout, problems: layoutProblems, advice: advice, summary: summary,
+            exitCode: exit)
+    }
+
+    /// The active store as the app finds it (usm-behaviour.md §1.4): the cache first, then the marker.
+    static func activeStore(layout: Layout, next: NextLaunch?) -> StatusReport.ActiveStore? {
+        guard !layout.isSingleStore else { return nil }
+        let version = layout.activeVersion ?? Marker.desiredVersion
+        let cached = Set(layout.cachedStoreUUIDs(version: version).compactMap(\.value).filter { !$0.isEmpty })
+        let cachedUUID = cached.count == 1 ? cached.first : nil
+        let marker = layout.activeMarker
+        guard let uuid = marker?.raw ?? cachedUUID else { return nil }
+        let copies = Marker.isValidUUID(uuid) ? layout.copies(of: uuid).filter { $0.opens != false } : []
+        return StatusReport.ActiveStore(
+            uuid: uuid, cloudVersion: version, marker: marker?.name, markerUUID: marker?.raw, cachedUUID: cachedUUID,
+            source: cachedUUID != nil ? "cache" : "marker", valid: Marker.isValidUUID(uuid), exists: !copies.isEmpty,
+            copies: copies.count, content: layout.cloudContent.contains { $0.uuid == uuid })
     }
 }

@@ -1,11 +1,38 @@
 import Foundation
 
-/// The app's preferences plist (binary or XML), where UbiquityStoreManager keeps `USMCloudEnabledKey`.
+/// The app's preferences plist (binary or XML): `USMCloudEnabledKey`, the StoreUUID cache keys
+/// UbiquityStoreManager reads before the marker file, and Core Data's account maps
+/// (usm-behaviour.md §1.3–1.4).
 public struct Preferences: Sendable, Equatable {
     /// The key UbiquityStoreManager stores iCloud on/off under.
     public static let cloudEnabledKey = "USMCloudEnabledKey"
+    /// The key of Core Data's token → container-ID list inside an account map.
+    public static let accountMapKey = "PFUbiquitySetupTokenAndIDArray"
     /// A preferences file larger than this is not a preferences file.
     static let maxSize = 16 << 20
+
+    /// One cached StoreUUID: a key named by the StoreUUID marker's full device path.
+    public struct CachedStoreUUID: Sendable, Encodable, Equatable {
+        /// The whole key, e.g. `/private/var/mobile/Library/Mobile Documents/T~com~x/CloudLogs/StoreUUID+`.
+        public let key: String
+        /// The ubiquity container's path on the device that wrote it (the key before `/CloudLogs/`).
+        public let containerPath: String
+        /// The marker version the key belongs to (its number of `+`).
+        public let cloudVersion: Int
+        /// The value when it is a string (the app ignores anything else, and an empty string).
+        @NullEncoded public var value: String?
+        /// True when the value is a valid store UUID.
+        public let valid: Bool
+    }
+
+    /// Core Data's account map for one content name: which container-ID folders (`<cid>`) belong
+    /// to iCloud accounts of this device.
+    public struct AccountMap: Sendable, Encodable, Equatable {
+        /// The key: a store UUID (cloud version 1) or the content name (version 0).
+        public let contentName: String
+        /// The container-ID folder names it lists.
+        public let containerIDs: [String]
+    }
 
     /// Where it was read from.
     public let path: String
@@ -13,6 +40,15 @@ public struct Preferences: Sendable, Equatable {
     public let cloudEnabled: Bool?
     /// True when the key is present.
     public let hasKey: Bool
+    /// True for an XML plist (the format a rewrite keeps).
+    public let isXML: Bool
+    /// Every key ending in `/CloudLogs/StoreUUID` and `+` signs, sorted by key.
+    public let cachedStoreUUIDs: [CachedStoreUUID]
+    /// Every key holding a dictionary with `PFUbiquitySetupTokenAndIDArray`, sorted by key.
+    public let accountMaps: [AccountMap]
+
+    /// The suffix every cache key ends with, before its `+` signs.
+    static let cacheKeyMarker = "/CloudLogs/StoreUUID"
 
     /// Reads the plist at `url`.
     /// - Throws: `notFound`, `unreadable`, or `wrongKind` when it is not a plist dictionary, or the
@@ -20,25 +56,72 @@ public struct Preferences: Sendable, Equatable {
     static func read(_ url: URL) throws -> Preferences {
         guard let status = FileStatus.resolve(url.path) else { throw USMError.notFound(path: url.path, what: "preferences file") }
         guard status.kind == .file else { throw USMError.wrongKind(path: url.path, expected: "a preferences plist file") }
-        guard status.size <= maxSize else { throw USMError.wrongKind(path: url.path, expected: "a preferences plist (it is \(status.size) bytes)") }
+        guard status.size <= maxSize else {
+            throw USMError.wrongKind(path: url.path, expected: "a preferences plist (it is \(status.size) bytes)")
+        }
         let data: Data
         do { data = try Data(contentsOf: url) } catch {
-            throw USMError.unreadable(path: url.path, reason: error.localizedDescription)
+            throw USMError.unreadable(path: url.path, reason: USMError.wrap(error).message)
         }
-        guard let plist = try? PropertyListSerialization.propertyList(from: data, options: [], format: nil),
+        var format = PropertyListSerialization.PropertyListFormat.binary
+        guard let plist = try? PropertyListSerialization.propertyList(from: data, options: [], format: &format),
               let dict = plist as? [String: Any]
         else { throw USMError.wrongKind(path: url.path, expected: "a property list dictionary (binary or XML)") }
-        guard let value = dict[cloudEnabledKey] else {
-            return Preferences(path: url.path, cloudEnabled: nil, hasKey: false)
+
+        var enabled: Bool?
+        if let value = dict[cloudEnabledKey] {
+            if let bool = value as? Bool {
+                enabled = bool
+            } else if let number = value as? NSNumber {
+                enabled = number.intValue != 0
+            } else {
+                throw USMError.wrongKind(path: url.path, expected: "a plist whose \(cloudEnabledKey) is a boolean")
+            }
         }
-        if let bool = value as? Bool { return Preferences(path: url.path, cloudEnabled: bool, hasKey: true) }
-        if let number = value as? NSNumber { return Preferences(path: url.path, cloudEnabled: number.intValue != 0, hasKey: true) }
-        throw USMError.wrongKind(path: url.path, expected: "a plist whose \(cloudEnabledKey) is a boolean")
+        var caches: [CachedStoreUUID] = []
+        var maps: [AccountMap] = []
+        for (key, value) in dict {
+            if let cache = cachedStoreUUID(key: key, value: value) { caches.append(cache) }
+            if let map = (value as? [String: Any]).flatMap({ accountMap(key: key, value: $0) }) { maps.append(map) }
+        }
+        return Preferences(
+            path: url.path, cloudEnabled: enabled, hasKey: enabled != nil, isXML: format == .xml,
+            cachedStoreUUIDs: caches.sorted { $0.key < $1.key }, accountMaps: maps.sorted { $0.contentName < $1.contentName })
     }
 
-    /// True when the file parses as a plist dictionary holding `USMCloudEnabledKey` (used to pick
-    /// the app's preferences among the several plists of a container).
-    static func holdsCloudKey(_ url: URL) -> Bool {
-        (try? read(url))?.hasKey == true
+    /// The cache entry a key names, when it is one (`…/CloudLogs/StoreUUID` + `+`×v).
+    static func cachedStoreUUID(key: String, value: Any) -> CachedStoreUUID? {
+        guard let range = key.range(of: cacheKeyMarker, options: .backwards) else { return nil }
+        let pluses = key[range.upperBound...]
+        guard pluses.allSatisfy({ $0 == "+" }) else { return nil }
+        let text = value as? String
+        return CachedStoreUUID(
+            key: key, containerPath: String(key[..<range.lowerBound]), cloudVersion: pluses.count,
+            value: text, valid: text.map(Marker.isValidUUID) ?? false)
     }
+
+    /// The account map a dictionary holds, when it holds Core Data's list: every container-ID
+    /// string found in it (its exact shape is private to Core Data, so it is searched, not assumed).
+    static func accountMap(key: String, value: [String: Any]) -> AccountMap? {
+        guard let list = value[accountMapKey] else { return nil }
+        var ids: [String] = []
+        func collect(_ item: Any, depth: Int) {
+            guard depth < 6 else { return }
+            switch item {
+            case let text as String where UUID(uuidString: text) != nil || text == "local":
+                if !ids.contains(text) { ids.append(text) }
+            case let array as [Any]:
+                for element in array { collect(element, depth: depth + 1) }
+            case let dict as [String: Any]:
+                for element in dict.values { collect(element, depth: depth + 1) }
+            default:
+                break
+            }
+        }
+        collect(list, depth: 0)
+        return AccountMap(contentName: key, containerIDs: ids)
+    }
+
+    /// True when the plist holds anything UbiquityStoreManager or Core Data's ubiquity keeps.
+    var holdsUbiquityKeys: Bool { hasKey || !cachedStoreUUIDs.isEmpty || !accountMaps.isEmpty }
 }

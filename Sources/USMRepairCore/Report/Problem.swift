@@ -33,6 +33,8 @@ public struct Problem: Sendable, Equatable, Encodable {
     @NullEncoded public var subject: String?
     /// How many rows or files are affected, when counted.
     @NullEncoded public var count: Int?
+    /// The main file of the store the problem is about (null for a problem of the layout).
+    @NullEncoded public var store: String?
 
     /// Creates a problem; its severity is the code's.
     public init(_ code: ProblemCode, _ message: String, subject: String? = nil, count: Int? = nil) {

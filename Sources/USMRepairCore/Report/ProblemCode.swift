@@ -40,6 +40,19 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
     case staleMarker = "stale-marker"
     case preferencesMalformed = "preferences-malformed"
     case leftoverTempStore = "leftover-temp-store"
+    case markerEmpty = "marker-empty"
+    case markerTrailingNewline = "marker-trailing-newline"
+    case markerVersionIgnored = "marker-version-ignored"
+    case activeStoreMarkedCorrupt = "active-store-marked-corrupt"
+    case corruptionMarkerIgnored = "corruption-marker-ignored"
+    case cachedUUIDStale = "cached-uuid-stale"
+    case cachedUUIDOtherVersion = "cached-uuid-other-version"
+    case cachedUUIDMalformed = "cached-uuid-malformed"
+    case cachedUUIDAmbiguous = "cached-uuid-ambiguous"
+    case nominalStoreFile = "nominal-store-file"
+    case severalCopies = "several-copies"
+    case seedLosesWALFrames = "seed-loses-wal-frames"
+    case cloudContainerMissing = "cloud-container-missing"
 
     /// How much a problem of this kind matters.
     public var severity: Problem.Severity {
@@ -48,11 +61,24 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
              .writeFailed, .notSqlite, .notCoreData, .sqliteError, .truncated, .integrity, .metadataRows,
              .metadataUuidMissing, .metadataPlistMalformed, .ubiquityMetadataInLocalStore, .entityTableShape,
              .entityNull, .entityUnknown, .entityWrongTable, .zmaxBehind, .danglingToOne, .danglingJoinRow,
-             .joinEntityUnknown, .externalDataMissing, .markerMalformed, .preferencesMalformed:
+             .joinEntityUnknown, .externalDataMissing, .markerMalformed, .preferencesMalformed,
+             .markerEmpty, .markerTrailingNewline, .activeStoreMarkedCorrupt, .cachedUUIDStale, .cachedUUIDMalformed, .nominalStoreFile, .seedLosesWALFrames:
             .error
         case .walHeaderWithoutWal, .strayWal, .hotJournal, .orphanSidecar, .metadataPlistNull,
-             .entityTableMissing, .externalDataOrphan, .layoutNotFound, .staleMarker, .leftoverTempStore:
+             .entityTableMissing, .externalDataOrphan, .layoutNotFound, .staleMarker, .leftoverTempStore,
+             .markerVersionIgnored, .corruptionMarkerIgnored, .cachedUUIDOtherVersion, .cachedUUIDAmbiguous, .severalCopies:
             .warning
+        case .cloudContainerMissing:
+            .info
+        }
+    }
+
+    /// The exit code a reported problem of this kind calls for when it is counted: a marker or
+    /// preferences file holding garbage is bad input (2); any other error is "problems found" (1).
+    public var exitStatus: ExitStatus {
+        switch self {
+        case .markerMalformed, .markerEmpty, .markerTrailingNewline, .preferencesMalformed: .badInput
+        default: severity == .error ? .problemsFound : .ok
         }
     }
 
@@ -93,9 +119,22 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
         case .externalDataMissing: "a 0x02 external-data reference whose file is missing"
         case .externalDataOrphan: "files in _EXTERNAL_DATA that no row references"
         case .layoutNotFound: "--container holds no UbiquityStoreManager data"
-        case .markerMalformed: "a StoreUUID/CorruptedUUID marker does not hold a UUID"
-        case .staleMarker: "StoreUUID markers of two cloud versions at once"
+        case .markerMalformed: "a marker does not hold 36 upper-case characters of a UUID (lower case, garbage, not a file)"
+        case .staleMarker: "a StoreUUID marker of a lower version beside the active one: the app falls back to it when the active one goes (E8)"
         case .preferencesMalformed: "the preferences file is not a plist, or USMCloudEnabledKey is not a boolean"
+        case .markerEmpty: "a StoreUUID/CorruptedUUID marker is empty: the app reads the store name \"\" (E12)"
+        case .markerTrailingNewline: "a marker holds a UUID followed by a newline or spaces: the app names a different, empty store (E12)"
+        case .markerVersionIgnored: "a marker of a cloud version above 1: no device reads it, nothing removes it"
+        case .activeStoreMarkedCorrupt: "the corruption marker names the active store: healthy devices rebuild it 30 s after launch (E9)"
+        case .corruptionMarkerIgnored: "a corruption marker naming another store or of an older version: ignored and never removed (E10)"
+        case .cachedUUIDStale: "the preferences' cached StoreUUID differs from the marker: the app loads the cached store first (E5)"
+        case .cachedUUIDOtherVersion: "a cached StoreUUID under another marker version's key: read again, stale, when the markers change"
+        case .cachedUUIDMalformed: "the cached StoreUUID is not 36 upper-case characters of a UUID"
+        case .cachedUUIDAmbiguous: "cached StoreUUIDs of several container paths disagree"
+        case .nominalStoreFile: "a plain file at CloudStore/<UUID>.sqlite: ignored by Core Data on iOS 7+, and it turns a later rebuild into a no-op (E13)"
+        case .severalCopies: "several copies of the active store (peers or accounts): which one the device opens cannot be known"
+        case .seedLosesWALFrames: "the next launch seeds from the local store, whose -wal holds frames the seeding (main file only) would lose"
+        case .cloudContainerMissing: "the ubiquity container was not given or found: markers and logs cannot be read"
         case .leftoverTempStore: "MigrationSource.sqlite / CopyMigrationStore.sqlite left by an interrupted migration"
         }
     }
