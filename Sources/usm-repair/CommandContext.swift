@@ -69,6 +69,32 @@ struct CommandContext {
         }, status: { $0.exitCode })
     }
 
+    /// Plans a maintenance operation, prints the plan, asks (or needs `--yes`), runs it, prints the result.
+    func runOperation(_ maintenance: Maintenance, layout: LayoutFlags, plan flags: PlanFlags) throws {
+        let operation = MaintenanceRun(options: layout.options, maintenance: maintenance)
+        try perform({ terminal -> MaintenanceRun.Report in
+            let planned = try operation.plan(dryRun: flags.dryRun)
+            let preview = operation.report(
+                planned.plan, before: planned.report, result: nil, after: nil, recovered: planned.recovered, dryRun: true)
+            if flags.dryRun || planned.plan.isNoOp { return preview }
+            if !flags.yes {
+                guard terminal.interactive else {
+                    throw USMError.confirmationRequired("\(maintenance.command) changes files: run it with --yes (see the plan with --dry-run)")
+                }
+                PlanPrinter(terminal: terminal, verbose: output.verbose).print(preview)
+                guard confirm("Run this plan? A snapshot is taken first.") else {
+                    throw USMError.confirmationRequired("not confirmed; nothing was changed")
+                }
+            }
+            return try operation.run(
+                planned.plan, before: planned.report, recovered: planned.recovered, snapshotDirectory: flags.snapshotDirectory,
+                builder: BuiltInStrategies.builder, progress: { terminal.progressLine($0) })
+        }, text: { report, terminal in
+            guard !output.quiet || report.dryRun else { return }
+            PlanPrinter(terminal: terminal, verbose: output.verbose).print(report)
+        })
+    }
+
     /// Prints an error (the envelope on stdout with `--json`, always a sentence on stderr) and
     /// returns the exit code to throw.
     func fail(_ error: USMError) -> ExitCode {

@@ -17,7 +17,11 @@ struct USMRepairCommand: ParsableCommand {
             2 bad input, 3 refused, 64 usage, 66 not found, 74 I/O error (README, "Exit codes").
             """,
         version: USMRepair.version,
-        subcommands: [StatusCommand.self, CheckCommand.self, ArchiveCommand.self, RestoreCommand.self, BundleCommand.self]
+        subcommands: [
+            StatusCommand.self, CheckCommand.self, StoresCommand.self, ArchiveCommand.self, RestoreCommand.self, BundleCommand.self,
+            DeleteCommand.self, MigrateCommand.self, RebuildCommand.self, SwitchCommand.self, CloudCommand.self,
+            CorruptionCommand.self, RecoverCommand.self,
+        ]
     )
 
     /// Parses, runs, and is the only place the process exits. Usage errors print the same

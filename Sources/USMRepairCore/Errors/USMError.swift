@@ -12,6 +12,19 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, Codable {
     case badInput = 2
     /// Refused for safety: a path leaves the container through a symlink, or similar.
     case refused = 3
+    /// The operation needs the ubiquity container, which was not given or found.
+    case needsCloudContainer = 4
+    /// A store the operation touches is open or locked by another process (or has a hot journal).
+    case storeInUse = 5
+    /// Another usm-repair run holds the layout's lock.
+    case busy = 6
+    /// An interrupted operation is pending in the layout (`recover` finishes or undoes it).
+    case interrupted = 7
+    /// A precondition of the operation does not hold (no local store to seed from, the active
+    /// store's copy missing or damaged, several copies and no choice made).
+    case preconditionFailed = 8
+    /// The files changed between planning and running.
+    case changedSincePlanning = 9
     /// Command-line usage error (unknown flag, bad value, conflicting options).
     case usage = 64
     /// A path named on the command line does not exist.
@@ -28,7 +41,9 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, Codable {
         case .notFound: 3
         case .ioError: 4
         case .refused: 5
-        case .usage: 6
+        case .needsCloudContainer, .preconditionFailed: 6
+        case .changedSincePlanning, .storeInUse, .busy, .interrupted: 7
+        case .usage: 8
         }
     }
 
@@ -45,6 +60,12 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, Codable {
         case .usage: "usage"
         case .notFound: "not-found"
         case .ioError: "io-error"
+        case .needsCloudContainer: "needs-cloud-container"
+        case .storeInUse: "store-in-use"
+        case .busy: "busy"
+        case .interrupted: "interrupted"
+        case .preconditionFailed: "precondition-failed"
+        case .changedSincePlanning: "changed"
         }
     }
 }
@@ -87,6 +108,18 @@ public enum USMError: Error, Sendable, Equatable {
     case confirmationRequired(String)
     /// A file changed while it was being read, so no consistent copy could be taken.
     case changedWhileReading(path: String)
+    /// The operation needs the ubiquity container (`--cloud-dir`).
+    case cloudContainerRequired(operation: String, why: String)
+    /// A store the plan touches is open or locked by another process.
+    case storeBusy(path: String, reason: String, pid: Int32?)
+    /// Another usm-repair run holds the lock of a folder.
+    case layoutBusy(path: String, pid: Int32?)
+    /// An interrupted operation is pending and this command does not recover it (`--dry-run`).
+    case interruptedOperation(path: String, operation: String)
+    /// A precondition of the operation does not hold.
+    case preconditionFailed(String)
+    /// A path changed between planning and running.
+    case changedSincePlanning(path: String)
     /// A failure no other case describes (a library error without a path); the text says what it was.
     case unexpected(String)
 
@@ -105,6 +138,12 @@ public enum USMError: Error, Sendable, Equatable {
         case .hostileArchive, .tooLarge, .confirmationRequired: .refused
         case .changedWhileReading: .ioError
         case .unexpected: .ioError
+        case .cloudContainerRequired: .needsCloudContainer
+        case .storeBusy: .storeInUse
+        case .layoutBusy: .busy
+        case .interruptedOperation: .interrupted
+        case .preconditionFailed: .preconditionFailed
+        case .changedSincePlanning: .changedSincePlanning
         }
     }
 
@@ -129,6 +168,12 @@ public enum USMError: Error, Sendable, Equatable {
         case .confirmationRequired: "confirmation-required"
         case .changedWhileReading: "changed-while-reading"
         case .unexpected: "unexpected-error"
+        case .cloudContainerRequired: "needs-cloud-container"
+        case .storeBusy: "store-in-use"
+        case .layoutBusy: "busy"
+        case .interruptedOperation: "interrupted"
+        case .preconditionFailed: "precondition-failed"
+        case .changedSincePlanning: "changed"
         }
     }
 
@@ -185,6 +230,18 @@ public enum USMError: Error, Sendable, Equatable {
             "\(path) changed while it was being read (is the app still running?); close the app and try again"
         case let .unexpected(text):
             text
+        case let .cloudContainerRequired(operation, why):
+            "\(operation) needs the ubiquity container (\(why)); give it with --cloud-dir (an .xcappdata download does not hold it); nothing was changed"
+        case let .storeBusy(path, reason, pid):
+            "\(path) is in use: \(reason)\(pid.map { " (process \($0))" } ?? ""); close the app and try again; nothing was changed"
+        case let .layoutBusy(path, pid):
+            "another usm-repair run\(pid.map { " (process \($0))" } ?? "") is changing \(path); wait for it; nothing was changed"
+        case let .interruptedOperation(path, operation):
+            "an interrupted \(operation) is pending in \(path); run usm-repair recover (with the same folder flags) to finish or undo it"
+        case let .preconditionFailed(text):
+            "\(text); nothing was changed"
+        case let .changedSincePlanning(path):
+            "\(path) changed since the plan was made (is the app running?); nothing was changed"
         }
     }
 }

@@ -109,6 +109,17 @@ struct Discovery {
         }
 
         chooseOpenedCopies(&stores, preferences: preferences)
+        // An operation a kill interrupted: its journal waits in a private folder of ours.
+        let candidateRoots = MaintenanceRun.roots(of: Layout(
+            options: options, appDirectory: appDir, cloudDirectory: cloudDir, preferencesPath: prefsURL, stores: [], cloudStores: [],
+            cloudContent: [], markers: [], preferences: nil, leftovers: [], documents: [], problems: [], exitStatus: .ok))
+        for folder in PlanExecutor.pending(in: candidateRoots) {
+            let operation = (try? Journal.plan(in: folder))?.operation ?? "operation"
+            problems.append(Problem(
+                .interruptedOperation,
+                "an interrupted \(operation) is pending (\(folder.path)): run usm-repair recover with the same folder flags to finish or undo it",
+                subject: folder.path))
+        }
         let cloudStores = collectCloudStores(stores: stores, content: content, markers: markers, preferences: preferences)
         for leftover in leftovers {
             problems.append(Problem(

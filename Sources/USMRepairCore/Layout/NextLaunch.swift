@@ -3,7 +3,7 @@ import Foundation
 /// What the app's UbiquityStoreManager will do at its next launch, derived from the files and the
 /// preferences alone by following usm-behaviour.md §2 as a decision procedure (an iOS 7+ device,
 /// `D` = 1). `state` names the row of that document's table E1–E13 the layout is in.
-public struct NextLaunch: Sendable, Encodable, Equatable {
+public struct NextLaunch: Sendable, Codable, Equatable {
     /// What the launch ends with.
     public enum Outcome: String, Sendable, Codable {
         /// The local store is opened (created empty when missing). E1, E11.

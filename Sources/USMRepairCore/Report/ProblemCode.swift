@@ -53,6 +53,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
     case severalCopies = "several-copies"
     case seedLosesWALFrames = "seed-loses-wal-frames"
     case cloudContainerMissing = "cloud-container-missing"
+    case interruptedOperation = "interrupted-operation"
 
     /// How much a problem of this kind matters.
     public var severity: Problem.Severity {
@@ -62,7 +63,8 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
              .metadataUuidMissing, .metadataPlistMalformed, .ubiquityMetadataInLocalStore, .entityTableShape,
              .entityNull, .entityUnknown, .entityWrongTable, .zmaxBehind, .danglingToOne, .danglingJoinRow,
              .joinEntityUnknown, .externalDataMissing, .markerMalformed, .preferencesMalformed,
-             .markerEmpty, .markerTrailingNewline, .activeStoreMarkedCorrupt, .cachedUUIDStale, .cachedUUIDMalformed, .nominalStoreFile, .seedLosesWALFrames:
+             .markerEmpty, .markerTrailingNewline, .activeStoreMarkedCorrupt, .cachedUUIDStale, .cachedUUIDMalformed, .nominalStoreFile, .seedLosesWALFrames,
+             .interruptedOperation:
             .error
         case .walHeaderWithoutWal, .strayWal, .hotJournal, .orphanSidecar, .metadataPlistNull,
              .entityTableMissing, .externalDataOrphan, .layoutNotFound, .staleMarker, .leftoverTempStore,
@@ -134,6 +136,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
         case .nominalStoreFile: "a plain file at CloudStore/<UUID>.sqlite: ignored by Core Data on iOS 7+, and it turns a later rebuild into a no-op (E13)"
         case .severalCopies: "several copies of the active store (peers or accounts): which one the device opens cannot be known"
         case .seedLosesWALFrames: "the next launch seeds from the local store, whose -wal holds frames the seeding (main file only) would lose"
+        case .interruptedOperation: "a usm-repair operation was interrupted (killed): run usm-repair recover to finish or undo it"
         case .cloudContainerMissing: "the ubiquity container was not given or found: markers and logs cannot be read"
         case .leftoverTempStore: "MigrationSource.sqlite / CopyMigrationStore.sqlite left by an interrupted migration"
         }

@@ -68,6 +68,12 @@ final class Terminal {
         writeErr("\r\u{1B}[K[\(index + 1)/\(count)] reading \(name)")
     }
 
+    /// A one-line progress note of free text on stderr, overwritten by the next one.
+    func progressLine(_ text: String) {
+        guard progressEnabled else { return }
+        writeErr("\r\u{1B}[K\(text.prefix(100))")
+    }
+
     /// A progress bar of bytes done, overwritten in place.
     func progressBytes(_ done: Int64, _ total: Int64) {
         guard progressEnabled, total > 0 else { return }
