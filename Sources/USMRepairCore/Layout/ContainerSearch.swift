@@ -46,9 +46,11 @@ struct ContainerSearch {
             if FileStatus.lookup(mobile.path)?.kind == .directory { places.append(mobile) }
         }
         for place in places {
-            let containers = TreeWalk.children(place).map { place.appendingPathComponent($0, isDirectory: true) }
-                .filter { $0.path != root.path && Self.isUbiquityContainer($0) }
-            if let suffix, let named = containers.first(where: { $0.lastPathComponent.hasSuffix(suffix) }) { return named }
+            let children = TreeWalk.children(place).map { place.appendingPathComponent($0, isDirectory: true) }
+                .filter { $0.path != root.path && FileStatus.lookup($0.path)?.kind == .directory }
+            // The app's own container by name, even emptied (after `delete container`).
+            if let suffix, let named = children.first(where: { $0.lastPathComponent.hasSuffix(suffix) }) { return named }
+            let containers = children.filter(Self.isUbiquityContainer)
             if containers.count == 1, suffix == nil || place.lastPathComponent != "Mobile Documents" { return containers[0] }
         }
         return nil

@@ -161,6 +161,16 @@ public struct PlanExecutor {
         return try recoverPending(in: roots)
     }
 
+    /// The roots of `roots` plus those of the plans pending in them: a pending plan may name a
+    /// folder discovery no longer finds (its preferences sit in the trash until it is undone).
+    static func withPendingRoots(_ roots: [Plan.Root]) -> [Plan.Root] {
+        var all = roots
+        for folder in pending(in: roots) {
+            for root in (try? Journal.plan(in: folder))?.roots ?? [] where !all.contains(root) { all.append(root) }
+        }
+        return all
+    }
+
     /// The operation folders holding a plan in `roots` (pending operations), without locking.
     public static func pending(in roots: [Plan.Root]) -> [URL] {
         roots.flatMap { root -> [URL] in
@@ -171,11 +181,14 @@ public struct PlanExecutor {
         }
     }
 
-    /// Under the caller's lock: finishes (committed) or undoes (not committed) each pending operation.
+    /// Under the caller's lock: finishes (committed) or undoes (not committed) each pending operation,
+    /// taking the locks of the folders its plan names that the caller did not lock.
     static func recoverPending(in roots: [Plan.Root]) throws -> [Recovery] {
         var done: [Recovery] = []
         for folder in pending(in: roots) {
             let plan = try Journal.plan(in: folder)
+            let extra = try OperationLock(roots: plan.roots.filter { !roots.contains($0) })
+            defer { extra.release() }
             let events = Journal.events(in: folder)
             let committed = events.contains { $0.event == .committed }
             if committed {
