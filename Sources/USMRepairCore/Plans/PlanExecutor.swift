@@ -68,10 +68,12 @@ public struct PlanExecutor {
         let recovered = try Self.recoverPending(in: plan.roots)
         try verify(plan)
         guard let primary = plan.primaryRoot else { throw USMError.unexpected("a plan without folders") }
-        for root in plan.roots {
+        // The journal first: every other folder of the operation exists only once it does.
+        try Self.makeFolder(primary.operationURL(plan.id))
+        let journal = try Journal.create(in: primary.operationURL(plan.id), plan: plan)
+        for root in plan.roots.dropFirst() {
             try Self.makeFolder(root.operationURL(plan.id))
         }
-        let journal = try Journal.create(in: primary.operationURL(plan.id), plan: plan)
         defer { journal.close() }
         var runs: [Result.StepRun] = []
         var snapshot: String?
@@ -201,6 +203,21 @@ public struct PlanExecutor {
             }
             done.append(Recovery(operation: plan.operation, id: plan.id, outcome: committed ? "finished" : "undone", journal: folder.path))
         }
+        // What a kill left half removed: a folder being purged (its operation had finished), or
+        // one killed while its plan was being written (nothing of the user's can be in it: the
+        // first retire comes after the journal).
+        for root in roots {
+            let operations = root.privateURL.appendingPathComponent("operations", isDirectory: true)
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: operations.path)) ?? [] {
+                let folder = operations.appendingPathComponent(name, isDirectory: true)
+                let trash = folder.appendingPathComponent("trash")
+                let purging = name.hasPrefix(purgingPrefix)
+                let unplanned = FileStatus.lookup(folder.appendingPathComponent(Journal.planName).path)?.kind != .file
+                    && ((try? FileManager.default.contentsOfDirectory(atPath: trash.path)) ?? []).isEmpty
+                    && !roots.contains { FileStatus.lookup($0.operationURL(name).appendingPathComponent(Journal.planName).path) != nil }
+                if purging || unplanned { try SafeRemove.tree(folder) }
+            }
+        }
         return done
     }
 
@@ -221,11 +238,21 @@ public struct PlanExecutor {
     }
 
     /// Removes the operation's folders (other roots first, the journal's last) and records the end.
+    /// Each folder is first renamed to `.purging-<id>` in one step, so that a kill in the middle of
+    /// the removal leaves a folder recovery knows it may simply finish removing.
     static func purge(_ plan: Plan, journal: Journal?) throws {
-        for root in plan.roots.dropFirst() { try SafeRemove.tree(root.operationURL(plan.id)) }
+        for root in plan.roots.dropFirst() { try discard(root.operationURL(plan.id)) }
         try? journal?.append(.init(event: .finished))
-        if let primary = plan.primaryRoot { try SafeRemove.tree(primary.operationURL(plan.id)) }
-        for root in plan.roots { FileSync.directory(root.privateURL.appendingPathComponent("operations")) }
+        if let primary = plan.primaryRoot { try discard(primary.operationURL(plan.id)) }
+    }
+
+    static let purgingPrefix = ".purging-"
+
+    private static func discard(_ folder: URL) throws {
+        guard FileStatus.lookup(folder.path) != nil else { return }
+        let doomed = folder.deletingLastPathComponent().appendingPathComponent(purgingPrefix + folder.lastPathComponent)
+        try move(folder.path, to: doomed.path)
+        try SafeRemove.tree(doomed)
     }
 
     // MARK: - Files
