@@ -411,3 +411,23 @@ struct KillTests {
         print("random kills: \(outcomes.joined(separator: " ")) (clean run \(String(format: "%.2f", duration)) s)")
     }
 }
+
+/// Operations on folders the user may not write.
+@Suite("operations on read-only folders")
+struct ReadOnlyOperationTests {
+    @Test("a read-only app folder: refused before anything changes", .enabled(if: CLI.canRunUnprivileged, "running as root without setpriv"))
+    func readOnly() throws {
+        let f = try OperationTests.Fixture()
+        // `nobody` may read everything and write only its own snapshot folder.
+        _ = try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: f.tmp.url.path)
+        let state = f.tmp.path("state")
+        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o777])
+        try FileManager.default.setAttributes([.posixPermissions: 0o555], ofItemAtPath: f.paths.appDir.path)
+        defer { try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: f.paths.appDir.path) }
+        let before = try f.snapshot()
+        let r = try CLI.run(["delete", "local-store", "--yes", "--json"] + f.flags, environment: ["XDG_STATE_HOME": state.path], unprivileged: true)
+        #expect(r.status == 74, "\(r.stdout)\(r.stderr)")
+        #expect((r.json["error"] as? [String: Any])?["code"] as? String == "write-failed")
+        #expect(try f.snapshot() == before)
+    }
+}
