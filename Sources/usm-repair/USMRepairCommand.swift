@@ -14,10 +14,13 @@ struct USMRepairCommand: ParsableCommand {
             StoreUUID and CorruptedUUID markers, and the preferences plist holding USMCloudEnabledKey.
 
             Read-only commands never change a byte of your folders. Exit codes: 0 ok, 1 problems found, \
-            2 bad input, 3 refused, 64 usage, 66 not found, 74 I/O error (README, "Exit codes").
+            2 bad input, 3 refused, 5 migration failed, 64 usage, 66 not found, 74 I/O error (README, "Exit codes").
             """,
         version: USMRepair.version,
-        subcommands: [StatusCommand.self, CheckCommand.self, ArchiveCommand.self, RestoreCommand.self, BundleCommand.self]
+        subcommands: [
+            StatusCommand.self, CheckCommand.self, ArchiveCommand.self, RestoreCommand.self, BundleCommand.self,
+            MigrateStoreCommand.self, StrategiesCommand.self,
+        ]
     )
 
     /// Parses, runs, and is the only place the process exits. Usage errors print the same

@@ -1,0 +1,134 @@
+import Foundation
+import GRDB
+
+/// Order-independent content digests: per entity, the row count and the wrapping sum of a 64-bit
+/// hash of each row's attribute columns (no keys, so rows copied under new keys still match).
+struct ContentDigest: Equatable {
+    var rows: Int
+    var sum: Int64
+
+    static func + (a: ContentDigest, b: ContentDigest) -> ContentDigest {
+        ContentDigest(rows: a.rows + b.rows, sum: a.sum &+ b.sum)
+    }
+
+    /// Digests per entity name of the store at `url`, and the attribute columns each table's digest covers.
+    static func read(_ url: URL, schema: CoreDataSchema) throws -> (digests: [String: ContentDigest], columns: [String: [String]]) {
+        let queue = try StagedStore.open(url, readonly: true)
+        defer { try? queue.close() }
+        return try queue.read { db in
+            var digests: [String: ContentDigest] = [:]
+            var columns: [String: [String]] = [:]
+            for table in schema.entityTables {
+                let attributes = SchemaFacts.attributeColumns(table, schema: schema).sorted()
+                let entities = schema.entities.filter { $0.table == table }
+                for entity in entities { columns[entity.name] = attributes }
+                let list = attributes.map(SQLName.quote).joined(separator: ", ")
+                let rows = try Row.fetchAll(db, sql: "SELECT Z_ENT AS ent, COUNT(*) AS n, usm_digest(\(list)) AS d FROM \(SQLName.quote(table)) GROUP BY Z_ENT")
+                for row in rows {
+                    guard let ent = Int.fromDatabaseValue(row["ent"] as DatabaseValue),
+                          let name = entities.first(where: { $0.number == ent })?.name else { continue }
+                    digests[name] = ContentDigest(
+                        rows: Int.fromDatabaseValue(row["n"] as DatabaseValue) ?? 0,
+                        sum: Int64.fromDatabaseValue(row["d"] as DatabaseValue) ?? 0)
+                }
+            }
+            return (digests, columns)
+        }
+    }
+}
+
+/// The checks every staged store passes before it is installed, whatever the strategy.
+struct MigrationVerifier {
+    let source: StoreReport
+    let destinationBefore: StoreReport?
+    let policy: StrategyDescription.RowPolicy
+    let outcome: MigrationOutcome
+    let keepUbiquity: Bool
+
+    /// Runs `check` on the staged store and compares rows (and digests, where rows are copied unchanged).
+    /// Fills `report` and throws `verificationFailed` on the first broken promise.
+    func verify(staged: URL, sourceCopy: URL, sourceSchema: CoreDataSchema, destinationCopy: URL?,
+                destinationSchema: CoreDataSchema?, report: inout MigrationReport) throws {
+        let files = StoreFileSet(main: staged)
+        let result = StoreInspector(depth: .check).inspect(
+            files, role: .store, confinement: Confinement(root: files.directory), privateCopy: staged)
+        if let failure = result.readFailure {
+            throw USMError.verificationFailed(path: staged.path, detail: "the staged store cannot be read: \(failure.message)")
+        }
+        report.verification.integrity = result.integrity
+        guard result.integrity == "ok" else {
+            throw USMError.verificationFailed(path: staged.path, detail: "integrity_check failed")
+        }
+        let known = Set((source.problems + (destinationBefore?.problems ?? [])).filter { $0.severity == .error }.map(\.code))
+        let errors = result.problems.filter { $0.severity == .error }
+        report.verification.problems = errors.filter { !known.contains($0.code) }
+        report.verification.inherited = errors.filter { known.contains($0.code) }
+        if let first = report.verification.problems.first {
+            throw USMError.verificationFailed(path: staged.path, detail: "\(first.code.rawValue): \(first.message)")
+        }
+        report.verification.ubiquityKeys = result.metadata?.ubiquityKeys ?? []
+        if !keepUbiquity, !report.verification.ubiquityKeys.isEmpty, policy != .reported {
+            throw USMError.verificationFailed(path: staged.path,
+                detail: "ubiquity metadata is still present (\(report.verification.ubiquityKeys.joined(separator: ", ")))")
+        }
+
+        // Rows per entity.
+        let sourceRows = Dictionary(source.entities.map { ($0.name, $0.rows) }, uniquingKeysWith: +)
+        let beforeRows = Dictionary((destinationBefore?.entities ?? []).map { ($0.name, $0.rows) }, uniquingKeysWith: +)
+        let afterRows = Dictionary(result.entities.map { ($0.name, $0.rows) }, uniquingKeysWith: +)
+        let system = Set((source.entities + result.entities).filter(\.system).map(\.name))
+        let names = Set(sourceRows.keys).union(beforeRows.keys).union(afterRows.keys).sorted()
+        var entities: [MigrationReport.EntityRows] = []
+        var mismatches: [String] = []
+        for name in names {
+            let s = sourceRows[name] ?? 0, b = beforeRows[name] ?? 0, a = afterRows[name] ?? 0
+            let dedup = outcome.deduplicated[name] ?? 0
+            let expected: Int? = switch policy {
+            case .all: s + b
+            case .userEntities: system.contains(name) ? b : s + b - dedup
+            case .none: b
+            case .reported: outcome.rows[name].map { $0 + (destinationBefore == nil ? 0 : b) }
+            }
+            if let expected, expected != a { mismatches.append("\(name): expected \(expected) rows, found \(a)") }
+            entities.append(.init(name: name, source: s, destinationBefore: b, expected: expected, after: a, digest: "not-compared"))
+        }
+        if policy == .reported {
+            report.verification.rows = mismatches.isEmpty ? "equal" : "reported"
+            report.notes += mismatches.map { "rows differ from what the plugin or recipe reported: \($0)" }
+        } else if let first = mismatches.first {
+            report.entities = entities
+            throw USMError.verificationFailed(path: staged.path, detail: "rows per entity differ (\(first))")
+        } else {
+            report.verification.rows = "equal"
+        }
+
+        // Digests where rows are copied unchanged.
+        if policy == .all || policy == .userEntities {
+            let (resultDigests, resultColumns) = try ContentDigest.read(staged, schema: CoreDataSchema.load(from: staged))
+            let (sourceDigests, sourceColumns) = try ContentDigest.read(sourceCopy, schema: sourceSchema)
+            var beforeDigests: [String: ContentDigest] = [:]
+            var beforeColumns: [String: [String]] = [:]
+            if let destinationCopy, let destinationSchema {
+                (beforeDigests, beforeColumns) = try ContentDigest.read(destinationCopy, schema: destinationSchema)
+            }
+            for i in entities.indices {
+                let name = entities[i].name
+                guard !(policy == .userEntities && system.contains(name)) else { entities[i].digest = "not-copied"; continue }
+                guard (outcome.deduplicated[name] ?? 0) == 0, !outcome.altered.contains(name) else { entities[i].digest = "skipped-changed-rows"; continue }
+                guard resultColumns[name] == sourceColumns[name], destinationCopy == nil || beforeColumns[name] == resultColumns[name] else {
+                    entities[i].digest = "skipped-columns-differ"
+                    continue
+                }
+                let zero = ContentDigest(rows: 0, sum: 0)
+                let expected = (sourceDigests[name] ?? zero) + (beforeDigests[name] ?? zero)
+                if (resultDigests[name] ?? zero) != expected {
+                    report.entities = entities
+                    throw USMError.verificationFailed(path: staged.path, detail: "the content of \(name) differs from the source's")
+                }
+                entities[i].digest = "equal"
+                report.verification.digestsCompared += 1
+            }
+        }
+        report.entities = entities
+    }
+}
