@@ -21,12 +21,7 @@ static uint64_t mix(uint64_t z) {
     return z ^ (z >> 31);
 }
 
-static void digest_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-    uint64_t *acc = (uint64_t *)sqlite3_aggregate_context(ctx, 2 * sizeof(uint64_t));
-    if (acc == NULL) {
-        sqlite3_result_error_nomem(ctx);
-        return;
-    }
+static uint64_t row_hash(int argc, sqlite3_value **argv) {
     uint64_t h = 0xcbf29ce484222325ULL;
     for (int i = 0; i < argc; i++) {
         unsigned char tag = (unsigned char)sqlite3_value_type(argv[i]);
@@ -62,8 +57,21 @@ static void digest_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
             break;
         }
     }
-    acc[0] += mix(h);
+    return mix(h);
+}
+
+static void digest_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    uint64_t *acc = (uint64_t *)sqlite3_aggregate_context(ctx, 2 * sizeof(uint64_t));
+    if (acc == NULL) {
+        sqlite3_result_error_nomem(ctx);
+        return;
+    }
+    acc[0] += row_hash(argc, argv);
     acc[1] += 1;
+}
+
+static void rowhash_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    sqlite3_result_int64(ctx, (sqlite3_int64)row_hash(argc, argv));
 }
 
 static void digest_final(sqlite3_context *ctx) {
@@ -72,9 +80,13 @@ static void digest_final(sqlite3_context *ctx) {
 }
 
 int usm_register_digest(void *connection) {
-    return sqlite3_create_function_v2((sqlite3 *)connection, "usm_digest", -1,
-                                      SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, NULL,
-                                      digest_step, digest_final, NULL);
+    int rc = sqlite3_create_function_v2((sqlite3 *)connection, "usm_digest", -1,
+                                        SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, NULL,
+                                        digest_step, digest_final, NULL);
+    if (rc != SQLITE_OK) return rc;
+    return sqlite3_create_function_v2((sqlite3 *)connection, "usm_rowhash", -1,
+                                      SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, rowhash_func,
+                                      NULL, NULL, NULL);
 }
 
 int usm_parameter_count(void *statement) {

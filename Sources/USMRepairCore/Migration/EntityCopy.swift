@@ -68,6 +68,12 @@ public struct EntityCopy {
         var result = Result()
         let policy = session.job.options.onConflict
         let facts = try SchemaFacts.read(db, schema: destination, schemaName: "main")
+        let inferredSource = try SchemaFacts.inferredKeys(db, schema: source, schemaName: "src")
+        let sourceKeys = source.toOneKeys + inferredSource
+        let destinationKeys = destination.toOneKeys + (try SchemaFacts.inferredKeys(db, schema: destination, schemaName: "main"))
+        for key in inferredSource {
+            result.notes.append("\(key.table).\(key.column) taken to point at \(key.destinationTable) (the store's own naming and data agree; its model cache does not say)")
+        }
 
         // 1. Entities by name; every copied source hierarchy lands in one destination table.
         var plans: [String: TablePlan] = [:]
@@ -118,7 +124,7 @@ public struct EntityCopy {
         var remap: [String: String] = [:]      // destination table → temp table (src_pk → kept dst_pk)
         var dropped: [String: String] = [:]    // destination table → temp table (dst_pk → new_pk)
         for plan in plans.values.sorted(by: { $0.table < $1.table }) where plan.hadRows {
-            let columns = try columnMap(plan, facts: facts, tableMap: tableMap)
+            let columns = try columnMap(plan, facts: facts, tableMap: tableMap, sourceKeys: sourceKeys)
             for index in (facts.indexes[plan.table] ?? []).filter(\.unique) {
                 let pairs = index.columns.compactMap { column in columns.plain[column].map { (column, $0) } }
                 guard pairs.count == index.columns.count, !pairs.isEmpty else { continue }
@@ -186,7 +192,7 @@ public struct EntityCopy {
 
         // 5. Entity rows.
         for plan in plans.values.sorted(by: { $0.table < $1.table }) {
-            let columns = try columnMap(plan, facts: facts, tableMap: tableMap)
+            let columns = try columnMap(plan, facts: facts, tableMap: tableMap, sourceKeys: sourceKeys)
             let sourceEntities = plan.entities.keys.sorted().map(String.init).joined(separator: ",")
             let allCopied = Set(source.entities.filter { $0.table == plan.sourceTable }.map(\.number)).isSubset(of: Set(plan.entities.keys))
             let identical = !plan.hadRows && allCopied && plan.entities.allSatisfy { $0.key == $0.value } && plan.offset == 0
@@ -284,7 +290,7 @@ public struct EntityCopy {
         // 7. Keep-source: destination references to the removed rows move to the new ones.
         for (table, temp) in dropped {
             let hierarchy = Set(destination.entities.filter { $0.table == table }.map(\.number))
-            for key in destination.toOneKeys where key.destinationTable == table {
+            for key in destinationKeys where key.destinationTable == table {
                 let column = SQLName.quote(key.column)
                 try exec("UPDATE main.\(SQLName.quote(key.table)) SET \(column) = (SELECT new_pk FROM temp.\(temp) WHERE dst_pk = \(column)) WHERE \(column) IN (SELECT dst_pk FROM temp.\(temp))", &result)
             }
@@ -298,7 +304,7 @@ public struct EntityCopy {
         }
         // The entity column of a polymorphic to-one whose key was redirected follows its target.
         for table in Set(remap.keys).union(dropped.keys) {
-            for key in destination.toOneKeys where key.destinationTable == table {
+            for key in destinationKeys where key.destinationTable == table {
                 guard let entityColumn = SchemaFacts.entityColumn(for: key.column, in: key.table, schema: destination) else { continue }
                 let c = SQLName.quote(key.column)
                 try exec("UPDATE main.\(SQLName.quote(key.table)) SET \(SQLName.quote(entityColumn)) = (SELECT t.Z_ENT FROM main.\(SQLName.quote(table)) t WHERE t.Z_PK = main.\(SQLName.quote(key.table)).\(c)) WHERE \(c) IS NOT NULL AND \(SQLName.quote(entityColumn)) IS NOT (SELECT t.Z_ENT FROM main.\(SQLName.quote(table)) t WHERE t.Z_PK = main.\(SQLName.quote(key.table)).\(c))", &result)
@@ -343,14 +349,14 @@ public struct EntityCopy {
         var identical = false
     }
 
-    func columnMap(_ plan: TablePlan, facts: SchemaFacts, tableMap: [String: String]) throws -> ColumnMap {
+    func columnMap(_ plan: TablePlan, facts: SchemaFacts, tableMap: [String: String], sourceKeys allKeys: [CoreDataSchema.ToOneKey]) throws -> ColumnMap {
         var map = ColumnMap()
         let sourceColumns = source.tables[plan.sourceTable] ?? []
         let destinationColumns = destination.tables[plan.table] ?? []
         map.destinationColumns = destinationColumns.map(\.name)
         let sourceByName = Dictionary(sourceColumns.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         var used: Set<String> = ["Z_PK", "Z_ENT"]
-        let sourceKeys = source.toOneKeys.filter { $0.table == plan.sourceTable }
+        let sourceKeys = allKeys.filter { $0.table == plan.sourceTable }
         for column in destinationColumns where column.name != "Z_PK" && column.name != "Z_ENT" {
             if let key = sourceKeys.first(where: { $0.column == column.name }) {
                 map.keys[column.name] = (key.column, tableMap[key.destinationTable] ?? key.destinationTable)
@@ -381,7 +387,7 @@ public struct EntityCopy {
         }
         // Keys whose destination could not be told would be copied unchanged: refuse in a merge.
         if session.isMerge || plan.offset > 0 {
-            for column in sourceColumns where isUnresolvedKey(column.name, table: plan.sourceTable) {
+            for column in sourceColumns where isUnresolvedKey(column.name, table: plan.sourceTable, keys: allKeys) {
                 throw USMError.schemaMismatch(path: session.job.destination.path,
                     detail: "\(plan.sourceTable).\(column.name) looks like a to-one key (it has Core Data's key index) but the source's model cache does not say where it points, so its values cannot be moved with the keys")
             }
@@ -391,10 +397,14 @@ public struct EntityCopy {
         return map
     }
 
-    private func isUnresolvedKey(_ column: String, table: String) -> Bool {
-        guard column.hasPrefix("Z"), !column.hasPrefix("Z_"), !source.toOneKeys.contains(where: { $0.table == table && $0.column == column })
+    private func isUnresolvedKey(_ column: String, table: String, keys: [CoreDataSchema.ToOneKey]) -> Bool {
+        guard column.hasPrefix("Z"), !column.hasPrefix("Z_"), !keys.contains(where: { $0.table == table && $0.column == column })
         else { return false }
         let indexName = "\(table)_\(column)_INDEX"
-        return (try? Int.fetchOne(db, sql: "SELECT COUNT(*) FROM src.sqlite_master WHERE type = 'index' AND name = ?", arguments: [indexName])) ?? 0 > 0
+        guard ((try? Int.fetchOne(db, sql: "SELECT COUNT(*) FROM src.sqlite_master WHERE type = 'index' AND name = ?", arguments: [indexName])) ?? 0) > 0
+        else { return false }
+        // A column that holds no value has nothing to move, whatever it is.
+        let values = (try? Int.fetchOne(db, sql: "SELECT COUNT(*) FROM src.\(SQLName.quote(table)) WHERE \(SQLName.quote(column)) IS NOT NULL")) ?? 1
+        return values > 0
     }
 }

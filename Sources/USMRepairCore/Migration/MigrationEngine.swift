@@ -139,7 +139,12 @@ public struct MigrationEngine: Sendable {
         do {
             outcome = try strategy.migrate(job)
         } catch let error as USMError {
-            throw error
+            // Errors name the user's destination, not the staging folder.
+            switch error {
+            case let .schemaMismatch(_, detail): throw USMError.schemaMismatch(path: destination.main.path, detail: detail)
+            case let .writeFailed(_, reason): throw USMError.writeFailed(path: destination.directory.path, reason: reason)
+            default: throw error
+            }
         } catch {
             throw StagedStore.wrapWrite(error, path: staged.main)
         }

@@ -18,11 +18,16 @@ struct ContentDigest: Equatable {
         return try queue.read { db in
             var digests: [String: ContentDigest] = [:]
             var columns: [String: [String]] = [:]
+            let indexed = try SchemaFacts.indexedKeyColumns(db, schema: schema)
             for table in schema.entityTables {
-                let attributes = SchemaFacts.attributeColumns(table, schema: schema).sorted()
+                let attributes = SchemaFacts.attributeColumns(table, schema: schema, indexedKeys: indexed[table] ?? []).sorted()
                 let entities = schema.entities.filter { $0.table == table }
                 for entity in entities { columns[entity.name] = attributes }
-                let list = attributes.map(SQLName.quote).joined(separator: ", ")
+                // SQLite functions take at most 127 arguments: wide tables are hashed in chunks.
+                let chunks = stride(from: 0, to: attributes.count, by: 100).map { Array(attributes[$0..<min($0 + 100, attributes.count)]) }
+                let list = chunks.count <= 1
+                    ? attributes.map(SQLName.quote).joined(separator: ", ")
+                    : chunks.map { "usm_rowhash(" + $0.map(SQLName.quote).joined(separator: ", ") + ")" }.joined(separator: ", ")
                 let rows = try Row.fetchAll(db, sql: "SELECT Z_ENT AS ent, COUNT(*) AS n, usm_digest(\(list)) AS d FROM \(SQLName.quote(table)) GROUP BY Z_ENT")
                 for row in rows {
                     guard let ent = Int.fromDatabaseValue(row["ent"] as DatabaseValue),

@@ -70,10 +70,77 @@ struct SchemaFacts {
         }
     }
 
+    /// Columns with Core Data's key index (`<TABLE>_<COLUMN>_INDEX`), by table: keys whether or not
+    /// the schema could tell where they point.
+    static func indexedKeyColumns(_ db: Database, schema: CoreDataSchema, schemaName: String = "main") throws -> [String: Set<String>] {
+        var result: [String: Set<String>] = [:]
+        let rows = try Row.fetchAll(db, sql: "SELECT name, tbl_name FROM \(SQLName.quote(schemaName)).sqlite_master WHERE type = 'index'")
+        for row in rows {
+            guard let name = String.fromDatabaseValue(row["name"] as DatabaseValue),
+                  let table = String.fromDatabaseValue(row["tbl_name"] as DatabaseValue),
+                  name.hasPrefix(table + "_"), name.hasSuffix("_INDEX") else { continue }
+            let column = String(name.dropFirst(table.count + 1).dropLast("_INDEX".count))
+            guard column.hasPrefix("Z"), !column.hasPrefix("Z_"), (schema.tables[table] ?? []).contains(where: { $0.name == column }) else { continue }
+            result[table, default: []].insert(column)
+        }
+        return result
+    }
+
+    /// To-one keys the schema could not resolve (no readable model cache, or a column name with a
+    /// numeric suffix), resolved where the store itself says: the entity column `Z<n>_<REL>` beside
+    /// a polymorphic key names the destination entity `n`; otherwise the one entity whose name ends
+    /// with the relationship's (or the reverse), accepted only when every non-NULL value of the
+    /// column is a row of that entity. Anything else stays unresolved (and a merge refuses it).
+    static func inferredKeys(_ db: Database, schema: CoreDataSchema, schemaName: String = "main") throws -> [CoreDataSchema.ToOneKey] {
+        let known = Set(schema.toOneKeys.map { "\($0.table).\($0.column)" })
+        var keys: [CoreDataSchema.ToOneKey] = []
+        let prefix = SQLName.quote(schemaName)
+        for (table, columns) in try indexedKeyColumns(db, schema: schema, schemaName: schemaName) {
+            for column in columns.sorted() where !known.contains("\(table).\(column)") {
+                var candidates: [CoreDataSchema.Entity] = []
+                var rel = String(column.dropFirst())
+                while rel.last?.isNumber == true { rel.removeLast() }
+                // The model's to-one relationships of that name in this table's hierarchy (a suffixed
+                // column is one of several same-named relationships of sibling entities): resolved
+                // when all their destinations share one table, which is all a key move needs.
+                let hierarchy = Set(schema.entities.filter { $0.table == table }.map(\.name))
+                let destinations = (schema.model?.entities ?? []).filter { hierarchy.contains($0.name) }
+                    .flatMap(\.relationships).filter { !$0.isToMany && $0.name.uppercased() == rel }
+                    .compactMap { relationship in schema.userEntities.first { $0.name == relationship.destination } }
+                if let first = destinations.first, Set(destinations.compactMap(\.table)).count == 1 {
+                    let root = schema.entity(first.rootNumber) ?? first
+                    candidates = [root]
+                } else if let entityColumn = entityColumn(for: column, in: table, schema: schema) {
+                    let digits = entityColumn.dropFirst().prefix { $0.isNumber }
+                    if let n = Int(digits), let entity = schema.entity(n) { candidates = [entity] }
+                } else {
+                    guard !rel.isEmpty else { continue }
+                    let matches = schema.userEntities.filter { entity in
+                        let name = entity.name.uppercased()
+                        return entity.table != nil && (name.hasSuffix(rel) || rel.hasSuffix(name))
+                    }
+                    let best = matches.map { $0.name.count }.max()
+                    candidates = matches.filter { $0.name.count == best }
+                }
+                guard candidates.count == 1, let target = candidates.first, let targetTable = target.table else { continue }
+                let entities = schema.subtree(of: target.number)
+                let c = SQLName.quote(column)
+                let dangling = try Int.fetchOne(db, sql: """
+                    SELECT COUNT(*) FROM \(prefix).\(SQLName.quote(table)) s WHERE s.\(c) IS NOT NULL AND NOT EXISTS (
+                      SELECT 1 FROM \(prefix).\(SQLName.quote(targetTable)) d WHERE d.Z_PK = s.\(c) AND d.Z_ENT IN (\(entities.map(String.init).joined(separator: ","))))
+                    """) ?? 0
+                guard dangling == 0 else { continue }
+                keys.append(CoreDataSchema.ToOneKey(
+                    table: table, column: column, relationship: nil, destinationTable: targetTable, destinationEntities: entities))
+            }
+        }
+        return keys.sorted { ($0.table, $0.column) < ($1.table, $1.column) }
+    }
+
     /// Columns of `table` that hold no key: what a content digest covers.
-    static func attributeColumns(_ table: String, schema: CoreDataSchema) -> [String] {
+    static func attributeColumns(_ table: String, schema: CoreDataSchema, indexedKeys: Set<String> = []) -> [String] {
         let keys = schema.toOneKeys.filter { $0.table == table }
-        var excluded: Set<String> = ["Z_PK", "Z_ENT", "Z_OPT"]
+        var excluded = Set(["Z_PK", "Z_ENT", "Z_OPT"]).union(indexedKeys)
         for key in keys {
             excluded.insert(key.column)
             if let entity = entityColumn(for: key.column, in: table, schema: schema) { excluded.insert(entity) }
