@@ -85,9 +85,11 @@ struct MigrationCLITests {
             try queue.writeWithoutTransaction { db in _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE") }
             try queue.close()
             try? FileManager.default.removeItem(atPath: source.path + "-shm")
+            // Every page but the first overwritten: the header still says SQLite, the B-trees are garbage.
+            let size = try FileManager.default.attributesOfItem(atPath: source.path)[.size] as? Int ?? 0
             let handle = try FileHandle(forUpdating: source)
-            try handle.seek(toOffset: 4096 * 2 + 100)
-            try handle.write(contentsOf: Data(repeating: 0xA5, count: 3000))
+            try handle.seek(toOffset: 4096)
+            try handle.write(contentsOf: Data(repeating: 0xA5, count: max(size - 4096, 4096)))
             try handle.close()
         case "fixture": try FixtureStore.write(to: source)
         default: break
