@@ -183,9 +183,13 @@ public struct MigrationEngine: Sendable {
         let verifier = MigrationVerifier(
             source: sourceSide.report, destinationBefore: destinationSide?.report, policy: description.rows, outcome: outcome,
             keepUbiquity: request.options.keepUbiquityMetadata)
-        try verifier.verify(
-            staged: staged.main, sourceCopy: sourceSide.copy, sourceSchema: sourceSide.schema, destinationCopy: destinationSide?.copy,
-            destinationSchema: destinationSide?.schema, report: &report)
+        do {
+            try verifier.verify(
+                staged: staged.main, sourceCopy: sourceSide.copy, sourceSchema: sourceSide.schema, destinationCopy: destinationSide?.copy,
+                destinationSchema: destinationSide?.schema, report: &report)
+        } catch let USMError.verificationFailed(_, detail) {
+            throw USMError.verificationFailed(path: destination.main.path, detail: detail)
+        }
         try Self.finish(staged)
         report.verification.sidecars = [staged.wal, staged.shm, staged.journal].filter { FileStatus.lookup($0.path) != nil }.map(\.path)
         lap("verify", into: &report)

@@ -72,9 +72,11 @@ struct MigrationVerifier {
             throw USMError.verificationFailed(path: staged.path, detail: "\(first.code.rawValue): \(first.message)")
         }
         report.verification.ubiquityKeys = result.metadata?.ubiquityKeys ?? []
-        if !keepUbiquity, !report.verification.ubiquityKeys.isEmpty, policy != .reported {
+        // A merge keeps the destination's own keys (a cloud store stays one); none may come from the source.
+        let introduced = Set(report.verification.ubiquityKeys).subtracting(destinationBefore?.metadata?.ubiquityKeys ?? [])
+        if !keepUbiquity, !introduced.isEmpty, policy != .reported {
             throw USMError.verificationFailed(path: staged.path,
-                detail: "ubiquity metadata is still present (\(report.verification.ubiquityKeys.joined(separator: ", ")))")
+                detail: "ubiquity metadata is still present (\(introduced.sorted().joined(separator: ", ")))")
         }
 
         // Rows per entity.
