@@ -14,6 +14,14 @@ struct CapturedStore {
     let plist: Data?
     /// The originals' status at capture, by member name.
     let members: [String: FileStatus]
+    /// The original file set.
+    let files: StoreFileSet
+
+    /// `check`'s every invariant on the private copy (integrity_check included): what the verifier
+    /// compares a result's errors with, to tell inherited problems from new ones.
+    func fullCheck() -> StoreReport {
+        StoreInspector(depth: .check).inspect(files, role: .store, confinement: Confinement(root: files.directory), privateCopy: copy)
+    }
 
     /// True when no member of `files` changed since the capture.
     func unchanged(_ files: StoreFileSet) -> Bool {
@@ -48,7 +56,9 @@ extension MigrationEngine {
                 throw USMError.wrap(error, path: files.main.path)
             }
         }
-        let report = StoreInspector(depth: .check).inspect(
+        // quick_check and the cheap invariants here; the full check of the source runs only when the
+        // result has an error to compare with (`CapturedStore.fullCheck`).
+        let report = StoreInspector(depth: .status).inspect(
             files, role: .store, confinement: Confinement(root: files.directory), privateCopy: copy)
         if let failure = report.readFailure {
             switch failure {
@@ -72,7 +82,8 @@ extension MigrationEngine {
                 try Row.fetchOne(db, sql: "SELECT Z_PLIST FROM Z_METADATA LIMIT 1").flatMap { Data.fromDatabaseValue($0["Z_PLIST"] as DatabaseValue) }
             }
         }()
-        return CapturedStore(copy: copy, schema: schema, report: report, plist: plist, members: capture.members.mapValues(\.status))
+        return CapturedStore(
+            copy: copy, schema: schema, report: report, plist: plist, members: capture.members.mapValues(\.status), files: files)
     }
 
     /// Rows per entity before a run (the dry run's table).

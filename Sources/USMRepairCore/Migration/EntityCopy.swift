@@ -182,7 +182,8 @@ public struct EntityCopy {
 
         // 4. Secondary indexes of tables that already hold rows are rebuilt after the inserts (faster).
         var rebuild: [SchemaFacts.Index] = []
-        let receiving = Set(plans.values.filter(\.hadRows).map(\.table))
+        var receiving = Set(plans.values.filter(\.hadRows).map(\.table))
+        if session.isMerge { receiving.formUnion(destination.joinTables.map(\.name)) }
         for table in receiving.sorted() {
             for index in facts.indexes[table] ?? [] where !index.unique {
                 try exec("DROP INDEX main.\(SQLName.quote(index.name))", &result)

@@ -181,7 +181,7 @@ public struct MigrationEngine: Sendable {
 
         // 5. Verification, then the finished form: WAL in the header, no sidecars.
         let verifier = MigrationVerifier(
-            source: sourceSide.report, destinationBefore: destinationSide?.report, policy: description.rows, outcome: outcome,
+            source: sourceSide, destination: destinationSide, policy: description.rows, outcome: outcome,
             keepUbiquity: request.options.keepUbiquityMetadata)
         do {
             try verifier.verify(

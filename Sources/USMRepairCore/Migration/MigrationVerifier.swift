@@ -3,7 +3,7 @@ import GRDB
 
 /// Order-independent content digests: per entity, the row count and the wrapping sum of a 64-bit
 /// hash of each row's attribute columns (no keys, so rows copied under new keys still match).
-struct ContentDigest: Equatable {
+struct ContentDigest: Equatable, Sendable {
     var rows: Int
     var sum: Int64
 
@@ -44,8 +44,9 @@ struct ContentDigest: Equatable {
 
 /// The checks every staged store passes before it is installed, whatever the strategy.
 struct MigrationVerifier {
-    let source: StoreReport
-    let destinationBefore: StoreReport?
+    let source: CapturedStore
+    let destination: CapturedStore?
+    var destinationBefore: StoreReport? { destination?.report }
     let policy: StrategyDescription.RowPolicy
     let outcome: MigrationOutcome
     let keepUbiquity: Bool
@@ -55,6 +56,19 @@ struct MigrationVerifier {
     func verify(staged: URL, sourceCopy: URL, sourceSchema: CoreDataSchema, destinationCopy: URL?,
                 destinationSchema: CoreDataSchema?, report: inout MigrationReport) throws {
         let files = StoreFileSet(main: staged)
+        // Content digests of the source (and the destination before) and of the result, read on
+        // another thread while the check walks the result's B-trees.
+        let digestPolicy = policy == .all || policy == .userEntities
+        let sourceCopyPath = sourceCopy, destinationCopyPath = destinationCopy
+        let digestJob = digestPolicy ? Background { () throws -> DigestSet in
+            let result = try ContentDigest.read(staged, schema: CoreDataSchema.load(from: staged))
+            let source = try ContentDigest.read(sourceCopyPath, schema: sourceSchema)
+            var before: (digests: [String: ContentDigest], columns: [String: [String]]) = ([:], [:])
+            if let destinationCopyPath, let destinationSchema { before = try ContentDigest.read(destinationCopyPath, schema: destinationSchema) }
+            return DigestSet(result: result.digests, resultColumns: result.columns, source: source.digests, sourceColumns: source.columns,
+                             before: before.digests, beforeColumns: before.columns)
+        } : nil
+        defer { _ = try? digestJob?.value() }
         let result = StoreInspector(depth: .check).inspect(
             files, role: .store, confinement: Confinement(root: files.directory), privateCopy: staged)
         if let failure = result.readFailure {
@@ -64,8 +78,9 @@ struct MigrationVerifier {
         guard result.integrity == "ok" else {
             throw USMError.verificationFailed(path: staged.path, detail: "integrity_check failed")
         }
-        let known = Set((source.problems + (destinationBefore?.problems ?? [])).filter { $0.severity == .error }.map(\.code))
         let errors = result.problems.filter { $0.severity == .error }
+        let known: Set<ProblemCode> = errors.isEmpty ? [] : Set(([source.fullCheck()] + (destination.map { [$0.fullCheck()] } ?? []))
+            .flatMap(\.problems).filter { $0.severity == .error }.map(\.code))
         report.verification.problems = errors.filter { !known.contains($0.code) }
         report.verification.inherited = errors.filter { known.contains($0.code) }
         if let first = report.verification.problems.first {
@@ -80,10 +95,10 @@ struct MigrationVerifier {
         }
 
         // Rows per entity.
-        let sourceRows = Dictionary(source.entities.map { ($0.name, $0.rows) }, uniquingKeysWith: +)
+        let sourceRows = Dictionary(source.report.entities.map { ($0.name, $0.rows) }, uniquingKeysWith: +)
         let beforeRows = Dictionary((destinationBefore?.entities ?? []).map { ($0.name, $0.rows) }, uniquingKeysWith: +)
         let afterRows = Dictionary(result.entities.map { ($0.name, $0.rows) }, uniquingKeysWith: +)
-        let system = Set((source.entities + result.entities).filter(\.system).map(\.name))
+        let system = Set((source.report.entities + result.entities).filter(\.system).map(\.name))
         let names = Set(sourceRows.keys).union(beforeRows.keys).union(afterRows.keys).sorted()
         var entities: [MigrationReport.EntityRows] = []
         var mismatches: [String] = []
@@ -110,14 +125,11 @@ struct MigrationVerifier {
         }
 
         // Digests where rows are copied unchanged.
-        if policy == .all || policy == .userEntities {
-            let (resultDigests, resultColumns) = try ContentDigest.read(staged, schema: CoreDataSchema.load(from: staged))
-            let (sourceDigests, sourceColumns) = try ContentDigest.read(sourceCopy, schema: sourceSchema)
-            var beforeDigests: [String: ContentDigest] = [:]
-            var beforeColumns: [String: [String]] = [:]
-            if let destinationCopy, let destinationSchema {
-                (beforeDigests, beforeColumns) = try ContentDigest.read(destinationCopy, schema: destinationSchema)
-            }
+        if let digestJob {
+            let set = try digestJob.value()
+            let (resultDigests, resultColumns) = (set.result, set.resultColumns)
+            let (sourceDigests, sourceColumns) = (set.source, set.sourceColumns)
+            let (beforeDigests, beforeColumns) = (set.before, set.beforeColumns)
             for i in entities.indices {
                 let name = entities[i].name
                 guard !(policy == .userEntities && system.contains(name)) else { entities[i].digest = "not-copied"; continue }
@@ -138,4 +150,14 @@ struct MigrationVerifier {
         }
         report.entities = entities
     }
+}
+
+/// The digests the verifier compares, read together on another thread.
+struct DigestSet: Sendable {
+    let result: [String: ContentDigest]
+    let resultColumns: [String: [String]]
+    let source: [String: ContentDigest]
+    let sourceColumns: [String: [String]]
+    let before: [String: ContentDigest]
+    let beforeColumns: [String: [String]]
 }
