@@ -6,6 +6,7 @@ import USMRepairCore
 /// (`--into`) entities are matched by name, keys move above the destination's `Z_MAX`, and
 /// uniqueness conflicts are refused or resolved with `--on-conflict`.
 public struct CopyEntitiesStrategy: MigrationStrategy {
+    /// The strategy's self-description (`usm-repair strategies`).
     public static let description = StrategyDescription(
         id: "copy-entities", name: "Copy entities",
         summary: "Copies every entity, attribute and relationship into a new store or, with --into, merges them into an existing one.",
@@ -14,8 +15,10 @@ public struct CopyEntitiesStrategy: MigrationStrategy {
         parameters: ["--into: merge into an existing store", "--on-conflict refuse|keep-destination|keep-source: rows that break a uniqueness constraint"],
         supportsMerge: true, rows: .userEntities)
 
+    /// Strategies hold no state.
     public init() {}
 
+    /// The steps `--dry-run` prints.
     public func plan(_ job: MigrationJob) throws -> [MigrationStep] {
         var steps: [MigrationStep] = []
         if !job.isMerge {
@@ -35,6 +38,7 @@ public struct CopyEntitiesStrategy: MigrationStrategy {
         return steps
     }
 
+    /// Fills the staged store of `job`.
     public func migrate(_ job: MigrationJob) throws -> MigrationOutcome {
         if !job.isMerge { try StagedStore.cloneSchema(from: job.source, to: job.destination, keepCounters: true) }
         let copied = try MigrationSession.run(job) { try $0.copyEntities(.identity) }

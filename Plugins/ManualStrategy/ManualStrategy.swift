@@ -6,6 +6,7 @@ import USMRepairCore
 /// contract of Plugins/ManualStrategy/README.md). Its result is verified like any other:
 /// integrity and invariants required, rows reported.
 public struct ManualStrategy: MigrationStrategy {
+    /// The strategy's self-description (`usm-repair strategies`).
     public static let description = StrategyDescription(
         id: "manual", name: "Manual (recipe or external plugin)",
         summary: "Runs a recipe from Recipes/ (or a path) or an external usm-repair-strategy-<name> program.",
@@ -14,8 +15,10 @@ public struct ManualStrategy: MigrationStrategy {
         parameters: ["--recipe NAME|PATH", "--plugin NAME|PATH", "--param KEY=VALUE (repeatable)", "--plugin-timeout SECONDS", "--into"],
         supportsMerge: true, rows: .reported)
 
+    /// Strategies hold no state.
     public init() {}
 
+    /// The steps `--dry-run` prints.
     public func plan(_ job: MigrationJob) throws -> [MigrationStep] {
         if let plugin = job.options.plugin {
             let program = try ExternalProgram.locate(plugin, environment: job.options.environment)
@@ -25,6 +28,7 @@ public struct ManualStrategy: MigrationStrategy {
         return try RecipeRunner(loaded: loaded, job: job).plan()
     }
 
+    /// Fills the staged store of `job`.
     public func migrate(_ job: MigrationJob) throws -> MigrationOutcome {
         if job.options.plugin != nil {
             return try ExternalProgram.run(job)

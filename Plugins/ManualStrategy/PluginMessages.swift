@@ -5,19 +5,27 @@ import Foundation
 public struct PluginRequest: Codable, Sendable, Equatable {
     /// The source: a private, read-only, self-contained copy (WAL folded in).
     public struct Source: Codable, Sendable, Equatable {
+        /// The file's path.
         public var path: String
+        /// `Z_METADATA.Z_UUID` (null when not read).
         public var storeUUID: String?
         /// The source's external-data folder (read-only; the host copies referenced files itself).
         public var externalData: String
+        /// Every entity of `Z_PRIMARYKEY`, system ones included.
         public var entities: [Entity]
     }
 
     /// One entity of the source.
     public struct Entity: Codable, Sendable, Equatable {
+        /// The name.
         public var name: String
+        /// `Z_ENT`.
         public var number: Int
+        /// The parent entity's name, null for a root.
         public var parent: String?
+        /// The table holding its rows.
         public var table: String?
+        /// True for Core Data's own entities (history, CloudKit).
         public var system: Bool
     }
 
@@ -31,7 +39,9 @@ public struct PluginRequest: Codable, Sendable, Equatable {
 
     /// The protocol version (1).
     public var `protocol`: Int
+    /// What to read.
     public var source: Source
+    /// What to write.
     public var destination: Destination
     /// A private folder the plugin may use (also its working directory and `TMPDIR`).
     public var scratch: String
@@ -43,7 +53,9 @@ public struct PluginRequest: Codable, Sendable, Equatable {
 public struct PluginMessage: Codable, Sendable, Equatable {
     /// Progress: work done of total.
     public struct Progress: Codable, Sendable, Equatable {
+        /// Work done.
         public var done: Int64
+        /// Work in all.
         public var total: Int64
     }
 
@@ -53,7 +65,10 @@ public struct PluginMessage: Codable, Sendable, Equatable {
         public var rows: [String: Int]?
     }
 
+    /// A progress report.
     public var progress: Progress?
+    /// A sentence for the report's notes.
     public var note: String?
+    /// The last message: what was done.
     public var result: Result?
 }

@@ -37,7 +37,9 @@ public struct Recipe: Codable, Sendable, Equatable {
 
     /// A parameter the recipe takes (`--param NAME=VALUE`).
     public struct Parameter: Codable, Sendable, Equatable {
+        /// The name.
         public var name: String
+        /// One sentence.
         public var summary: String
         /// Used when `--param` does not give one; without it the parameter is required.
         public var `default`: String?
@@ -75,19 +77,29 @@ public struct Recipe: Codable, Sendable, Equatable {
         }
     }
 
+    /// Always `usm-repair-recipe`.
     public var format: String
+    /// The format's version (1).
     public var formatVersion: Int
+    /// The recipe's id (its file name without `.json`).
     public var id: String
+    /// One sentence.
     public var summary: String
+    /// The recipe's own version.
     public var version: String
+    /// The parameters it takes.
     public var parameters: [Parameter]?
+    /// The ordered steps.
     public var steps: [Step]
 }
 
 /// A recipe found and read: the decoded value, where it came from and its SHA-256.
 public struct LoadedRecipe: Sendable {
+    /// The decoded recipe.
     public let recipe: Recipe
+    /// Where it was read from.
     public let url: URL
+    /// The file's SHA-256.
     public let sha256: String
 
     /// Finds and reads a recipe. A reference containing `/` or ending in `.json` is a path;

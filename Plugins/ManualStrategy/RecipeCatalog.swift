@@ -5,9 +5,13 @@ import USMRepairCore
 public enum RecipeCatalog {
     /// One recipe found.
     public struct Entry: Sendable, Encodable, Equatable {
+        /// The recipe's id.
         public let id: String
+        /// One sentence.
         public let summary: String
+        /// Its version.
         public let version: String
+        /// Its file.
         public let path: String
     }
 

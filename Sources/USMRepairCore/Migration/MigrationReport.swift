@@ -47,7 +47,9 @@ public struct MigrationReport: Sendable, Encodable {
         public var sidecars: [String] = []
     }
 
+    /// The JSON schema version.
     public let schemaVersion = 1
+    /// The command that wrote the report.
     public let command = "migrate-store"
     /// The strategy id.
     public let strategy: String
