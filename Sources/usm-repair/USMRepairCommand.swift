@@ -14,7 +14,7 @@ struct USMRepairCommand: ParsableCommand {
             StoreUUID and CorruptedUUID markers, and the preferences plist holding USMCloudEnabledKey.
 
             Read-only commands never change a byte of your folders. Exit codes: 0 ok, 1 problems found, \
-            2 bad input, 3 refused, 5 migration failed, 64 usage, 66 not found, 74 I/O error (README, "Exit codes").
+            2 bad input, 3 refused, 10 migration failed, 64 usage, 66 not found, 74 I/O error (README, "Exit codes").
             """,
         version: USMRepair.version,
         subcommands: [

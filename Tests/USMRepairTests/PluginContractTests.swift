@@ -57,7 +57,7 @@ struct PluginContractTests {
         #expect(try Migrate.uuidAndKeys(tmp.path("dst/D.sqlite")).uuid != FixtureStore.Options().storeUUID)
     }
 
-    @Test("failure, timeout and garbage: exit 5, plugin-failed, nothing at the destination", arguments: ["exit", "timeout", "garbage", "no-result"])
+    @Test("failure, timeout and garbage: exit 10, plugin-failed, nothing at the destination", arguments: ["exit", "timeout", "garbage", "no-result"])
     func failures(kind: String) throws {
         let tmp = try TempDir()
         let plugin: URL
@@ -71,7 +71,7 @@ struct PluginContractTests {
         default: plugin = try Self.plugin(in: tmp, "p", output: [#"{"note": "done"}"#])
         }
         let (r, after) = try run(tmp, plugin: plugin.path, extra)
-        #expect(r.status == 5, "\(kind): \(r.stderr)")
+        #expect(r.status == 10, "\(kind): \(r.stderr)")
         #expect((r.json["error"] as? [String: Any])?["code"] as? String == "plugin-failed")
         #expect(after?.entries.isEmpty == true, "\(kind): nothing kept: \(after?.description ?? "")")
         if kind == "timeout" { #expect(r.stderr.contains("timed out")) }

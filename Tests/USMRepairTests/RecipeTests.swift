@@ -116,7 +116,7 @@ struct RecipeTests {
             """) == 0)
     }
 
-    @Test("a broken recipe: invalid (exit 2), a failing SQL step (exit 5, rolled back), a missing parameter (exit 64); SQL binds parameters")
+    @Test("a broken recipe: invalid (exit 2), a failing SQL step (exit 10, rolled back), a missing parameter (exit 64); SQL binds parameters")
     func broken() throws {
         let tmp = try TempDir()
         try FixtureStore.write(to: tmp.path("src/S.sqlite"))
@@ -133,7 +133,7 @@ struct RecipeTests {
             (try recipe("garbage", "[{\"why\": \"x\""), 2, "recipe-invalid"),
             (try recipe("future", #"[{"fixCounters": true, "why": "x"}]"#, version: 2), 2, "recipe-invalid"),
             (try recipe("two-actions", #"[{"fixCounters": true, "sql": "SELECT 1", "why": "x"}]"#), 2, "recipe-invalid"),
-            (try recipe("bad-sql", #"[{"copy": "entities", "why": "x"}, {"sql": "UPDATE main.NO_SUCH_TABLE SET a = 1", "why": "x"}]"#), 5, "recipe-failed"),
+            (try recipe("bad-sql", #"[{"copy": "entities", "why": "x"}, {"sql": "UPDATE main.NO_SUCH_TABLE SET a = 1", "why": "x"}]"#), 10, "recipe-failed"),
             (try recipe("needs-param", #"[{"copy": "entities", "except": ["{{skip}}"], "why": "x"}]"#,
                         parameters: #"[{"name": "skip", "summary": "an entity"}]"#), 64, "usage"),
         ]

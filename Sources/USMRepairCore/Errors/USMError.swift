@@ -14,7 +14,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, Codable {
     case refused = 3
     /// A migration ran but did not produce a store that passed verification (a strategy, recipe
     /// step or external plugin failed, or the staged store broke an invariant); nothing was installed.
-    case migrationFailed = 5
+    case migrationFailed = 10
     /// Command-line usage error (unknown flag, bad value, conflicting options).
     case usage = 64
     /// A path named on the command line does not exist.

@@ -19,7 +19,7 @@ struct MigrateStoreCommand: USMCommand {
 
             Exit codes: 0 migrated; 2 bad input (not a Core Data store, damaged, schema mismatch, \
             invalid recipe); 3 refused (DST exists, uniqueness conflict, plugin touched what it \
-            must not, --yes missing); 5 migration failed (strategy, recipe step, plugin or \
+            must not, --yes missing); 10 migration failed (strategy, recipe step, plugin or \
             verification; nothing installed); 64 usage (unknown strategy...); 66 not found \
             (source, recipe, plugin); 74 I/O error (read-only or full destination folder).
             """)
