@@ -214,6 +214,30 @@ struct MigrationTests {
         }
     }
 
+    @Test("build: the core entry point for plans builds a verified store at a staged path, merged or new, and installs nothing")
+    func buildAPI() throws {
+        let tmp = try TempDir()
+        try MergeFixture.write(to: tmp.path("A.sqlite"), .a, prefix: "src")
+        for folder in ["live", "staging"] { try FileManager.default.createDirectory(at: tmp.path(folder), withIntermediateDirectories: true) }
+        try MergeFixture.write(to: tmp.path("live/B.sqlite"), .b, prefix: "dst")
+        let liveBefore = try TreeSnapshot(tmp.path("live"))
+        let report = try Migrate.engine.build(
+            source: StoreFileSet(main: tmp.path("A.sqlite")), staged: tmp.path("staging/B.sqlite"),
+            mergeInto: StoreFileSet(main: tmp.path("live/B.sqlite")))
+        #expect(try TreeSnapshot(tmp.path("live")) == liveBefore, "the store merged into is only read")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path("staging").path) == ["B.sqlite"])
+        #expect(report.entities.first { $0.name == "Book" }?.after == 10)
+        #expect(try MergeFixture.relationships(tmp.path("staging/B.sqlite")).count
+                == (try MergeFixture.relationships(tmp.path("A.sqlite")).count + MergeFixture.relationships(tmp.path("live/B.sqlite")).count))
+        // A failing build leaves nothing at the staged path.
+        try FixtureStore.mutate(tmp.path("live/B.sqlite"), "DROP TABLE ZTAG; DELETE FROM Z_PRIMARYKEY WHERE Z_NAME = 'Tag'")
+        #expect(throws: USMError.self) {
+            try Migrate.engine.build(source: StoreFileSet(main: tmp.path("A.sqlite")), staged: tmp.path("staging/C.sqlite"),
+                                     mergeInto: StoreFileSet(main: tmp.path("live/B.sqlite")))
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path("staging").path).filter { $0.contains("C") }.isEmpty)
+    }
+
     @Test("a merge into a store without one of the source's entities is refused and changes nothing")
     func schemaMismatch() throws {
         let tmp = try TempDir()
