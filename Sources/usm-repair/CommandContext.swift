@@ -29,6 +29,8 @@ struct CommandContext {
     let output: OutputFlags
     /// The command's path (`status`, `bundle verify`), recorded in every JSON envelope.
     let command: String
+    /// The migration strategies to choose from.
+    var strategies = StrategyRegistry(builtInStrategies)
 
     static func live(output: OutputFlags, command: String) -> CommandContext {
         CommandContext(terminal: .live(quiet: output.quiet, json: output.json), output: output, command: command)

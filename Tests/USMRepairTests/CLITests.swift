@@ -11,7 +11,8 @@ struct CLITests {
     @Test("help everywhere, version, completion scripts")
     func help() throws {
         for args in [["--help"], ["status", "--help"], ["check", "--help"], ["help", "check"], ["archive", "--help"],
-                     ["restore", "--help"], ["bundle", "--help"], ["bundle", "verify", "--help"]] {
+                     ["restore", "--help"], ["bundle", "--help"], ["bundle", "verify", "--help"],
+                     ["migrate-store", "--help"], ["strategies", "--help"]] {
             let r = try CLI.run(args)
             #expect(r.status == 0, "\(args)")
             #expect(r.stdout.contains("USAGE"), "\(args)")
@@ -89,7 +90,9 @@ struct CLITests {
         for status in ExitStatus.allCases { #expect(readme.contains("| \(status.rawValue) |"), "exit code \(status.rawValue)") }
         for flag in ["--container", "--app-dir", "--cloud-dir", "--store-name", "--prefs", "--store", "--json", "--ignore", "--quiet",
                      "--verbose", "--document", "--output", "--format", "--redact", "--metadata-only", "--max-size", "--overwrite", "--to", "--yes",
-                     "--snapshot-dir"] {
+                     "--snapshot-dir", "--strategy", "--into", "--recipe", "--plugin", "--param", "--on-conflict", "--plugin-timeout",
+                     "--dry-run", "--keep-ubiquity-metadata", "--peer", "--account", "--local-only", "--uuid", "--keep-old",
+                     "--with-older-markers", "--from", "--in-app", "--merge"] {
             #expect(readme.contains("`\(flag)"), "flag \(flag)")
         }
         let changelog = try String(contentsOf: Self.packageRoot.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)

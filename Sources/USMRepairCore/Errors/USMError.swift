@@ -25,6 +25,9 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, Codable {
     case preconditionFailed = 8
     /// The files changed between planning and running.
     case changedSincePlanning = 9
+    /// A migration ran but did not produce a store that passed verification (a strategy, recipe
+    /// step or external plugin failed, or the staged store broke an invariant); nothing was installed.
+    case migrationFailed = 10
     /// Command-line usage error (unknown flag, bad value, conflicting options).
     case usage = 64
     /// A path named on the command line does not exist.
@@ -38,6 +41,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, Codable {
         case .ok: 0
         case .problemsFound: 1
         case .badInput: 2
+        case .migrationFailed: 3
         case .notFound: 3
         case .ioError: 4
         case .refused: 5
@@ -57,6 +61,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, Codable {
         case .problemsFound: "problems-found"
         case .badInput: "bad-input"
         case .refused: "refused"
+        case .migrationFailed: "migration-failed"
         case .usage: "usage"
         case .notFound: "not-found"
         case .ioError: "io-error"
@@ -120,6 +125,26 @@ public enum USMError: Error, Sendable, Equatable {
     case preconditionFailed(String)
     /// A path changed between planning and running.
     case changedSincePlanning(path: String)
+    /// `--strategy` names no registered strategy.
+    case unknownStrategy(String, known: [String])
+    /// The migration destination exists and neither `--into` nor `--overwrite` was given.
+    case destinationExists(path: String)
+    /// The migration source is a Core Data store that fails its integrity or invariant checks.
+    case sourceDamaged(path: String, detail: String)
+    /// A merge destination whose schema cannot take the source's rows.
+    case schemaMismatch(path: String, detail: String)
+    /// A merge would duplicate values a uniqueness constraint forbids (`--on-conflict` not given).
+    case mergeConflict(entity: String, count: Int, values: String)
+    /// A recipe that does not decode, has an unsupported version, or names what the store lacks.
+    case recipeInvalid(path: String, reason: String)
+    /// A recipe step failed while running; its transaction was rolled back.
+    case recipeFailed(recipe: String, step: Int, message: String)
+    /// An external plugin failed: non-zero exit, timeout, or output that is not its protocol.
+    case pluginFailed(program: String, reason: String)
+    /// An external plugin touched what it must not (its source copy, files outside its destination).
+    case pluginRefused(program: String, reason: String)
+    /// The staged store failed verification; nothing was installed.
+    case verificationFailed(path: String, detail: String)
     /// A failure no other case describes (a library error without a path); the text says what it was.
     case unexpected(String)
 
@@ -144,6 +169,10 @@ public enum USMError: Error, Sendable, Equatable {
         case .interruptedOperation: .interrupted
         case .preconditionFailed: .preconditionFailed
         case .changedSincePlanning: .changedSincePlanning
+        case .unknownStrategy: .usage
+        case .destinationExists, .mergeConflict, .pluginRefused: .refused
+        case .sourceDamaged, .schemaMismatch, .recipeInvalid: .badInput
+        case .recipeFailed, .pluginFailed, .verificationFailed: .migrationFailed
         }
     }
 
@@ -174,6 +203,16 @@ public enum USMError: Error, Sendable, Equatable {
         case .interruptedOperation: "interrupted"
         case .preconditionFailed: "precondition-failed"
         case .changedSincePlanning: "changed"
+        case .unknownStrategy: "unknown-strategy"
+        case .destinationExists: "destination-exists"
+        case .sourceDamaged: "source-damaged"
+        case .schemaMismatch: "schema-mismatch"
+        case .mergeConflict: "merge-conflict"
+        case .recipeInvalid: "recipe-invalid"
+        case .recipeFailed: "recipe-failed"
+        case .pluginFailed: "plugin-failed"
+        case .pluginRefused: "plugin-refused"
+        case .verificationFailed: "verification-failed"
         }
     }
 
@@ -242,6 +281,26 @@ public enum USMError: Error, Sendable, Equatable {
             "\(text); nothing was changed"
         case let .changedSincePlanning(path):
             "\(path) changed since the plan was made (is the app running?); nothing was changed"
+        case let .unknownStrategy(id, known):
+            "unknown strategy \(id.debugDescription); known: \(known.joined(separator: ", "))"
+        case let .destinationExists(path):
+            "\(path) exists; give --into to merge into it or --overwrite --yes to replace it (it is snapshotted first)"
+        case let .sourceDamaged(path, detail):
+            "\(path) is damaged (\(detail)); nothing was migrated (usm-repair check shows every problem)"
+        case let .schemaMismatch(path, detail):
+            "\(path) cannot take the source's rows: \(detail); nothing was changed"
+        case let .mergeConflict(entity, count, values):
+            "\(count) rows of \(entity) have uniqueness-constrained values the destination already holds (\(values)); nothing was changed (--on-conflict keep-destination or keep-source resolves them)"
+        case let .recipeInvalid(path, reason):
+            "recipe \(path) is not usable: \(reason)"
+        case let .recipeFailed(recipe, step, message):
+            "recipe \(recipe) failed at step \(step): \(message); its transaction was rolled back and nothing was installed"
+        case let .pluginFailed(program, reason):
+            "plugin \(program) failed: \(reason); nothing was installed"
+        case let .pluginRefused(program, reason):
+            "plugin \(program) refused: \(reason); nothing was installed"
+        case let .verificationFailed(path, detail):
+            "the migrated store failed verification (\(detail)); nothing was installed at \(path)"
         }
     }
 }
