@@ -431,3 +431,121 @@ struct ReadOnlyOperationTests {
         #expect(try f.snapshot() == before)
     }
 }
+
+/// The operations that move data offline: through the migration engine, into the local store only.
+@Suite("operations that move data")
+struct DataOperationTests {
+    typealias Fixture = OperationTests.Fixture
+
+    static func rows(_ report: StatusReport, role: StoreReport.Role) -> [String: Int] {
+        Dictionary((report.stores.first { $0.role == role && ($0.active ?? true) }?.entities ?? []).map { ($0.name, $0.rows) }, uniquingKeysWith: +)
+    }
+
+    @Test("migrate cloud-to-local: the local store holds the cloud data (WAL-only rows included), no iCloud metadata, iCloud off (E1)",
+          arguments: ["copy-entities", "ios"])
+    func cloudToLocal(strategy: String) throws {
+        let f = try Fixture()
+        let before = try f.status()
+        let cloudRows = Self.rows(before, role: .cloud)
+        let cloudSide = try TreeSnapshot(f.paths.cloudDir)
+        let copyBefore = try TreeSnapshot(f.paths.cloudStore(f.options.activeUUID).deletingLastPathComponent())
+        let json = try OperationTests.apply(f, ["migrate", "cloud-to-local", "--strategy", strategy])
+        #expect(OperationTests.state(json) == "E1")
+        let after = try f.status()
+        let local = try #require(after.stores.first { $0.role == .local })
+        #expect(Self.rows(after, role: .local) == cloudRows.filter { strategy == "ios" || !$0.key.hasPrefix("TRANSACTION") && !["CHANGE", "TRANSACTIONSTRING"].contains($0.key) }
+                || strategy == "copy-entities")
+        #expect(local.entities.first { $0.name == "Book" }?.rows == f.options.cloud.books + f.options.cloud.walOnlyBooks)
+        #expect(local.ubiquityMetadata == false && local.health == .ok && !local.walPresent)
+        #expect(local.storeUUID != before.stores.first { $0.role == .cloud }?.storeUUID, "a fresh store UUID")
+        #expect(try f.preferences()["USMCloudEnabledKey"] as? Bool == false)
+        #expect(try TreeSnapshot(f.paths.cloudDir) == cloudSide, "the cloud side is untouched")
+        #expect(try TreeSnapshot(f.paths.cloudStore(f.options.activeUUID).deletingLastPathComponent()) == copyBefore)
+        // The report names the rows of the source and of the result.
+        let rows = try #require(json["rows"] as? [String: [String: Int]])
+        #expect(rows[f.paths.localStore.path]?["Book"] == f.options.cloud.books + f.options.cloud.walOnlyBooks)
+    }
+
+    @Test("migrate cloud-to-local --merge: the local store keeps its rows and gains the cloud's")
+    func merge() throws {
+        let f = try Fixture()
+        let before = try f.status()
+        let books = (Self.rows(before, role: .local)["Book"] ?? 0) + (Self.rows(before, role: .cloud)["Book"] ?? 0)
+        try OperationTests.apply(f, ["migrate", "cloud-to-local", "--merge"])
+        #expect(Self.rows(try f.status(), role: .local)["Book"] == books)
+        let check = try f.run(["check", "--json"])
+        let localProblems = ((check.json["stores"] as? [[String: Any]])?.first?["problems"] as? [[String: Any]]) ?? []
+        #expect(localProblems.allSatisfy { $0["severity"] as? String != "error" }, "\(localProblems)")
+    }
+
+    @Test("rebuild --from cloud: the cloud data becomes the seed of a new cloud store (E2)")
+    func rebuildFromCloud() throws {
+        let f = try Fixture { $0.corruptedUUID = $0.activeUUID }
+        let json = try OperationTests.apply(f, ["rebuild", "--from", "cloud"])
+        #expect(OperationTests.state(json) == "E2")
+        let after = try f.status()
+        #expect(after.stores.first { $0.role == .local }?.entities.first { $0.name == "Book" }?.rows
+                == f.options.cloud.books + f.options.cloud.walOnlyBooks)
+        #expect(after.nextLaunch?.seedFrom == f.paths.localStore.path)
+        #expect(!f.exists(f.paths.logs.appendingPathComponent("StoreUUID+")))
+        #expect(!f.exists(f.paths.logs.appendingPathComponent(f.options.activeUUID)))
+    }
+
+    @Test("a damaged or missing active copy refuses rebuild --from cloud and migrate cloud-to-local (exit 8), nothing changed")
+    func damagedSource() throws {
+        let f = try Fixture()
+        let copy = f.paths.cloudStore(f.options.activeUUID)
+        let size = try #require(FileStatus.lookup(copy.path)?.size)
+        #expect(truncate(copy.path, off_t(size / 2)) == 0, "cut short: a damaged store")
+        let before = try f.snapshot()
+        #expect(try f.run(["rebuild", "--from", "cloud", "--yes"]).status == 8)
+        #expect(try f.run(["migrate", "cloud-to-local", "--yes"]).status == 8)
+        #expect(try f.snapshot() == before)
+        let none = try Fixture { $0.activeStoreCopy = false }
+        #expect(try none.run(["migrate", "cloud-to-local", "--yes"]).status == 8)
+    }
+
+    @Test("a kill after any step of rebuild --from cloud: recover gives the old or the new state")
+    func crashDuringBuild() throws {
+        let template = try Fixture { $0.corruptedUUID = $0.activeUUID }
+        let clean = try Fixture(copying: template)
+        let steps = try #require((try clean.run(["rebuild", "--from", "cloud", "--dry-run", "--json"]).json["steps"] as? [[String: Any]]))
+        try OperationTests.apply(clean, ["rebuild", "--from", "cloud"])
+        let newState = try clean.snapshot()
+        let commit = try #require(steps.firstIndex { $0["action"] as? String == "commit" })
+        for n in [0, 1, 2, commit - 1, commit] {
+            let f = try Fixture(copying: template)
+            let oldState = try f.snapshot()
+            #expect(try f.run(["rebuild", "--from", "cloud", "--yes"], environment: ["USM_REPAIR_CRASH_AFTER_STEP": "\(n)"]).status == 137)
+            #expect(try f.run(["recover"]).status == 0)
+            let state = try f.snapshot()
+            if n < commit {
+                #expect(state == oldState, "step \(n)")
+            } else {
+                // The new local store gets a fresh UUID each run: compare what the app would see.
+                let local = try #require(try f.status().stores.first { $0.role == .local })
+                #expect(local.entities.first { $0.name == "Book" }?.rows == template.options.cloud.books + template.options.cloud.walOnlyBooks)
+                let differing = OperationTests.contentDifferences(state, newState).filter { !$0.hasSuffix("UbiquityStore.sqlite") }
+                #expect(differing == [], "step \(n)")
+            }
+        }
+    }
+
+    @Test("every corpus store as the active cloud store's copy: migrate cloud-to-local keeps its rows", arguments: Corpus.stores())
+    func corpusCloudToLocal(store: URL) throws {
+        let f = try Fixture { $0.localStore = false; $0.activeStoreCopy = false; $0.oldUUID = nil }
+        let dir = f.paths.cloudStore(f.options.activeUUID).deletingLastPathComponent()
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let copied = try Corpus.copy(store, into: dir)
+        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: copied.path + suffix) {
+            try FileManager.default.moveItem(atPath: copied.path + suffix, toPath: f.paths.cloudStore(f.options.activeUUID).path + suffix)
+        }
+        let source = try Inspection(options: LayoutOptions(store: store), depth: .status).run().stores[0]
+        let json = try OperationTests.apply(f, ["migrate", "cloud-to-local"])
+        #expect(OperationTests.state(json) == "E1")
+        let local = try #require(try f.status().stores.first { $0.role == .local })
+        let user = { (report: StoreReport) in report.entities.filter { !$0.system }.map { ($0.name, $0.rows) } }
+        #expect(user(local).map(\.0) == user(source).map(\.0) && user(local).map(\.1) == user(source).map(\.1))
+        #expect(local.health == .ok)
+    }
+}
