@@ -20,23 +20,27 @@ enum Advice {
         if needsRepair {
             lines.append("Take a bundle of everything before anything changes: usm-repair archive \(flags) -o usm-bundle.tar.zst")
         }
+        if codes.contains(.interruptedOperation) {
+            lines.append("An operation was interrupted: finish or undo it first: usm-repair recover \(flags)")
+        }
         if codes.contains(.cachedUUIDStale) {
-            lines.append("The preferences cache a StoreUUID that the marker no longer names: the app loads the old store first. The cure is to remove the cached key (every key ending in /CloudLogs/StoreUUID) from the preferences while the app is closed.")
+            lines.append("The preferences cache a StoreUUID that the marker no longer names: the app loads the old store first. Removing the stale key (every other key kept): usm-repair cloud enable \(flags) --dry-run")
         }
         if let corruption, corruption.affectsActiveStore {
-            lines.append("The active cloud store \(corruption.uuid) is marked corrupt (\(corruption.marker)): every healthy device rebuilds it 30 s after launch; if no device can, rebuild the cloud content from a healthy local store.")
+            lines.append("The active cloud store \(corruption.uuid) is marked corrupt (\(corruption.marker)): every healthy device rebuilds it 30 s after launch. If no device can, rebuild the cloud content from the healthy local store: usm-repair rebuild --from local \(flags) --dry-run (or from this device's copy: rebuild --from cloud); if the mark is a false alarm: usm-repair corruption clear \(flags) --dry-run")
         }
         if codes.contains(.markerEmpty) || codes.contains(.markerTrailingNewline) || codes.contains(.markerMalformed) {
-            lines.append("A marker holds something other than 36 upper-case characters of a UUID: UbiquityStoreManager reads it byte for byte and opens the wrong store. Keep a bundle of it, then replace or remove the marker.")
+            let candidate = layout.cloudStores.first { !$0.copies.isEmpty || $0.content }?.uuid ?? "<UUID>"
+            lines.append("A marker holds something other than 36 upper-case characters of a UUID: UbiquityStoreManager reads it byte for byte and opens the wrong store. Write a valid one for a store that exists: usm-repair switch \(candidate) \(flags) --dry-run")
         }
         if codes.contains(.nominalStoreFile) {
-            lines.append("A plain store file sits at CloudStore/<UUID>.sqlite, where iOS 7+ keeps no store: Core Data ignores it and a later rebuild does nothing. Bundle it, then move it out of CloudStore/.")
+            lines.append("A plain store file sits at CloudStore/<UUID>.sqlite, where iOS 7+ keeps no store: Core Data ignores it and a later rebuild does nothing. Bundle it, then move it out of CloudStore/ (rebuild --from cloud --in-app removes it for the active store).")
         }
         if codes.contains(.seedLosesWALFrames) {
-            lines.append("The next launch seeds from the local store's main file only: its -wal must be merged into it first (open and close it once with the app while iCloud is off, or merge it with sqlite3 on a copy).")
+            lines.append("The next launch seeds from the local store's main file only, so its -wal must be merged first; this merges it and leaves the same next launch: usm-repair rebuild --from local \(flags) --keep-old --dry-run")
         }
         if codes.contains(.severalCopies) {
-            lines.append("Several copies of the active store exist on this device; which one the app opens depends on its peer folder and iCloud account. Compare them in `status --json` (stores[].copy) before choosing one.")
+            lines.append("Several copies of the active store exist on this device; which one the app opens depends on its peer folder and iCloud account. Compare them with usm-repair stores \(flags); the operations take --peer and --account to name one.")
         }
         if layout.cloudDirectory == nil, !layout.isSingleStore {
             lines.append("The ubiquity container was not given: an .xcappdata download does not hold it. Add --cloud-dir with the container (a Mac's ~/Library/Mobile Documents/<TEAM>~<bundle id>) to read the markers and logs.")
