@@ -45,6 +45,8 @@ let package = Package(
                 "CSupport",
                 "CZstd",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // SQLite's C API for the one thing GRDB does not wrap: sqlite3_limit (bounded reads).
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "Sources/USMRepairCore"
