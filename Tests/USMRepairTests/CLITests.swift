@@ -83,10 +83,12 @@ struct CLITests {
     @Test("the README documents every command, exit code and problem code")
     func readme() throws {
         let readme = try String(contentsOf: Self.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
-        for code in ProblemCode.all.sorted() { #expect(readme.contains("`\(code)`"), "problem code \(code)") }
+        for code in ProblemCode.allCases {
+            #expect(readme.contains("| `\(code.rawValue)` | \(code.severity.rawValue) |"), "problem code \(code.rawValue) with its severity")
+        }
         for status in ExitStatus.allCases { #expect(readme.contains("| \(status.rawValue) |"), "exit code \(status.rawValue)") }
         for flag in ["--container", "--app-dir", "--cloud-dir", "--store-name", "--prefs", "--store", "--json", "--ignore", "--quiet",
-                     "--verbose", "--output", "--format", "--redact", "--metadata-only", "--max-size", "--overwrite", "--to", "--yes",
+                     "--verbose", "--strict", "--output", "--format", "--redact", "--metadata-only", "--max-size", "--overwrite", "--to", "--yes",
                      "--snapshot-dir"] {
             #expect(readme.contains("`\(flag)"), "flag \(flag)")
         }

@@ -7,23 +7,27 @@ public struct Inspection: Sendable {
     public let options: LayoutOptions
     /// `status` or `check`.
     public let depth: StoreInspector.Depth
-    /// Problem codes the user chose to accept (`--ignore`): still reported, not counted for the exit code.
+    /// Problem codes the user chose to accept (`--ignore`): still reported, marked ignored, not counted for the exit code.
     public let ignoredCodes: Set<ProblemCode>
+    /// `check --strict`: warnings fail the check too (errors always do; information never).
+    public let strict: Bool
 
     /// Private copies already taken of some stores (main file path → the copy to open), so a
     /// bundle reports on exactly the bytes it archives.
     let privateCopies: [String: URL]
 
     /// Creates an inspection.
-    public init(options: LayoutOptions, depth: StoreInspector.Depth, ignoredCodes: Set<ProblemCode> = []) {
-        self.init(options: options, depth: depth, ignoredCodes: ignoredCodes, privateCopies: [:])
+    public init(options: LayoutOptions, depth: StoreInspector.Depth, ignoredCodes: Set<ProblemCode> = [], strict: Bool = false) {
+        self.init(options: options, depth: depth, ignoredCodes: ignoredCodes, privateCopies: [:], strict: strict)
     }
 
-    init(options: LayoutOptions, depth: StoreInspector.Depth, ignoredCodes: Set<ProblemCode>, privateCopies: [String: URL]) {
+    init(options: LayoutOptions, depth: StoreInspector.Depth, ignoredCodes: Set<ProblemCode>, privateCopies: [String: URL],
+         strict: Bool = false) {
         self.options = options
         self.depth = depth
         self.ignoredCodes = ignoredCodes
         self.privateCopies = privateCopies
+        self.strict = strict
     }
 
     /// Runs it. `progress` is called before each store with (index, count, path).
@@ -54,13 +58,18 @@ public struct Inspection: Sendable {
 
     private func judge(layout: Layout, stores: [StoreReport]) -> StatusReport {
         let forCheck = depth == .check
+        let threshold: Problem.Severity = strict ? .warning : .error
+        let stores = stores.map { store in
+            var marked = store
+            marked.problems = mark(store.problems)
+            return marked
+        }
+        let layoutProblems = mark(layout.problems)
         var exit = layout.exitStatus
         for store in stores {
-            var counted = store
-            counted.problems = store.problems.filter { !ignoredCodes.contains($0.code) }
-            exit = exit.worst(counted.exitStatus(forCheck: forCheck))
+            exit = exit.worst(store.exitStatus(forCheck: forCheck, threshold: threshold))
         }
-        if forCheck, layout.problems.contains(where: { !ignoredCodes.contains($0.code) }) {
+        if forCheck, layoutProblems.contains(where: { !$0.ignored && $0.severity >= threshold }) {
             exit = exit.worst(.problemsFound)
         }
 
@@ -74,7 +83,7 @@ public struct Inspection: Sendable {
                 uuid: marker.value!, affectsActiveStore: marker.value == active?.uuid, cloudVersion: marker.cloudVersion,
                 marker: marker.name)
         }
-        let all = layout.problems + stores.flatMap(\.problems)
+        let all = layoutProblems + stores.flatMap(\.problems)
         let summary = StatusReport.Summary(
             stores: stores.count, present: stores.filter(\.exists).count, healthy: stores.filter { $0.health == .ok }.count,
             errors: all.filter { $0.severity == .error }.count, warnings: all.filter { $0.severity == .warning }.count)
@@ -88,6 +97,16 @@ public struct Inspection: Sendable {
             layout: layout, stores: stores, active: active, corruption: corruption, cloudEnabled: cloudEnabled, isCheck: forCheck)
         return StatusReport(
             command: forCheck ? "check" : "status", cloudEnabled: cloudEnabled, activeStore: active, corruption: corruption,
-            stores: stores, layout: summaryLayout, problems: layout.problems, advice: advice, summary: summary, exitCode: exit)
+            stores: stores, layout: summaryLayout, problems: layoutProblems, advice: advice, summary: summary, exitCode: exit)
+    }
+
+    /// The problems with those the user accepted marked as ignored.
+    private func mark(_ problems: [Problem]) -> [Problem] {
+        guard !ignoredCodes.isEmpty else { return problems }
+        return problems.map { problem in
+            var marked = problem
+            marked.ignored = ignoredCodes.contains(problem.code)
+            return marked
+        }
     }
 }

@@ -56,7 +56,7 @@ enum Advice {
         if !isCheck, !present.isEmpty {
             lines.append("For every Core Data invariant (keys, relationships, external data): usm-repair check \(flags)")
         }
-        if isCheck, lines.isEmpty, stores.allSatisfy({ $0.problems.isEmpty }), layout.problems.isEmpty {
+        if isCheck, lines.isEmpty, stores.allSatisfy({ $0.problems.allSatisfy { $0.severity == .info } }), layout.problems.isEmpty {
             lines.append("All invariants hold.")
         }
         return lines

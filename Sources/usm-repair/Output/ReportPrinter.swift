@@ -82,8 +82,13 @@ struct ReportPrinter {
     }
 
     private func line(for problem: Problem, indent: String) {
-        let tag = problem.severity == .error ? terminal.paint("error  ", .red) : terminal.paint("warning", .yellow)
-        terminal.out("\(indent)\(tag) \(problem.code.rawValue): \(problem.message)")
+        let tag = switch problem.severity {
+        case .error: terminal.paint("error  ", .red)
+        case .warning: terminal.paint("warning", .yellow)
+        case .info: terminal.paint("info   ", .dim)
+        }
+        let ignored = problem.ignored ? " (ignored)" : ""
+        terminal.out("\(indent)\(tag) \(problem.code.rawValue)\(ignored): \(problem.message)")
     }
 
     private func bytes(_ n: Int64) -> String {
