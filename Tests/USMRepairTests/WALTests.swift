@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import GRDB
 import Testing
 import TestSupport
@@ -141,6 +144,15 @@ struct WALTests {
         try shm.write(to: url)
         let r = try check(store, in: tmp)
         #expect(r.codes == [], "\(r.report.problems)")
+    }
+
+    @Test("a FIFO where the -shm should be is not opened", .timeLimit(.minutes(1)))
+    func fifoShm() throws {
+        let tmp = try TempDir()
+        let store = try walStore(tmp, books: 2, keepShm: false)
+        #expect(mkfifo(store.path + "-shm", 0o644) == 0)
+        let r = try CLI.run(["check", "--store", store.path])
+        #expect([0, 1].contains(r.status), "\(r.stdout)\(r.stderr)")
     }
 
     @Test("a WAL of several MB is read in blocks, frame by frame")

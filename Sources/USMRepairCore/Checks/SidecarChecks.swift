@@ -31,13 +31,14 @@ enum SidecarChecks {
                 subject: files.journal.path))
         }
         if header.isWAL && walPresent {
-            problems += walProblems(files: files, header: header, shmPresent: shmPresent)
+            // Only a regular file is read: opening a FIFO planted as -shm would block for ever.
+            problems += walProblems(files: files, header: header, shmReadable: FileStatus.resolve(files.shm.path)?.kind == .file)
         }
         return problems
     }
 
     /// The `-wal` read frame by frame, and compared with the main file and the `-shm`.
-    static func walProblems(files: StoreFileSet, header: SQLiteHeader, shmPresent: Bool) -> [Problem] {
+    static func walProblems(files: StoreFileSet, header: SQLiteHeader, shmReadable: Bool) -> [Problem] {
         let path = files.wal.path
         // Unreadable here means unreadable for the private copy too, which reports it.
         guard let wal = try? WALFile.read(path: path) else { return [] }
@@ -56,7 +57,7 @@ enum SidecarChecks {
                     subject: path, count: wal.cutFrames))
             }
         }
-        if shmPresent, let index = WALIndexHeader.read(path: files.shm.path),
+        if shmReadable, let index = WALIndexHeader.read(path: files.shm.path),
            index.lastCommitFrame > index.backfilledFrames {
             // The -shm recorded committed frames that the main file does not hold yet: this -wal must hold them.
             let pending = index.lastCommitFrame - index.backfilledFrames
