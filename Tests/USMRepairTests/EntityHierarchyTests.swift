@@ -50,27 +50,51 @@ struct EntityHierarchyTests {
         try RawStore.write(to: store, """
             CREATE TABLE ZE1 (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER);
             CREATE TABLE ZE2 (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER);
+            -- Numbers from 16000 are Core Data's own entities, whose tables take an A prefix.
+            CREATE TABLE AE199999 (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZE1 INTEGER);
+            CREATE INDEX AE199999_ZE1_INDEX ON AE199999 (ZE1);
+            CREATE TABLE Z_1LINKS (Z_1LINKS INTEGER, Z_199999LINKED INTEGER);
             """) { db in
             let insert = try db.makeStatement(sql: "INSERT INTO Z_PRIMARYKEY VALUES (?, ?, 0, ?)")
-            for n in 1...count { try insert.execute(arguments: [n, "E\(n)", n == 1 ? 2 : 1]) }
+            for n in 1...count { try insert.execute(arguments: [n, "E\(n)", n == 1 || n == 199_999 ? 2 : 1]) }
             try db.execute(sql: "INSERT INTO ZE1 VALUES (1, 1, 1), (2, 1, 1), (3, 1234, 1)")
             try db.execute(sql: "INSERT INTO ZE2 VALUES (1, 2, 1)")
+            try db.execute(sql: "INSERT INTO AE199999 VALUES (1, 199999, 1, 2), (2, 199999, 1, 7)")
+            try db.execute(sql: "INSERT INTO Z_1LINKS VALUES (1, 1), (3, 1)")
         }
+
+        // Every row read (the limit lifted) and every check run: linear, or this would not finish.
+        var config = Configuration()
+        config.readonly = true
+        let queue = try DatabaseQueue(path: store.path, configuration: config)
+        try queue.read { db in
+            let schema = try CoreDataSchema.read(db, entityLimit: .max)
+            #expect(schema.entities.count == count)
+            #expect(schema.problems.isEmpty)
+            let counts = try StoreChecks.entityCounts(db, schema: schema)
+            #expect(counts.rows[1] == 2)
+            #expect(counts.rows[199_999] == 2)
+            let missing = try #require(counts.problems.first { $0.code == .entityTableMissing })
+            #expect(missing.count == 15_999 - 2, "numbers from 16000 are Core Data's own entities, which need no table of their own")
+            #expect(counts.problems.filter { $0.code == .entityTableMissing }.count == 1, "one problem however many entities")
+            #expect(counts.problems.first { $0.code == .entityWrongTable }?.count == 1)
+            #expect(try StoreChecks.primaryKeyProblems(db, schema: schema).map(\.subject) == ["ZE1"], "Z_MAX 2 but Z_PK 3")
+            #expect(try StoreChecks.toOneProblems(db, schema: schema).map(\.count) == [1], "AE199999.ZE1 = 7 points at nothing")
+            #expect(try StoreChecks.joinProblems(db, schema: schema).map(\.count) == [1], "Z_1LINKS row (3, 1): no ZE1 row 3 of E1")
+            #expect(try StoreChecks.unlistedTableProblems(db, schema: schema).isEmpty)
+        }
+        try queue.close()
+
+        // What status and check do: the first 65,536 rows, and a problem saying so.
         let report = try Inspection(options: LayoutOptions(store: store), depth: .check).run()
         let s = try #require(report.stores.first)
-        #expect(s.entities.count == count)
+        #expect(s.entities.count == EntityRows.rowLimit)
+        let tooMany = try #require(s.problems.first { $0.code == .tooManyEntities })
+        #expect(tooMany.count == count)
         #expect(s.entities.first { $0.number == 1 }?.rows == 2)
         #expect(s.entities.first { $0.number == 2 }?.rows == 1)
-        #expect(s.objects == 4)
-        // One problem per kind, with the count, however many entities are concerned. Numbers from
-        // 16000 are Core Data's own entities (history, CloudKit), which need no table of their own.
-        let missing = try #require(s.problems.first { $0.code == .entityTableMissing })
-        #expect(missing.count == 15_999 - 2)
-        #expect(s.problems.filter { $0.code == .entityTableMissing }.count == 1)
-        let wrong = try #require(s.problems.first { $0.code == .entityWrongTable })
-        #expect(wrong.count == 1)
-        #expect(wrong.subject == "ZE1")
-        #expect(s.problems.filter { $0.code == .zmaxBehind }.map(\.subject) == ["ZE1"], "Z_MAX 2 but Z_PK 3")
+        #expect(s.problems.contains { $0.code == .entityTableUnlisted && $0.subject == "AE199999" },
+                "the table of an entity past the limit is not hidden: \(s.problems.map(\.code))")
     }
 
     @Test("a Z_SUPER cycle is a problem, not a loop", .timeLimit(.minutes(1)))

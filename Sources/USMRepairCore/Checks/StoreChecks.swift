@@ -139,8 +139,8 @@ enum StoreChecks {
     static func primaryKeyProblems(_ db: Database, schema: CoreDataSchema) throws -> [Problem] {
         var problems: [Problem] = []
         for table in schema.entityTables where schema.table(table, hasColumn: "Z_PK") {
-            let members = schema.entityNumbers(inTable: table).compactMap { schema.entity($0) }
-            guard !members.contains(where: { schema.unreadableMax.contains($0.number) }) else { continue }
+            let members = schema.entityNumbers(inTable: table)
+            guard !members.contains(where: { schema.unreadableMax.contains($0) }) else { continue }
             let value = try DatabaseValue.fetchOne(db, sql: "SELECT MAX(Z_PK) FROM \(table.sqlIdentifier)") ?? .null
             guard let maxPK = value.storedInt64 else {
                 if !value.isNull {
@@ -149,9 +149,14 @@ enum StoreChecks {
                 }
                 continue
             }
-            let zmax = members.map(\.max).max() ?? 0
+            var zmax: Int64 = 0
+            var root = table
+            for number in members {
+                guard let entity = schema.entity(number) else { continue }
+                zmax = max(zmax, entity.max)
+                if entity.number == entity.rootNumber { root = entity.name }
+            }
             if zmax < maxPK {
-                let root = members.first { $0.number == $0.rootNumber }?.name ?? table
                 problems.append(Problem(.zmaxBehind, "Z_MAX for \(root) is \(zmax) but \(table) already holds Z_PK \(maxPK): Core Data would hand out duplicate keys",
                     subject: table, count: Int(clamping: maxPK.subtractingReportingOverflow(zmax).partialValue)))
             }

@@ -49,6 +49,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
     case entityTableUnlisted = "entity-table-unlisted"
     case metadataPlistTooLarge = "metadata-plist-too-large"
     case modelCacheTooLarge = "model-cache-too-large"
+    case tooManyEntities = "too-many-entities"
 
     /// How much a problem of this kind matters.
     public var severity: Problem.Severity {
@@ -60,7 +61,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
              .joinEntityUnknown, .externalDataMissing, .markerMalformed, .preferencesMalformed:
             .error
         case .walInvalid, .walCutTransaction, .walMismatch, .bookkeepingValue, .entitySuperCycle, .entitySuperUnknown,
-             .entityTableUnlisted, .metadataPlistTooLarge:
+             .entityTableUnlisted, .metadataPlistTooLarge, .tooManyEntities:
             .error
         case .walHeaderWithoutWal:
             .info
@@ -120,6 +121,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
         case .entityTableUnlisted: "a table shaped like an entity table (Z_PK, Z_ENT, Z_OPT) that no Z_PRIMARYKEY row accounts for: its rows are in no count"
         case .metadataPlistTooLarge: "Z_METADATA.Z_PLIST over 1 MiB: not metadata, not decoded"
         case .modelCacheTooLarge: "Z_MODELCACHE over 1 MiB, compressed or inflated: not decoded"
+        case .tooManyEntities: "Z_PRIMARYKEY over 65,536 rows: not a model; only the first 65,536 are read"
         }
     }
 

@@ -79,8 +79,10 @@ public struct CoreDataSchema: Sendable {
     /// Entities whose `Z_MAX` is not an integer: their `max` reads 0 but is unknown.
     public let unreadableMax: Set<Int>
 
-    /// Direct sub-entities by entity number.
-    private let children: [Int: [Int]]
+    /// Sub-entities as linked lists over positions in `entities` (-1 ends a list): compact where a
+    /// dictionary of arrays would cost an allocation per parent.
+    private let firstChild: [Int32]
+    private let nextSibling: [Int32]
     /// Entity numbers by the table holding their rows.
     private let members: [String: [Int]]
 
@@ -97,13 +99,18 @@ public struct CoreDataSchema: Sendable {
 
     /// Numbers of the entity `n` and all entities below it, each `Z_SUPER` link followed once.
     public func subtree(of n: Int) -> [Int] {
+        guard let start = EntityRows.position(of: n, in: entities) else { return [n] }
         var result = [n]
-        var seen: Set<Int> = [n]
-        var frontier = [n]
+        var seen: Set<Int> = [start]
+        var frontier = [start]
         while let next = frontier.popLast() {
-            for child in children[next] ?? [] where seen.insert(child).inserted {
-                result.append(child)
-                frontier.append(child)
+            var child = Int(firstChild[next])
+            while child >= 0 {
+                if seen.insert(child).inserted {
+                    result.append(entities[child].number)
+                    frontier.append(child)
+                }
+                child = Int(nextSibling[child])
             }
         }
         return result.sorted()
@@ -123,19 +130,27 @@ public struct CoreDataSchema: Sendable {
         self.model = model
         self.problems = problems
         self.unreadableMax = unreadableMax
-        var children: [Int: [Int]] = [:]
+        var firstChild = [Int32](repeating: -1, count: entities.count)
+        var nextSibling = [Int32](repeating: -1, count: entities.count)
         var members: [String: [Int]] = [:]
-        for entity in entities {
-            if entity.superNumber != 0, entity.superNumber != entity.number { children[entity.superNumber, default: []].append(entity.number) }
+        for (i, entity) in entities.enumerated().reversed() {
+            if entity.superNumber != 0, entity.superNumber != entity.number,
+               let parent = EntityRows.position(of: entity.superNumber, in: entities) {
+                nextSibling[i] = firstChild[parent]
+                firstChild[parent] = Int32(i)
+            }
             if let table = entity.table { members[table, default: []].append(entity.number) }
         }
-        self.children = children
+        for table in members.keys { members[table]?.reverse() }
+        self.firstChild = firstChild
+        self.nextSibling = nextSibling
         self.members = members
         entityTables = members.keys.sorted()
     }
 
     /// Reads the schema of an open store. The caller has checked that `Z_PRIMARYKEY` exists.
-    static func read(_ db: Database) throws -> CoreDataSchema {
+    /// - Parameter entityLimit: the most `Z_PRIMARYKEY` rows read (see `EntityRows.rowLimit`).
+    static func read(_ db: Database, entityLimit: Int = EntityRows.rowLimit) throws -> CoreDataSchema {
         var tables: [String: [(name: String, type: String)]] = [:]
         let tableNames = try BoundedRead.texts(
             db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
@@ -148,7 +163,7 @@ public struct CoreDataSchema: Sendable {
         }
         let upperToTable = Dictionary(tableNames.map { ($0.uppercased(), $0) }, uniquingKeysWith: { a, _ in a })
 
-        var rows = try EntityRows.read(db)
+        var rows = try EntityRows.read(db, limit: entityLimit)
         var raw = rows.entities
         rows.entities = []
         var problems = rows.problems

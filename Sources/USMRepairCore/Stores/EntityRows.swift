@@ -15,21 +15,28 @@ struct EntityRows {
     /// Entities whose `Z_MAX` is not an integer (their `max` reads 0 but is unknown).
     var unreadableMax: Set<Int> = []
 
-    /// The longest `Z_NAME` read; an entity name is an identifier, not a document.
-    static let nameLimit = 1024
+    /// The longest `Z_NAME` read; an entity name is an identifier, not a document (with
+    /// `rowLimit`, this bounds the names held to about 10 MiB however hostile the store).
+    static let nameLimit = 128
+    /// The most `Z_PRIMARYKEY` rows read. Core Data numbers a model's entities from 1 and its own
+    /// (history, CloudKit) from 16000, so a real store has a few hundred rows at most; past this,
+    /// rows cannot be a model, and memory stays flat however many a hostile store holds.
+    static let rowLimit = 65_536
 
     /// Reads `Z_PRIMARYKEY` of an open store, one row at a time (memory holds the entities, not
     /// the rows).
-    static func read(_ db: Database) throws -> EntityRows {
+    /// - Parameter limit: the most rows read (`rowLimit`); tests lift it to prove the reading linear.
+    static func read(_ db: Database, limit: Int = rowLimit) throws -> EntityRows {
         let count = (try DatabaseValue.fetchOne(db, sql: "SELECT COUNT(*) FROM Z_PRIMARYKEY"))?.storedInt ?? 0
-        var builder = Builder(capacity: count)
+        let limit = max(limit, 1)
+        var builder = Builder(capacity: min(count, limit))
         do {
-            try fetchRows(db, namesOneByOne: false) { builder.add($0) }
+            try fetchRows(db, limit: limit, namesOneByOne: false) { builder.add($0) }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_TOOBIG {
             // A name too long to load stopped the query: start again, reading each name on its own
             // (only hostile stores get here).
-            builder = Builder(capacity: count)
-            try fetchRows(db, namesOneByOne: true) { builder.add($0) }
+            builder = Builder(capacity: min(count, limit))
+            try fetchRows(db, limit: limit, namesOneByOne: true) { builder.add($0) }
         }
         var result = EntityRows()
         result.entities = builder.entities
@@ -44,6 +51,10 @@ struct EntityRows {
         result.entities.removeLast(result.entities.count - unique)
         result.unreadableMax = builder.unreadableMax
         result.problems = builder.bad.problems()
+        if count > limit {
+            result.problems.insert(Problem(.tooManyEntities, "Z_PRIMARYKEY holds \(count) rows, more than any Core Data model has (a model's entities are numbered below 16000): only the first \(limit) were read; rows of the others are counted as unknown",
+                subject: "Z_PRIMARYKEY", count: count), at: 0)
+        }
         result.resolveRoots()
         return result
     }
@@ -125,7 +136,7 @@ struct EntityRows {
     /// Numbers are selected only when SQLite stores a number (a 200 MB text `Z_SUPER` is never
     /// loaded); names are read under SQLite's length limit. When one name is too long the query
     /// fails as a whole, and the caller asks again with `namesOneByOne` to find which.
-    private static func fetchRows(_ db: Database, namesOneByOne: Bool, _ body: (RawRow) -> Void) throws {
+    private static func fetchRows(_ db: Database, limit: Int, namesOneByOne: Bool, _ body: (RawRow) -> Void) throws {
         func number(_ column: String) -> String {
             "CASE WHEN typeof(\(column)) IN ('integer', 'real') THEN \(column) END, typeof(\(column))"
         }
@@ -142,12 +153,12 @@ struct EntityRows {
         }
         guard namesOneByOne else {
             try db.withValueLimit(nameLimit) {
-                let cursor = try Row.fetchCursor(db, sql: "SELECT \(columns), \(nameValue) FROM Z_PRIMARYKEY")
+                let cursor = try Row.fetchCursor(db, sql: "SELECT \(columns), \(nameValue) FROM Z_PRIMARYKEY LIMIT \(limit)")
                 while let row = try cursor.next() { body(decode(row, name: nil)) }
             }
             return
         }
-        let cursor = try Row.fetchCursor(db, sql: "SELECT \(columns), rowid FROM Z_PRIMARYKEY")
+        let cursor = try Row.fetchCursor(db, sql: "SELECT \(columns), rowid FROM Z_PRIMARYKEY LIMIT \(limit)")
         while let row = try cursor.next() {
             let rowid = (row[8] as DatabaseValue).storedInt64 ?? 0
             let name: BoundedRead.Value
