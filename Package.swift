@@ -52,6 +52,8 @@ let package = Package(
                 "CZstd",
                 "CDigest",
                 grdb,
+                // SQLite's C API for the one thing GRDB does not wrap: sqlite3_limit (bounded reads).
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "Sources/USMRepairCore"

@@ -42,8 +42,10 @@ struct CommandContext {
     /// Runs `body`, prints its result as JSON (`--json`) or through `text`, and throws the exit
     /// code that `status` gives when it is not 0. A `USMError` becomes its sentence on stderr (and
     /// the error envelope on stdout with `--json`) and its documented exit code.
+    /// `json`, when given, writes the JSON in pieces instead (reports that can be large).
     func perform<Result: Encodable>(
-        _ body: (Terminal) throws -> Result, text: (Result, Terminal) -> Void, status: (Result) -> ExitStatus = { _ in .ok }
+        _ body: (Terminal) throws -> Result, text: (Result, Terminal) -> Void, status: (Result) -> ExitStatus = { _ in .ok },
+        json: ((Result, (String) -> Void) throws -> Void)? = nil
     ) throws {
         let result: Result
         do {
@@ -53,7 +55,9 @@ struct CommandContext {
             terminal.endProgress()
             throw fail(USMError.wrap(error))
         }
-        if output.json {
+        if output.json, let json {
+            try json(result, terminal.write)
+        } else if output.json {
             terminal.out(try JSONOutput.encode(result))
         } else {
             text(result, terminal)
@@ -68,7 +72,7 @@ struct CommandContext {
             try inspection.run(progress: terminal.progress)
         }, text: { report, terminal in
             ReportPrinter(terminal: terminal, verbose: output.verbose, quiet: output.quiet).print(report)
-        }, status: { $0.exitCode })
+        }, status: { $0.exitCode }, json: { report, write in try report.writeJSON(write) })
     }
 
     /// Plans a maintenance operation, prints the plan, asks (or needs `--yes`), runs it, prints the result.

@@ -89,10 +89,10 @@ struct CLITests {
         }
         for status in ExitStatus.allCases { #expect(readme.contains("| \(status.rawValue) |"), "exit code \(status.rawValue)") }
         for flag in ["--container", "--app-dir", "--cloud-dir", "--store-name", "--prefs", "--store", "--json", "--ignore", "--quiet",
-                     "--verbose", "--document", "--output", "--format", "--redact", "--metadata-only", "--max-size", "--overwrite", "--to", "--yes",
-                     "--snapshot-dir", "--strategy", "--into", "--recipe", "--plugin", "--param", "--on-conflict", "--plugin-timeout",
-                     "--dry-run", "--keep-ubiquity-metadata", "--peer", "--account", "--local-only", "--uuid", "--keep-old",
-                     "--with-older-markers", "--from", "--in-app", "--merge"] {
+                     "--verbose", "--strict", "--document", "--output", "--format", "--redact", "--metadata-only", "--max-size", "--overwrite",
+                     "--to", "--yes", "--snapshot-dir", "--strategy", "--into", "--recipe", "--plugin", "--param", "--on-conflict",
+                     "--plugin-timeout", "--dry-run", "--keep-ubiquity-metadata", "--peer", "--account", "--local-only", "--uuid",
+                     "--keep-old", "--with-older-markers", "--from", "--in-app", "--merge"] {
             #expect(readme.contains("`\(flag)"), "flag \(flag)")
         }
         let changelog = try String(contentsOf: Self.packageRoot.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)

@@ -197,3 +197,34 @@ struct StatusTests {
         #expect(entities.first { $0["name"] as? String == "Book" }?["rows"] as? Int == options.books + 2)
     }
 }
+
+/// The status report's JSON written in pieces is the same text as encoded whole.
+@Suite("status JSON in pieces")
+struct StatusJSONTests {
+    @Test("writeJSON gives exactly json(), for stores with and without entities")
+    func sameBytes() throws {
+        let tmp = try TempDir()
+        var options = FixtureContainer.Options()
+        options.localStore = false
+        let paths = try FixtureContainer.write(to: tmp.path("c"), options)
+        let report = try Inspection(options: LayoutOptions(container: paths.root), depth: .check).run()
+        #expect(report.stores.filter { !$0.entities.isEmpty }.count >= 2)
+        #expect(report.stores.contains { $0.entities.isEmpty }, "a missing store has no entities")
+        var pieces = ""
+        try report.writeJSON { pieces += $0 }
+        #expect(pieces == (try report.json()) + "\n")
+
+        // More entities than one chunk.
+        let store = tmp.path("Many.sqlite")
+        try RawStore.write(to: store, "CREATE TABLE ZE1 (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER)") { db in
+            for n in 1...2500 { try db.execute(sql: "INSERT INTO Z_PRIMARYKEY VALUES (?, ?, 0, 0)", arguments: [n, "E\(n)"]) }
+        }
+        let many = try Inspection(options: LayoutOptions(store: store), depth: .status).run()
+        var chunked = ""
+        try many.writeJSON { chunked += $0 }
+        #expect(chunked == (try many.json()) + "\n")
+        let cli = try CLI.run(["status", "--store", store.path, "--json"])
+        #expect((cli.json["stores"] as? [[String: Any]])?.first?["entities"] as? [Any] != nil)
+        #expect(((cli.json["stores"] as? [[String: Any]])?.first?["entities"] as? [Any])?.count == 2500)
+    }
+}

@@ -7,23 +7,27 @@ public struct Inspection: Sendable {
     public let options: LayoutOptions
     /// `status` or `check`.
     public let depth: StoreInspector.Depth
-    /// Problem codes the user chose to accept (`--ignore`): still reported, not counted for the exit code.
+    /// Problem codes the user chose to accept (`--ignore`): still reported, marked ignored, not counted for the exit code.
     public let ignoredCodes: Set<ProblemCode>
+    /// `check --strict`: warnings fail the check too (errors always do; information never).
+    public let strict: Bool
 
     /// Private copies already taken of some stores (main file path → the copy to open), so a
     /// bundle reports on exactly the bytes it archives.
     let privateCopies: [String: URL]
 
     /// Creates an inspection.
-    public init(options: LayoutOptions, depth: StoreInspector.Depth, ignoredCodes: Set<ProblemCode> = []) {
-        self.init(options: options, depth: depth, ignoredCodes: ignoredCodes, privateCopies: [:])
+    public init(options: LayoutOptions, depth: StoreInspector.Depth, ignoredCodes: Set<ProblemCode> = [], strict: Bool = false) {
+        self.init(options: options, depth: depth, ignoredCodes: ignoredCodes, privateCopies: [:], strict: strict)
     }
 
-    init(options: LayoutOptions, depth: StoreInspector.Depth, ignoredCodes: Set<ProblemCode>, privateCopies: [String: URL]) {
+    init(options: LayoutOptions, depth: StoreInspector.Depth, ignoredCodes: Set<ProblemCode>, privateCopies: [String: URL],
+         strict: Bool = false) {
         self.options = options
         self.depth = depth
         self.ignoredCodes = ignoredCodes
         self.privateCopies = privateCopies
+        self.strict = strict
     }
 
     /// Runs it. `progress` is called before each store with (index, count, path).
@@ -55,11 +59,17 @@ public struct Inspection: Sendable {
 
     private func judge(layout: Layout, stores: [StoreReport]) -> StatusReport {
         let forCheck = depth == .check
+        let threshold: Problem.Severity = strict ? .warning : .error
         let byPath = Dictionary(stores.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
         let next = layout.isSingleStore ? nil : NextLaunch.predict(layout, reports: byPath)
-        var layoutProblems = layout.problems
-        if let next { layoutProblems += LayoutTraps.problems(layout, reports: byPath, next: next) }
-        var stores = stores
+        var traps = layout.problems
+        if let next { traps += LayoutTraps.problems(layout, reports: byPath, next: next) }
+        let layoutProblems = mark(traps)
+        var stores = stores.map { store in
+            var marked = store
+            marked.problems = mark(store.problems)
+            return marked
+        }
         let activeUUID = next.flatMap { next in
             next.store.flatMap { $0 == "local" ? nil : $0 } ?? layout.activeMarker?.raw
         }
@@ -69,13 +79,11 @@ public struct Inspection: Sendable {
 
         var exit = layout.exitStatus
         for store in stores {
-            var counted = store
-            counted.problems = store.problems.filter { !ignoredCodes.contains($0.code) }
-            exit = exit.worst(counted.exitStatus(forCheck: forCheck))
+            exit = exit.worst(store.exitStatus(forCheck: forCheck, threshold: threshold))
         }
-        let counted = (layoutProblems + stores.flatMap(\.problems)).filter { !ignoredCodes.contains($0.code) }
+        let counted = (layoutProblems + stores.flatMap(\.problems)).filter { !$0.ignored }
         for problem in counted { exit = exit.worst(problem.code.exitStatus) }
-        if forCheck, counted.contains(where: { $0.severity == .warning }) { exit = exit.worst(.problemsFound) }
+        if forCheck, counted.contains(where: { $0.severity >= threshold }) { exit = exit.worst(.problemsFound) }
 
         let active = Self.activeStore(layout: layout, next: next)
         let corruption = layout.corruptionMarker.flatMap { marker -> StatusReport.Corruption? in
@@ -118,5 +126,15 @@ public struct Inspection: Sendable {
             uuid: uuid, cloudVersion: version, marker: marker?.name, markerUUID: marker?.raw, cachedUUID: cachedUUID,
             source: cachedUUID != nil ? "cache" : "marker", valid: Marker.isValidUUID(uuid), exists: !copies.isEmpty,
             copies: copies.count, content: layout.cloudContent.contains { $0.uuid == uuid })
+    }
+
+    /// The problems with those the user accepted marked as ignored.
+    private func mark(_ problems: [Problem]) -> [Problem] {
+        guard !ignoredCodes.isEmpty else { return problems }
+        return problems.map { problem in
+            var marked = problem
+            marked.ignored = ignoredCodes.contains(problem.code)
+            return marked
+        }
     }
 }

@@ -54,6 +54,16 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
     case seedLosesWALFrames = "seed-loses-wal-frames"
     case cloudContainerMissing = "cloud-container-missing"
     case interruptedOperation = "interrupted-operation"
+    case walInvalid = "wal-invalid"
+    case walCutTransaction = "wal-cut-transaction"
+    case walMismatch = "wal-mismatch"
+    case bookkeepingValue = "bookkeeping-value"
+    case entitySuperCycle = "entity-super-cycle"
+    case entitySuperUnknown = "entity-super-unknown"
+    case entityTableUnlisted = "entity-table-unlisted"
+    case metadataPlistTooLarge = "metadata-plist-too-large"
+    case modelCacheTooLarge = "model-cache-too-large"
+    case tooManyEntities = "too-many-entities"
 
     /// How much a problem of this kind matters.
     public var severity: Problem.Severity {
@@ -66,11 +76,14 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
              .markerEmpty, .markerTrailingNewline, .activeStoreMarkedCorrupt, .cachedUUIDStale, .cachedUUIDMalformed, .nominalStoreFile, .seedLosesWALFrames,
              .interruptedOperation:
             .error
-        case .walHeaderWithoutWal, .strayWal, .hotJournal, .orphanSidecar, .metadataPlistNull,
-             .entityTableMissing, .externalDataOrphan, .layoutNotFound, .staleMarker, .leftoverTempStore,
+        case .walInvalid, .walCutTransaction, .walMismatch, .bookkeepingValue, .entitySuperCycle, .entitySuperUnknown,
+             .entityTableUnlisted, .metadataPlistTooLarge, .tooManyEntities:
+            .error
+        case .strayWal, .hotJournal, .orphanSidecar, .metadataPlistNull,
+             .entityTableMissing, .externalDataOrphan, .layoutNotFound, .staleMarker, .leftoverTempStore, .modelCacheTooLarge,
              .markerVersionIgnored, .corruptionMarkerIgnored, .cachedUUIDOtherVersion, .cachedUUIDAmbiguous, .severalCopies:
             .warning
-        case .cloudContainerMissing:
+        case .walHeaderWithoutWal, .cloudContainerMissing:
             .info
         }
     }
@@ -88,7 +101,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
     public var summary: String {
         switch self {
         case .walMissing: "WAL-mode store whose -shm is present but -wal is gone: newest rows probably lost"
-        case .walHeaderWithoutWal: "WAL-mode store with no -wal beside it (clean close, or copied without its -wal)"
+        case .walHeaderWithoutWal: "WAL-mode store with no -wal beside it: what every clean close leaves (or a copy that left its -wal behind)"
         case .strayWal: "a -wal beside a rollback-journal store"
         case .hotJournal: "a -journal is present: an interrupted write SQLite will roll back"
         case .orphanSidecar: "-wal or _SUPPORT folder present without the main file"
@@ -109,7 +122,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
         case .metadataPlistNull: "Z_METADATA.Z_PLIST is NULL"
         case .metadataPlistMalformed: "Z_METADATA.Z_PLIST is not a plist dictionary"
         case .ubiquityMetadataInLocalStore: "the local store still carries com.apple.coredata.ubiquity.* keys"
-        case .entityTableShape: "an entity table lacks Z_ENT"
+        case .entityTableShape: "an entity table lacks Z_PK or Z_ENT (left out of the checks that need them; the others go on)"
         case .entityTableMissing: "a root entity has no table"
         case .entityNull: "rows with a NULL Z_ENT"
         case .entityUnknown: "rows whose Z_ENT is not in Z_PRIMARYKEY"
@@ -139,6 +152,16 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
         case .interruptedOperation: "a usm-repair operation was interrupted (killed): run usm-repair recover to finish or undo it"
         case .cloudContainerMissing: "the ubiquity container was not given or found: markers and logs cannot be read"
         case .leftoverTempStore: "MigrationSource.sqlite / CopyMigrationStore.sqlite left by an interrupted migration"
+        case .walInvalid: "a non-empty -wal SQLite cannot read (wrong magic, version, page size or header checksum): all of it is ignored"
+        case .walCutTransaction: "frames of the -wal after its last valid commit, or one cut short: a transaction SQLite drops"
+        case .walMismatch: "a -wal whose page size differs from the main file's, or whose salts or frames differ from what the -shm records"
+        case .bookkeepingValue: "a Z_ENT, Z_PK, Z_NAME, Z_SUPER, Z_MAX, Z_UUID or Z_VERSION value of a type or size Core Data never writes"
+        case .entitySuperCycle: "Z_SUPER links that form a cycle: those entities have no root"
+        case .entitySuperUnknown: "a Z_SUPER naming an entity Z_PRIMARYKEY does not list"
+        case .entityTableUnlisted: "a table shaped like an entity table (Z_PK, Z_ENT, Z_OPT) that no Z_PRIMARYKEY row accounts for: its rows are in no count"
+        case .metadataPlistTooLarge: "Z_METADATA.Z_PLIST over 1 MiB: not metadata, not decoded"
+        case .modelCacheTooLarge: "Z_MODELCACHE over 1 MiB, compressed or inflated: not decoded"
+        case .tooManyEntities: "Z_PRIMARYKEY over 65,536 rows: not a model; only the first 65,536 are read"
         }
     }
 

@@ -149,15 +149,18 @@ public struct StoreReport: Sendable, Encodable {
     }
 
 
-    /// The exit status this store contributes: read failures by their kind; for `check`, any
-    /// problem makes it `problemsFound`; for `status`, a damaged or non-Core-Data store is `badInput`.
-    public func exitStatus(forCheck: Bool) -> ExitStatus {
+    /// The exit status this store contributes: read failures by their kind; for `check`, a problem
+    /// at `threshold` or above (errors; warnings too with `--strict`) that is not ignored makes it
+    /// `problemsFound` (information never does); for `status`, a damaged or non-Core-Data store is `badInput`.
+    public func exitStatus(forCheck: Bool, threshold: Problem.Severity = .error) -> ExitStatus {
         if let readFailure { return readFailure.exitStatus }
         switch health {
         case .notCoreData: return .badInput
         case .unreadable: return .ioError
         case .damaged: return forCheck ? .problemsFound : .badInput
-        case .ok, .missing: return forCheck && !problems.isEmpty ? .problemsFound : .ok
+        case .ok, .missing:
+            let failing = problems.contains { !$0.ignored && $0.severity >= max(threshold, .warning) }
+            return forCheck && failing ? .problemsFound : .ok
         }
     }
 }

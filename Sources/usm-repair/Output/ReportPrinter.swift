@@ -138,7 +138,8 @@ struct ReportPrinter {
         case .info: terminal.paint("info   ", .dim)
         }
         let store = problem.store.map { " [\(URL(fileURLWithPath: $0).lastPathComponent)]" } ?? ""
-        terminal.out("\(indent)\(tag) \(problem.code.rawValue)\(store): \(problem.message)")
+        let ignored = problem.ignored ? " (ignored)" : ""
+        terminal.out("\(indent)\(tag) \(problem.code.rawValue)\(store)\(ignored): \(problem.message)")
     }
 
     private func bytes(_ n: Int64) -> String {

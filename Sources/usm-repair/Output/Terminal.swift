@@ -57,6 +57,11 @@ final class Terminal {
         writeOut(line + "\n")
     }
 
+    /// Text for stdout as it is, without a line break (output written in pieces).
+    func write(_ text: String) {
+        writeOut(text)
+    }
+
     func err(_ line: String) {
         writeErr(line + "\n")
     }
