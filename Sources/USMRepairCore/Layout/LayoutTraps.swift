@@ -107,11 +107,11 @@ enum LayoutTraps {
 
         // A seeding copies the local store's main file only.
         if next.outcome == .seedNewCloudStore, let local = layout.stores.first(where: { $0.role == .local }),
-           let walSize = FileStatus.lookup(local.files.wal.path)?.size, walSize > 32 {
+           let pending = unmergedFrames(local.files) {
             problems.append(Problem(
                 .seedLosesWALFrames,
-                "the next launch seeds a new cloud store from the local store, copying its main file only, and its -wal holds \(walSize) bytes of frames that may not be in the main file yet: those changes would be lost",
-                subject: local.files.wal.path))
+                "the next launch seeds a new cloud store from the local store, copying its main file only, and its -wal holds \(pending) committed frame(s) not merged into the main file: those changes would be lost",
+                subject: local.files.wal.path, count: pending))
         }
         if layout.cloudDirectory == nil, !layout.isSingleStore {
             problems.append(Problem(
@@ -120,5 +120,18 @@ enum LayoutTraps {
                 subject: nil))
         }
         return problems
+    }
+
+    /// Committed WAL frames not yet copied into the main file (nil when there are none): all of
+    /// them unless the -shm's index records that a checkpoint already copied them.
+    static func unmergedFrames(_ files: StoreFileSet) -> Int? {
+        guard FileStatus.lookup(files.wal.path)?.kind == .file,
+              let wal = try? WALFile.read(path: files.wal.path), wal.headerValid, wal.committedFrames > 0
+        else { return nil }
+        if FileStatus.lookup(files.shm.path)?.kind == .file, let index = WALIndexHeader.read(path: files.shm.path),
+           index.salts == wal.salts, index.backfilledFrames >= wal.committedFrames {
+            return nil
+        }
+        return wal.committedFrames
     }
 }
