@@ -24,6 +24,7 @@ p.add_argument("path")
 p.add_argument("--objects", type=int, default=1_000_000)
 p.add_argument("--wal-rows", type=int, default=1000)
 p.add_argument("--prefix", default="a", help="text prefix (two stores with different prefixes merge without conflicts)")
+p.add_argument("--local", action="store_true", help="a local store: no iCloud (ubiquity) metadata in Z_METADATA")
 a = p.parse_args()
 
 for suffix in ("", "-wal", "-shm"):
@@ -69,9 +70,11 @@ for index in ("CREATE INDEX ZITEM_ZFOLDER_INDEX ON ZITEM (ZFOLDER)", "CREATE IND
 db.execute("UPDATE Z_PRIMARYKEY SET Z_MAX = (SELECT MAX(Z_PK) FROM ZFOLDER) WHERE Z_ENT = 1")
 db.execute("UPDATE Z_PRIMARYKEY SET Z_MAX = (SELECT MAX(Z_PK) FROM ZITEM) WHERE Z_ENT IN (2, 3)")
 db.execute("UPDATE Z_PRIMARYKEY SET Z_MAX = (SELECT MAX(Z_PK) FROM ZTAG) WHERE Z_ENT = 4")
-plist = plistlib.dumps({"NSStoreType": "SQLite", "NSPersistenceFrameworkVersion": 1345,
-                        "NSStoreModelVersionHashes": {n: bytes(32) for n in ("Folder", "Item", "Note", "Tag")},
-                        "com.apple.coredata.ubiquity.ubiquitized": True}, fmt=plistlib.FMT_BINARY)
+metadata = {"NSStoreType": "SQLite", "NSPersistenceFrameworkVersion": 1345,
+            "NSStoreModelVersionHashes": {n: bytes(32) for n in ("Folder", "Item", "Note", "Tag")}}
+if not a.local:
+    metadata["com.apple.coredata.ubiquity.ubiquitized"] = True
+plist = plistlib.dumps(metadata, fmt=plistlib.FMT_BINARY)
 db.execute("INSERT INTO Z_METADATA VALUES (1, ?, ?)", (str(uuid.uuid4()).upper(), plist))
 db.execute("COMMIT")
 db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
