@@ -503,6 +503,20 @@ struct DataOperationTests {
         #expect(try f.snapshot() == before)
         let none = try Fixture { $0.activeStoreCopy = false }
         #expect(try none.run(["migrate", "cloud-to-local", "--yes"]).status == 8)
+        // Damage inside the pages (the header holds): planning reads only the header of a store the
+        // engine reads, and the engine's verification of its source refuses it; nothing changes.
+        let pages = try Fixture { $0.cloud.walOnlyBooks = 0 }
+        let damaged = pages.paths.cloudStore(pages.options.activeUUID)
+        let handle = try FileHandle(forWritingTo: damaged)
+        try handle.seek(toOffset: 4096)  // page 2, a table's root: its header and cells
+        try handle.write(contentsOf: Data(repeating: 0xAB, count: 4096))
+        try handle.close()
+        let pagesBefore = try pages.snapshot()
+        for command in [["migrate", "cloud-to-local"], ["rebuild", "--from", "cloud"]] {
+            let r = try pages.run(command + ["--yes", "--json"])
+            #expect(r.status == 8, "\(command): \(r.stdout)")
+            #expect(try pages.snapshot() == pagesBefore)
+        }
     }
 
     @Test("a kill after any step of rebuild --from cloud: recover gives the old or the new state")

@@ -15,6 +15,9 @@ public struct Inspection: Sendable {
     /// Private copies already taken of some stores (main file path → the copy to open), so a
     /// bundle reports on exactly the bytes it archives.
     let privateCopies: [String: URL]
+    /// Main files read at `status` depth when the inspection's depth is `light` (the stores an
+    /// operation reads or seeds from).
+    var deeper: Set<String> = []
 
     /// Creates an inspection.
     public init(options: LayoutOptions, depth: StoreInspector.Depth, ignoredCodes: Set<ProblemCode> = [], strict: Bool = false) {
@@ -39,10 +42,11 @@ public struct Inspection: Sendable {
     /// Runs it on a layout already discovered.
     func run(layout: Layout, progress: (Int, Int, String) -> Void = { _, _, _ in }) throws -> StatusReport {
         let inspector = StoreInspector(depth: depth)
+        let full = StoreInspector(depth: .status)
         var stores: [StoreReport] = []
         for (i, entry) in layout.stores.enumerated() {
             progress(i, layout.stores.count, entry.files.main.path)
-            var report = inspector.inspect(
+            var report = (deeper.contains(entry.files.main.path) ? full : inspector).inspect(
                 entry.files, role: entry.role, confinement: Confinement(root: entry.root),
                 privateCopy: privateCopies[entry.files.main.path])
             report.location = entry.location.rawValue

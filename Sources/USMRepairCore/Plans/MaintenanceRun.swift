@@ -89,7 +89,9 @@ public struct MaintenanceRun {
     ) throws -> Report {
         guard !plan.isNoOp else { return report(plan, before: before, result: nil, after: nil, recovered: recovered, dryRun: false) }
         let result = try PlanExecutor(snapshotDirectory: snapshotDirectory, builder: builder).run(plan, progress: progress)
-        let after = try? Inspection(options: options, depth: .status).run()
+        // What the next launch will be, from the files as the operation left them (read as far as
+        // the prediction needs: the files, headers and small files, not every page).
+        let after = try? Inspection(options: options, depth: .light).run()
         return report(plan, before: before, result: result, after: after, recovered: recovered + result.recovered, dryRun: false)
     }
 

@@ -97,7 +97,13 @@ public struct PlanExecutor {
                 case let .build(build):
                     guard let builder else { throw USMError.unexpected("no migration engine was given to build \(build.staged)") }
                     try Self.makeFolder(URL(fileURLWithPath: build.staged).deletingLastPathComponent())
-                    rows[build.staged] = try builder(build)
+                    do {
+                        rows[build.staged] = try builder(build)
+                    } catch USMError.sourceDamaged(let path, let detail) {
+                        // Planning reads only the header of the store the engine reads; what the
+                        // engine finds damaged is the operation's precondition failing.
+                        throw USMError.preconditionFailed("the store to read, \(path), is damaged (\(detail))")
+                    }
                 case let .writeMarker(uuid, staged):
                     try Self.makeFolder(URL(fileURLWithPath: staged).deletingLastPathComponent())
                     try FileWrite.create(URL(fileURLWithPath: staged), contents: try FileWrite.markerContents(uuid))

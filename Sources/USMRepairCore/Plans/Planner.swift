@@ -18,8 +18,29 @@ public struct Planner {
         guard !layout.isSingleStore else {
             throw USMError.usage("\(maintenance.command) works on an app's layout (--container, --app-dir, --cloud-dir), not on --store or --document")
         }
-        let report = try Inspection(options: options, depth: .status).run(layout: layout)
+        // Planning reads the stores it needs; the others only as far as their files and headers,
+        // so that an operation's time stays in the size of what it changes.
+        var inspection = Inspection(options: options, depth: .light)
+        inspection.deeper = Set(readStores(maintenance, layout: layout).map(\.path))
+        let report = try inspection.run(layout: layout)
         return (try Planner(layout: layout, report: report).plan(maintenance), report)
+    }
+
+    /// The stores whose content an operation depends on at planning: the local store it checkpoints
+    /// or merges into, the copy `--in-app` relies on. (A store the migration engine reads is
+    /// verified by the engine itself.)
+    static func readStores(_ maintenance: Maintenance, layout: Layout) -> [URL] {
+        let local = layout.stores.first { $0.role == .local }.map { [$0.files.main] } ?? []
+        switch maintenance {
+        case .rebuildFromLocal, .deleteContainer(localOnly: false), .deleteCloudStore(_, false, _, _):
+            return local
+        case let .migrateCloudToLocal(_, _, merge, _):
+            return merge ? local : []
+        case .rebuildInApp:
+            return layout.stores.filter { $0.location == .coreDataCopy || $0.location == .nosync }.map(\.files.main)
+        default:
+            return []
+        }
     }
 
     var reports: [String: StoreReport] { Dictionary(report.stores.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a }) }

@@ -9,6 +9,10 @@ import GRDB
 public struct StoreInspector: Sendable {
     /// How much to verify.
     public enum Depth: Sendable {
+        /// What planning an operation needs of a store it does not read: the file set's members,
+        /// the header and the sidecars, without copying or opening anything (time independent of
+        /// the store's size). Integrity is `not-run`; a header that holds is `ok`.
+        case light
         /// What `status` needs: `PRAGMA quick_check`, metadata, counts, cheap invariants.
         case status
         /// Every Core Data invariant: `PRAGMA integrity_check`, keys, join tables, external data.
@@ -83,6 +87,11 @@ public struct StoreInspector: Sendable {
             report.health = .damaged
             report.problems.append(Problem(.truncated, "the header declares \(declared) bytes but the file holds \(mainStatus.size): the store was cut short",
                 subject: files.main.path))
+        }
+
+        if depth == .light {
+            if report.health == .missing { report.health = .ok }
+            return report
         }
 
         // A private copy of the file set: the only thing SQLite ever opens.
