@@ -14,6 +14,9 @@ protocol USMCommand: ParsableCommand {
 
 extension USMCommand {
     func run() throws {
+        // What earlier runs of this tool left when they were killed (private copies, partial
+        // archives, extraction folders) goes first: only items their records prove theirs.
+        Scratch.shared.cleanUpAbandoned()
         try run(CommandContext.live(output: output, command: Self.commandPath))
     }
 

@@ -21,7 +21,7 @@ enum FileCopy {
 
     /// Copies like `copy(from:to:)` and, when asked, returns the SHA-256 of the bytes copied.
     static func copy(from source: String, to destination: String, hashing: Bool) throws -> (bytes: Int64, sha256: String?) {
-        let output = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        let output = FileSystemPath.withCString(destination) { open($0, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }
         guard output >= 0 else {
             throw USMError.writeFailed(path: destination, reason: errnoDescription())
         }
@@ -48,7 +48,7 @@ enum FileCopy {
 
     /// Reads a regular file (never through a final symlink) block by block; returns the byte count.
     static func readBlocks(_ path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Int64 {
-        let input = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        let input = FileSystemPath.withCString(path) { open($0, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
         guard input >= 0 else { throw USMError.unreadable(path: path, reason: errnoDescription()) }
         defer { close(input) }
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: 16)

@@ -4,8 +4,9 @@ import Foundation
 public struct Preferences: Sendable, Equatable {
     /// The key UbiquityStoreManager stores iCloud on/off under.
     public static let cloudEnabledKey = "USMCloudEnabledKey"
-    /// A preferences file larger than this is not a preferences file.
-    static let maxSize = 16 << 20
+    /// A preferences file larger than this is not a preferences file (it is read without being
+    /// decoded, so the limit is about meaning, not memory).
+    static let maxSize: Int64 = 64 << 20
 
     /// Where it was read from.
     public let path: String
@@ -18,22 +19,29 @@ public struct Preferences: Sendable, Equatable {
     /// - Throws: `notFound`, `unreadable`, or `wrongKind` when it is not a plist dictionary, or the
     ///   key holds something other than a boolean.
     static func read(_ url: URL) throws -> Preferences {
+        let found = try lookUpCloudKey(url)
+        switch found.value {
+        case nil: return Preferences(path: url.path, cloudEnabled: nil, hasKey: false)
+        case let .bool(value)?: return Preferences(path: url.path, cloudEnabled: value, hasKey: true)
+        case let .integer(value)?: return Preferences(path: url.path, cloudEnabled: value != 0, hasKey: true)
+        case .other?: throw USMError.wrongKind(path: url.path, expected: "a plist whose \(cloudEnabledKey) is a boolean")
+        }
+    }
+
+    /// `USMCloudEnabledKey` as the file holds it, and the file's format, read without decoding the
+    /// rest of the plist (memory stays flat whatever its size).
+    /// - Throws: `notFound`, `unreadable`, `wrongKind` (not a plist dictionary, or larger than `maxSize`).
+    static func lookUpCloudKey(_ url: URL) throws -> PreferencesReader.Lookup {
         guard let status = FileStatus.resolve(url.path) else { throw USMError.notFound(path: url.path, what: "preferences file") }
         guard status.kind == .file else { throw USMError.wrongKind(path: url.path, expected: "a preferences plist file") }
-        guard status.size <= maxSize else { throw USMError.wrongKind(path: url.path, expected: "a preferences plist (it is \(status.size) bytes)") }
-        let data: Data
-        do { data = try Data(contentsOf: url) } catch {
-            throw USMError.unreadable(path: url.path, reason: error.localizedDescription)
+        guard status.size <= maxSize else {
+            throw USMError.wrongKind(path: url.path, expected: "a preferences plist (it is \(status.size) bytes; preferences this large are not preferences)")
         }
-        guard let plist = try? PropertyListSerialization.propertyList(from: data, options: [], format: nil),
-              let dict = plist as? [String: Any]
-        else { throw USMError.wrongKind(path: url.path, expected: "a property list dictionary (binary or XML)") }
-        guard let value = dict[cloudEnabledKey] else {
-            return Preferences(path: url.path, cloudEnabled: nil, hasKey: false)
+        do {
+            return try PreferencesReader.lookUp(cloudEnabledKey, in: url.path)
+        } catch let error as PreferencesReader.Malformed {
+            throw USMError.wrongKind(path: url.path, expected: "a property list dictionary (binary or XML): \(error.reason)")
         }
-        if let bool = value as? Bool { return Preferences(path: url.path, cloudEnabled: bool, hasKey: true) }
-        if let number = value as? NSNumber { return Preferences(path: url.path, cloudEnabled: number.intValue != 0, hasKey: true) }
-        throw USMError.wrongKind(path: url.path, expected: "a plist whose \(cloudEnabledKey) is a boolean")
     }
 
     /// True when the file parses as a plist dictionary holding `USMCloudEnabledKey` (used to pick
