@@ -45,6 +45,7 @@ let package = Package(
                 "CSupport",
                 "CZstd",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "Sources/USMRepairCore"

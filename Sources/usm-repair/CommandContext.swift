@@ -55,7 +55,7 @@ struct CommandContext {
             throw fail(USMError.wrap(error))
         }
         if output.json {
-            terminal.out(try JSONOutput.encode(result))
+            terminal.json(try JSONOutput.encode(result))
         } else {
             text(result, terminal)
         }
@@ -77,7 +77,7 @@ struct CommandContext {
     func fail(_ error: USMError) -> ExitCode {
         ErrorEnvelope.print(
             command: command, code: error.code, message: error.message, status: error.exitStatus, json: output.json,
-            out: terminal.out, err: terminal.err)
+            out: terminal.json, err: terminal.err)
         return ExitCode(error.exitStatus.rawValue)
     }
 }

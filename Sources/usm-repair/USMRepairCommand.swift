@@ -23,6 +23,9 @@ struct USMRepairCommand: ParsableCommand {
     /// Parses, runs, and is the only place the process exits. Usage errors print the same
     /// `usm-repair: error:` line as every other failure (and the JSON envelope with `--json`).
     static func main() {
+        // A file passing `ulimit -f` must be a write error (EFBIG, reported as out of space), not
+        // a signal that kills the process before it can say anything or clean up.
+        signal(SIGXFSZ, SIG_IGN)
         let arguments = Array(CommandLine.arguments.dropFirst())
         let command: ParsableCommand
         do {
@@ -46,7 +49,8 @@ struct USMRepairCommand: ParsableCommand {
             let wrapped = USMError.wrap(error)
             ErrorEnvelope.print(
                 command: commandPath(in: arguments), code: wrapped.code, message: wrapped.message, status: wrapped.exitStatus,
-                json: arguments.contains("--json"), out: { print($0) }, err: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) })
+                json: arguments.contains("--json"), out: { print($0) },
+                err: { FileHandle.standardError.write(Data((Terminal.escape($0) + "\n").utf8)) })
             Foundation.exit(wrapped.exitStatus.rawValue)
         }
     }
@@ -56,7 +60,7 @@ struct USMRepairCommand: ParsableCommand {
         ErrorEnvelope.print(
             command: commandPath(in: arguments), code: "usage", message: message, status: .usage,
             json: arguments.contains("--json"), out: { print($0) },
-            err: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) })
+            err: { FileHandle.standardError.write(Data((Terminal.escape($0) + "\n").utf8)) })
         // ArgumentParser's usage lines and help hint, without its own "Error:" line.
         let rest = fullMessage(for: error).split(separator: "\n", omittingEmptySubsequences: false)
             .drop { $0.hasPrefix("Error:") || $0.isEmpty }

@@ -13,6 +13,7 @@ struct BundleStoreCheckTests {
         let tmp = try TempDir()
         var options = FixtureStore.Options()
         options.walOnlyBooks = 0
+        options.externalCovers = 0
         let store = tmp.path("in/S.sqlite")
         try FixtureStore.write(to: store, options)
         let archive = tmp.path("b.tar.zst")
@@ -31,15 +32,23 @@ struct BundleStoreCheckTests {
         var other = FixtureStore.Options()
         other.storeUUID = "11111111-2222-4333-8444-555555555555"
         other.books = 9
+        other.externalCovers = 0
         try FixtureStore.write(to: swapped, other)
         for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: swapped.path + suffix) }
         let manifestURL = x.appendingPathComponent("manifest.json")
         var manifest = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: manifestURL)) as? [String: Any])
         let status = try #require(FileStatus.lookup(swapped.path))
+        let folder = try #require(FileStatus.lookup(x.appendingPathComponent("store").path))
         let digest = try FileCopy.sha256(of: swapped.path)
         manifest["files"] = (manifest["files"] as? [[String: Any]] ?? []).compactMap { record -> [String: Any]? in
             guard let path = record["path"] as? String else { return record }
             if path.hasSuffix("-wal") || path.hasSuffix("-shm") { return nil }
+            if path == "store" {
+                var r = record
+                r["mtimeNanos"] = folder.mtime.totalNanoseconds
+                r["mtime"] = folder.mtime.iso8601
+                return r
+            }
             guard path == "store/S.sqlite" else { return record }
             var r = record
             r["size"] = digest.bytes

@@ -16,11 +16,13 @@ final class ArchiveWriter {
     /// with the parallel compressor's writer thread.
     private final class OutputFile: Sendable {
         let fd: Int32
+        let path: String
         let limit: Int64?
         private let state = Mutex<(hasher: SHA256, written: Int64)>((SHA256(), 0))
 
-        init(fd: Int32, limit: Int64?) {
+        init(fd: Int32, path: String, limit: Int64?) {
             self.fd = fd
+            self.path = path
             self.limit = limit
         }
 
@@ -34,7 +36,7 @@ final class ArchiveWriter {
                     let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
                     if n < 0 {
                         if errno == EINTR { continue }
-                        throw USMError.archive(path: "", code: -1, message: errnoDescription())
+                        throw USMError.writing(path)
                     }
                     done += n
                 }
@@ -52,10 +54,12 @@ final class ArchiveWriter {
     private final class Sink {
         let output: OutputFile
         var errorText: String?
+        /// The error that stopped the output, kept whole (an out-of-space error stays one).
+        var error: USMError?
         /// Set for tar.zst: libarchive writes plain tar and this compresses it on several cores.
         var zstd: ParallelZstd?
-        init(fd: Int32, limit: Int64?) {
-            output = OutputFile(fd: fd, limit: limit)
+        init(fd: Int32, path: String, limit: Int64?) {
+            output = OutputFile(fd: fd, path: path, limit: limit)
         }
 
         var fd: Int32 { output.fd }
@@ -67,6 +71,7 @@ final class ArchiveWriter {
                 return true
             } catch let error as USMError {
                 if errorText == nil { errorText = error.message }
+                if self.error == nil { self.error = error }
                 return false
             } catch {
                 errorText = "\(error)"
@@ -89,7 +94,7 @@ final class ArchiveWriter {
     /// Creates `path` (which must not exist) and opens it for writing in `format`.
     convenience init(path: String, format: ArchiveFormat, limit: Int64?, threads: Int) throws {
         let fd = FileSystemPath.withCString(path) { open($0, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644) }
-        guard fd >= 0 else { throw USMError.writeFailed(path: path, reason: errnoDescription()) }
+        guard fd >= 0 else { throw USMError.writing(path) }
         try self.init(fd: fd, path: path, format: format, limit: limit, threads: threads)
     }
 
@@ -98,7 +103,7 @@ final class ArchiveWriter {
     init(fd: Int32, path: String, format: ArchiveFormat, limit: Int64?, threads: Int) throws {
         self.path = path
         self.format = format
-        sink = Sink(fd: fd, limit: limit)
+        sink = Sink(fd: fd, path: path, limit: limit)
         sinkRef = Unmanaged.passRetained(sink)
         guard let h = archive_write_new() else {
             close(fd)
@@ -215,12 +220,16 @@ final class ArchiveWriter {
         finished = true
         do { try sink.zstd?.finish() } catch {
             close(sink.fd)
-            if let error = error as? USMError, sink.errorText == nil { sink.errorText = error.message }
+            if let error = error as? USMError {
+                if sink.errorText == nil { sink.errorText = error.message }
+                if sink.error == nil { sink.error = error }
+            }
             throw failure()
         }
         let synced = fsync(sink.fd) == 0
+        let code = errno
         close(sink.fd)
-        guard synced else { throw USMError.writeFailed(path: path, reason: errnoDescription()) }
+        guard synced else { throw USMError.writing(path, errno: code) }
         return sink.output.result
     }
 
@@ -238,6 +247,7 @@ final class ArchiveWriter {
     }
 
     private func failure() -> USMError {
+        if let error = sink.error, case .outOfSpace = error { return error }
         if let text = sink.errorText {
             return USMError.archive(path: path, code: ARCHIVE_FATAL, message: text)
         }

@@ -58,7 +58,7 @@ final class BundleCatalog {
         }
     }
 
-    private let queue: DatabaseQueue
+    private let queue: ScratchDatabase
 
     /// A new, empty catalog in `folder` (a private scratch folder).
     init(folder: URL) throws {
@@ -68,7 +68,7 @@ final class BundleCatalog {
             try db.execute(sql: "PRAGMA cache_size = -2048; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA mmap_size = 0")
         }
         do {
-            queue = try DatabaseQueue(path: folder.appendingPathComponent("catalog.sqlite").path, configuration: config)
+            queue = try ScratchDatabase(path: folder.appendingPathComponent("catalog.sqlite").path, configuration: config)
             try queue.write { db in
                 try db.execute(sql: """
                     CREATE TABLE entry(
@@ -98,7 +98,7 @@ final class BundleCatalog {
     /// Adds entries in one transaction; paths already taken keep their first entry.
     func insert(_ entries: [Entry]) throws {
         try queue.write { db in
-            for e in entries { try Self.insert(e, db) }
+            for e in entries { _ = try Self.insert(e, db) }
         }
     }
 

@@ -110,11 +110,11 @@ public struct BundleRestorer {
             switch entry.kind {
             case .directory:
                 if FileStatus.lookup(url.path) == nil, FileSystemPath.withCString(url.path, { mkdir($0, 0o700) }) != 0 {
-                    throw USMError.writeFailed(path: url.path, reason: errnoDescription())
+                    throw USMError.writing(url.path)
                 }
             case .symlink:
                 let made = FileSystemPath.withCString(record.linkTarget ?? "") { target in FileSystemPath.withCString(url.path) { symlink(target, $0) } }
-                guard made == 0 else { throw USMError.writeFailed(path: url.path, reason: errnoDescription()) }
+                guard made == 0 else { throw USMError.writing(url.path) }
                 _ = FileSystemPath.withCString(url.path) { usm_set_times($0, record.fileTime.seconds, Int(record.fileTime.nanoseconds)) }
             case .file:
                 bytes += try Self.writeFile(url, from: reader, record: record, archive: options.archive)
@@ -156,7 +156,7 @@ public struct BundleRestorer {
                 if !AtomicRename.exchange(staged, final) {
                     // No atomic exchange on this file system: move the old one aside, then the new in.
                     let aside = staging.url.appendingPathComponent(".old-\(root.name)")
-                    guard Self.move(final, aside) == 0 else { throw USMError.writeFailed(path: final.path, reason: errnoDescription()) }
+                    guard Self.move(final, aside) == 0 else { throw USMError.writing(final.path) }
                     guard Self.move(staged, final) == 0 else {
                         let reason = errnoDescription()
                         _ = Self.move(aside, final)
@@ -164,7 +164,7 @@ public struct BundleRestorer {
                     }
                 }
             } else if Self.move(staged, final) != 0 {
-                throw USMError.writeFailed(path: final.path, reason: errnoDescription())
+                throw USMError.writing(final.path)
             }
             placed.append(.init(name: root.name, path: final.path, replaced: replacing))
         }
@@ -187,7 +187,7 @@ public struct BundleRestorer {
             switch FileStatus.lookup(current)?.kind {
             case nil:
                 guard FileSystemPath.withCString(current, { mkdir($0, 0o700) }) == 0 else {
-                    throw USMError.writeFailed(path: current, reason: errnoDescription())
+                    throw USMError.writing(current)
                 }
             case .directory?:
                 continue
@@ -205,7 +205,7 @@ public struct BundleRestorer {
     /// Writes one file from the archive, checking its bytes against the manifest as they come.
     static func writeFile(_ url: URL, from reader: ArchiveReader, record: BundleFile, archive: URL) throws -> Int64 {
         let fd = FileSystemPath.withCString(url.path) { open($0, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
-        guard fd >= 0 else { throw USMError.writeFailed(path: url.path, reason: errnoDescription()) }
+        guard fd >= 0 else { throw USMError.writing(url.path) }
         var closed = false
         defer { if !closed { close(fd) } }
         var hasher = SHA256()
@@ -216,12 +216,12 @@ public struct BundleRestorer {
         guard size == record.size, hasher.finalize().hex == record.sha256 else {
             throw USMError.manifestMismatch(path: archive.path, count: 1, first: "\(record.path): content changed since verification")
         }
-        guard fsync(fd) == 0 else { throw USMError.writeFailed(path: url.path, reason: errnoDescription()) }
+        guard fsync(fd) == 0 else { throw USMError.writing(url.path) }
         _ = fchmod(fd, mode_t(record.modeBits & 0o1777))
         closed = true
         close(fd)
         guard FileSystemPath.withCString(url.path, { usm_set_times($0, record.fileTime.seconds, Int(record.fileTime.nanoseconds)) }) == 0 else {
-            throw USMError.writeFailed(path: url.path, reason: errnoDescription())
+            throw USMError.writing(url.path)
         }
         return size
     }

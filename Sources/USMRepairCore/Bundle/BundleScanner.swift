@@ -130,7 +130,7 @@ struct BundleScanner {
     private func readManifest(_ reader: ArchiveReader, previous: Outcome?) throws -> (ManifestHeader, String) {
         let file = scratch.appendingPathComponent("manifest-\(UUID().uuidString).json")
         let fd = FileSystemPath.withCString(file.path) { open($0, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }
-        guard fd >= 0 else { throw USMError.writeFailed(path: file.path, reason: errnoDescription()) }
+        guard fd >= 0 else { throw USMError.writing(file.path) }
         defer { _ = FileSystemPath.withCString(file.path) { unlink($0) } }
         var hasher = SHA256()
         do {

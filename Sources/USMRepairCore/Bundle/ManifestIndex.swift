@@ -22,7 +22,7 @@ final class ManifestIndex {
         let path: String
     }
 
-    private let queue: DatabaseQueue
+    private let queue: ScratchDatabase
 
     /// A new, empty index in `folder`.
     init(folder: URL) throws {
@@ -32,7 +32,7 @@ final class ManifestIndex {
             try db.execute(sql: "PRAGMA cache_size = -2048; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA mmap_size = 0")
         }
         do {
-            queue = try DatabaseQueue(path: folder.appendingPathComponent("manifest-index.sqlite").path, configuration: config)
+            queue = try ScratchDatabase(path: folder.appendingPathComponent("manifest-index.sqlite").path, configuration: config)
             try queue.write { db in
                 try db.execute(sql: """
                     CREATE TABLE record(path TEXT PRIMARY KEY, kind TEXT NOT NULL, size INTEGER NOT NULL, mode TEXT NOT NULL,

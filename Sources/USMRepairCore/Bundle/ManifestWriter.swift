@@ -12,7 +12,7 @@ enum ManifestWriter {
     /// Writes the manifest for `header` and `catalog` to `url` (a new file in a private folder).
     static func write(_ header: BundleManifest, catalog: BundleCatalog, to url: URL) throws {
         let fd = FileSystemPath.withCString(url.path) { open($0, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }
-        guard fd >= 0 else { throw USMError.writeFailed(path: url.path, reason: errnoDescription()) }
+        guard fd >= 0 else { throw USMError.writing(url.path) }
         defer { close(fd) }
         var out = BufferedOutput(fd: fd, path: url.path)
         let encoder = JSONEncoder()
@@ -63,7 +63,7 @@ enum ManifestWriter {
         try field("totals", header.totals, last: true)
         out.append("}\n")
         try out.flush()
-        guard fsync(fd) == 0 || errno == EINVAL else { throw USMError.writeFailed(path: url.path, reason: errnoDescription()) }
+        guard fsync(fd) == 0 || errno == EINVAL else { throw USMError.writing(url.path) }
     }
 }
 

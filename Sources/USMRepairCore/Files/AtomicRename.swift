@@ -48,7 +48,7 @@ public enum FileSync {
             let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
             if n < 0 {
                 if errno == EINTR { continue }
-                throw USMError.writeFailed(path: path, reason: errnoDescription())
+                throw USMError.writing(path)
             }
             offset += n
         }

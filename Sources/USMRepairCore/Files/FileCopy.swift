@@ -22,9 +22,7 @@ enum FileCopy {
     /// Copies like `copy(from:to:)` and, when asked, returns the SHA-256 of the bytes copied.
     static func copy(from source: String, to destination: String, hashing: Bool) throws -> (bytes: Int64, sha256: String?) {
         let output = FileSystemPath.withCString(destination) { open($0, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }
-        guard output >= 0 else {
-            throw USMError.writeFailed(path: destination, reason: errnoDescription())
-        }
+        guard output >= 0 else { throw USMError.writing(destination) }
         var closed = false
         defer { if !closed { close(output) } }
         var hasher: SHA256? = hashing ? SHA256() : nil
@@ -33,9 +31,7 @@ enum FileCopy {
             try FileSync.writeAll(output, block, path: destination)
         }
         closed = true
-        if close(output) != 0 {
-            throw USMError.writeFailed(path: destination, reason: errnoDescription())
-        }
+        if close(output) != 0 { throw USMError.writing(destination) }
         return (total, hasher?.finalize().hex)
     }
 

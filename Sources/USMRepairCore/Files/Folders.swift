@@ -19,7 +19,7 @@ enum Folders {
         }
         for folder in missing.reversed() {
             guard FileSystemPath.withCString(folder, { mkdir($0, mode) }) == 0 || errno == EEXIST else {
-                throw USMError.writeFailed(path: folder, reason: "\(purpose): \(errnoDescription())")
+                throw USMError.writing(folder, purpose: purpose)
             }
         }
     }

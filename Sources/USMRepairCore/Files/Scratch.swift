@@ -76,9 +76,7 @@ public final class Scratch: Sendable {
     /// - Throws: `writeFailed` naming the folder.
     public func makeDirectory(in parent: URL, name: String, mode: mode_t = 0o700) throws -> ScratchItem {
         let path = parent.appendingPathComponent(name).path
-        guard FileSystemPath.withCString(path, { mkdir($0, mode) }) == 0 else {
-            throw USMError.writeFailed(path: path, reason: errnoDescription())
-        }
+        guard FileSystemPath.withCString(path, { mkdir($0, mode) }) == 0 else { throw USMError.writing(path) }
         let fd = FileSystemPath.withCString(path) { open($0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
         guard fd >= 0, let identity = FileIdentity.of(fd: fd) else {
             let reason = errnoDescription()
@@ -97,7 +95,7 @@ public final class Scratch: Sendable {
     public func makeFile(in parent: URL, name: String, mode: mode_t = 0o644) throws -> (item: ScratchItem, fd: Int32) {
         let path = parent.appendingPathComponent(name).path
         let fd = FileSystemPath.withCString(path) { open($0, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode) }
-        guard fd >= 0 else { throw USMError.writeFailed(path: path, reason: errnoDescription()) }
+        guard fd >= 0 else { throw USMError.writing(path) }
         guard let identity = FileIdentity.of(fd: fd) else {
             let reason = errnoDescription()
             close(fd)

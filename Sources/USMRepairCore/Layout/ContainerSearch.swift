@@ -6,6 +6,8 @@ import Foundation
 struct ContainerSearch {
     let root: URL
     let storeName: String
+    /// Folders the search could not list: reported with the layout, not taken for empty.
+    let unreadable = UnreadableFolders()
 
     /// How deep the search for `CloudLogs` goes below the container.
     static let maxDepth = 6
@@ -23,7 +25,7 @@ struct ContainerSearch {
         for base in bases {
             let support = base.appendingPathComponent("Library/Application Support", isDirectory: true)
             candidates.append(support)
-            candidates += TreeWalk.children(support).map { support.appendingPathComponent($0, isDirectory: true) }
+            candidates += unreadable.children(support).map { support.appendingPathComponent($0, isDirectory: true) }
             candidates.append(base)
         }
         return candidates.first(where: holdsStores)
@@ -36,7 +38,7 @@ struct ContainerSearch {
         var queue: [(URL, Int)] = [(root, 0)]
         while !queue.isEmpty {
             let (dir, depth) = queue.removeFirst()
-            let names = TreeWalk.children(dir)
+            let names = unreadable.children(dir)
             if names.contains("CloudLogs") || names.contains("CloudStore.nosync") { return dir }
             guard depth < Self.maxDepth else { continue }
             for name in names where name != "CloudStore" {
@@ -52,7 +54,7 @@ struct ContainerSearch {
         var plists: [URL] = []
         for base in bases {
             let dir = base.appendingPathComponent("Library/Preferences", isDirectory: true)
-            plists += TreeWalk.children(dir).filter { $0.hasSuffix(".plist") }.map { dir.appendingPathComponent($0) }
+            plists += unreadable.children(dir).filter { $0.hasSuffix(".plist") }.map { dir.appendingPathComponent($0) }
         }
         plists = plists.filter { FileStatus.lookup($0.path)?.kind == .file }
         if let withKey = plists.first(where: Preferences.holdsCloudKey) { return withKey }

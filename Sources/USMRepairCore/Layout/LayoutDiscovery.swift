@@ -29,6 +29,10 @@ extension Layout {
             appDir = appDir ?? found.appDirectory()
             cloudDir = cloudDir ?? found.cloudDirectory()
             prefsURL = prefsURL ?? found.preferences()
+            for (path, reason) in found.unreadable.items {
+                problems.append(Problem(.unreadable, "cannot search \(path) for the app's data: \(reason)", subject: path))
+                status = status.worst(.ioError)
+            }
             if appDir == nil, cloudDir == nil {
                 problems.append(Problem(.layoutNotFound, "no UbiquityStoreManager data found in \(root.path): no \(options.storeName).sqlite, CloudStore/ or CloudLogs/",
                     subject: root.path))
@@ -88,9 +92,11 @@ extension Layout {
 
         // Cloud content per UUID.
         var content: [CloudContent] = []
+        // A folder that cannot be listed is reported and makes the status 74: never taken for an empty one.
+        let unreadable = UnreadableFolders()
         if let logs, let cloudRoot, FileStatus.lookup(logs.path)?.kind == .directory {
             let confinement = Confinement(root: cloudRoot)
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: logs.path))?.sorted() ?? [] where !name.hasPrefix(".") {
+            for name in unreadable.children(logs) {
                 let dir = logs.appendingPathComponent(name, isDirectory: true)
                 guard let kind = FileStatus.lookup(dir.path)?.kind else { continue }
                 if kind == .symlink, !confinement.contains(dir) {
@@ -105,8 +111,9 @@ extension Layout {
                     problems.append(Problem(.symlinkEscapes, "refusing to follow \(escape): a symlink leaving \(cloudRoot.path)", subject: escape))
                     status = status.worst(.refused)
                 }
-                let peers = TreeWalk.children(dir)
-                let contentNames = Set(peers.flatMap { TreeWalk.children(dir.appendingPathComponent($0)) }).sorted()
+                for (path, reason) in walk.unreadable { unreadable.note(path, reason) }
+                let peers = (try? TreeWalk.children(dir)) ?? []
+                let contentNames = Set(peers.flatMap { (try? TreeWalk.children(dir.appendingPathComponent($0))) ?? [] }).sorted()
                 content.append(CloudContent(
                     uuid: name, path: dir.path, peers: peers, contentNames: contentNames, files: walk.files, bytes: walk.bytes))
             }
@@ -126,7 +133,7 @@ extension Layout {
         var seen: Set<String> = []
         for (dir, version, root) in cloudDirs {
             leftovers += findLeftovers(in: dir)
-            for file in sqliteFiles(in: dir) where !temporaryStoreNames.contains(file) {
+            for file in sqliteFiles(in: dir, unreadable: unreadable) where !temporaryStoreNames.contains(file) {
                 let files = StoreFileSet(main: dir.appendingPathComponent(file))
                 seen.insert("\(version)/\(files.baseName)")
                 stores.append(StoreEntry(files: files, role: .cloud, uuid: files.baseName, cloudVersion: version, root: root))
@@ -144,6 +151,10 @@ extension Layout {
             stores.append(StoreEntry(
                 files: StoreFileSet(main: dir.appendingPathComponent(uuid + ".sqlite")), role: .cloud, uuid: uuid,
                 cloudVersion: version, root: root))
+        }
+        for (path, reason) in unreadable.items {
+            problems.append(Problem(.unreadable, "\(reason); what it holds cannot be seen (not taken for empty)", subject: path))
+            status = status.worst(.ioError)
         }
         for leftover in leftovers {
             problems.append(Problem(.leftoverTempStore, "\(leftover.kind).sqlite was left behind by an interrupted UbiquityStoreManager migration",
@@ -173,11 +184,16 @@ extension Layout {
         return url.standardizedFileURL
     }
 
-    private static func sqliteFiles(in dir: URL) -> [String] {
-        guard FileStatus.resolve(dir.path)?.kind == .directory,
-              let names = try? FileManager.default.contentsOfDirectory(atPath: dir.path)
-        else { return [] }
-        return names.filter { $0.hasSuffix(".sqlite") && !$0.hasPrefix(".") }.sorted()
+    private static func sqliteFiles(in dir: URL, unreadable: UnreadableFolders) -> [String] {
+        guard FileStatus.resolve(dir.path)?.kind == .directory else { return [] }
+        do {
+            return try DirectoryListing.names(dir.path).filter { $0.hasSuffix(".sqlite") && !$0.hasPrefix(".") }
+        } catch let error as USMError {
+            unreadable.note(dir.path, error.message)
+            return []
+        } catch {
+            return []
+        }
     }
 
     private static func findLeftovers(in dir: URL) -> [Leftover] {

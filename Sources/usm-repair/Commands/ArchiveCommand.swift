@@ -62,9 +62,21 @@ struct ArchiveCommand: USMCommand {
             terminal.out("SHA-256 \(result.sha256) in \(result.sidecar)")
             if output.verbose {
                 for skip in result.skipped { terminal.out("  left out: \(skip.path): \(skip.reason)") }
-            } else if !result.skipped.isEmpty {
-                terminal.out("\(result.skipped.count) item(s) left out, each with its reason in the manifest's \"skipped\" list (--verbose lists them)")
+                if result.skippedCount > result.skipped.count {
+                    terminal.out("  ... and \(result.skippedCount - result.skipped.count) more in the manifest's \"skipped\" list")
+                }
+            } else if result.skippedCount > 0 {
+                terminal.out("\(result.skippedCount) item(s) left out, each with its reason in the manifest's \"skipped\" list (--verbose lists them)")
             }
+        }, status: { result in
+            if result.unreadable > 0 {
+                // Said on stderr whatever the output style: the bundle is not the whole layout.
+                context.terminal.err("warning: \(result.unreadable) item(s) could not be read and are not in the bundle (exit 74):")
+                for skip in result.skipped where skip.reason.contains("could not be read") {
+                    context.terminal.err("  \(skip.path): \(skip.reason)")
+                }
+            }
+            return result.status
         })
         if content == .full {
             // Always said, --quiet included: it is about whom the file may be shared with.
