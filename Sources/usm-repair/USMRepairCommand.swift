@@ -14,7 +14,15 @@ struct USMRepairCommand: ParsableCommand {
             StoreUUID and CorruptedUUID markers, and the preferences plist holding USMCloudEnabledKey.
 
             Read-only commands never change a byte of your folders. Exit codes: 0 ok, 1 problems found, \
-            2 bad input, 3 refused, 64 usage, 66 not found, 74 I/O error (README, "Exit codes").
+            2 bad input, 3 refused, 64 usage, 66 not found, 74 I/O error, 75 out of space (README, \
+            "Exit codes").
+
+            Examples:
+              usm-repair status --container ~/Downloads/Notes.xcappdata
+              usm-repair check --store Customer.sqlite
+              usm-repair archive --container Notes.xcappdata -o ticket-4711.tar.zst
+              usm-repair bundle verify ticket-4711.tar.zst
+              usm-repair restore ticket-4711.tar.zst --to ~/Cases/4711
             """,
         version: USMRepair.version,
         subcommands: [StatusCommand.self, CheckCommand.self, ArchiveCommand.self, RestoreCommand.self, BundleCommand.self]

@@ -11,12 +11,12 @@ enum ArchiveVersion {
     static var text: String { String(cString: usm_archive_version()) }
 }
 
-/// Estimates a bundle's compressed size before writing it, from three small archives written
-/// with the bundle's own format and codec: the manifest (its first MiB), the headers of the first
-/// entries (their real names, kinds and modes, no content), and the first MiB of up to eight of
-/// the largest files. Each part's measured cost, less that of an empty archive, is scaled to the
-/// whole. A small bundle is measured almost entirely, so the estimate is close; a large one is
-/// extrapolated from samples.
+/// Estimates a bundle's compressed size before writing it, from small archives written with the
+/// bundle's own format and codec: the manifest (its first MiB), the headers of the first entries
+/// (their real names, kinds and modes, no content), the first MiB of the eight largest files, and
+/// a spread of up to 256 other files (64 KiB of each). Each part's measured cost, less that of an
+/// empty archive, is scaled to the whole. A small bundle is measured almost entirely, so the
+/// estimate is close; a large one is extrapolated from samples.
 enum SizeEstimate {
     static let sampleBytes = 1 << 20
     static let samples = 8
@@ -53,22 +53,53 @@ enum SizeEstimate {
         } - empty
         let headerEstimate = headerEntries == 0 ? 0 : Double(headerCost) * Double(entries) / Double(headerEntries)
 
-        // Content: the start of the largest files.
+        // Content, in two classes measured apart: the largest files (the start of each), and a
+        // spread of the others (whole, up to a cap), since small files (external data, logs) often
+        // compress nothing like large stores do.
+        let perHeader = headerEntries == 0 ? 0 : Double(headerCost) / Double(headerEntries)
+        let largest = try catalog.largestFiles(samples)
+        let largestTotal = largest.reduce(Int64(0)) { $0 + $1.1 }
+        let largestPaths = Set(largest.map { $0.0.pathKey })
+        let largeRatio = try ratio(of: largest.map { ($0.0, min($0.1, Int64(sampleBytes))) }, format: format, scratch: scratch,
+                                   empty: empty, perHeader: perHeader)
+
+        var others: [(String, Int64)] = []
+        var otherCount = 0
+        try catalog.forEach(where: "kind = 'file' AND size > 0") { page in
+            for entry in page {
+                guard let path = entry.readPath, !largestPaths.contains(path.pathKey) else { continue }
+                otherCount += 1
+                others.append((path, min(entry.size, Int64(smallSampleBytes))))
+            }
+            // Keep an even spread without holding every path: thin out when the list grows.
+            if others.count > 2 * smallSamples { others = stride(from: 0, to: others.count, by: 2).map { others[$0] } }
+        }
+        if others.count > smallSamples { others = stride(from: 0, to: others.count, by: others.count / smallSamples + 1).map { others[$0] } }
+        let smallRatio = try ratio(of: others, format: format, scratch: scratch, empty: empty, perHeader: perHeader)
+        let contentEstimate = largeRatio * Double(largestTotal) + smallRatio * Double(max(0, total - largestTotal))
+
+        return Int64(Double(empty) + manifestEstimate + headerEstimate + contentEstimate)
+    }
+
+    /// Small files sampled, and the bytes taken from each.
+    static let smallSamples = 256
+    static let smallSampleBytes = 64 << 10
+
+    /// Compressed bytes per content byte for the first `count` bytes of each file (headers and
+    /// the empty archive taken off); 1 when nothing could be sampled.
+    private static func ratio(
+        of files: [(String, Int64)], format: ArchiveFormat, scratch: URL, empty: Int64, perHeader: Double
+    ) throws -> Double {
         var sampled: Int64 = 0
-        let chosen = try catalog.largestFiles(samples)
-        let contentCost = try measure(format: format, scratch: scratch) { writer in
-            for (i, (path, size)) in chosen.enumerated() {
-                let data = try readPrefix(path, Int(min(size, Int64(sampleBytes))))
+        let cost = try measure(format: format, scratch: scratch) { writer in
+            for (i, (path, count)) in files.enumerated() {
+                let data = try readPrefix(path, Int(count))
                 try writer.addData("sample\(i)", data, mode: 0o644, mtime: FileTime(seconds: 0, nanoseconds: 0))
                 sampled += Int64(data.count)
             }
         } - empty
-        // Each sample carries a header of its own, measured above per entry.
-        let perHeader = headerEntries == 0 ? 0 : Double(headerCost) / Double(headerEntries)
-        let contentOnly = max(0, Double(contentCost) - perHeader * Double(chosen.count))
-        let contentEstimate = sampled == 0 ? 0 : min(1.05, contentOnly / Double(sampled)) * Double(total)
-
-        return Int64(Double(empty) + manifestEstimate + headerEstimate + contentEstimate)
+        guard sampled > 0 else { return 1 }
+        return min(1.05, max(0, Double(cost) - perHeader * Double(files.count)) / Double(sampled))
     }
 
     /// The size of an archive holding what `body` adds.

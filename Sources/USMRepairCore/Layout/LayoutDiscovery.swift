@@ -73,8 +73,11 @@ extension Layout {
                         guard let marker = try Marker.read(url, kind: kind, version: version) else { continue }
                         markers.append(marker)
                         if !marker.valid {
-                            problems.append(Problem(.markerMalformed, "\(url.lastPathComponent) does not hold a store UUID; UbiquityStoreManager would misread it",
-                                subject: url.path))
+                            let dangling = FileStatus.lookup(url.path)?.kind == .symlink && FileStatus.resolve(url.path) == nil
+                            let message = dangling
+                                ? "\(url.lastPathComponent) is a symlink that resolves to nothing (it points to itself, loops, or its target is missing); UbiquityStoreManager cannot read it"
+                                : "\(url.lastPathComponent) does not hold a store UUID; UbiquityStoreManager would misread it"
+                            problems.append(Problem(.markerMalformed, message, subject: url.path))
                             status = status.worst(.badInput)
                         }
                     } catch let error as USMError {

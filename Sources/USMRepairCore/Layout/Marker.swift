@@ -37,8 +37,10 @@ public struct Marker: Sendable, Encodable, Equatable {
     /// Reads the marker at `url`; nil when it does not exist.
     /// - Throws: `USMError.unreadable` when it exists but cannot be read.
     static func read(_ url: URL, kind: Kind, version: Int) throws -> Marker? {
-        guard let status = FileStatus.resolve(url.path) else { return nil }
-        guard status.kind == .file else {
+        guard FileStatus.lookup(url.path) != nil else { return nil }
+        // A symlink that resolves to nothing (to itself, a loop, a missing target) is a marker
+        // UbiquityStoreManager cannot read: reported, never skipped as if absent.
+        guard let status = FileStatus.resolve(url.path), status.kind == .file else {
             return Marker(name: url.lastPathComponent, kind: kind, cloudVersion: version, path: url.path, value: nil, valid: false)
         }
         guard let handle = FileHandle(forReadingAtPath: url.path) else {
