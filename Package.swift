@@ -1,9 +1,14 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
-/// Strategy plugins live under `Plugins/<Name>Strategy`, one library target each (see Plugins/README.md).
-/// They are listed here so the executable and the tests pick up every one of them.
-let strategyTargets: [Target] = []
+/// The migration strategies, one library target each under `Plugins/<Name>Strategy` (Plugins/README.md),
+/// each depending only on the core; the executable and the tests depend on every one of them.
+let strategies = ["IOS", "CopyEntities", "Manual", "None"].map { "\($0)Strategy" }
+let strategyTargets: [Target] = strategies.map {
+    .target(name: $0, dependencies: ["USMRepairCore"], path: "Plugins/\($0)", exclude: $0 == "ManualStrategy" ? ["README.md"] : [])
+}
+let strategyDependencies: [Target.Dependency] = strategies.map { .target(name: $0) }
+let grdb: Target.Dependency = .product(name: "GRDB", package: "GRDB.swift")
 
 let package = Package(
     name: "usm-repair",
@@ -37,6 +42,7 @@ let package = Package(
             providers: [.apt(["libzstd-dev"]), .brew(["zstd"])]
         ),
         .target(name: "CSupport", path: "Sources/CSupport"),
+        .target(name: "CDigest", path: "Sources/CDigest", linkerSettings: [.linkedLibrary("sqlite3")]),
         .target(
             name: "USMRepairCore",
             dependencies: [
@@ -44,7 +50,10 @@ let package = Package(
                 "CZlib",
                 "CSupport",
                 "CZstd",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "CDigest",
+                grdb,
+                // SQLite's C API for what GRDB does not wrap: sqlite3_limit (bounded reads) and
+                // sqlite3_system_errno (why a write of our own scratch database failed).
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -55,7 +64,7 @@ let package = Package(
             dependencies: [
                 "USMRepairCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
+            ] + strategyDependencies,
             path: "Sources/usm-repair"
         ),
         .target(
@@ -63,9 +72,9 @@ let package = Package(
             dependencies: [
                 "USMRepairCore",
                 "CArchive",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                grdb,
                 .product(name: "Crypto", package: "swift-crypto"),
-            ],
+            ] + strategyDependencies,
             path: "Tests/TestSupport"
         ),
         .testTarget(
@@ -74,8 +83,8 @@ let package = Package(
                 "USMRepairCore",
                 "TestSupport",
                 "usm-repair",
-                .product(name: "GRDB", package: "GRDB.swift"),
-            ],
+                grdb,
+            ] + strategyDependencies,
             path: "Tests/USMRepairTests"
         ),
     ] + strategyTargets,

@@ -32,6 +32,8 @@ struct CommandContext {
     let output: OutputFlags
     /// The command's path (`status`, `bundle verify`), recorded in every JSON envelope.
     let command: String
+    /// The migration strategies to choose from.
+    var strategies = StrategyRegistry(builtInStrategies)
 
     static func live(output: OutputFlags, command: String) -> CommandContext {
         CommandContext(terminal: .live(quiet: output.quiet, json: output.json), output: output, command: command)
@@ -43,8 +45,10 @@ struct CommandContext {
     /// Runs `body`, prints its result as JSON (`--json`) or through `text`, and throws the exit
     /// code that `status` gives when it is not 0. A `USMError` becomes its sentence on stderr (and
     /// the error envelope on stdout with `--json`) and its documented exit code.
+    /// `json`, when given, writes the JSON in pieces instead (reports that can be large).
     func perform<Result: Encodable>(
-        _ body: (Terminal) throws -> Result, text: (Result, Terminal) -> Void, status: (Result) -> ExitStatus = { _ in .ok }
+        _ body: (Terminal) throws -> Result, text: (Result, Terminal) -> Void, status: (Result) -> ExitStatus = { _ in .ok },
+        json: ((Result, (String) -> Void) throws -> Void)? = nil
     ) throws {
         let result: Result
         do {
@@ -54,7 +58,9 @@ struct CommandContext {
             terminal.endProgress()
             throw fail(USMError.wrap(error))
         }
-        if output.json {
+        if output.json, let json {
+            try json(result, terminal.write)
+        } else if output.json {
             terminal.json(try JSONOutput.encode(result))
         } else {
             text(result, terminal)
@@ -69,7 +75,33 @@ struct CommandContext {
             try inspection.run(progress: terminal.progress)
         }, text: { report, terminal in
             ReportPrinter(terminal: terminal, verbose: output.verbose, quiet: output.quiet).print(report)
-        }, status: { $0.exitCode })
+        }, status: { $0.exitCode }, json: { report, write in try report.writeJSON(write) })
+    }
+
+    /// Plans a maintenance operation, prints the plan, asks (or needs `--yes`), runs it, prints the result.
+    func runOperation(_ maintenance: Maintenance, layout: LayoutFlags, plan flags: PlanFlags) throws {
+        let operation = MaintenanceRun(options: layout.options, maintenance: maintenance)
+        try perform({ terminal -> MaintenanceRun.Report in
+            let planned = try operation.plan(dryRun: flags.dryRun)
+            let preview = operation.report(
+                planned.plan, before: planned.report, result: nil, after: nil, recovered: planned.recovered, dryRun: true)
+            if flags.dryRun || planned.plan.isNoOp { return preview }
+            if !flags.yes {
+                guard terminal.interactive else {
+                    throw USMError.confirmationRequired("\(maintenance.command) changes files: run it with --yes (see the plan with --dry-run)")
+                }
+                PlanPrinter(terminal: terminal, verbose: output.verbose).print(preview)
+                guard confirm("Run this plan? A snapshot is taken first.") else {
+                    throw USMError.confirmationRequired("not confirmed; nothing was changed")
+                }
+            }
+            return try operation.run(
+                planned.plan, before: planned.report, recovered: planned.recovered, snapshotDirectory: flags.snapshotDirectory,
+                builder: BuiltInStrategies.builder, progress: { terminal.progressLine($0) })
+        }, text: { report, terminal in
+            guard !output.quiet || report.dryRun else { return }
+            PlanPrinter(terminal: terminal, verbose: output.verbose).print(report)
+        })
     }
 
     /// Prints an error (the envelope on stdout with `--json`, always a sentence on stderr) and

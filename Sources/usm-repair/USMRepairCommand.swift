@@ -13,9 +13,11 @@ struct USMRepairCommand: ParsableCommand {
             -wal, -shm, -journal and .<Name>_SUPPORT folder), the ubiquity container's CloudLogs with its \
             StoreUUID and CorruptedUUID markers, and the preferences plist holding USMCloudEnabledKey.
 
-            Read-only commands never change a byte of your folders. Exit codes: 0 ok, 1 problems found, \
-            2 bad input, 3 refused, 64 usage, 66 not found, 74 I/O error, 75 out of space (README, \
-            "Exit codes").
+            Read-only commands never change a byte of your folders; every changing command has --dry-run, \
+            takes a snapshot first, and can be undone with restore. Exit codes: 0 ok, 1 problems found, \
+            2 bad input, 3 refused, 4 needs the ubiquity container, 5 store in use, 6 busy, 7 interrupted, \
+            8 precondition failed, 9 changed since planning, 10 migration failed, 64 usage, 66 not found, \
+            74 I/O error, 75 out of space (README, "Exit codes").
 
             Examples:
               usm-repair status --container ~/Downloads/Notes.xcappdata
@@ -25,7 +27,11 @@ struct USMRepairCommand: ParsableCommand {
               usm-repair restore ticket-4711.tar.zst --to ~/Cases/4711
             """,
         version: USMRepair.version,
-        subcommands: [StatusCommand.self, CheckCommand.self, ArchiveCommand.self, RestoreCommand.self, BundleCommand.self]
+        subcommands: [
+            StatusCommand.self, CheckCommand.self, StoresCommand.self, ArchiveCommand.self, RestoreCommand.self, BundleCommand.self,
+            DeleteCommand.self, MigrateCommand.self, RebuildCommand.self, SwitchCommand.self, CloudCommand.self,
+            CorruptionCommand.self, RecoverCommand.self, MigrateStoreCommand.self, StrategiesCommand.self,
+        ]
     )
 
     /// Parses, runs, and is the only place the process exits. Usage errors print the same

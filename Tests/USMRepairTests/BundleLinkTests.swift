@@ -11,7 +11,7 @@ struct BundleLinkTests {
     @Test("archive leaves out a link that escapes through another link")
     func archiveChained() throws {
         let tmp = try TempDir()
-        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let paths = try FixtureContainer.write(to: tmp.path("c"), BundleTests.inside)
         try Data("secret".utf8).write(to: tmp.path("victim"))
         // d leads to the container's root (inside); e reads as inside but goes three levels above d's target.
         try FileManager.default.createSymbolicLink(atPath: paths.logs.appendingPathComponent("d").path, withDestinationPath: "../..")

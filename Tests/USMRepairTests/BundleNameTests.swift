@@ -50,7 +50,7 @@ struct BundleNameTests {
 
     /// A container whose transaction logs carry every kind of name, and a link with a non-UTF-8 target.
     static func container(in tmp: TempDir) throws -> FixtureContainer.Paths {
-        let paths = try FixtureContainer.write(to: tmp.path("Données é.xcappdata"))
+        let paths = try FixtureContainer.write(to: tmp.path("Données é.xcappdata"), BundleTests.inside)
         let logs = paths.logs.appendingPathComponent("\u{00DC}ber", isDirectory: true)
         try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
         for (i, name) in names.enumerated() { try createFile(logs, name, "log \(i)") }

@@ -78,7 +78,7 @@ struct BundleStoreCheckTests {
     @Test("redacted and metadata-only bundles verify against their stores")
     func transformed() throws {
         let tmp = try TempDir()
-        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let paths = try FixtureContainer.write(to: tmp.path("c"), BundleTests.inside)
         for flag in ["--redact", "--metadata-only"] {
             let archive = tmp.path("b\(flag).tar.zst")
             #expect(try CLI.run(["archive", "--container", paths.root.path, flag, "-o", archive.path]).status == 0)

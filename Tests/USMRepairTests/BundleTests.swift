@@ -23,6 +23,7 @@ struct BundleTests {
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: paths.prefs.path)
         try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 1_234_567_890.123_456)], ofItemAtPath: paths.localStore.path)
         let before = try TreeSnapshot(paths.root)
+        let cloudBefore = try TreeSnapshot(paths.cloudDir)
         let out = tmp.path("out")
         try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
         let archive = out.appendingPathComponent("bundle\(format.fileExtension)")
@@ -32,6 +33,7 @@ struct BundleTests {
         #expect(a.json["format"] as? String == format.rawValue)
         #expect(a.stderr.contains("personal data"))
         #expect(try TreeSnapshot(paths.root) == before, "archive must not write into the container")
+        #expect(try TreeSnapshot(paths.cloudDir) == cloudBefore, "nor into the ubiquity container found beside it")
         #expect(FileManager.default.fileExists(atPath: archive.path + ".sha256"))
 
         // The sidecar is sha256sum's format.
@@ -46,12 +48,17 @@ struct BundleTests {
         #expect(r.status == 0, "\(r.stderr)")
         let restored = try TreeSnapshot(tmp.path("restored/container"))
         Self.expectSubset(restored, of: before)
-        // Everything the layout holds came back: every store file set, logs, markers, preferences.
-        for rel in ["AppData/Library/Application Support/UbiquityStore.sqlite-wal",
-                    "AppData/Library/Application Support/CloudStore/\(FixtureContainer.Options().activeUUID).sqlite-shm",
-                    "iCloud/CloudLogs/StoreUUID+", "AppData/Library/Preferences/com.example.notes.plist"] {
-            #expect(restored.entries[rel] != nil, "\(rel) restored")
+        let restoredCloud = try TreeSnapshot(tmp.path("restored/cloud"))
+        Self.expectSubset(restoredCloud, of: cloudBefore)
+        // Everything the layout holds came back: every store file set (Core Data's copies with their
+        // container/ folders), logs, markers, preferences.
+        let copy = paths.cloudStore(FixtureContainer.Options().activeUUID).path.dropFirst(paths.root.path.count + 1)
+        for rel in ["AppData/Library/Application Support/UbiquityStore.sqlite-wal", copy + "-shm", copy + "-wal",
+                    "AppData/Library/Preferences/com.example.notes.plist"] {
+            #expect(restored.entries[String(rel)] != nil, "\(rel) restored")
         }
+        #expect(restored.entries.keys.contains { $0.hasSuffix("/container/ubiquity.plist") })
+        #expect(restoredCloud.entries["CloudLogs/StoreUUID+"] != nil)
         let tree = try TreeSnapshot(tmp.url)
         #expect(!tree.entries.keys.contains { $0.contains(".usm-restore-") }, "the private folder is cleaned up")
     }
@@ -76,7 +83,7 @@ struct BundleTests {
     @Test("--format wins over the extension; verify reads what it says")
     func explicitFormat() throws {
         let tmp = try TempDir()
-        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let paths = try FixtureContainer.write(to: tmp.path("c"), Self.inside)
         let archive = tmp.path("bundle.bin")
         #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", archive.path, "--format", "tar.xz"]).status == 0)
         let magic = try FileHandle(forReadingFrom: archive).read(upToCount: 6)
@@ -88,7 +95,7 @@ struct BundleTests {
     @Test("the manifest comes first and describes every file, the layout and the rows")
     func manifest() throws {
         let tmp = try TempDir()
-        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let paths = try FixtureContainer.write(to: tmp.path("c"), Self.inside)
         let archive = tmp.path("m.tar.gz")
         #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", archive.path]).status == 0)
         let list = try Self.run("/usr/bin/env", ["bsdtar", "-tf", archive.path])
@@ -114,7 +121,7 @@ struct BundleTests {
     @Test("GNU tar, bsdtar and unzip read the bundles")
     func otherTools() throws {
         let tmp = try TempDir()
-        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let paths = try FixtureContainer.write(to: tmp.path("c"), Self.inside)
         for (format, tool) in [(ArchiveFormat.tarZstd, ["tar", "--zstd", "-tf"]), (.tarGzip, ["tar", "-tzf"]), (.tarXz, ["tar", "-tJf"]),
                                (.tarZstd, ["bsdtar", "-tf"]), (.zip, ["unzip", "-tq"])] {
             let archive = tmp.path("t-\(UUID().uuidString)\(format.fileExtension)")
@@ -127,7 +134,7 @@ struct BundleTests {
     @Test("--redact: values hashed, equal values equal, stores valid, logs left out")
     func redact() throws {
         let tmp = try TempDir()
-        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let paths = try FixtureContainer.write(to: tmp.path("c"), Self.inside)
         try FixtureStore.mutate(paths.localStore, "UPDATE ZAUTHOR SET ZNAME = 'Ada Lovelace' WHERE Z_PK IN (1, 2); UPDATE ZAUTHOR SET ZNAME = 'Grace Hopper' WHERE Z_PK = 3")
         let archive = tmp.path("r.tar.zst")
         let a = try CLI.run(["archive", "--container", paths.root.path, "--redact", "-o", archive.path, "--json"])
@@ -159,7 +166,7 @@ struct BundleTests {
     @Test("--redact leaves out what it cannot redact, and says so")
     func redactUnreadable() throws {
         let tmp = try TempDir()
-        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let paths = try FixtureContainer.write(to: tmp.path("c"), Self.inside)
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: paths.localStore.path + suffix) }
         try Data("secret customer notes, not a database".utf8).write(to: paths.localStore)
         let archive = tmp.path("r.tar.zst")
@@ -173,7 +180,7 @@ struct BundleTests {
     @Test("--metadata-only: schema, metadata and counts, no rows")
     func metadataOnly() throws {
         let tmp = try TempDir()
-        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let paths = try FixtureContainer.write(to: tmp.path("c"), Self.inside)
         let archive = tmp.path("m.tar.zst")
         #expect(try CLI.run(["archive", "--container", paths.root.path, "--metadata-only", "-o", archive.path]).status == 0)
         #expect(try CLI.run(["restore", archive.path, "--to", tmp.path("back").path]).status == 0)
@@ -189,7 +196,7 @@ struct BundleTests {
     @Test("symlinks kept inside, links out and FIFOs left out with a note")
     func specialFiles() throws {
         let tmp = try TempDir()
-        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let paths = try FixtureContainer.write(to: tmp.path("c"), Self.inside)
         let logs = paths.logs
         try FileManager.default.createSymbolicLink(atPath: logs.appendingPathComponent("latest").path, withDestinationPath: "StoreUUID+")
         try FileManager.default.createSymbolicLink(atPath: logs.appendingPathComponent("escape").path, withDestinationPath: "../../../../etc")
@@ -209,7 +216,7 @@ struct BundleTests {
     @Test("--max-size refuses before writing, with an estimate")
     func maxSize() throws {
         let tmp = try TempDir()
-        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let paths = try FixtureContainer.write(to: tmp.path("c"), Self.inside)
         let out = tmp.path("out")
         try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
         let r = try CLI.run(["archive", "--container", paths.root.path, "-o", out.appendingPathComponent("x.tar.zst").path, "--max-size", "2K"])
@@ -222,7 +229,7 @@ struct BundleTests {
     @Test("the output never lands in the container, and never overwrites without --overwrite")
     func outputRules() throws {
         let tmp = try TempDir()
-        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let paths = try FixtureContainer.write(to: tmp.path("c"), Self.inside)
         let before = try TreeSnapshot(paths.root)
         let inside = try CLI.run(["archive", "--container", paths.root.path, "-o", paths.root.appendingPathComponent("b.tar.zst").path])
         #expect(inside.status == 64)
@@ -237,7 +244,7 @@ struct BundleTests {
     @Test("restoring over existing folders needs --yes and snapshots them first")
     func restoreOver() throws {
         let tmp = try TempDir()
-        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let paths = try FixtureContainer.write(to: tmp.path("c"), Self.inside)
         let archive = tmp.path("b.tar.zst")
         #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", archive.path]).status == 0)
         let target = tmp.path("t")
@@ -261,6 +268,13 @@ struct BundleTests {
     }
 
     // MARK: - Helpers
+
+    /// A hand-assembled folder with the ubiquity container inside it (`iCloud/`): one root.
+    static var inside: FixtureContainer.Options {
+        var o = FixtureContainer.Options()
+        o.cloudLocation = .inside
+        return o
+    }
 
     static func run(_ tool: String, _ args: [String]) throws -> String {
         let p = Process()

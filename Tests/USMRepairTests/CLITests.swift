@@ -11,7 +11,8 @@ struct CLITests {
     @Test("help everywhere, version, completion scripts")
     func help() throws {
         for args in [["--help"], ["status", "--help"], ["check", "--help"], ["help", "check"], ["archive", "--help"],
-                     ["restore", "--help"], ["bundle", "--help"], ["bundle", "verify", "--help"]] {
+                     ["restore", "--help"], ["bundle", "--help"], ["bundle", "verify", "--help"],
+                     ["migrate-store", "--help"], ["strategies", "--help"]] {
             let r = try CLI.run(args)
             #expect(r.status == 0, "\(args)")
             #expect(r.stdout.contains("USAGE"), "\(args)")
@@ -83,11 +84,15 @@ struct CLITests {
     @Test("the README documents every command, exit code and problem code")
     func readme() throws {
         let readme = try String(contentsOf: Self.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
-        for code in ProblemCode.all.sorted() { #expect(readme.contains("`\(code)`"), "problem code \(code)") }
+        for code in ProblemCode.allCases {
+            #expect(readme.contains("| `\(code.rawValue)` | \(code.severity.rawValue) |"), "problem code \(code.rawValue) with its severity")
+        }
         for status in ExitStatus.allCases { #expect(readme.contains("| \(status.rawValue) |"), "exit code \(status.rawValue)") }
         for flag in ["--container", "--app-dir", "--cloud-dir", "--store-name", "--prefs", "--store", "--json", "--ignore", "--quiet",
-                     "--verbose", "--output", "--format", "--redact", "--metadata-only", "--max-size", "--overwrite", "--to", "--yes",
-                     "--snapshot-dir"] {
+                     "--verbose", "--strict", "--document", "--output", "--format", "--redact", "--metadata-only", "--max-size", "--overwrite",
+                     "--to", "--yes", "--snapshot-dir", "--strategy", "--into", "--recipe", "--plugin", "--param", "--on-conflict",
+                     "--plugin-timeout", "--dry-run", "--keep-ubiquity-metadata", "--peer", "--account", "--local-only", "--uuid",
+                     "--keep-old", "--with-older-markers", "--from", "--in-app", "--merge"] {
             #expect(readme.contains("`\(flag)"), "flag \(flag)")
         }
         let changelog = try String(contentsOf: Self.packageRoot.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)

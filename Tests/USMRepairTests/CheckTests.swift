@@ -87,15 +87,18 @@ struct CheckTests {
         options.ubiquityMetadata = true
         try FixtureStore.write(to: tmp.path("UbiquityStore.sqlite"), options)
         let report = try Inspection(options: LayoutOptions(appDirectory: tmp.url), depth: .check).run()
-        #expect(report.allProblems.map(\.code.rawValue) == ["ubiquity-metadata-in-local-store"])
+        #expect(report.allProblems.filter { $0.severity != .info }.map(\.code.rawValue) == ["ubiquity-metadata-in-local-store"])
         #expect(report.exitCode == .problemsFound)
         #expect(report.stores[0].ubiquityMetadata)
-        // The same store as a cloud store is fine.
+        // The same store as Core Data's copy of a cloud store is fine.
         let cloud = try TempDir()
-        try FileManager.default.createDirectory(at: cloud.path("CloudStore"), withIntermediateDirectories: true)
-        try FixtureStore.write(to: cloud.path("CloudStore/0F6E2C1A-8B3D-4E5F-9A7B-1C2D3E4F5A6B.sqlite"), options)
+        let uuid = "0F6E2C1A-8B3D-4E5F-9A7B-1C2D3E4F5A6B"
+        let copy = cloud.path("CloudStore/CoreDataUbiquitySupport/mobile~8F7E6D5C-4B3A-4291-8070-6F5E4D3C2B1A/\(uuid)/7C1D2E3F-4A5B-4C6D-8E7F-901A2B3C4D5E/store/\(uuid).sqlite")
+        try FileManager.default.createDirectory(at: copy.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FixtureStore.write(to: copy, options)
         let ok = try Inspection(options: LayoutOptions(appDirectory: cloud.url), depth: .check).run()
-        #expect(ok.allProblems.isEmpty)
+        #expect(ok.stores.map(\.location) == ["local", "core-data-copy"])
+        #expect(ok.allProblems.filter { $0.severity != .info }.isEmpty, "\(ok.allProblems)")
         #expect(ok.exitCode == .ok)
     }
 
@@ -110,7 +113,7 @@ struct CheckTests {
         #expect(r.exit == 1)
     }
 
-    @Test("a lone main file whose header says WAL")
+    @Test("a lone main file whose header says WAL: information, not a failure")
     func loneWALHeader() throws {
         var options = FixtureStore.Options()
         options.walOnlyBooks = 2
@@ -120,26 +123,57 @@ struct CheckTests {
         }
         #expect(r.report.stores[0].walPresent == false)
         #expect(r.codes == ["wal-header-without-wal"])
-        #expect(r.exit == 1)
-        // The main file alone lacks the WAL-only rows: exactly what the warning is about.
+        #expect(r.report.allProblems.first?.severity == .info)
+        #expect(r.exit == 0, "SQLite leaves exactly this on every clean close")
+        #expect(r.report.summary.errors == 0 && r.report.summary.warnings == 0)
+        // The main file alone lacks the WAL-only rows: what the note is about.
         #expect(r.report.stores[0].entities.first { $0.name == "Book" }?.rows == FixtureStore.Options().books)
-    }
-
-    @Test("--ignore accepts a code: still reported, exit 0")
-    func ignore() throws {
         let tmp = try TempDir()
         let store = tmp.path("S.sqlite")
-        var options = FixtureStore.Options()
-        options.walOnlyBooks = 1
         try FixtureStore.write(to: store, options)
         try FileManager.default.removeItem(atPath: store.path + "-wal")
         try FileManager.default.removeItem(atPath: store.path + "-shm")
-        let plain = try CLI.run(["check", "--store", store.path])
+        let strict = try CLI.run(["check", "--store", store.path, "--strict"])
+        #expect(strict.status == 0, "information never fails, not even with --strict")
+        #expect(strict.stdout.contains("info    wal-header-without-wal"), "\(strict.stdout)")
+    }
+
+    @Test("errors fail check; warnings only with --strict")
+    func strict() throws {
+        let tmp = try TempDir()
+        let store = tmp.path("S.sqlite")
+        try FixtureStore.write(to: store)
+        let dir = tmp.path(".S_SUPPORT/_EXTERNAL_DATA")
+        try Data("nobody points here".utf8).write(to: dir.appendingPathComponent(UUID().uuidString))
+        let plain = try CLI.run(["check", "--store", store.path, "--json"])
+        #expect(plain.status == 0, "a warning alone does not fail check")
+        #expect(plain.json["exitCode"] as? Int == 0)
+        let strict = try CLI.run(["check", "--store", store.path, "--strict", "--json"])
+        #expect(strict.status == 1)
+        #expect(strict.json["exitStatus"] as? String == "problems-found")
+        let accepted = try CLI.run(["check", "--store", store.path, "--strict", "--ignore", "external-data-orphan"])
+        #expect(accepted.status == 0)
+        #expect(try CLI.run(["status", "--store", store.path, "--strict"]).status == 64, "--strict is check's")
+    }
+
+    @Test("--ignore accepts a code: still reported, marked ignored, exit 0")
+    func ignore() throws {
+        let tmp = try TempDir()
+        let store = tmp.path("S.sqlite")
+        try FixtureStore.write(to: store)
+        try FixtureStore.mutate(store, "UPDATE ZITEM SET ZAUTHOR = 999 WHERE Z_PK = 1")
+        let plain = try CLI.run(["check", "--store", store.path, "--json"])
         #expect(plain.status == 1)
-        #expect(plain.stdout.contains("wal-header-without-wal"))
-        let ignored = try CLI.run(["check", "--store", store.path, "--ignore", "wal-header-without-wal"])
+        let problem = ((plain.json["stores"] as? [[String: Any]])?.first?["problems"] as? [[String: Any]])?.first
+        #expect(problem?["code"] as? String == "dangling-to-one")
+        #expect(problem?["ignored"] as? Bool == false)
+        let ignored = try CLI.run(["check", "--store", store.path, "--ignore", "dangling-to-one"])
         #expect(ignored.status == 0, "\(ignored.stdout)")
-        #expect(ignored.stdout.contains("wal-header-without-wal"))
+        #expect(ignored.stdout.contains("dangling-to-one [S.sqlite] (ignored)"), "\(ignored.stdout)")
+        let json = try CLI.run(["check", "--store", store.path, "--ignore", "dangling-to-one", "--json"])
+        let marked = ((json.json["stores"] as? [[String: Any]])?.first?["problems"] as? [[String: Any]])?.first
+        #expect(marked?["ignored"] as? Bool == true)
+        #expect(json.json["exitCode"] as? Int == 0)
         let unknown = try CLI.run(["check", "--store", store.path, "--ignore", "no-such-code"])
         #expect(unknown.status == 64)
     }
@@ -151,8 +185,10 @@ struct CheckTests {
         try FileManager.default.createDirectory(at: tmp.path("CloudStore"), withIntermediateDirectories: true)
         try FixtureStore.write(to: tmp.path("CloudStore/MigrationSource.sqlite"))
         let report = try Inspection(options: LayoutOptions(appDirectory: tmp.url), depth: .check).run()
-        #expect(report.problems.map(\.code.rawValue) == ["leftover-temp-store"])
-        #expect(report.exitCode == .problemsFound)
+        #expect(report.problems.filter { $0.severity != .info }.map(\.code.rawValue) == ["leftover-temp-store"])
+        #expect(report.exitCode == .ok, "a warning fails only --strict")
+        let strict = try Inspection(options: LayoutOptions(appDirectory: tmp.url), depth: .check, strict: true).run()
+        #expect(strict.exitCode == .problemsFound)
         #expect(report.layout.leftovers.map(\.kind) == ["MigrationSource"])
         #expect(!report.stores.contains { $0.path.hasSuffix("MigrationSource.sqlite") }, "a temp store is not a cloud store")
         let status = try Inspection(options: LayoutOptions(appDirectory: tmp.url), depth: .status).run()

@@ -14,15 +14,23 @@ import Glibc
 struct CommandLineTests {
     // MARK: - README and help examples (items 19, 22)
 
-    /// Every `usm-repair ...` line of the README's command sections, in order.
+    /// The README sections whose examples this test runs: the read-only commands and the bundle ones.
+    static let exampleSections = ["### `usm-repair status`", "### `usm-repair check`", "### `usm-repair archive`",
+                                  "### `usm-repair bundle verify", "### `usm-repair restore"]
+
+    /// Every `usm-repair ...` line in the code blocks of those sections, in README order.
     static func readmeExamples() throws -> [String] {
         let readme = try String(contentsOf: CLITests.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
-        let section = readme.components(separatedBy: "## Commands").dropFirst().first?.components(separatedBy: "## Exit codes").first ?? ""
         var lines: [String] = []
+        var inSection = false
         var inCode = false
-        for line in section.split(separator: "\n", omittingEmptySubsequences: false) {
+        for line in readme.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("#") {
+                inSection = exampleSections.contains { line.hasPrefix($0) }
+                continue
+            }
             if line.hasPrefix("```") { inCode.toggle(); continue }
-            if inCode, line.hasPrefix("usm-repair ") { lines.append(String(line)) }
+            if inSection, inCode, line.hasPrefix("usm-repair ") { lines.append(String(line)) }
         }
         return lines
     }
@@ -34,10 +42,14 @@ struct CommandLineTests {
         #expect(examples.contains("usm-repair archive --store Customer.sqlite --metadata-only --max-size 5M"))
         // A home and a working folder holding what the examples name.
         let home = try TempDir()
+        // A download with its ubiquity container beside it, as a Mac keeps it (~/Library/Mobile Documents).
         try FixtureContainer.write(to: home.path("Downloads/com.example.notes.xcappdata"))
-        try FixtureContainer.write(to: home.path("Customer.xcappdata"))
+        try FileManager.default.createDirectory(at: home.path("Library"), withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: home.path("Library/Mobile Documents").path, withDestinationPath: "../Downloads/Mobile Documents")
+        try FixtureContainer.writeDocument(at: home.path("Downloads/Trip.notesdoc"))
+        try FixtureContainer.write(to: home.path("Customer.xcappdata"), BundleTests.inside)
         try FixtureStore.write(to: home.path("Customer.sqlite"))
-        let app = try FixtureContainer.write(to: home.path("layout"))
+        let app = try FixtureContainer.write(to: home.path("layout"), BundleTests.inside)
         try FileManager.default.createSymbolicLink(atPath: home.path("App").path, withDestinationPath: "layout/AppData")
         try FileManager.default.createSymbolicLink(atPath: home.path("iCloud").path, withDestinationPath: "layout/iCloud")
         #expect(FileManager.default.fileExists(atPath: app.prefs.path))
@@ -75,7 +87,7 @@ struct CommandLineTests {
     @Test("an output name that contradicts the format is a usage error, nothing written")
     func formatNames() throws {
         let tmp = try TempDir()
-        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let paths = try FixtureContainer.write(to: tmp.path("c"), BundleTests.inside)
         let out = tmp.path("out")
         try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
         let cases: [([String], String)] = [
@@ -111,7 +123,7 @@ struct CommandLineTests {
     @Test("--max-size estimates within 20% of the real size, small and larger bundles")
     func estimate() throws {
         let tmp = try TempDir()
-        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let paths = try FixtureContainer.write(to: tmp.path("c"), BundleTests.inside)
         try estimateRatios(["--container", paths.root.path], in: tmp)
         // The bundle of about 19 KB that a 50K limit refused (the old estimate was 6 times too high).
         #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", tmp.path("small.tar.zst").path, "--max-size", "50K"]).status == 0)
@@ -138,7 +150,7 @@ struct CommandLineTests {
     @Test("--verbose lists entries on restore and bundle verify; --quiet keeps the personal-data note")
     func verboseAndQuiet() throws {
         let tmp = try TempDir()
-        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let paths = try FixtureContainer.write(to: tmp.path("c"), BundleTests.inside)
         let archive = tmp.path("b.tar.zst")
         let quiet = try CLI.run(["archive", "--container", paths.root.path, "-o", archive.path, "-q"])
         #expect(quiet.status == 0)
@@ -160,7 +172,7 @@ struct CommandLineTests {
 
     /// A bundle of a fixture container, and a target that already holds its root.
     func restoreSetup(_ tmp: TempDir) throws -> (archive: URL, target: URL) {
-        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let paths = try FixtureContainer.write(to: tmp.path("c"), BundleTests.inside)
         let archive = tmp.path("b.tar.zst")
         #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", archive.path]).status == 0)
         let target = tmp.path("t")
@@ -228,7 +240,7 @@ struct CommandLineTests {
     @Test("a StoreUUID+ symlink to itself is reported, not ignored")
     func selfLinkMarker() throws {
         let tmp = try TempDir()
-        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let paths = try FixtureContainer.write(to: tmp.path("c"), BundleTests.inside)
         let marker = paths.logs.appendingPathComponent("StoreUUID+")
         try FileManager.default.removeItem(at: marker)
         try FileManager.default.createSymbolicLink(atPath: marker.path, withDestinationPath: "StoreUUID+")
@@ -263,7 +275,7 @@ struct CommandLineTests {
             #expect((r.json["error"] as? [String: Any])?["code"] as? String == errorCode, "\(args)")
             #expect(r.json["exitStatus"] as? String == ExitStatus(rawValue: code)?.name)
         }
-        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let paths = try FixtureContainer.write(to: tmp.path("c"), BundleTests.inside)
         let archive = tmp.path("b.tar.zst")
         #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", archive.path]).status == 0)
         let v = try CLI.run(["bundle", "verify", archive.path, "--json"])

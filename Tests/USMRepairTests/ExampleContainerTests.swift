@@ -3,12 +3,16 @@ import Testing
 import TestSupport
 @testable import USMRepairCore
 
-/// The example container the README runs `status` on: `Examples/Demo.xcappdata`, written by the
-/// fixture builder. `USM_RECORD_EXAMPLE=1 swift test --filter ExampleContainer` writes it anew.
+/// The example the README runs `status` on, written by the fixture builder in the shape a support
+/// engineer receives: `Examples/Demo.xcappdata` (an Xcode download of an iOS 7+ app's sandbox) and,
+/// beside it, the ubiquity container as a Mac holds it (`Examples/Mobile Documents/<TEAM>~com~example~notes`).
+/// `USM_RECORD_EXAMPLE=1 swift test --filter ExampleContainer` writes both anew.
 @Suite("example container")
 struct ExampleContainerTests {
     static let root = CLITests.packageRoot.appendingPathComponent("Examples/Demo.xcappdata")
 
+    /// The story: iCloud on, the active store's copy on this device, and a corruption marker that
+    /// another device wrote for it, so the next launch loads it and rebuilds it 30 s later.
     static var options: FixtureContainer.Options {
         var o = FixtureContainer.Options()
         o.corruptedUUID = o.activeUUID
@@ -17,20 +21,32 @@ struct ExampleContainerTests {
 
     @Test("the shipped example shows what the README says")
     func example() throws {
+        let paths = FixtureContainer.paths(Self.root, Self.options)
         if ProcessInfo.processInfo.environment["USM_RECORD_EXAMPLE"] == "1" {
             try? FileManager.default.removeItem(at: Self.root)
+            try? FileManager.default.removeItem(at: paths.cloudDir.deletingLastPathComponent())
             try FixtureContainer.write(to: Self.root, Self.options)
         }
-        let before = try TreeSnapshot(Self.root)
+        let before = try paths.folders.map(TreeSnapshot.init)
+        #expect(paths.folders.count == 2, "the download and the ubiquity container beside it")
         let report = try Inspection(options: LayoutOptions(container: Self.root), depth: .check).run()
+        #expect(report.layout.cloudDir == paths.cloudDir.path, "the ubiquity container is found beside the download")
         #expect(report.cloudEnabled == true)
         #expect(report.activeStore?.uuid == Self.options.activeUUID)
+        #expect(report.activeStore?.cachedUUID == Self.options.activeUUID)
         #expect(report.corruption?.affectsActiveStore == true)
+        #expect(report.stores.map(\.location) == ["local", "core-data-copy", "core-data-copy"])
         #expect(report.stores.map(\.health) == [.ok, .ok, .ok])
-        #expect(report.allProblems.isEmpty, "\(report.allProblems)")
+        #expect(report.nextLaunch?.rows == ["E4", "E9"])
+        #expect(report.allProblems.map(\.code) == [.activeStoreMarkedCorrupt], "\(report.allProblems)")
         let active = try #require(report.stores.first { $0.active == true })
         #expect(active.entities.first { $0.name == "Book" }?.rows == Self.options.cloud.books + Self.options.cloud.walOnlyBooks,
                 "the example keeps rows that exist only in the -wal")
-        #expect(try TreeSnapshot(Self.root) == before)
+        #expect(try paths.folders.map(TreeSnapshot.init) == before)
+
+        // The README's first command, as a user types it.
+        let text = try CLI.run(["status", "--container", Self.root.path])
+        #expect(text.status == 1, "the active store marked corrupt makes status exit 1")
+        #expect(text.stdout.contains("Next launch:  opens the cloud store \(Self.options.activeUUID) from this device's copy (peer \(Self.options.peer), account \(Self.options.account)) (E4)"))
     }
 }

@@ -155,7 +155,9 @@ struct HostileInputTests {
         for command in ["status", "check"] {
             let r = try run([command, "--container", paths.root.path, "--json"], in: tmp)
             #expect(r.status == 2)
-            #expect(r.json["activeStore"] is NSNull)
+            let active = r.json["activeStore"] as? [String: Any]
+            #expect(active?["valid"] as? Bool == false, "the app would read the garbage as a store name")
+            #expect(active?["markerUUID"] as? String == "not a uuid \u{0}\u{1}\u{2}")
             let problems = r.json["problems"] as? [[String: Any]] ?? []
             #expect(problems.contains { $0["code"] as? String == "marker-malformed" })
             let marker = ((r.json["layout"] as? [String: Any])?["markers"] as? [[String: Any]])?.first
@@ -166,7 +168,7 @@ struct HostileInputTests {
         try Data(count: 10 << 20).write(to: paths.logs.appendingPathComponent("CorruptedUUID+"))
         let r = try run(["status", "--container", paths.root.path], in: tmp)
         #expect(r.status == 2)
-        #expect(r.stdout.contains("CorruptedUUID+ does not hold a store UUID"))
+        #expect(r.stdout.contains("CorruptedUUID+ does not hold 36 upper-case characters of a UUID"))
     }
 
     @Test("malformed preferences")

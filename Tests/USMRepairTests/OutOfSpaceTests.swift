@@ -15,7 +15,7 @@ struct OutOfSpaceTests {
     @Test("ulimit -f: archive and status exit 75 with a sentence, no partial file, not killed by SIGXFSZ")
     func fileSizeLimit() throws {
         let tmp = try TempDir()
-        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let paths = try FixtureContainer.write(to: tmp.path("c"), BundleTests.inside)
         let out = tmp.path("out")
         try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
         // 40 blocks of 512 bytes: the stores' private copies pass it.
@@ -38,7 +38,7 @@ struct OutOfSpaceTests {
     @Test("a full file system: archive exits 75 and leaves nothing", .enabled(if: geteuid() == 0, "mounting a small file system needs root"))
     func fullFileSystem() throws {
         let tmp = try TempDir()
-        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let paths = try FixtureContainer.write(to: tmp.path("c"), BundleTests.inside)
         var rng = SeededRandom(seed: 7)
         try Data((0..<(1 << 20)).map { _ in UInt8(truncatingIfNeeded: rng.next()) }).write(to: paths.logs.appendingPathComponent("random.cdt"))
         let small = tmp.path("small")

@@ -22,7 +22,7 @@ struct ScratchTests {
     @Test("restore never follows, chmods or removes a planted link named like its private folder")
     func plantedLinks() throws {
         let tmp = try TempDir()
-        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let paths = try FixtureContainer.write(to: tmp.path("c"), BundleTests.inside)
         let archive = tmp.path("b.tar.zst")
         #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", archive.path]).status == 0)
         let victim = tmp.path("victim.txt")
@@ -50,7 +50,7 @@ struct ScratchTests {
     @Test("a user's file or folder named like a partial archive survives archive")
     func partialLookAlikes() throws {
         let tmp = try TempDir()
-        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let paths = try FixtureContainer.write(to: tmp.path("c"), BundleTests.inside)
         let out = tmp.path("out")
         let folder = out.appendingPathComponent(".b.tar.zst.partial-mine", isDirectory: true)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -67,7 +67,7 @@ struct ScratchTests {
     @Test("a second archive to the same output leaves the partial file a live run holds")
     func livePartial() throws {
         let tmp = try TempDir()
-        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let paths = try FixtureContainer.write(to: tmp.path("c"), BundleTests.inside)
         let out = tmp.path("out")
         try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
         // This test process is the first run: it holds its record's lock while the second runs.
@@ -91,7 +91,7 @@ struct ScratchTests {
         try CraftedArchive.write([E("manifest.json", data: CraftedArchive.manifest(for: [file], roots: [".usm-restore-keep"])), file], to: crafted)
         let target = tmp.path("t")
         #expect(try CLI.run(["restore", crafted.path, "--to", target.path]).status == 0)
-        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let paths = try FixtureContainer.write(to: tmp.path("c"), BundleTests.inside)
         let archive = tmp.path("b.tar.zst")
         #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", archive.path]).status == 0)
         #expect(try CLI.run(["restore", archive.path, "--to", target.path]).status == 0)
@@ -102,7 +102,7 @@ struct ScratchTests {
     @Test("a killed run's private copies and partial file are removed by the next run, and only those")
     func killedRun() throws {
         let tmp = try TempDir()
-        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let paths = try FixtureContainer.write(to: tmp.path("c"), BundleTests.inside)
         // A large (sparse) transaction log keeps the run busy long enough to be stopped mid-write.
         let big = paths.logs.appendingPathComponent("big.cdt")
         #expect(FileManager.default.createFile(atPath: big.path, contents: nil))

@@ -84,7 +84,7 @@ struct StatusTests {
         let before = try TreeSnapshot(tmp.url)
 
         let result = try CLI.run(["status", "--container", root.path, "--json"])
-        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.status == 1, "the active store marked corrupt is an error a script must notice: \(result.stderr)")
         let json = result.json
         #expect(json["cloudEnabled"] as? Bool == true)
         let active = try #require(json["activeStore"] as? [String: Any])
@@ -111,19 +111,20 @@ struct StatusTests {
 
         // The text form says the same in a few lines.
         let text = try CLI.run(["status", "--container", root.path])
-        #expect(text.status == 0)
+        #expect(text.status == 1)
+        #expect(text.stdout.contains("active store marked corrupt"), "the summary line says it")
         #expect(text.stdout.contains("ACTIVE STORE MARKED CORRUPT"))
         #expect(text.stdout.contains("iCloud:       on"))
         #expect(!text.stdout.contains("\u{1B}["), "no colour when stdout is not a terminal")
     }
 
-    @Test("explicit folders and XML preferences; a store with only cloud content is listed as missing")
+    @Test("explicit folders and XML preferences; a store with only cloud content has no copy here")
     func explicitFolders() throws {
         let tmp = try TempDir()
         var options = FixtureContainer.Options()
         options.xmlPreferences = true
         options.cloudEnabled = false
-        options.activeStoreFile = false
+        options.activeStoreCopy = false
         let paths = try FixtureContainer.write(to: tmp.path("c"), options)
         let report = try Inspection(
             options: LayoutOptions(appDirectory: paths.appDir, cloudDirectory: paths.cloudDir, preferences: paths.prefs),
@@ -131,11 +132,12 @@ struct StatusTests {
         ).run()
         #expect(report.cloudEnabled == false)
         #expect(report.activeStore?.exists == false)
-        let active = try #require(report.stores.first { $0.uuid == options.activeUUID })
-        #expect(active.health == .missing)
-        #expect(active.exists == false)
-        #expect(report.advice.contains { $0.contains("rebuilds it from CloudLogs") })
-        #expect(report.exitCode == .ok)
+        #expect(report.activeStore?.content == true)
+        #expect(!report.stores.contains { $0.uuid == options.activeUUID }, "no copy of it on this device")
+        let active = try #require(report.layout.cloudStores.first { $0.uuid == options.activeUUID })
+        #expect(active.copies.isEmpty && active.content && active.markers == ["StoreUUID+"])
+        #expect(report.nextLaunch?.state == "E1", "iCloud is off")
+        #expect(report.exitCode == .ok, "\(report.allProblems)")
     }
 
     @Test("cloud version 0: CloudStore.nosync in the ubiquity container and a StoreUUID marker")
@@ -193,5 +195,36 @@ struct StatusTests {
         let entities = ((r.json["stores"] as? [[String: Any]])?.first?["entities"] as? [[String: Any]]) ?? []
         #expect(entities.first { $0["name"] as? String == "Author" }?["rows"] as? Int == options.authors)
         #expect(entities.first { $0["name"] as? String == "Book" }?["rows"] as? Int == options.books + 2)
+    }
+}
+
+/// The status report's JSON written in pieces is the same text as encoded whole.
+@Suite("status JSON in pieces")
+struct StatusJSONTests {
+    @Test("writeJSON gives exactly json(), for stores with and without entities")
+    func sameBytes() throws {
+        let tmp = try TempDir()
+        var options = FixtureContainer.Options()
+        options.localStore = false
+        let paths = try FixtureContainer.write(to: tmp.path("c"), options)
+        let report = try Inspection(options: LayoutOptions(container: paths.root), depth: .check).run()
+        #expect(report.stores.filter { !$0.entities.isEmpty }.count >= 2)
+        #expect(report.stores.contains { $0.entities.isEmpty }, "a missing store has no entities")
+        var pieces = ""
+        try report.writeJSON { pieces += $0 }
+        #expect(pieces == (try report.json()) + "\n")
+
+        // More entities than one chunk.
+        let store = tmp.path("Many.sqlite")
+        try RawStore.write(to: store, "CREATE TABLE ZE1 (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER)") { db in
+            for n in 1...2500 { try db.execute(sql: "INSERT INTO Z_PRIMARYKEY VALUES (?, ?, 0, 0)", arguments: [n, "E\(n)"]) }
+        }
+        let many = try Inspection(options: LayoutOptions(store: store), depth: .status).run()
+        var chunked = ""
+        try many.writeJSON { chunked += $0 }
+        #expect(chunked == (try many.json()) + "\n")
+        let cli = try CLI.run(["status", "--store", store.path, "--json"])
+        #expect((cli.json["stores"] as? [[String: Any]])?.first?["entities"] as? [Any] != nil)
+        #expect(((cli.json["stores"] as? [[String: Any]])?.first?["entities"] as? [Any])?.count == 2500)
     }
 }

@@ -12,7 +12,7 @@ import Glibc
 struct UnreadableTests {
     /// A container `nobody` can read, with the chosen folder made unreadable.
     static func container(_ tmp: TempDir, locking relative: (FixtureContainer.Paths) -> URL) throws -> (FixtureContainer.Paths, URL) {
-        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let paths = try FixtureContainer.write(to: tmp.path("c"), BundleTests.inside)
         _ = chmod(tmp.url.path, 0o755)
         let locked = relative(paths)
         #expect(chmod(locked.path, 0) == 0)
@@ -49,7 +49,7 @@ struct UnreadableTests {
     @Test("archive: the bundle is written, every unreadable folder listed with its reason, exit 74")
     func archive() throws {
         let tmp = try TempDir()
-        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let paths = try FixtureContainer.write(to: tmp.path("c"), BundleTests.inside)
         _ = chmod(tmp.url.path, 0o755)
         let lockedFolders = Self.folders.map { $0.1(paths) }
         for folder in lockedFolders { #expect(chmod(folder.path, 0) == 0) }

@@ -34,6 +34,8 @@ struct BundleInventory {
         var inventory = BundleInventory(catalog: catalog)
         if let store = layout.options.store {
             inventory.addRoot("store", store.deletingLastPathComponent())
+        } else if let document = layout.options.document {
+            inventory.addRoot("document", document)
         } else if let container = layout.options.container {
             inventory.addRoot("container", container)
         }
@@ -54,6 +56,16 @@ struct BundleInventory {
         }
         if let app = layout.appDirectory {
             try inventory.walk(app.appendingPathComponent("CloudStore").path, category: .other)
+        }
+        // The other layouts: whole document packages (metadata, additional content) and the
+        // account folders of Apple's own ubiquity copies (their container/ beside store/).
+        for document in layout.documents {
+            try inventory.walk(URL(fileURLWithPath: document.path, isDirectory: true).standardizedFileURL.path, category: .other)
+        }
+        for store in layout.stores where store.location == .ubiquity {
+            if let copy = store.copy {
+                try inventory.walk(URL(fileURLWithPath: copy.storeFolder).deletingLastPathComponent().standardizedFileURL.path, category: .other)
+            }
         }
         if let prefs = layout.preferencesPath, FileStatus.lookup(prefs.path) != nil {
             try inventory.addSingle(prefs.path, category: .preferences)
@@ -167,8 +179,13 @@ struct BundleInventory {
                 continue
             }
             first = false
-            if let archive, try isClaimed(archive) { continue }
-            try add(path, status: status, category: categorize(path, default: category))
+            // A folder already listed (as the parent of a store member, say) is still walked: only
+            // what it holds decides what is left to add.
+            if let archive, try isClaimed(archive) {
+                guard status.kind == .directory else { continue }
+            } else {
+                try add(path, status: status, category: categorize(path, default: category))
+            }
             guard status.kind == .directory else { continue }
             do {
                 var children: [String] = []

@@ -473,7 +473,7 @@ public struct BundleWriter {
     static func reducedPreferences(_ source: URL, to destination: URL) throws -> [String] {
         let found = try? Preferences.lookUpCloudKey(source)
         var kept: [String: Any] = [:]
-        switch found?.value {
+        switch found?.value ?? nil {
         case let .bool(value)?: kept[Preferences.cloudEnabledKey] = value
         case let .integer(value)?: kept[Preferences.cloudEnabledKey] = NSNumber(value: value)
         default: break

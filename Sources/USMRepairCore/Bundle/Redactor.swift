@@ -56,8 +56,8 @@ struct Redactor: Sendable {
                     }
                     var touched: [String] = []
                     for column in columns {
-                        let q = column.quotedDatabaseIdentifier
-                        try db.execute(sql: "UPDATE \(table.quotedDatabaseIdentifier) SET \(q) = usm_redact(\(q)) WHERE typeof(\(q)) IN ('text', 'blob')")
+                        let q = column.sqlIdentifier
+                        try db.execute(sql: "UPDATE \(table.sqlIdentifier) SET \(q) = usm_redact(\(q)) WHERE typeof(\(q)) IN ('text', 'blob')")
                         if db.changesCount > 0 {
                             touched.append(column)
                             total += db.changesCount

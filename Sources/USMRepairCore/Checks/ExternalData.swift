@@ -42,11 +42,13 @@ struct ExternalData {
         var missing: [String: (count: Int, sample: [String])] = [:]
         for table in schema.entityTables {
             for column in schema.tables[table] ?? [] where column.type.uppercased().contains("BLOB") {
+                // typeof() and length() of a blob never load it: only 37-40-byte values are read.
+                let c = column.name.sqlIdentifier
                 let sql = """
-                    SELECT \(column.name.quotedDatabaseIdentifier) FROM \(table.quotedDatabaseIdentifier)
-                    WHERE typeof(\(column.name.quotedDatabaseIdentifier)) = 'blob'
-                      AND substr(\(column.name.quotedDatabaseIdentifier), 1, 1) = x'02'
-                      AND length(\(column.name.quotedDatabaseIdentifier)) BETWEEN 37 AND 40
+                    SELECT \(c) FROM \(table.sqlIdentifier)
+                    WHERE typeof(\(c)) = 'blob'
+                      AND length(\(c)) BETWEEN 37 AND 40
+                      AND substr(\(c), 1, 1) = x'02'
                     """
                 let cursor = try Data.fetchCursor(db, sql: sql)
                 while let blob = try cursor.next() {

@@ -1,29 +1,33 @@
 import Foundation
 
-/// The read-only operations: discover a layout, inspect every store in it, judge, advise.
-/// Behind `status` (depth `.status`) and `check` (depth `.check`).
+/// The read-only operations: discover a layout, inspect every store in it, predict the next
+/// launch, find the traps, judge, advise. Behind `status` (depth `.status`) and `check` (depth `.check`).
 public struct Inspection: Sendable {
     /// The options naming the layout.
     public let options: LayoutOptions
     /// `status` or `check`.
     public let depth: StoreInspector.Depth
-    /// Problem codes the user chose to accept (`--ignore`): still reported, not counted for the exit code.
+    /// Problem codes the user chose to accept (`--ignore`): still reported, marked ignored, not counted for the exit code.
     public let ignoredCodes: Set<ProblemCode>
+    /// `check --strict`: warnings fail the check too (errors always do; information never).
+    public let strict: Bool
 
     /// Private copies already taken of some stores (main file path → the copy to open), so a
     /// bundle reports on exactly the bytes it archives.
     let privateCopies: [String: URL]
 
     /// Creates an inspection.
-    public init(options: LayoutOptions, depth: StoreInspector.Depth, ignoredCodes: Set<ProblemCode> = []) {
-        self.init(options: options, depth: depth, ignoredCodes: ignoredCodes, privateCopies: [:])
+    public init(options: LayoutOptions, depth: StoreInspector.Depth, ignoredCodes: Set<ProblemCode> = [], strict: Bool = false) {
+        self.init(options: options, depth: depth, ignoredCodes: ignoredCodes, privateCopies: [:], strict: strict)
     }
 
-    init(options: LayoutOptions, depth: StoreInspector.Depth, ignoredCodes: Set<ProblemCode>, privateCopies: [String: URL]) {
+    init(options: LayoutOptions, depth: StoreInspector.Depth, ignoredCodes: Set<ProblemCode>, privateCopies: [String: URL],
+         strict: Bool = false) {
         self.options = options
         self.depth = depth
         self.ignoredCodes = ignoredCodes
         self.privateCopies = privateCopies
+        self.strict = strict
     }
 
     /// Runs it. `progress` is called before each store with (index, count, path).
@@ -41,12 +45,13 @@ public struct Inspection: Sendable {
             var report = inspector.inspect(
                 entry.files, role: entry.role, confinement: Confinement(root: entry.root),
                 privateCopy: privateCopies[entry.files.main.path])
+            report.location = entry.location.rawValue
+            report.copy = entry.copy
+            report.opens = entry.opens
+            report.document = entry.document
             report.uuid = entry.uuid
             report.cloudVersion = entry.cloudVersion
-            if entry.role == .cloud {
-                let active = layout.activeMarker
-                report.active = active?.value == entry.uuid && active?.cloudVersion == entry.cloudVersion
-            }
+            for index in report.problems.indices { report.problems[index].store = entry.files.main.path }
             stores.append(report)
         }
         return judge(layout: layout, stores: stores)
@@ -54,40 +59,82 @@ public struct Inspection: Sendable {
 
     private func judge(layout: Layout, stores: [StoreReport]) -> StatusReport {
         let forCheck = depth == .check
-        var exit = layout.exitStatus
-        for store in stores {
-            var counted = store
-            counted.problems = store.problems.filter { !ignoredCodes.contains($0.code) }
-            exit = exit.worst(counted.exitStatus(forCheck: forCheck))
+        let threshold: Problem.Severity = strict ? .warning : .error
+        let byPath = Dictionary(stores.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
+        let next = layout.isSingleStore ? nil : NextLaunch.predict(layout, reports: byPath)
+        var traps = layout.problems
+        if let next { traps += LayoutTraps.problems(layout, reports: byPath, next: next) }
+        let layoutProblems = mark(traps)
+        var stores = stores.map { store in
+            var marked = store
+            marked.problems = mark(store.problems)
+            return marked
         }
-        if forCheck, layout.problems.contains(where: { !ignoredCodes.contains($0.code) }) {
-            exit = exit.worst(.problemsFound)
+        let activeUUID = next.flatMap { next in
+            next.store.flatMap { $0 == "local" ? nil : $0 } ?? layout.activeMarker?.raw
+        }
+        for index in stores.indices where stores[index].role == .cloud {
+            stores[index].active = activeUUID != nil && stores[index].uuid == activeUUID
         }
 
-        let active = layout.activeMarker.map { marker in
-            StatusReport.ActiveStore(
-                uuid: marker.value!, cloudVersion: marker.cloudVersion, marker: marker.name,
-                exists: stores.contains { $0.uuid == marker.value && $0.cloudVersion == marker.cloudVersion && $0.exists })
+        var exit = layout.exitStatus
+        for store in stores {
+            exit = exit.worst(store.exitStatus(forCheck: forCheck, threshold: threshold))
         }
-        let corruption = layout.corruptionMarker.map { marker in
-            StatusReport.Corruption(
-                uuid: marker.value!, affectsActiveStore: marker.value == active?.uuid, cloudVersion: marker.cloudVersion,
-                marker: marker.name)
+        let counted = (layoutProblems + stores.flatMap(\.problems)).filter { !$0.ignored }
+        for problem in counted { exit = exit.worst(problem.code.exitStatus) }
+        if forCheck, counted.contains(where: { $0.severity >= threshold }) { exit = exit.worst(.problemsFound) }
+
+        let active = Self.activeStore(layout: layout, next: next)
+        let corruption = layout.corruptionMarker.flatMap { marker -> StatusReport.Corruption? in
+            guard let raw = marker.raw else { return nil }
+            return StatusReport.Corruption(
+                uuid: raw, affectsActiveStore: active?.uuid == raw, cloudVersion: marker.cloudVersion, marker: marker.name)
         }
-        let all = layout.problems + stores.flatMap(\.problems)
+        let all = layoutProblems + stores.flatMap(\.problems)
         let summary = StatusReport.Summary(
             stores: stores.count, present: stores.filter(\.exists).count, healthy: stores.filter { $0.health == .ok }.count,
-            errors: all.filter { $0.severity == .error }.count, warnings: all.filter { $0.severity == .warning }.count)
-        let mode = layout.options.store != nil ? "store" : "layout"
+            errors: all.filter { $0.severity == .error }.count, warnings: all.filter { $0.severity == .warning }.count,
+            activeStoreMarkedCorrupt: corruption?.affectsActiveStore ?? false, nextLaunch: next?.outcome.rawValue)
+        let mode = layout.options.store != nil ? "store" : layout.options.document != nil ? "document" : "layout"
         let summaryLayout = StatusReport.LayoutSummary(
             mode: mode, container: layout.options.container?.path, appDir: layout.appDirectory?.path,
             cloudDir: layout.cloudDirectory?.path, preferences: layout.preferencesPath?.path, storeName: options.storeName,
-            markers: layout.markers, cloudContent: layout.cloudContent, leftovers: layout.leftovers)
+            markers: layout.markers, cloudContent: layout.cloudContent, cloudStores: layout.cloudStores,
+            cachedStoreUUIDs: layout.preferences?.cachedStoreUUIDs ?? [], accountMaps: layout.preferences?.accountMaps ?? [],
+            leftovers: layout.leftovers, documents: layout.documents)
         let cloudEnabled = layout.preferences?.cloudEnabled
         let advice = Advice.lines(
-            layout: layout, stores: stores, active: active, corruption: corruption, cloudEnabled: cloudEnabled, isCheck: forCheck)
+            layout: layout, stores: stores, active: active, corruption: corruption, problems: layoutProblems,
+            cloudEnabled: cloudEnabled, isCheck: forCheck)
         return StatusReport(
             command: forCheck ? "check" : "status", cloudEnabled: cloudEnabled, activeStore: active, corruption: corruption,
-            stores: stores, layout: summaryLayout, problems: layout.problems, advice: advice, summary: summary, exitCode: exit)
+            nextLaunch: next, stores: stores, layout: summaryLayout, problems: layoutProblems, advice: advice, summary: summary,
+            exitCode: exit)
+    }
+
+    /// The active store as the app finds it (usm-behaviour.md §1.4): the cache first, then the marker.
+    static func activeStore(layout: Layout, next: NextLaunch?) -> StatusReport.ActiveStore? {
+        guard !layout.isSingleStore else { return nil }
+        let version = layout.activeVersion ?? Marker.desiredVersion
+        let cached = Set(layout.cachedStoreUUIDs(version: version).compactMap(\.value).filter { !$0.isEmpty })
+        let cachedUUID = cached.count == 1 ? cached.first : nil
+        let marker = layout.activeMarker
+        guard let uuid = marker?.raw ?? cachedUUID else { return nil }
+        let copies = Marker.isValidUUID(uuid) ? layout.copies(of: uuid).filter { $0.opens != false } : []
+        return StatusReport.ActiveStore(
+            uuid: uuid, cloudVersion: version, marker: marker?.name, markerUUID: marker?.raw, cachedUUID: cachedUUID,
+            source: cachedUUID != nil ? "cache" : "marker", valid: Marker.isValidUUID(uuid), exists: !copies.isEmpty,
+            copies: copies.count, content: layout.cloudContent.contains { $0.uuid == uuid })
+    }
+
+    /// The problems with those the user accepted marked as ignored.
+    private func mark(_ problems: [Problem]) -> [Problem] {
+        guard !ignoredCodes.isEmpty else { return problems }
+        return problems.map { problem in
+            var marked = problem
+            marked.ignored = ignoredCodes.contains(problem.code)
+            return marked
+        }
     }
 }

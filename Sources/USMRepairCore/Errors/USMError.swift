@@ -17,6 +17,22 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, Codable {
     case badInput = 2
     /// Refused for safety: a path leaves the container through a symlink, or similar.
     case refused = 3
+    /// The operation needs the ubiquity container, which was not given or found.
+    case needsCloudContainer = 4
+    /// A store the operation touches is open or locked by another process (or has a hot journal).
+    case storeInUse = 5
+    /// Another usm-repair run holds the layout's lock.
+    case busy = 6
+    /// An interrupted operation is pending in the layout (`recover` finishes or undoes it).
+    case interrupted = 7
+    /// A precondition of the operation does not hold (no local store to seed from, the active
+    /// store's copy missing or damaged, several copies and no choice made).
+    case preconditionFailed = 8
+    /// The files changed between planning and running.
+    case changedSincePlanning = 9
+    /// A migration ran but did not produce a store that passed verification (a strategy, recipe
+    /// step or external plugin failed, or the staged store broke an invariant); nothing was installed.
+    case migrationFailed = 10
     /// Command-line usage error (unknown flag, bad value, conflicting options).
     case usage = 64
     /// A path named on the command line does not exist.
@@ -33,11 +49,14 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, Codable {
         case .ok: 0
         case .problemsFound: 1
         case .badInput: 2
+        case .migrationFailed: 3
         case .notFound: 3
         case .ioError: 4
         case .outOfSpace: 5
         case .refused: 6
-        case .usage: 7
+        case .needsCloudContainer, .preconditionFailed: 7
+        case .changedSincePlanning, .storeInUse, .busy, .interrupted: 8
+        case .usage: 9
         }
     }
 
@@ -51,10 +70,17 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, Codable {
         case .problemsFound: "problems-found"
         case .badInput: "bad-input"
         case .refused: "refused"
+        case .migrationFailed: "migration-failed"
         case .usage: "usage"
         case .notFound: "not-found"
         case .ioError: "io-error"
         case .outOfSpace: "out-of-space"
+        case .needsCloudContainer: "needs-cloud-container"
+        case .storeInUse: "store-in-use"
+        case .busy: "busy"
+        case .interrupted: "interrupted"
+        case .preconditionFailed: "precondition-failed"
+        case .changedSincePlanning: "changed"
         }
     }
 }
@@ -99,6 +125,38 @@ public enum USMError: Error, Sendable, Equatable {
     case confirmationRequired(String)
     /// A file changed while it was being read, so no consistent copy could be taken.
     case changedWhileReading(path: String)
+    /// The operation needs the ubiquity container (`--cloud-dir`).
+    case cloudContainerRequired(operation: String, why: String)
+    /// A store the plan touches is open or locked by another process.
+    case storeBusy(path: String, reason: String, pid: Int32?)
+    /// Another usm-repair run holds the lock of a folder.
+    case layoutBusy(path: String, pid: Int32?)
+    /// An interrupted operation is pending and this command does not recover it (`--dry-run`).
+    case interruptedOperation(path: String, operation: String)
+    /// A precondition of the operation does not hold.
+    case preconditionFailed(String)
+    /// A path changed between planning and running.
+    case changedSincePlanning(path: String)
+    /// `--strategy` names no registered strategy.
+    case unknownStrategy(String, known: [String])
+    /// The migration destination exists and neither `--into` nor `--overwrite` was given.
+    case destinationExists(path: String)
+    /// The migration source is a Core Data store that fails its integrity or invariant checks.
+    case sourceDamaged(path: String, detail: String)
+    /// A merge destination whose schema cannot take the source's rows.
+    case schemaMismatch(path: String, detail: String)
+    /// A merge would duplicate values a uniqueness constraint forbids (`--on-conflict` not given).
+    case mergeConflict(entity: String, count: Int, values: String)
+    /// A recipe that does not decode, has an unsupported version, or names what the store lacks.
+    case recipeInvalid(path: String, reason: String)
+    /// A recipe step failed while running; its transaction was rolled back.
+    case recipeFailed(recipe: String, step: Int, message: String)
+    /// An external plugin failed: non-zero exit, timeout, or output that is not its protocol.
+    case pluginFailed(program: String, reason: String)
+    /// An external plugin touched what it must not (its source copy, files outside its destination).
+    case pluginRefused(program: String, reason: String)
+    /// The staged store failed verification; nothing was installed.
+    case verificationFailed(path: String, detail: String)
     /// A failure no other case describes (a library error without a path); the text says what it was.
     case unexpected(String)
 
@@ -118,6 +176,16 @@ public enum USMError: Error, Sendable, Equatable {
         case .hostileArchive, .tooLarge, .confirmationRequired: .refused
         case .changedWhileReading: .ioError
         case .unexpected: .ioError
+        case .cloudContainerRequired: .needsCloudContainer
+        case .storeBusy: .storeInUse
+        case .layoutBusy: .busy
+        case .interruptedOperation: .interrupted
+        case .preconditionFailed: .preconditionFailed
+        case .changedSincePlanning: .changedSincePlanning
+        case .unknownStrategy: .usage
+        case .destinationExists, .mergeConflict, .pluginRefused: .refused
+        case .sourceDamaged, .schemaMismatch, .recipeInvalid: .badInput
+        case .recipeFailed, .pluginFailed, .verificationFailed: .migrationFailed
         }
     }
 
@@ -143,6 +211,22 @@ public enum USMError: Error, Sendable, Equatable {
         case .confirmationRequired: "confirmation-required"
         case .changedWhileReading: "changed-while-reading"
         case .unexpected: "unexpected-error"
+        case .cloudContainerRequired: "needs-cloud-container"
+        case .storeBusy: "store-in-use"
+        case .layoutBusy: "busy"
+        case .interruptedOperation: "interrupted"
+        case .preconditionFailed: "precondition-failed"
+        case .changedSincePlanning: "changed"
+        case .unknownStrategy: "unknown-strategy"
+        case .destinationExists: "destination-exists"
+        case .sourceDamaged: "source-damaged"
+        case .schemaMismatch: "schema-mismatch"
+        case .mergeConflict: "merge-conflict"
+        case .recipeInvalid: "recipe-invalid"
+        case .recipeFailed: "recipe-failed"
+        case .pluginFailed: "plugin-failed"
+        case .pluginRefused: "plugin-refused"
+        case .verificationFailed: "verification-failed"
         }
     }
 
@@ -201,6 +285,38 @@ public enum USMError: Error, Sendable, Equatable {
             "\(path) changed while it was being read (is the app still running?); close the app and try again"
         case let .unexpected(text):
             text
+        case let .cloudContainerRequired(operation, why):
+            "\(operation) needs the ubiquity container (\(why)); give it with --cloud-dir (an .xcappdata download does not hold it); nothing was changed"
+        case let .storeBusy(path, reason, pid):
+            "\(path) is in use: \(reason)\(pid.map { " (process \($0))" } ?? ""); close the app and try again; nothing was changed"
+        case let .layoutBusy(path, pid):
+            "another usm-repair run\(pid.map { " (process \($0))" } ?? "") is changing \(path); wait for it; nothing was changed"
+        case let .interruptedOperation(path, operation):
+            "an interrupted \(operation) is pending in \(path); run usm-repair recover (with the same folder flags) to finish or undo it"
+        case let .preconditionFailed(text):
+            "\(text); nothing was changed"
+        case let .changedSincePlanning(path):
+            "\(path) changed since the plan was made (is the app running?); nothing was changed"
+        case let .unknownStrategy(id, known):
+            "unknown strategy \(id.debugDescription); known: \(known.joined(separator: ", "))"
+        case let .destinationExists(path):
+            "\(path) exists; give --into to merge into it or --overwrite --yes to replace it (it is snapshotted first)"
+        case let .sourceDamaged(path, detail):
+            "\(path) is damaged (\(detail)); nothing was migrated (usm-repair check shows every problem)"
+        case let .schemaMismatch(path, detail):
+            "\(path) cannot take the source's rows: \(detail); nothing was changed"
+        case let .mergeConflict(entity, count, values):
+            "\(count) rows of \(entity) have uniqueness-constrained values the destination already holds (\(values)); nothing was changed (--on-conflict keep-destination or keep-source resolves them)"
+        case let .recipeInvalid(path, reason):
+            "recipe \(path) is not usable: \(reason)"
+        case let .recipeFailed(recipe, step, message):
+            "recipe \(recipe) failed at step \(step): \(message); its transaction was rolled back and nothing was installed"
+        case let .pluginFailed(program, reason):
+            "plugin \(program) failed: \(reason); nothing was installed"
+        case let .pluginRefused(program, reason):
+            "plugin \(program) refused: \(reason); nothing was installed"
+        case let .verificationFailed(path, detail):
+            "the migrated store failed verification (\(detail)); nothing was installed at \(path)"
         }
     }
 }

@@ -84,6 +84,21 @@ enum SafeRemove {
         return removeEntry(in: parent, FileSystemPath.lastComponent(path), expected: expected, depth: 0)
     }
 
+    /// Removes whatever is at `url` (a folder with everything in it, a file, a link as a link),
+    /// never following a symlink: for trees this tool made and no longer records (an operation's
+    /// staging or trash, found through its journal).
+    /// - Throws: `writeFailed` naming `url` when something in it could not be removed.
+    static func tree(_ url: URL) throws {
+        let path = url.path
+        guard FileStatus.lookup(path) != nil else { return }
+        let parent = FileSystemPath.withCString(FileSystemPath.parent(path)) { open($0, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        guard parent >= 0 else { throw USMError.writing(path) }
+        defer { close(parent) }
+        guard removeEntry(in: parent, FileSystemPath.lastComponent(path), expected: nil, depth: 0) else {
+            throw USMError.writeFailed(path: path, reason: "it could not be removed entirely (\(errnoDescription()))")
+        }
+    }
+
     /// Removes the entry `name` of the open folder `dirfd`; `expected` nil removes whatever it is
     /// (inside a tree already proven ours), a link as a link.
     private static func removeEntry(in dirfd: Int32, _ name: String, expected: FileIdentity?, depth: Int) -> Bool {

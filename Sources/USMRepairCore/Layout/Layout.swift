@@ -1,20 +1,82 @@
 import Foundation
 
-/// An app's UbiquityStoreManager data as found on disk: the local store, the cloud stores of cloud
-/// versions 0 and 1, the cloud content (`CloudLogs/<UUID>`), the marker files, the preferences and
-/// any leftover temporary stores. Discovery only lists and reads small files; stores are read by
-/// `StoreInspector`.
+/// An app's UbiquityStoreManager data as found on disk (usm-behaviour.md §1): the local store,
+/// every copy of every cloud store where iOS 7+ Core Data really keeps it
+/// (`CloudStore/CoreDataUbiquitySupport/<peer>/<content>/<cid>/store/`), iOS 6 stores in
+/// `CloudStore.nosync/`, stray files at nominal URLs, the cloud content (`CloudLogs/<UUID>`), the
+/// marker files, the preferences (iCloud on/off, the cached StoreUUID, Core Data's account maps),
+/// leftover temporary stores, and the stores of the two other layouts of the seeds (Apple's own
+/// ubiquity folders, UIManagedDocument packages). Discovery only lists folders and reads small
+/// files; stores are read by `StoreInspector`.
 public struct Layout: Sendable {
+    /// Where a store's file set lies, which says what the app does with it.
+    public enum Location: String, Sendable, Codable {
+        /// `<app-dir>/<store-name>.sqlite`: the local store.
+        case local
+        /// Core Data's own copy of a cloud store (iOS 7+): `…/CoreDataUbiquitySupport/<peer>/<content>/<cid>/store/<file>`.
+        case coreDataCopy = "core-data-copy"
+        /// `<cloud-dir>/CloudStore.nosync/<UUID>.sqlite`: the real cloud store of an iOS 6 device.
+        case nosync
+        /// `<app-dir>/CloudStore/<UUID>.sqlite`: the URL the app passes to Core Data; on iOS 7+ no store
+        /// lives there, and a file there is ignored at load and turns a later rebuild into a no-op.
+        case nominal
+        /// A store given with `--store`.
+        case file
+        /// The store of a UIManagedDocument package (`<doc>/StoreContent[.nosync]/persistentStore`).
+        case document
+        /// A store in Apple's own iOS 7 ubiquity folders of an app that does not use UbiquityStoreManager.
+        case ubiquity
+    }
+
+    /// One copy of a store under `CoreDataUbiquitySupport`, with the folders that name it.
+    public struct UbiquityCopy: Sendable, Encodable, Equatable {
+        /// The peer folder: `mobile~<vendor UUID>` on a device, `<user>~sim<UUID>` on a simulator.
+        public let peer: String
+        /// The content name: the store UUID (cloud version 1), the store name (version 0), or the app's own.
+        public let contentName: String
+        /// Core Data's per-iCloud-account folder (a UUID), or `local` (no account).
+        public let account: String
+        /// True when the preferences' account map for the content name lists this folder, false when
+        /// it lists others, nil when there is no map to compare with.
+        @NullEncoded public var accountListed: Bool?
+        /// The `store/` folder holding the file set.
+        public let storeFolder: String
+        /// Core Data's `container/` folder beside `store/`, when present.
+        @NullEncoded public var containerFolder: String?
+    }
+
     /// A store the layout knows of, with the folder it must stay inside.
     public struct StoreEntry: Sendable {
         public let files: StoreFileSet
         public let role: StoreReport.Role
-        /// The USM store UUID for cloud stores (file name without `.sqlite`).
+        public let location: Location
+        /// The USM store UUID for cloud stores.
         public let uuid: String?
         /// 0 or 1 for cloud stores.
         public let cloudVersion: Int?
         /// The folder the user named that holds this store.
         public let root: URL
+        /// For copies under `CoreDataUbiquitySupport`.
+        public let copy: UbiquityCopy?
+        /// True for the copy the app opens for its store, false for another, nil when it cannot be known.
+        public var opens: Bool?
+        /// For a document's store: the package folder.
+        public let document: String?
+    }
+
+    /// One cloud store UUID, with everything that refers to it.
+    public struct CloudStore: Sendable, Encodable, Equatable {
+        public let uuid: String
+        /// 1 for a store named by its UUID (iOS 7), 0 for one of iOS 6 (content name = store name).
+        public let cloudVersion: Int
+        /// The main files of its copies on this device (Core Data copies, `CloudStore.nosync`).
+        public let copies: [String]
+        /// True when `CloudLogs/<UUID>` is present (the logs Core Data rebuilds a copy from).
+        public let content: Bool
+        /// The markers naming it (`StoreUUID+`, `CorruptedUUID+`...).
+        public let markers: [String]
+        /// True when a cached StoreUUID in the preferences names it.
+        public let cached: Bool
     }
 
     /// The cloud content (transaction logs) of one store UUID: `CloudLogs/<UUID>/<peer>/<content name>/...`.
@@ -35,42 +97,85 @@ public struct Layout: Sendable {
         /// `MigrationSource` or `CopyMigrationStore`.
         public let kind: String
         public let path: String
+        /// The members of its file set that exist (`-wal`, `-shm`... left by USM's main-file-only delete).
+        public let files: [String]
+    }
+
+    /// A UIManagedDocument package.
+    public struct Document: Sendable, Encodable, Equatable {
+        public let path: String
+        /// `StoreContent` or `StoreContent.nosync` (an iOS 5/6 ubiquitous document).
+        public let storeContent: String
+        /// True when `DocumentMetadata.plist` is present.
+        public let metadata: Bool
+        /// The ubiquitous content name `DocumentMetadata.plist` records, when it does.
+        @NullEncoded public var contentName: String?
+        /// True when `AdditionalContent/` is present.
+        public let additionalContent: Bool
     }
 
     /// The names UbiquityStoreManager gives its temporary stores.
     public static let temporaryStoreNames = ["MigrationSource.sqlite", "CopyMigrationStore.sqlite"]
+    /// The folder Core Data keeps its iOS 7+ ubiquity copies in.
+    public static let ubiquitySupportFolder = "CoreDataUbiquitySupport"
 
     public let options: LayoutOptions
     /// The folders actually used (after searching a container).
     public let appDirectory: URL?
     public let cloudDirectory: URL?
     public let preferencesPath: URL?
-    /// Every store found or expected, local first, then cloud stores by version and UUID.
+    /// Every store file set found: local first, then cloud copies by UUID, then documents and others.
     public let stores: [StoreEntry]
+    /// Every cloud store UUID referred to by a copy, a file, logs, a marker or the cache.
+    public let cloudStores: [CloudStore]
     public let cloudContent: [CloudContent]
     public let markers: [Marker]
     public let preferences: Preferences?
     public let leftovers: [Leftover]
-    /// Findings about the layout itself (markers, preferences, symlinks, leftovers).
+    public let documents: [Document]
+    /// Findings about the layout itself (markers, preferences, symlinks, leftovers, traps).
     public let problems: [Problem]
     /// The worst exit status the layout's own findings call for.
     public let exitStatus: ExitStatus
 
-    /// The active store: the UUID named by the highest-version valid `StoreUUID` marker.
-    public var activeMarker: Marker? { Layout.activeMarker(in: markers) }
+    /// True when the layout is a single `--store` or `--document`, not an app's data.
+    public var isSingleStore: Bool { options.store != nil || options.document != nil }
 
-    /// The highest-version `StoreUUID` marker, when it is valid (USM counts versions down).
-    static func activeMarker(in markers: [Marker]) -> Marker? {
-        for version in Marker.versions {
-            if let m = markers.first(where: { $0.kind == .storeUUID && $0.cloudVersion == version }) { return m.valid ? m : nil }
-        }
-        return nil
+    /// The marker version the app picks (usm-behaviour.md §1.5, `ver(nil)`): the highest version
+    /// up to `D` whose StoreUUID marker exists, whatever it holds; `D` when none does. Nil without
+    /// the ubiquity container.
+    public var activeVersion: Int? {
+        guard cloudDirectory != nil else { return nil }
+        return storeMarkers(upTo: Marker.desiredVersion).first?.cloudVersion ?? Marker.desiredVersion
     }
 
-    /// The corruption marker that matters: the active version's, else any valid one.
+    /// The StoreUUID marker the app reads (`F(V)`), valid or not.
+    public var activeMarker: Marker? {
+        guard let version = activeVersion else { return nil }
+        return markers.first { $0.kind == .storeUUID && $0.cloudVersion == version }
+    }
+
+    /// The corruption marker the app reads (`F'(V)`), valid or not.
     public var corruptionMarker: Marker? {
-        let corrupted = markers.filter { $0.kind == .corruptedUUID && $0.valid }
-        if let active = activeMarker, let same = corrupted.first(where: { $0.cloudVersion == active.cloudVersion }) { return same }
-        return corrupted.first
+        guard let version = activeVersion else { return nil }
+        return markers.first { $0.kind == .corruptedUUID && $0.cloudVersion == version }
+    }
+
+    /// StoreUUID markers of versions up to `version`, highest first.
+    func storeMarkers(upTo version: Int) -> [Marker] {
+        markers.filter { $0.kind == .storeUUID && $0.cloudVersion <= version }.sorted { $0.cloudVersion > $1.cloudVersion }
+    }
+
+    /// The cached StoreUUIDs under the key of `version` (one per container path found).
+    public func cachedStoreUUIDs(version: Int) -> [Preferences.CachedStoreUUID] {
+        preferences?.cachedStoreUUIDs.filter { $0.cloudVersion == version } ?? []
+    }
+
+    /// The cloud store with `uuid`, if the layout refers to it.
+    public func cloudStore(_ uuid: String) -> CloudStore? { cloudStores.first { $0.uuid == uuid } }
+
+    /// The copies of a cloud store on this device (Core Data copies, and `CloudStore.nosync` files).
+    public func copies(of uuid: String) -> [StoreEntry] {
+        stores.filter { $0.uuid == uuid && ($0.location == .coreDataCopy || $0.location == .nosync) }
     }
 }

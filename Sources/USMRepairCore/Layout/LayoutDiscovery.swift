@@ -6,177 +6,390 @@ extension Layout {
     ///   `wrongKind` when it is the wrong kind of thing.
     public static func discover(_ options: LayoutOptions) throws -> Layout {
         try options.validate()
-        var problems: [Problem] = []
-        var status = ExitStatus.ok
+        var discovery = Discovery(options: options)
+        return try discovery.run()
+    }
+}
 
+/// The state of one discovery: what was found so far and the problems met on the way.
+struct Discovery {
+    let options: LayoutOptions
+    var problems: [Problem] = []
+    var status = ExitStatus.ok
+
+    init(options: LayoutOptions) { self.options = options }
+
+    mutating func run() throws -> Layout {
         if let store = options.store {
             guard FileStatus.lookup(store.path) != nil else { throw USMError.notFound(path: store.path, what: "store") }
             let files = StoreFileSet(main: store)
-            return Layout(
-                options: options, appDirectory: nil, cloudDirectory: nil, preferencesPath: nil,
-                stores: [StoreEntry(files: files, role: .store, uuid: nil, cloudVersion: nil, root: files.directory)],
-                cloudContent: [], markers: [], preferences: nil, leftovers: [], problems: [], exitStatus: .ok)
+            return layout(stores: [.init(
+                files: files, role: .store, location: .file, uuid: nil, cloudVersion: nil, root: files.directory, copy: nil,
+                opens: nil, document: nil)])
+        }
+        if let document = options.document {
+            let root = try Self.requireDirectory(document, flag: "--document")
+            var documents: [Layout.Document] = []
+            var stores: [Layout.StoreEntry] = []
+            guard findDocument(root, root: root, documents: &documents, stores: &stores) else {
+                throw USMError.wrongKind(path: root.path, expected: "a UIManagedDocument package (a folder holding StoreContent/ or StoreContent.nosync/)")
+            }
+            return layout(stores: stores, documents: documents)
         }
 
-        var appDir = try options.appDirectory.map { try requireDirectory($0, flag: "--app-dir") }
-        var cloudDir = try options.cloudDirectory.map { try requireDirectory($0, flag: "--cloud-dir") }
+        var appDir = try options.appDirectory.map { try Self.requireDirectory($0, flag: "--app-dir") }
+        var cloudDir = try options.cloudDirectory.map { try Self.requireDirectory($0, flag: "--cloud-dir") }
         var prefsURL = options.preferences
         var containerRoot: URL?
         if let container = options.container {
-            let root = try requireDirectory(container, flag: "--container")
+            let root = try Self.requireDirectory(container, flag: "--container")
             containerRoot = root
             let found = ContainerSearch(root: root, storeName: options.storeName)
             appDir = appDir ?? found.appDirectory()
-            cloudDir = cloudDir ?? found.cloudDirectory()
             prefsURL = prefsURL ?? found.preferences()
+            cloudDir = cloudDir ?? found.cloudDirectory(bundleID: prefsURL.map { $0.deletingPathExtension().lastPathComponent })
             for (path, reason) in found.unreadable.items {
                 problems.append(Problem(.unreadable, "cannot search \(path) for the app's data: \(reason)", subject: path))
                 status = status.worst(.ioError)
             }
             if appDir == nil, cloudDir == nil {
-                problems.append(Problem(.layoutNotFound, "no UbiquityStoreManager data found in \(root.path): no \(options.storeName).sqlite, CloudStore/ or CloudLogs/",
+                problems.append(Problem(
+                    .layoutNotFound,
+                    "no UbiquityStoreManager data found in \(root.path): no \(options.storeName).sqlite, CloudStore/ or CloudLogs/",
                     subject: root.path))
             }
         }
         let appRoot = containerRoot ?? appDir
-        let cloudRoot = containerRoot ?? cloudDir
+        // A ubiquity container found beside a download is its own root.
+        let cloudRoot = cloudDir.flatMap { dir in containerRoot.map { Confinement.isInside(dir.path, $0.path) ? $0 : dir } ?? dir }
 
-        // Preferences.
-        var preferences: Preferences?
-        if let prefsURL {
-            do {
-                if let root = containerRoot { try Confinement(root: root).check(prefsURL) }
-                preferences = try Preferences.read(prefsURL)
-            } catch let error as USMError {
-                if case .notFound = error, options.preferences == nil {
-                    // A container without preferences is normal.
-                } else if case .notFound = error {
-                    throw error
-                } else {
-                    problems.append(Problem(
-                        error.exitStatus == .refused ? .symlinkEscapes : .preferencesMalformed, error.message, subject: prefsURL.path))
-                    status = status.worst(error.exitStatus)
-                }
-            }
+        let preferences = readPreferences(prefsURL, containerRoot: containerRoot)
+        var markers: [Marker] = []
+        var content: [Layout.CloudContent] = []
+        if let cloudDir, let cloudRoot {
+            markers = readMarkers(cloudDir.appendingPathComponent("CloudLogs", isDirectory: true), root: cloudRoot)
+            content = readCloudContent(cloudDir.appendingPathComponent("CloudLogs", isDirectory: true), root: cloudRoot)
         }
 
-        // Markers.
+        var stores: [Layout.StoreEntry] = []
+        var leftovers: [Layout.Leftover] = []
+        var documents: [Layout.Document] = []
+        if let appDir, let appRoot {
+            let local = StoreFileSet(main: appDir.appendingPathComponent(options.storeName + ".sqlite"))
+            stores.append(.init(
+                files: local, role: .local, location: .local, uuid: nil, cloudVersion: nil, root: appRoot, copy: nil, opens: nil,
+                document: nil))
+            leftovers += findLeftovers(in: appDir)
+            let cloudStore = appDir.appendingPathComponent("CloudStore", isDirectory: true)
+            leftovers += findLeftovers(in: cloudStore)
+            for file in sqliteFiles(in: cloudStore) where !Layout.temporaryStoreNames.contains(file) {
+                let files = StoreFileSet(main: cloudStore.appendingPathComponent(file))
+                let version = content.first { $0.uuid == files.baseName }.map { versionOf($0) } ?? Marker.desiredVersion
+                stores.append(.init(
+                    files: files, role: .cloud, location: .nominal, uuid: files.baseName, cloudVersion: version, root: appRoot,
+                    copy: nil, opens: false, document: nil))
+            }
+            stores += ubiquityCopies(in: cloudStore, root: appRoot, preferences: preferences, usm: true)
+        }
+        if let cloudDir, let cloudRoot {
+            let nosync = cloudDir.appendingPathComponent("CloudStore.nosync", isDirectory: true)
+            leftovers += findLeftovers(in: nosync)
+            for file in sqliteFiles(in: nosync) where !Layout.temporaryStoreNames.contains(file) {
+                let files = StoreFileSet(main: nosync.appendingPathComponent(file))
+                stores.append(.init(
+                    files: files, role: .cloud, location: .nosync, uuid: files.baseName, cloudVersion: 0, root: cloudRoot,
+                    copy: nil, opens: nil, document: nil))
+            }
+        }
+        // The two other layouts of the seeds: UIManagedDocument packages and Apple's own ubiquity
+        // folders, anywhere in the download or the ubiquity container (not in the USM folders).
+        var searched: [(URL, URL)] = []
+        if let containerRoot { searched.append((containerRoot, containerRoot)) }
+        if let cloudDir, let cloudRoot, !searched.contains(where: { Confinement.isInside(cloudDir.path, $0.0.path) }) {
+            searched.append((cloudDir, cloudRoot))
+        }
+        for (top, root) in searched {
+            searchOtherLayouts(top, root: root, preferences: preferences, stores: &stores, documents: &documents)
+        }
+
+        chooseOpenedCopies(&stores, preferences: preferences)
+        // An operation a kill interrupted: its journal waits in a private folder of ours.
+        let candidateRoots = MaintenanceRun.roots(of: Layout(
+            options: options, appDirectory: appDir, cloudDirectory: cloudDir, preferencesPath: prefsURL, stores: [], cloudStores: [],
+            cloudContent: [], markers: [], preferences: nil, leftovers: [], documents: [], problems: [], exitStatus: .ok))
+        for folder in PlanExecutor.pending(in: candidateRoots) {
+            let operation = (try? Journal.plan(in: folder))?.operation ?? "operation"
+            problems.append(Problem(
+                .interruptedOperation,
+                "an interrupted \(operation) is pending (\(folder.path)): run usm-repair recover with the same folder flags to finish or undo it",
+                subject: folder.path))
+        }
+        let cloudStores = collectCloudStores(stores: stores, content: content, markers: markers, preferences: preferences)
+        for leftover in leftovers {
+            problems.append(Problem(
+                .leftoverTempStore,
+                "\(leftover.kind).sqlite (\(leftover.files.count) file(s) of its file set) was left behind by an interrupted UbiquityStoreManager migration",
+                subject: leftover.path))
+        }
+        let local = stores.filter { $0.role == .local }
+        // Highest cloud version first (the one USM prefers), then by UUID and path.
+        let cloud = stores.filter { $0.role == .cloud }.sorted { a, b in
+            let (va, vb) = (a.cloudVersion ?? 0, b.cloudVersion ?? 0)
+            if va != vb { return va > vb }
+            return (a.uuid ?? "", a.files.main.path) < (b.uuid ?? "", b.files.main.path)
+        }
+        let others = stores.filter { $0.role != .local && $0.role != .cloud }
+        return Layout(
+            options: options, appDirectory: appDir, cloudDirectory: cloudDir, preferencesPath: prefsURL, stores: local + cloud + others,
+            cloudStores: cloudStores, cloudContent: content, markers: markers, preferences: preferences, leftovers: leftovers,
+            documents: documents, problems: problems, exitStatus: status)
+    }
+
+    private func layout(stores: [Layout.StoreEntry], documents: [Layout.Document] = []) -> Layout {
+        Layout(
+            options: options, appDirectory: nil, cloudDirectory: nil, preferencesPath: nil, stores: stores, cloudStores: [],
+            cloudContent: [], markers: [], preferences: nil, leftovers: [], documents: documents, problems: problems,
+            exitStatus: status)
+    }
+
+    // MARK: - Small files
+
+    private mutating func readPreferences(_ url: URL?, containerRoot: URL?) -> Preferences? {
+        guard let url else { return nil }
+        do {
+            if let root = containerRoot { try Confinement(root: root).check(url) }
+            return try Preferences.read(url)
+        } catch let error as USMError {
+            if case .notFound = error, options.preferences == nil { return nil }  // a download without preferences is normal
+            problems.append(Problem(
+                error.exitStatus == .refused ? .symlinkEscapes : error.exitStatus == .notFound ? .notFound : .preferencesMalformed,
+                error.message, subject: url.path))
+            status = status.worst(error.exitStatus)
+            return nil
+        } catch {
+            return nil
+        }
+    }
+
+    private mutating func readMarkers(_ logs: URL, root: URL) -> [Marker] {
         var markers: [Marker] = []
-        let logs = cloudDir?.appendingPathComponent("CloudLogs", isDirectory: true)
-        if let logs, let cloudRoot {
-            for version in Marker.versions {
-                for kind in [Marker.Kind.storeUUID, .corruptedUUID] {
-                    let url = logs.appendingPathComponent(Marker.fileName(kind, version: version))
-                    guard FileStatus.lookup(url.path) != nil else { continue }
-                    do {
-                        try Confinement(root: cloudRoot).check(url)
-                        guard let marker = try Marker.read(url, kind: kind, version: version) else { continue }
-                        markers.append(marker)
-                        if !marker.valid {
-                            let dangling = FileStatus.lookup(url.path)?.kind == .symlink && FileStatus.resolve(url.path) == nil
-                            let message = dangling
-                                ? "\(url.lastPathComponent) is a symlink that resolves to nothing (it points to itself, loops, or its target is missing); UbiquityStoreManager cannot read it"
-                                : "\(url.lastPathComponent) does not hold a store UUID; UbiquityStoreManager would misread it"
-                            problems.append(Problem(.markerMalformed, message, subject: url.path))
-                            status = status.worst(.badInput)
+        for name in list(logs, hidden: false) {
+            guard let (kind, version) = Marker.parse(fileName: name) else { continue }
+            let url = logs.appendingPathComponent(name)
+            do {
+                try Confinement(root: root).check(url)
+                if let marker = try Marker.read(url, kind: kind, version: version) { markers.append(marker) }
+            } catch {
+                let error = USMError.wrap(error, path: url.path)
+                problems.append(Problem(error.problemCode, error.message, subject: url.path))
+                status = status.worst(error.exitStatus)
+            }
+        }
+        return markers.sorted { ($0.kind.rawValue, -$0.cloudVersion) < ($1.kind.rawValue, -$1.cloudVersion) }
+    }
+
+    private mutating func readCloudContent(_ logs: URL, root: URL) -> [Layout.CloudContent] {
+        var content: [Layout.CloudContent] = []
+        let confinement = Confinement(root: root)
+        for name in list(logs, hidden: false) where Marker.parse(fileName: name) == nil {
+            let dir = logs.appendingPathComponent(name, isDirectory: true)
+            guard let kind = FileStatus.lookup(dir.path)?.kind else { continue }
+            if kind == .symlink, !confinement.contains(dir) {
+                let error = USMError.symlinkEscapes(path: dir.path, target: dir.resolvingSymlinksInPath().path, root: root.path)
+                problems.append(Problem(.symlinkEscapes, error.message, subject: dir.path))
+                status = status.worst(.refused)
+                continue
+            }
+            guard kind == .directory else { continue }
+            let walk = TreeWalk(dir, confinement: confinement)
+            for escape in walk.escapes {
+                problems.append(Problem(.symlinkEscapes, "refusing to follow \(escape): a symlink leaving \(root.path)", subject: escape))
+                status = status.worst(.refused)
+            }
+            // A folder below that cannot be listed: its logs are not counted, and that is said.
+            for (path, reason) in walk.unreadable {
+                problems.append(Problem(.unreadable, "\(reason); the transaction logs in it are not counted", subject: path))
+                status = status.worst(.ioError)
+            }
+            let peers = list(dir, hidden: false)
+            let contentNames = Set(peers.flatMap { list(dir.appendingPathComponent($0), hidden: false, quiet: true) }).sorted()
+            content.append(.init(uuid: name, path: dir.path, peers: peers, contentNames: contentNames, files: walk.files, bytes: walk.bytes))
+        }
+        return content
+    }
+
+    /// 0 when the logs are those of an iOS 6 store (content name = the store name), else 1.
+    private func versionOf(_ content: Layout.CloudContent) -> Int {
+        content.contentNames.contains(options.storeName) && !content.contentNames.contains(content.uuid) ? 0 : 1
+    }
+
+    // MARK: - Core Data's ubiquity folders
+
+    /// The copies under `<base>/CoreDataUbiquitySupport/<peer>/<content>/<cid>/store/`. With `usm`,
+    /// they are UbiquityStoreManager's cloud stores: content = the UUID (version 1) or the store
+    /// name (version 0, file `<UUID>.sqlite`).
+    private mutating func ubiquityCopies(in base: URL, root: URL, preferences: Preferences?, usm: Bool) -> [Layout.StoreEntry] {
+        let support = base.appendingPathComponent(Layout.ubiquitySupportFolder, isDirectory: true)
+        var found: [Layout.StoreEntry] = []
+        for peer in list(support, hidden: false) {
+            let peerDir = support.appendingPathComponent(peer, isDirectory: true)
+            for contentName in list(peerDir, hidden: false) {
+                let contentDir = peerDir.appendingPathComponent(contentName, isDirectory: true)
+                let listed = preferences?.accountMaps.first { $0.contentName == contentName }?.containerIDs
+                for account in list(contentDir, hidden: false) {
+                    let accountDir = contentDir.appendingPathComponent(account, isDirectory: true)
+                    let storeDir = accountDir.appendingPathComponent("store", isDirectory: true)
+                    let containerDir = accountDir.appendingPathComponent("container", isDirectory: true)
+                    let copy = Layout.UbiquityCopy(
+                        peer: peer, contentName: contentName, account: account, accountListed: listed.map { $0.contains(account) },
+                        storeFolder: storeDir.path,
+                        containerFolder: FileStatus.lookup(containerDir.path)?.kind == .directory ? containerDir.path : nil)
+                    for file in storeFiles(in: storeDir) {
+                        let files = StoreFileSet(main: storeDir.appendingPathComponent(file))
+                        if usm, Marker.isValidUUID(contentName), files.baseName == contentName {
+                            found.append(.init(
+                                files: files, role: .cloud, location: .coreDataCopy, uuid: contentName, cloudVersion: 1, root: root,
+                                copy: copy, opens: nil, document: nil))
+                        } else if usm, contentName == options.storeName, Marker.isValidUUID(files.baseName) {
+                            found.append(.init(
+                                files: files, role: .cloud, location: .coreDataCopy, uuid: files.baseName, cloudVersion: 0, root: root,
+                                copy: copy, opens: nil, document: nil))
+                        } else {
+                            found.append(.init(
+                                files: files, role: .ubiquity, location: .ubiquity, uuid: nil, cloudVersion: nil, root: root,
+                                copy: copy, opens: nil, document: nil))
                         }
-                    } catch let error as USMError {
-                        problems.append(Problem(error.problemCode, error.message, subject: url.path))
-                        status = status.worst(error.exitStatus)
                     }
                 }
             }
-            let storeMarkers = markers.filter { $0.kind == .storeUUID && $0.valid }
-            if storeMarkers.count > 1 {
-                problems.append(Problem(.staleMarker, "both \(storeMarkers.map(\.name).joined(separator: " and ")) exist; UbiquityStoreManager uses the highest version and removes the others when it writes one",
-                    subject: logs.path))
-            }
         }
-
-        // Cloud content per UUID.
-        var content: [CloudContent] = []
-        // A folder that cannot be listed is reported and makes the status 74: never taken for an empty one.
-        let unreadable = UnreadableFolders()
-        if let logs, let cloudRoot, FileStatus.lookup(logs.path)?.kind == .directory {
-            let confinement = Confinement(root: cloudRoot)
-            for name in unreadable.children(logs) {
-                let dir = logs.appendingPathComponent(name, isDirectory: true)
-                guard let kind = FileStatus.lookup(dir.path)?.kind else { continue }
-                if kind == .symlink, !confinement.contains(dir) {
-                    let error = USMError.symlinkEscapes(path: dir.path, target: dir.resolvingSymlinksInPath().path, root: cloudRoot.path)
-                    problems.append(Problem(.symlinkEscapes, error.message, subject: dir.path))
-                    status = status.worst(.refused)
-                    continue
-                }
-                guard kind == .directory else { continue }
-                let walk = TreeWalk(dir, confinement: confinement)
-                for escape in walk.escapes {
-                    problems.append(Problem(.symlinkEscapes, "refusing to follow \(escape): a symlink leaving \(cloudRoot.path)", subject: escape))
-                    status = status.worst(.refused)
-                }
-                for (path, reason) in walk.unreadable { unreadable.note(path, reason) }
-                let peers = (try? TreeWalk.children(dir)) ?? []
-                let contentNames = Set(peers.flatMap { (try? TreeWalk.children(dir.appendingPathComponent($0))) ?? [] }).sorted()
-                content.append(CloudContent(
-                    uuid: name, path: dir.path, peers: peers, contentNames: contentNames, files: walk.files, bytes: walk.bytes))
-            }
-        }
-
-        // Stores.
-        var stores: [StoreEntry] = []
-        var leftovers: [Leftover] = []
-        if let appDir, let appRoot {
-            let local = StoreFileSet(main: appDir.appendingPathComponent(options.storeName + ".sqlite"))
-            stores.append(StoreEntry(files: local, role: .local, uuid: nil, cloudVersion: nil, root: appRoot))
-            leftovers += findLeftovers(in: appDir)
-        }
-        var cloudDirs: [(URL, Int, URL)] = []
-        if let appDir, let appRoot { cloudDirs.append((appDir.appendingPathComponent("CloudStore", isDirectory: true), 1, appRoot)) }
-        if let cloudDir, let cloudRoot { cloudDirs.append((cloudDir.appendingPathComponent("CloudStore.nosync", isDirectory: true), 0, cloudRoot)) }
-        var seen: Set<String> = []
-        for (dir, version, root) in cloudDirs {
-            leftovers += findLeftovers(in: dir)
-            for file in sqliteFiles(in: dir, unreadable: unreadable) where !temporaryStoreNames.contains(file) {
-                let files = StoreFileSet(main: dir.appendingPathComponent(file))
-                seen.insert("\(version)/\(files.baseName)")
-                stores.append(StoreEntry(files: files, role: .cloud, uuid: files.baseName, cloudVersion: version, root: root))
-            }
-        }
-        // A UUID that has cloud content or is active but no store file still is a cloud store
-        // (UbiquityStoreManager's enumerateCloudStores maps each CloudLogs/<UUID> to a store URL).
-        var expected: [(String, Int)] = content.map { entry in
-            (entry.uuid, entry.contentNames.contains(options.storeName) && !entry.contentNames.contains(entry.uuid) ? 0 : 1)
-        }
-        if let active = activeMarker(in: markers) { expected.append((active.value!, active.cloudVersion)) }
-        for (uuid, version) in expected where !seen.contains("\(version)/\(uuid)") {
-            guard let (dir, _, root) = cloudDirs.first(where: { $0.1 == version }) else { continue }
-            seen.insert("\(version)/\(uuid)")
-            stores.append(StoreEntry(
-                files: StoreFileSet(main: dir.appendingPathComponent(uuid + ".sqlite")), role: .cloud, uuid: uuid,
-                cloudVersion: version, root: root))
-        }
-        for (path, reason) in unreadable.items {
-            problems.append(Problem(.unreadable, "\(reason); what it holds cannot be seen (not taken for empty)", subject: path))
-            status = status.worst(.ioError)
-        }
-        for leftover in leftovers {
-            problems.append(Problem(.leftoverTempStore, "\(leftover.kind).sqlite was left behind by an interrupted UbiquityStoreManager migration",
-                subject: leftover.path))
-        }
-
-        let local = stores.filter { $0.role == .local }
-        // Highest cloud version first (the one USM prefers), then by UUID.
-        let cloud = stores.filter { $0.role == .cloud }.sorted {
-            ($0.cloudVersion ?? 0) != ($1.cloudVersion ?? 0)
-                ? ($0.cloudVersion ?? 0) > ($1.cloudVersion ?? 0) : ($0.uuid ?? "") < ($1.uuid ?? "")
-        }
-        return Layout(
-            options: options, appDirectory: appDir, cloudDirectory: cloudDir, preferencesPath: prefsURL,
-            stores: local + cloud, cloudContent: content, markers: markers, preferences: preferences,
-            leftovers: leftovers, problems: problems, exitStatus: status)
+        return found
     }
 
-    private static func requireDirectory(_ url: URL, flag: String) throws -> URL {
+    /// The main files in a `store/` folder: every regular file or link that is not a sidecar.
+    private mutating func storeFiles(in dir: URL) -> [String] {
+        list(dir, hidden: false).filter { name in
+            !name.hasSuffix("-wal") && !name.hasSuffix("-shm") && !name.hasSuffix("-journal")
+                && FileStatus.lookup(dir.appendingPathComponent(name).path)?.kind != .directory
+        }
+    }
+
+    /// Marks, per cloud store, the copy the app opens: the only copy, or the only one in an account
+    /// folder the preferences' map lists. Several candidates: unknown (nil), never a guess.
+    private func chooseOpenedCopies(_ stores: inout [Layout.StoreEntry], preferences: Preferences?) {
+        let uuids = Set(stores.compactMap { $0.location == .coreDataCopy ? $0.uuid : nil })
+        for uuid in uuids {
+            let indices = stores.indices.filter { stores[$0].location == .coreDataCopy && stores[$0].uuid == uuid }
+            var candidates = indices
+            let listed = candidates.filter { stores[$0].copy?.accountListed == true }
+            if !listed.isEmpty { candidates = listed }
+            for i in indices { stores[i].opens = candidates.count == 1 ? candidates[0] == i : (candidates.contains(i) ? nil : false) }
+        }
+    }
+
+    private func collectCloudStores(
+        stores: [Layout.StoreEntry], content: [Layout.CloudContent], markers: [Marker], preferences: Preferences?
+    ) -> [Layout.CloudStore] {
+        var versions: [String: Int] = [:]
+        for store in stores where store.role == .cloud {
+            if let uuid = store.uuid, let version = store.cloudVersion, store.location != .nominal { versions[uuid] = max(versions[uuid] ?? 0, version) }
+        }
+        for entry in content where versions[entry.uuid] == nil { versions[entry.uuid] = versionOf(entry) }
+        for marker in markers where marker.kind == .storeUUID {
+            if let uuid = marker.value, versions[uuid] == nil { versions[uuid] = min(marker.cloudVersion, Marker.desiredVersion) }
+        }
+        for cached in preferences?.cachedStoreUUIDs ?? [] {
+            if let uuid = cached.value, cached.valid, versions[uuid] == nil { versions[uuid] = min(cached.cloudVersion, Marker.desiredVersion) }
+        }
+        return versions.keys.sorted().map { uuid in
+            Layout.CloudStore(
+                uuid: uuid, cloudVersion: versions[uuid] ?? 1,
+                copies: stores.filter { $0.uuid == uuid && ($0.location == .coreDataCopy || $0.location == .nosync) }.map(\.files.main.path),
+                content: content.contains { $0.uuid == uuid },
+                markers: markers.filter { $0.value == uuid }.map(\.name),
+                cached: preferences?.cachedStoreUUIDs.contains { $0.value == uuid } ?? false)
+        }
+    }
+
+    // MARK: - Documents and Apple's own layout
+
+    /// Searches below `top` (never following links, not inside USM's own folders) for
+    /// UIManagedDocument packages and `CoreDataUbiquitySupport` folders of apps without USM.
+    private mutating func searchOtherLayouts(
+        _ top: URL, root: URL, preferences: Preferences?, stores: inout [Layout.StoreEntry], documents: inout [Layout.Document]
+    ) {
+        var queue: [(URL, Int)] = [(top, 0)]
+        let known = Set(stores.map { $0.files.directory.path })
+        while !queue.isEmpty {
+            let (dir, depth) = queue.removeFirst()
+            if findDocument(dir, root: root, documents: &documents, stores: &stores) { continue }
+            let names = list(dir, hidden: false, quiet: true)
+            if names.contains(Layout.ubiquitySupportFolder), dir.lastPathComponent != "CloudStore" {
+                for entry in ubiquityCopies(in: dir, root: root, preferences: preferences, usm: false)
+                where !known.contains(entry.files.directory.path) {
+                    stores.append(entry)
+                }
+            }
+            guard depth < ContainerSearch.maxDepth else { continue }
+            for name in names where !["CloudStore", "CloudLogs", "CloudStore.nosync", Layout.ubiquitySupportFolder].contains(name) {
+                let child = dir.appendingPathComponent(name, isDirectory: true)
+                if FileStatus.lookup(child.path)?.kind == .directory { queue.append((child, depth + 1)) }
+            }
+        }
+    }
+
+    /// When `dir` is a UIManagedDocument package, records it and its stores; returns whether it is one.
+    @discardableResult
+    private mutating func findDocument(
+        _ dir: URL, root: URL, documents: inout [Layout.Document], stores: inout [Layout.StoreEntry]
+    ) -> Bool {
+        for contentFolder in ["StoreContent", "StoreContent.nosync"] {
+            let storeContent = dir.appendingPathComponent(contentFolder, isDirectory: true)
+            guard FileStatus.lookup(storeContent.path)?.kind == .directory else { continue }
+            let metadata = dir.appendingPathComponent("DocumentMetadata.plist")
+            var contentName: String?
+            if FileStatus.resolve(metadata.path)?.kind == .file, (FileStatus.resolve(metadata.path)?.size ?? 0) < 1 << 20,
+               let data = try? Data(contentsOf: metadata),
+               let dict = (try? PropertyListSerialization.propertyList(from: data, options: [], format: nil)) as? [String: Any] {
+                contentName = dict["NSPersistentStoreUbiquitousContentNameKey"] as? String
+            }
+            documents.append(.init(
+                path: dir.path, storeContent: contentFolder, metadata: FileStatus.lookup(metadata.path) != nil, contentName: contentName,
+                additionalContent: FileStatus.lookup(dir.appendingPathComponent("AdditionalContent").path)?.kind == .directory))
+            for file in storeFiles(in: storeContent) {
+                stores.append(.init(
+                    files: StoreFileSet(main: storeContent.appendingPathComponent(file)), role: .document, location: .document,
+                    uuid: nil, cloudVersion: nil, root: root, copy: nil, opens: nil, document: dir.path))
+            }
+            for entry in ubiquityCopies(in: storeContent, root: root, preferences: nil, usm: false) {
+                stores.append(.init(
+                    files: entry.files, role: .document, location: .ubiquity, uuid: nil, cloudVersion: nil, root: root,
+                    copy: entry.copy, opens: nil, document: dir.path))
+            }
+            return true
+        }
+        return false
+    }
+
+    // MARK: - Folders
+
+    /// Sorted entry names of a folder; an existing folder that cannot be listed is a problem
+    /// (never silently an empty folder). `quiet` lists without reporting (optional searches).
+    private mutating func list(_ dir: URL, hidden: Bool, quiet: Bool = false) -> [String] {
+        guard FileStatus.lookup(dir.path)?.kind == .directory else { return [] }
+        do {
+            return try DirectoryListing.names(dir.path).filter { hidden || !$0.hasPrefix(".") }
+        } catch {
+            if !quiet {
+                let error = USMError.unreadable(path: dir.path, reason: "the folder cannot be listed (\(USMError.wrap(error).message))")
+                problems.append(Problem(.unreadable, error.message, subject: dir.path))
+                status = status.worst(.ioError)
+            }
+            return []
+        }
+    }
+
+    static func requireDirectory(_ url: URL, flag: String) throws -> URL {
         guard let status = FileStatus.resolve(url.path) else {
             throw USMError.notFound(path: url.path, what: "folder given with \(flag)")
         }
@@ -187,23 +400,16 @@ extension Layout {
         return url.standardizedFileURL
     }
 
-    private static func sqliteFiles(in dir: URL, unreadable: UnreadableFolders) -> [String] {
-        guard FileStatus.resolve(dir.path)?.kind == .directory else { return [] }
-        do {
-            return try DirectoryListing.names(dir.path).filter { $0.hasSuffix(".sqlite") && !$0.hasPrefix(".") }
-        } catch let error as USMError {
-            unreadable.note(dir.path, error.message)
-            return []
-        } catch {
-            return []
-        }
+    private mutating func sqliteFiles(in dir: URL) -> [String] {
+        list(dir, hidden: false).filter { $0.hasSuffix(".sqlite") }
     }
 
-    private static func findLeftovers(in dir: URL) -> [Leftover] {
-        temporaryStoreNames.compactMap { name in
-            let url = dir.appendingPathComponent(name)
-            guard FileStatus.lookup(url.path) != nil else { return nil }
-            return Leftover(kind: String(name.dropLast(".sqlite".count)), path: url.path)
+    private func findLeftovers(in dir: URL) -> [Layout.Leftover] {
+        Layout.temporaryStoreNames.compactMap { name in
+            let files = StoreFileSet(main: dir.appendingPathComponent(name))
+            let present = files.existingMembers()
+            guard !present.isEmpty else { return nil }
+            return Layout.Leftover(kind: String(name.dropLast(".sqlite".count)), path: files.main.path, files: present.map(\.path))
         }
     }
 }

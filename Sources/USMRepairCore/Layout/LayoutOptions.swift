@@ -15,28 +15,34 @@ public struct LayoutOptions: Sendable, Equatable {
     public var container: URL?
     /// A single store to inspect instead of a layout.
     public var store: URL?
+    /// A UIManagedDocument package to inspect instead of a layout.
+    public var document: URL?
 
     /// The default content name of UbiquityStoreManager.
     public static let defaultStoreName = "UbiquityStore"
 
     /// Creates options; at least one location must be given (see `validate`).
     public init(appDirectory: URL? = nil, cloudDirectory: URL? = nil, storeName: String = LayoutOptions.defaultStoreName,
-                preferences: URL? = nil, container: URL? = nil, store: URL? = nil) {
+                preferences: URL? = nil, container: URL? = nil, store: URL? = nil, document: URL? = nil) {
         self.appDirectory = appDirectory
         self.cloudDirectory = cloudDirectory
         self.storeName = storeName
         self.preferences = preferences
         self.container = container
         self.store = store
+        self.document = document
     }
 
     /// Checks that the options name something coherent.
     public func validate() throws {
-        if store != nil, appDirectory != nil || cloudDirectory != nil || container != nil {
-            throw USMError.usage("--store inspects one store; it cannot be combined with --app-dir, --cloud-dir or --container")
+        if store != nil, document != nil {
+            throw USMError.usage("--store and --document each name one thing to inspect; give one of them")
         }
-        if store == nil, appDirectory == nil, cloudDirectory == nil, container == nil {
-            throw USMError.usage("name what to inspect: --container DIR, --app-dir DIR and/or --cloud-dir DIR, or --store FILE")
+        if store != nil || document != nil, appDirectory != nil || cloudDirectory != nil || container != nil {
+            throw USMError.usage("--\(store != nil ? "store" : "document") inspects one \(store != nil ? "store" : "document"); it cannot be combined with --app-dir, --cloud-dir or --container")
+        }
+        if store == nil, document == nil, appDirectory == nil, cloudDirectory == nil, container == nil {
+            throw USMError.usage("name what to inspect: --container DIR, --app-dir DIR and/or --cloud-dir DIR, --store FILE or --document DIR")
         }
         if storeName.isEmpty || storeName.contains("/") || storeName.hasPrefix(".") {
             throw USMError.usage("--store-name must be a plain file name without .sqlite (got '\(storeName)')")
@@ -54,6 +60,7 @@ extension LayoutOptions {
         }
         var parts: [String] = []
         if let store { parts.append("--store \(quoted(store))") }
+        if let document { parts.append("--document \(quoted(document))") }
         if let container { parts.append("--container \(quoted(container))") }
         if let appDirectory { parts.append("--app-dir \(quoted(appDirectory))") }
         if let cloudDirectory { parts.append("--cloud-dir \(quoted(cloudDirectory))") }

@@ -1,12 +1,39 @@
 import Foundation
 
-/// The app's preferences plist (binary or XML), where UbiquityStoreManager keeps `USMCloudEnabledKey`.
+/// The app's preferences plist (binary or XML): `USMCloudEnabledKey`, the StoreUUID cache keys
+/// UbiquityStoreManager reads before the marker file, and Core Data's account maps
+/// (usm-behaviour.md §1.3–1.4).
 public struct Preferences: Sendable, Equatable {
     /// The key UbiquityStoreManager stores iCloud on/off under.
     public static let cloudEnabledKey = "USMCloudEnabledKey"
+    /// The key of Core Data's token → container-ID list inside an account map.
+    public static let accountMapKey = "PFUbiquitySetupTokenAndIDArray"
     /// A preferences file larger than this is not a preferences file (it is read without being
     /// decoded, so the limit is about meaning, not memory).
     static let maxSize: Int64 = 64 << 20
+
+    /// One cached StoreUUID: a key named by the StoreUUID marker's full device path.
+    public struct CachedStoreUUID: Sendable, Encodable, Equatable {
+        /// The whole key, e.g. `/private/var/mobile/Library/Mobile Documents/T~com~x/CloudLogs/StoreUUID+`.
+        public let key: String
+        /// The ubiquity container's path on the device that wrote it (the key before `/CloudLogs/`).
+        public let containerPath: String
+        /// The marker version the key belongs to (its number of `+`).
+        public let cloudVersion: Int
+        /// The value when it is a string (the app ignores anything else, and an empty string).
+        @NullEncoded public var value: String?
+        /// True when the value is a valid store UUID.
+        public let valid: Bool
+    }
+
+    /// Core Data's account map for one content name: which container-ID folders (`<cid>`) belong
+    /// to iCloud accounts of this device.
+    public struct AccountMap: Sendable, Encodable, Equatable {
+        /// The key: a store UUID (cloud version 1) or the content name (version 0).
+        public let contentName: String
+        /// The container-ID folder names it lists.
+        public let containerIDs: [String]
+    }
 
     /// Where it was read from.
     public let path: String
@@ -14,39 +41,94 @@ public struct Preferences: Sendable, Equatable {
     public let cloudEnabled: Bool?
     /// True when the key is present.
     public let hasKey: Bool
+    /// True for an XML plist (the format a rewrite keeps).
+    public let isXML: Bool
+    /// Every key ending in `/CloudLogs/StoreUUID` and `+` signs, sorted by key.
+    public let cachedStoreUUIDs: [CachedStoreUUID]
+    /// Every key holding a dictionary with `PFUbiquitySetupTokenAndIDArray`, sorted by key.
+    public let accountMaps: [AccountMap]
+
+    /// The suffix every cache key ends with, before its `+` signs.
+    static let cacheKeyMarker = "/CloudLogs/StoreUUID"
 
     /// Reads the plist at `url`.
     /// - Throws: `notFound`, `unreadable`, or `wrongKind` when it is not a plist dictionary, or the
     ///   key holds something other than a boolean.
     static func read(_ url: URL) throws -> Preferences {
-        let found = try lookUpCloudKey(url)
-        switch found.value {
-        case nil: return Preferences(path: url.path, cloudEnabled: nil, hasKey: false)
-        case let .bool(value)?: return Preferences(path: url.path, cloudEnabled: value, hasKey: true)
-        case let .integer(value)?: return Preferences(path: url.path, cloudEnabled: value != 0, hasKey: true)
-        case .other?: throw USMError.wrongKind(path: url.path, expected: "a plist whose \(cloudEnabledKey) is a boolean")
-        }
-    }
-
-    /// `USMCloudEnabledKey` as the file holds it, and the file's format, read without decoding the
-    /// rest of the plist (memory stays flat whatever its size).
-    /// - Throws: `notFound`, `unreadable`, `wrongKind` (not a plist dictionary, or larger than `maxSize`).
-    static func lookUpCloudKey(_ url: URL) throws -> PreferencesReader.Lookup {
         guard let status = FileStatus.resolve(url.path) else { throw USMError.notFound(path: url.path, what: "preferences file") }
         guard status.kind == .file else { throw USMError.wrongKind(path: url.path, expected: "a preferences plist file") }
         guard status.size <= maxSize else {
             throw USMError.wrongKind(path: url.path, expected: "a preferences plist (it is \(status.size) bytes; preferences this large are not preferences)")
         }
+        let scan: PreferencesReader.Scan
         do {
-            return try PreferencesReader.lookUp(cloudEnabledKey, in: url.path)
+            scan = try PreferencesReader.scan(url.path, cloudKey: cloudEnabledKey, accountMapKey: accountMapKey) {
+                cachedStoreUUID(key: $0, value: NSNull()) != nil
+            }
+        } catch let error as PreferencesReader.Malformed {
+            throw USMError.wrongKind(path: url.path, expected: "a property list dictionary (binary or XML): \(error.reason)")
+        }
+        var enabled: Bool?
+        switch scan.cloudEnabled {
+        case nil: break
+        case let .bool(value)?: enabled = value
+        case let .integer(value)?: enabled = value != 0
+        case .other?: throw USMError.wrongKind(path: url.path, expected: "a plist whose \(cloudEnabledKey) is a boolean")
+        }
+        let caches = scan.caches.compactMap { cachedStoreUUID(key: $0.key, value: $0.value as Any? ?? NSNull()) }
+        let maps = scan.accountMaps.map { AccountMap(contentName: $0.key, containerIDs: $0.ids) }
+        return Preferences(
+            path: url.path, cloudEnabled: enabled, hasKey: enabled != nil, isXML: scan.xml,
+            cachedStoreUUIDs: caches.sorted { $0.key < $1.key }, accountMaps: maps.sorted { $0.contentName < $1.contentName })
+    }
+
+    /// `USMCloudEnabledKey` as the file holds it, and the file's format, read without decoding the
+    /// plist (memory stays flat whatever its size).
+    /// - Throws: `notFound`, `unreadable`, `wrongKind` (not a plist dictionary, or larger than `maxSize`).
+    static func lookUpCloudKey(_ url: URL) throws -> (xml: Bool, value: PreferencesReader.Value?) {
+        guard let status = FileStatus.resolve(url.path) else { throw USMError.notFound(path: url.path, what: "preferences file") }
+        guard status.kind == .file else { throw USMError.wrongKind(path: url.path, expected: "a preferences plist file") }
+        do {
+            let scan = try PreferencesReader.scan(url.path, cloudKey: cloudEnabledKey, accountMapKey: nil) { _ in false }
+            return (scan.xml, scan.cloudEnabled)
         } catch let error as PreferencesReader.Malformed {
             throw USMError.wrongKind(path: url.path, expected: "a property list dictionary (binary or XML): \(error.reason)")
         }
     }
 
-    /// True when the file parses as a plist dictionary holding `USMCloudEnabledKey` (used to pick
-    /// the app's preferences among the several plists of a container).
-    static func holdsCloudKey(_ url: URL) -> Bool {
-        (try? read(url))?.hasKey == true
+    /// The cache entry a key names, when it is one (`…/CloudLogs/StoreUUID` + `+`×v).
+    static func cachedStoreUUID(key: String, value: Any) -> CachedStoreUUID? {
+        guard let range = key.range(of: cacheKeyMarker, options: .backwards) else { return nil }
+        let pluses = key[range.upperBound...]
+        guard pluses.allSatisfy({ $0 == "+" }) else { return nil }
+        let text = value as? String
+        return CachedStoreUUID(
+            key: key, containerPath: String(key[..<range.lowerBound]), cloudVersion: pluses.count,
+            value: text, valid: text.map(Marker.isValidUUID) ?? false)
     }
+
+    /// The account map a dictionary holds, when it holds Core Data's list: every container-ID
+    /// string found in it (its exact shape is private to Core Data, so it is searched, not assumed).
+    static func accountMap(key: String, value: [String: Any]) -> AccountMap? {
+        guard let list = value[accountMapKey] else { return nil }
+        var ids: [String] = []
+        func collect(_ item: Any, depth: Int) {
+            guard depth < 6 else { return }
+            switch item {
+            case let text as String where UUID(uuidString: text) != nil || text == "local":
+                if !ids.contains(text) { ids.append(text) }
+            case let array as [Any]:
+                for element in array { collect(element, depth: depth + 1) }
+            case let dict as [String: Any]:
+                for element in dict.values { collect(element, depth: depth + 1) }
+            default:
+                break
+            }
+        }
+        collect(list, depth: 0)
+        return AccountMap(contentName: key, containerIDs: ids)
+    }
+
+    /// True when the plist holds anything UbiquityStoreManager or Core Data's ubiquity keeps.
+    var holdsUbiquityKeys: Bool { hasKey || !cachedStoreUUIDs.isEmpty || !accountMaps.isEmpty }
 }

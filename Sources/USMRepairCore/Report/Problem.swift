@@ -25,7 +25,7 @@ public struct Problem: Sendable, Equatable, Encodable {
 
     /// Stable identifier, e.g. `zmax-behind` (its raw value in JSON).
     public let code: ProblemCode
-    /// error or warning.
+    /// info, warning or error.
     public let severity: Severity
     /// A sentence for a person.
     public let message: String
@@ -33,6 +33,10 @@ public struct Problem: Sendable, Equatable, Encodable {
     @NullEncoded public var subject: String?
     /// How many rows or files are affected, when counted.
     @NullEncoded public var count: Int?
+    /// The main file of the store the problem is about (null for a problem of the layout).
+    @NullEncoded public var store: String?
+    /// True when the user accepted the code (`check --ignore`): still reported, never counted for the exit code.
+    public var ignored: Bool
 
     /// Creates a problem; its severity is the code's.
     public init(_ code: ProblemCode, _ message: String, subject: String? = nil, count: Int? = nil) {
@@ -41,5 +45,6 @@ public struct Problem: Sendable, Equatable, Encodable {
         self.message = message
         self.subject = subject
         self.count = count
+        ignored = false
     }
 }

@@ -40,6 +40,30 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
     case staleMarker = "stale-marker"
     case preferencesMalformed = "preferences-malformed"
     case leftoverTempStore = "leftover-temp-store"
+    case markerEmpty = "marker-empty"
+    case markerTrailingNewline = "marker-trailing-newline"
+    case markerVersionIgnored = "marker-version-ignored"
+    case activeStoreMarkedCorrupt = "active-store-marked-corrupt"
+    case corruptionMarkerIgnored = "corruption-marker-ignored"
+    case cachedUUIDStale = "cached-uuid-stale"
+    case cachedUUIDOtherVersion = "cached-uuid-other-version"
+    case cachedUUIDMalformed = "cached-uuid-malformed"
+    case cachedUUIDAmbiguous = "cached-uuid-ambiguous"
+    case nominalStoreFile = "nominal-store-file"
+    case severalCopies = "several-copies"
+    case seedLosesWALFrames = "seed-loses-wal-frames"
+    case cloudContainerMissing = "cloud-container-missing"
+    case interruptedOperation = "interrupted-operation"
+    case walInvalid = "wal-invalid"
+    case walCutTransaction = "wal-cut-transaction"
+    case walMismatch = "wal-mismatch"
+    case bookkeepingValue = "bookkeeping-value"
+    case entitySuperCycle = "entity-super-cycle"
+    case entitySuperUnknown = "entity-super-unknown"
+    case entityTableUnlisted = "entity-table-unlisted"
+    case metadataPlistTooLarge = "metadata-plist-too-large"
+    case modelCacheTooLarge = "model-cache-too-large"
+    case tooManyEntities = "too-many-entities"
 
     /// How much a problem of this kind matters.
     public var severity: Problem.Severity {
@@ -48,11 +72,28 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
              .writeFailed, .notSqlite, .notCoreData, .sqliteError, .truncated, .integrity, .metadataRows,
              .metadataUuidMissing, .metadataPlistMalformed, .ubiquityMetadataInLocalStore, .entityTableShape,
              .entityNull, .entityUnknown, .entityWrongTable, .zmaxBehind, .danglingToOne, .danglingJoinRow,
-             .joinEntityUnknown, .externalDataMissing, .markerMalformed, .preferencesMalformed:
+             .joinEntityUnknown, .externalDataMissing, .markerMalformed, .preferencesMalformed,
+             .markerEmpty, .markerTrailingNewline, .activeStoreMarkedCorrupt, .cachedUUIDStale, .cachedUUIDMalformed, .nominalStoreFile, .seedLosesWALFrames,
+             .interruptedOperation:
             .error
-        case .walHeaderWithoutWal, .strayWal, .hotJournal, .orphanSidecar, .metadataPlistNull,
-             .entityTableMissing, .externalDataOrphan, .layoutNotFound, .staleMarker, .leftoverTempStore:
+        case .walInvalid, .walCutTransaction, .walMismatch, .bookkeepingValue, .entitySuperCycle, .entitySuperUnknown,
+             .entityTableUnlisted, .metadataPlistTooLarge, .tooManyEntities:
+            .error
+        case .strayWal, .hotJournal, .orphanSidecar, .metadataPlistNull,
+             .entityTableMissing, .externalDataOrphan, .layoutNotFound, .staleMarker, .leftoverTempStore, .modelCacheTooLarge,
+             .markerVersionIgnored, .corruptionMarkerIgnored, .cachedUUIDOtherVersion, .cachedUUIDAmbiguous, .severalCopies:
             .warning
+        case .walHeaderWithoutWal, .cloudContainerMissing:
+            .info
+        }
+    }
+
+    /// The exit code a reported problem of this kind calls for when it is counted: a marker or
+    /// preferences file holding garbage is bad input (2); any other error is "problems found" (1).
+    public var exitStatus: ExitStatus {
+        switch self {
+        case .markerMalformed, .markerEmpty, .markerTrailingNewline, .preferencesMalformed: .badInput
+        default: severity == .error ? .problemsFound : .ok
         }
     }
 
@@ -60,7 +101,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
     public var summary: String {
         switch self {
         case .walMissing: "WAL-mode store whose -shm is present but -wal is gone: newest rows probably lost"
-        case .walHeaderWithoutWal: "WAL-mode store with no -wal beside it (clean close, or copied without its -wal)"
+        case .walHeaderWithoutWal: "WAL-mode store with no -wal beside it: what every clean close leaves (or a copy that left its -wal behind)"
         case .strayWal: "a -wal beside a rollback-journal store"
         case .hotJournal: "a -journal is present: an interrupted write SQLite will roll back"
         case .orphanSidecar: "-wal or _SUPPORT folder present without the main file"
@@ -81,7 +122,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
         case .metadataPlistNull: "Z_METADATA.Z_PLIST is NULL"
         case .metadataPlistMalformed: "Z_METADATA.Z_PLIST is not a plist dictionary"
         case .ubiquityMetadataInLocalStore: "the local store still carries com.apple.coredata.ubiquity.* keys"
-        case .entityTableShape: "an entity table lacks Z_ENT"
+        case .entityTableShape: "an entity table lacks Z_PK or Z_ENT (left out of the checks that need them; the others go on)"
         case .entityTableMissing: "a root entity has no table"
         case .entityNull: "rows with a NULL Z_ENT"
         case .entityUnknown: "rows whose Z_ENT is not in Z_PRIMARYKEY"
@@ -93,10 +134,34 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
         case .externalDataMissing: "a 0x02 external-data reference whose file is missing"
         case .externalDataOrphan: "files in _EXTERNAL_DATA that no row references"
         case .layoutNotFound: "--container holds no UbiquityStoreManager data"
-        case .markerMalformed: "a StoreUUID/CorruptedUUID marker does not hold a UUID"
-        case .staleMarker: "StoreUUID markers of two cloud versions at once"
+        case .markerMalformed: "a marker does not hold 36 upper-case characters of a UUID (lower case, garbage, not a file)"
+        case .staleMarker: "a StoreUUID marker of a lower version beside the active one: the app falls back to it when the active one goes (E8)"
         case .preferencesMalformed: "the preferences file is not a plist, or USMCloudEnabledKey is not a boolean"
+        case .markerEmpty: "a StoreUUID/CorruptedUUID marker is empty: the app reads the store name \"\" (E12)"
+        case .markerTrailingNewline: "a marker holds a UUID followed by a newline or spaces: the app names a different, empty store (E12)"
+        case .markerVersionIgnored: "a marker of a cloud version above 1: no device reads it, nothing removes it"
+        case .activeStoreMarkedCorrupt: "the corruption marker names the active store: healthy devices rebuild it 30 s after launch (E9)"
+        case .corruptionMarkerIgnored: "a corruption marker naming another store or of an older version: ignored and never removed (E10)"
+        case .cachedUUIDStale: "the preferences' cached StoreUUID differs from the marker: the app loads the cached store first (E5)"
+        case .cachedUUIDOtherVersion: "a cached StoreUUID under another marker version's key: read again, stale, when the markers change"
+        case .cachedUUIDMalformed: "the cached StoreUUID is not 36 upper-case characters of a UUID"
+        case .cachedUUIDAmbiguous: "cached StoreUUIDs of several container paths disagree"
+        case .nominalStoreFile: "a plain file at CloudStore/<UUID>.sqlite: ignored by Core Data on iOS 7+, and it turns a later rebuild into a no-op (E13)"
+        case .severalCopies: "several copies of the active store (peers or accounts): which one the device opens cannot be known"
+        case .seedLosesWALFrames: "the next launch seeds from the local store, whose -wal holds frames the seeding (main file only) would lose"
+        case .interruptedOperation: "a usm-repair operation was interrupted (killed): run usm-repair recover to finish or undo it"
+        case .cloudContainerMissing: "the ubiquity container was not given or found: markers and logs cannot be read"
         case .leftoverTempStore: "MigrationSource.sqlite / CopyMigrationStore.sqlite left by an interrupted migration"
+        case .walInvalid: "a non-empty -wal SQLite cannot read (wrong magic, version, page size or header checksum): all of it is ignored"
+        case .walCutTransaction: "frames of the -wal after its last valid commit, or one cut short: a transaction SQLite drops"
+        case .walMismatch: "a -wal whose page size differs from the main file's, or whose salts or frames differ from what the -shm records"
+        case .bookkeepingValue: "a Z_ENT, Z_PK, Z_NAME, Z_SUPER, Z_MAX, Z_UUID or Z_VERSION value of a type or size Core Data never writes"
+        case .entitySuperCycle: "Z_SUPER links that form a cycle: those entities have no root"
+        case .entitySuperUnknown: "a Z_SUPER naming an entity Z_PRIMARYKEY does not list"
+        case .entityTableUnlisted: "a table shaped like an entity table (Z_PK, Z_ENT, Z_OPT) that no Z_PRIMARYKEY row accounts for: its rows are in no count"
+        case .metadataPlistTooLarge: "Z_METADATA.Z_PLIST over 1 MiB: not metadata, not decoded"
+        case .modelCacheTooLarge: "Z_MODELCACHE over 1 MiB, compressed or inflated: not decoded"
+        case .tooManyEntities: "Z_PRIMARYKEY over 65,536 rows: not a model; only the first 65,536 are read"
         }
     }
 

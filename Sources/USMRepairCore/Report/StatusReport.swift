@@ -1,20 +1,34 @@
 import Foundation
 
-/// The whole answer of `status` and `check`: the layout, every store, the findings and the advice.
-/// Its JSON encoding (`--json`) is a stable, documented schema; `schemaVersion` changes only when
-/// a key is removed or changes meaning (new keys may appear in any release).
+/// The whole answer of `status` and `check`: the layout, every store, the findings, what the app
+/// will do at its next launch, and the advice. Its JSON encoding (`--json`) is a stable, documented
+/// schema; `schemaVersion` changes only when a key is removed or changes meaning (new keys may appear).
 public struct StatusReport: Sendable, Encodable {
-    /// The active cloud store, as named by the `StoreUUID` marker.
+    /// The active cloud store as the app finds it: the cached StoreUUID first, then the marker.
     public struct ActiveStore: Sendable, Encodable, Equatable {
+        /// The store the app settles on (the marker's when cache and marker differ; it reloads into it).
         public let uuid: String
+        /// The marker version the app reads (`V`), or the cache key's without the ubiquity container.
         public let cloudVersion: Int
-        /// The marker file that names it.
-        public let marker: String
-        /// True when the store's main file exists.
+        /// The marker file that names it, null when only the cache does.
+        @NullEncoded public var marker: String?
+        /// What the marker holds, exactly as the app reads it (null without one).
+        @NullEncoded public var markerUUID: String?
+        /// What the preferences cache under the key the app reads (null without one).
+        @NullEncoded public var cachedUUID: String?
+        /// `marker` or `cache`: where the app reads the UUID it loads first.
+        public let source: String
+        /// True when the UUID is 36 upper-case characters (what the app needs).
+        public let valid: Bool
+        /// True when this device holds a copy of the store (Core Data's copy or an iOS 6 file).
         public let exists: Bool
+        /// How many copies of it this device holds.
+        public let copies: Int
+        /// True when `CloudLogs/<UUID>` is present.
+        public let content: Bool
     }
 
-    /// The corruption marker.
+    /// The corruption marker the app reads (`CorruptedUUID` of the active version).
     public struct Corruption: Sendable, Encodable, Equatable {
         public let uuid: String
         public let affectsActiveStore: Bool
@@ -24,7 +38,7 @@ public struct StatusReport: Sendable, Encodable {
 
     /// The layout found.
     public struct LayoutSummary: Sendable, Encodable {
-        /// `layout` or `store` (a single `--store`).
+        /// `layout`, `store` (a single `--store`) or `document` (a single `--document`).
         public let mode: String
         @NullEncoded public var container: String?
         @NullEncoded public var appDir: String?
@@ -33,7 +47,11 @@ public struct StatusReport: Sendable, Encodable {
         public let storeName: String
         public let markers: [Marker]
         public let cloudContent: [Layout.CloudContent]
+        public let cloudStores: [Layout.CloudStore]
+        public let cachedStoreUUIDs: [Preferences.CachedStoreUUID]
+        public let accountMaps: [Preferences.AccountMap]
         public let leftovers: [Layout.Leftover]
+        public let documents: [Layout.Document]
     }
 
     /// Counts for a quick look.
@@ -43,6 +61,10 @@ public struct StatusReport: Sendable, Encodable {
         public let healthy: Int
         public let errors: Int
         public let warnings: Int
+        /// True when the corruption marker names the active store.
+        public let activeStoreMarkedCorrupt: Bool
+        /// The next launch's outcome in one word (`nextLaunch.outcome`), null for a single store.
+        @NullEncoded public var nextLaunch: String?
     }
 
     /// The JSON schema version.
@@ -52,9 +74,11 @@ public struct StatusReport: Sendable, Encodable {
     public let cloudEnabled: Bool?
     public let activeStore: ActiveStore?
     public let corruption: Corruption?
+    /// What the app will do at its next launch (null for a single store or document).
+    public let nextLaunch: NextLaunch?
     public let stores: [StoreReport]
     public let layout: LayoutSummary
-    /// Findings about the layout itself (markers, preferences, leftovers, symlinks).
+    /// Findings about the layout itself (markers, preferences, leftovers, symlinks, traps).
     public let problems: [Problem]
     public let advice: [String]
     public let summary: Summary
@@ -62,7 +86,8 @@ public struct StatusReport: Sendable, Encodable {
     public let exitCode: ExitStatus
 
     enum CodingKeys: String, CodingKey {
-        case schemaVersion, command, cloudEnabled, activeStore, corruption, stores, layout, problems, advice, summary, exitCode, exitStatus
+        case schemaVersion, command, cloudEnabled, activeStore, corruption, nextLaunch, stores, layout, problems, advice, summary
+        case exitCode, exitStatus
     }
 
     /// Encodes every key, `null` included.
@@ -73,6 +98,7 @@ public struct StatusReport: Sendable, Encodable {
         try c.encode(cloudEnabled, forKey: .cloudEnabled)
         try c.encode(activeStore, forKey: .activeStore)
         try c.encode(corruption, forKey: .corruption)
+        try c.encode(nextLaunch, forKey: .nextLaunch)
         try c.encode(stores, forKey: .stores)
         try c.encode(layout, forKey: .layout)
         try c.encode(problems, forKey: .problems)
@@ -87,19 +113,4 @@ public struct StatusReport: Sendable, Encodable {
 
     /// The report as JSON text (pretty-printed, sorted keys, stable across runs).
     public func json() throws -> String { try JSONOutput.encode(self) }
-}
-
-/// The one JSON style of every report and manifest: pretty-printed, sorted keys, slashes as they are.
-public enum JSONOutput {
-    /// Encodes `value` as text.
-    public static func encode(_ value: some Encodable) throws -> String {
-        String(decoding: try data(value), as: UTF8.self)
-    }
-
-    /// Encodes `value` as bytes.
-    public static func data(_ value: some Encodable) throws -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return try encoder.encode(value)
-    }
 }

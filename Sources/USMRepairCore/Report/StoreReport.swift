@@ -7,10 +7,15 @@ public struct StoreReport: Sendable, Encodable {
     public enum Role: String, Sendable, Codable {
         /// The store used while iCloud is off.
         case local
-        /// A cloud store (`CloudStore/<UUID>.sqlite` or `CloudStore.nosync/<UUID>.sqlite`).
+        /// A copy of a cloud store (Core Data's copy under `CoreDataUbiquitySupport`, an iOS 6
+        /// `CloudStore.nosync/<UUID>.sqlite`, or a stray file at the nominal `CloudStore/<UUID>.sqlite`).
         case cloud
         /// A store given directly with `--store`.
         case store
+        /// The store of a UIManagedDocument package.
+        case document
+        /// A store of Apple's own iOS 7 ubiquity folders (an app using Core Data's iCloud options without UbiquityStoreManager).
+        case ubiquity
     }
 
     /// The store's state in one word.
@@ -82,6 +87,14 @@ public struct StoreReport: Sendable, Encodable {
     }
 
     public var role: Role
+    /// Where the file set lies (`local`, `core-data-copy`, `nosync`, `nominal`, `file`, `document`, `ubiquity`).
+    public var location: String
+    /// For a copy under `CoreDataUbiquitySupport`: its peer, content name, account folder, folders.
+    @NullEncoded public var copy: Layout.UbiquityCopy?
+    /// For a cloud store's copy: true for the copy the app opens, false for another, null when it cannot be known.
+    @NullEncoded public var opens: Bool?
+    /// For a document's store: the package folder.
+    @NullEncoded public var document: String?
     /// The USM store UUID: a cloud store's file name; nil for the local store and `--store`.
     @NullEncoded public var uuid: String?
     /// For cloud stores: 0 (`CloudStore.nosync`, iOS 6) or 1 (`CloudStore`, iOS 7+).
@@ -114,13 +127,14 @@ public struct StoreReport: Sendable, Encodable {
 
     // readFailure decides the exit code; its sentence is already among the problems.
     enum CodingKeys: String, CodingKey {
-        case role, uuid, cloudVersion, active, path, exists, health, storeUUID, ubiquityMetadata, walPresent
+        case role, location, copy, opens, document, uuid, cloudVersion, active, path, exists, health, storeUUID, ubiquityMetadata, walPresent
         case journalMode, integrity, integrityCheck, objects, entities, files, metadata, tables, externalDataFiles, problems
     }
 
     /// A report for a store that has not been read yet.
-    public init(role: Role, path: String) {
+    public init(role: Role, path: String, location: String = "file") {
         self.role = role
+        self.location = location
         self.path = path
         exists = false
         health = .missing
@@ -135,15 +149,18 @@ public struct StoreReport: Sendable, Encodable {
     }
 
 
-    /// The exit status this store contributes: read failures by their kind; for `check`, any
-    /// problem makes it `problemsFound`; for `status`, a damaged or non-Core-Data store is `badInput`.
-    public func exitStatus(forCheck: Bool) -> ExitStatus {
+    /// The exit status this store contributes: read failures by their kind; for `check`, a problem
+    /// at `threshold` or above (errors; warnings too with `--strict`) that is not ignored makes it
+    /// `problemsFound` (information never does); for `status`, a damaged or non-Core-Data store is `badInput`.
+    public func exitStatus(forCheck: Bool, threshold: Problem.Severity = .error) -> ExitStatus {
         if let readFailure { return readFailure.exitStatus }
         switch health {
         case .notCoreData: return .badInput
         case .unreadable: return .ioError
         case .damaged: return forCheck ? .problemsFound : .badInput
-        case .ok, .missing: return forCheck && !problems.isEmpty ? .problemsFound : .ok
+        case .ok, .missing:
+            let failing = problems.contains { !$0.ignored && $0.severity >= max(threshold, .warning) }
+            return forCheck && failing ? .problemsFound : .ok
         }
     }
 }

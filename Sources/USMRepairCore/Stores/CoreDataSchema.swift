@@ -73,53 +73,105 @@ public struct CoreDataSchema: Sendable {
     public let relationshipSource: String
     /// The decoded model, when the store holds a readable model cache.
     public let model: ManagedObjectModel?
+    /// What reading found wrong in the bookkeeping itself: values of the wrong type, `Z_SUPER`
+    /// cycles and unknown parents, a model cache too large to decode.
+    public let problems: [Problem]
+    /// Entities whose `Z_MAX` is not an integer: their `max` reads 0 but is unknown.
+    public let unreadableMax: Set<Int>
+
+    /// Sub-entities as linked lists over positions in `entities` (-1 ends a list): compact where a
+    /// dictionary of arrays would cost an allocation per parent.
+    private let firstChild: [Int32]
+    private let nextSibling: [Int32]
+    /// Entity numbers by the table holding their rows.
+    private let members: [String: [Int]]
 
     /// The entity with number `n`.
-    public func entity(_ n: Int) -> Entity? { entities.first { $0.number == n } }
+    public func entity(_ n: Int) -> Entity? { EntityRows.position(of: n, in: entities).map { entities[$0] } }
 
-    /// Numbers of the entity `n` and all entities below it.
+    /// Numbers of the entities whose rows live in `table` (a hierarchy shares its root's table).
+    public func entityNumbers(inTable table: String) -> [Int] { members[table] ?? [] }
+
+    /// True when `table` has a column called `column` (exactly).
+    public func table(_ table: String, hasColumn column: String) -> Bool {
+        tables[table]?.contains { $0.name == column } ?? false
+    }
+
+    /// Numbers of the entity `n` and all entities below it, each `Z_SUPER` link followed once.
     public func subtree(of n: Int) -> [Int] {
+        guard let start = EntityRows.position(of: n, in: entities) else { return [n] }
         var result = [n]
-        var frontier = [n]
+        var seen: Set<Int> = [start]
+        var frontier = [start]
         while let next = frontier.popLast() {
-            for child in entities where child.superNumber == next && child.number != next && !result.contains(child.number) {
-                result.append(child.number)
-                frontier.append(child.number)
+            var child = Int(firstChild[next])
+            while child >= 0 {
+                if seen.insert(child).inserted {
+                    result.append(entities[child].number)
+                    frontier.append(child)
+                }
+                child = Int(nextSibling[child])
             }
         }
         return result.sorted()
     }
 
+    init(entities: [Entity], tables: [String: [(name: String, type: String)]], joinTables: [JoinTable],
+         historyTables: [String], cloudKitTables: [String], orderedColumns: [String], toOneKeys: [ToOneKey],
+         relationshipSource: String, model: ManagedObjectModel?, problems: [Problem], unreadableMax: Set<Int>) {
+        self.entities = entities
+        self.tables = tables
+        self.joinTables = joinTables
+        self.historyTables = historyTables
+        self.cloudKitTables = cloudKitTables
+        self.orderedColumns = orderedColumns
+        self.toOneKeys = toOneKeys
+        self.relationshipSource = relationshipSource
+        self.model = model
+        self.problems = problems
+        self.unreadableMax = unreadableMax
+        var firstChild = [Int32](repeating: -1, count: entities.count)
+        var nextSibling = [Int32](repeating: -1, count: entities.count)
+        var members: [String: [Int]] = [:]
+        for (i, entity) in entities.enumerated().reversed() {
+            if entity.superNumber != 0, entity.superNumber != entity.number,
+               let parent = EntityRows.position(of: entity.superNumber, in: entities) {
+                nextSibling[i] = firstChild[parent]
+                firstChild[parent] = Int32(i)
+            }
+            if let table = entity.table { members[table, default: []].append(entity.number) }
+        }
+        for table in members.keys { members[table]?.reverse() }
+        self.firstChild = firstChild
+        self.nextSibling = nextSibling
+        self.members = members
+        entityTables = members.keys.sorted()
+    }
+
     /// Reads the schema of an open store. The caller has checked that `Z_PRIMARYKEY` exists.
-    static func read(_ db: Database) throws -> CoreDataSchema {
+    /// - Parameter entityLimit: the most `Z_PRIMARYKEY` rows read (see `EntityRows.rowLimit`).
+    static func read(_ db: Database, entityLimit: Int = EntityRows.rowLimit) throws -> CoreDataSchema {
         var tables: [String: [(name: String, type: String)]] = [:]
-        let tableNames = try String.fetchAll(
+        let tableNames = try BoundedRead.texts(
             db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
         for table in tableNames {
-            let rows = try Row.fetchAll(db, sql: "PRAGMA table_info(\(table.quotedDatabaseIdentifier))")
-            tables[table] = rows.map { (name: $0["name"] as String, type: ($0["type"] as String?) ?? "") }
+            let rows = try Row.fetchAll(db, sql: "SELECT name, type FROM pragma_table_info(?)", arguments: [table])
+            tables[table] = rows.compactMap { row in
+                guard let name = String.fromDatabaseValue(row[0] as DatabaseValue) else { return nil }
+                return (name: name, type: String.fromDatabaseValue(row[1] as DatabaseValue) ?? "")
+            }
         }
         let upperToTable = Dictionary(tableNames.map { ($0.uppercased(), $0) }, uniquingKeysWith: { a, _ in a })
 
-        var raw: [Entity] = []
-        for row in try Row.fetchAll(db, sql: "SELECT Z_ENT, Z_NAME, Z_SUPER, Z_MAX FROM Z_PRIMARYKEY ORDER BY Z_ENT") {
-            guard let number = row["Z_ENT"] as Int?, let name = row["Z_NAME"] as String? else { continue }
-            raw.append(Entity(
-                number: number, name: name, superNumber: (row["Z_SUPER"] as Int?) ?? 0,
-                max: (row["Z_MAX"] as Int64?) ?? 0, table: nil, rootNumber: number))
-        }
-        let byNumber = Dictionary(raw.map { ($0.number, $0) }, uniquingKeysWith: { a, _ in a })
+        var rows = try EntityRows.read(db, limit: entityLimit)
+        var raw = rows.entities
+        rows.entities = []
+        var problems = rows.problems
         for i in raw.indices {
-            var root = raw[i]
-            var seen: Set<Int> = [root.number]
-            while root.superNumber != 0, let parent = byNumber[root.superNumber], seen.insert(parent.number).inserted {
-                root = parent
-            }
-            raw[i].rootNumber = root.number
+            let root = raw[EntityRows.position(of: raw[i].rootNumber, in: raw) ?? i]
             let prefix = root.isSystem ? "A" : "Z"
             raw[i].table = upperToTable[prefix + root.name.uppercased()]
         }
-        let entityTables = Set(raw.compactMap(\.table)).sorted()
 
         let joinTables = tableNames.compactMap { name -> JoinTable? in
             guard name.hasPrefix("Z_"), let third = name.dropFirst(2).first, third.isNumber,
@@ -134,7 +186,8 @@ public struct CoreDataSchema: Sendable {
             }
             return JoinTable(name: name, columns: keys, orderColumns: columns.map(\.name).filter { $0.hasPrefix("Z_FOK_") })
         }
-        let systemTables = Set(raw.filter(\.isSystem).compactMap(\.table))
+        var systemTables: Set<String> = []
+        for entity in raw where entity.isSystem { if let table = entity.table { systemTables.insert(table) } }
         let historyTables = tableNames.filter { systemTables.contains($0) && !$0.hasPrefix("ANSCK") }
         let cloudKitTables = tableNames.filter { $0.hasPrefix("ANSCK") }
         var ordered: [String] = []
@@ -145,22 +198,31 @@ public struct CoreDataSchema: Sendable {
         }
 
         var model: ManagedObjectModel?
-        if upperToTable["Z_MODELCACHE"] != nil,
-           let blob = try? Data.fetchOne(db, sql: "SELECT Z_CONTENT FROM Z_MODELCACHE LIMIT 1") {
-            model = ManagedObjectModel.decodeModelCache(blob)
+        if let cache = upperToTable["Z_MODELCACHE"] {
+            switch ManagedObjectModel.read(db, table: cache) {
+            case let .model(decoded): model = decoded
+            case let .tooLarge(bytes):
+                let size = bytes.map { "holds \($0) bytes, more" } ?? "inflates to more"
+                problems.append(Problem(.modelCacheTooLarge, "Z_MODELCACHE.Z_CONTENT \(size) than the \(ManagedObjectModel.inflatedLimit >> 20) MiB a model needs: not decoded; relationships are taken from the index names instead",
+                    subject: "Z_MODELCACHE.Z_CONTENT", count: bytes.flatMap { Int(exactly: $0) }))
+            case .absent, .unreadable: break
+            }
         }
 
         let partial = CoreDataSchema(
-            entities: raw, tables: tables, entityTables: entityTables, joinTables: joinTables,
-            historyTables: historyTables, cloudKitTables: cloudKitTables, orderedColumns: ordered,
-            toOneKeys: [], relationshipSource: "none", model: model)
-        let indexes = try Row.fetchAll(db, sql: "SELECT name, tbl_name FROM sqlite_master WHERE type = 'index'")
-            .map { (name: $0["name"] as String, table: $0["tbl_name"] as String) }
+            entities: raw, tables: tables, joinTables: joinTables, historyTables: historyTables, cloudKitTables: cloudKitTables,
+            orderedColumns: ordered, toOneKeys: [], relationshipSource: "none", model: model, problems: problems,
+            unreadableMax: rows.unreadableMax)
+        let indexes = try Row.fetchAll(db, sql: "SELECT name, tbl_name FROM sqlite_master WHERE type = 'index'").compactMap { row in
+            String.fromDatabaseValue(row[0] as DatabaseValue).flatMap { name in
+                String.fromDatabaseValue(row[1] as DatabaseValue).map { (name: name, table: $0) }
+            }
+        }
         let (keys, source) = partial.findToOneKeys(indexes: indexes)
         return CoreDataSchema(
-            entities: raw, tables: tables, entityTables: entityTables, joinTables: joinTables,
-            historyTables: historyTables, cloudKitTables: cloudKitTables, orderedColumns: ordered,
-            toOneKeys: keys, relationshipSource: source, model: model)
+            entities: raw, tables: tables, joinTables: joinTables, historyTables: historyTables, cloudKitTables: cloudKitTables,
+            orderedColumns: ordered, toOneKeys: keys, relationshipSource: source, model: model, problems: problems,
+            unreadableMax: rows.unreadableMax)
     }
 
     /// To-one keys from the model when there is one; otherwise from Core Data's index naming
@@ -170,10 +232,12 @@ public struct CoreDataSchema: Sendable {
         var keys: [ToOneKey] = []
         var seen: Set<String> = []
         if let model {
+            var byName: [String: Entity] = [:]
+            for entity in entities where byName[entity.name] == nil { byName[entity.name] = entity }
             for entity in model.entities {
-                guard let source = entities.first(where: { $0.name == entity.name }), let table = source.table else { continue }
+                guard let source = byName[entity.name], let table = source.table else { continue }
                 for relationship in entity.relationships where !relationship.isToMany {
-                    guard let destination = entities.first(where: { $0.name == relationship.destination }),
+                    guard let destination = byName[relationship.destination],
                           let destinationTable = destination.table,
                           let column = column(in: table, named: "Z" + relationship.name.uppercased())
                     else { continue }
@@ -185,13 +249,16 @@ public struct CoreDataSchema: Sendable {
             }
             return (keys.sorted { ($0.table, $0.column) < ($1.table, $1.column) }, "model-cache")
         }
+        var byUpperName: [String: [Entity]] = [:]
+        for entity in entities where !entity.isSystem { byUpperName[entity.name.uppercased(), default: []].append(entity) }
+        let entityTableSet = Set(entityTables)
         for index in indexes {
-            guard entityTables.contains(index.table), index.name.hasPrefix(index.table + "_"), index.name.hasSuffix("_INDEX")
+            guard entityTableSet.contains(index.table), index.name.hasPrefix(index.table + "_"), index.name.hasSuffix("_INDEX")
             else { continue }
             let column = String(index.name.dropFirst(index.table.count + 1).dropLast("_INDEX".count))
             guard column.hasPrefix("Z"), !column.hasPrefix("Z_"), self.column(in: index.table, named: column) != nil else { continue }
             let relName = String(column.dropFirst())
-            let candidates = entities.filter { !$0.isSystem && $0.name.uppercased() == relName }
+            let candidates = byUpperName[relName] ?? []
             guard candidates.count == 1, let destination = candidates.first, let destinationTable = destination.table,
                   seen.insert("\(index.table).\(column)").inserted
             else { continue }

@@ -85,7 +85,7 @@ public struct StoreInspector: Sendable {
         report.journalMode = header.isWAL ? "wal" : "delete"
         let walStatus = FileStatus.resolve(files.wal.path)
         report.walPresent = walStatus?.kind == .file
-        addSidecarProblems(&report, files: files, header: header)
+        report.problems += SidecarChecks.problems(files: files, header: header, walPresent: report.walPresent)
         if let declared = header.declaredSize, mainStatus.size < declared {
             report.health = .damaged
             report.problems.append(Problem(.truncated, "the header declares \(declared) bytes but the file holds \(mainStatus.size): the store was cut short",
@@ -167,19 +167,22 @@ public struct StoreInspector: Sendable {
     // MARK: - Reading
 
     private func read(_ db: Database, into report: inout StoreReport, files: StoreFileSet) throws {
-        let tables = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'").map { $0.uppercased() })
+        let tables = Set(try BoundedRead.texts(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'").map { $0.uppercased() })
         let missing = ["Z_PRIMARYKEY", "Z_METADATA"].filter { !tables.contains($0) }
         guard missing.isEmpty else { throw USMError.notCoreData(path: files.main.path, missing: missing) }
 
-        let metadata = try readMetadata(db)
+        let (metadata, metadataValues) = try StoreMetadata.read(db)
         report.storeUUID = metadata.storeUUID
         report.ubiquityMetadata = metadata.hasUbiquityMetadata
         report.metadata = .init(
             plist: metadata.plistState.rawValue, storeType: metadata.storeType, frameworkVersion: metadata.frameworkVersion,
             modelVersionIdentifiers: metadata.modelVersionIdentifiers, keys: metadata.keys, ubiquityKeys: metadata.ubiquityKeys)
+        report.problems += metadataValues
         report.problems += StoreChecks.metadataProblems(metadata, role: report.role)
 
         let schema = try CoreDataSchema.read(db)
+        report.problems += schema.problems
+        report.problems += StoreChecks.shapeProblems(schema: schema)
         let keyColumns = Set(schema.toOneKeys.map { "\($0.table).\($0.column)" })
         var attributes: [String: [String]] = [:]
         for table in schema.entityTables {
@@ -202,9 +205,10 @@ public struct StoreInspector: Sendable {
 
         let counts = try StoreChecks.entityCounts(db, schema: schema)
         report.problems += counts.problems
+        report.problems += try StoreChecks.unlistedTableProblems(db, schema: schema)
         report.entities = schema.entities.map { entity in
             StoreReport.EntityCount(
-                name: entity.name, parent: schema.entity(entity.superNumber)?.name,
+                name: entity.name, parent: entity.superNumber == 0 ? nil : schema.entity(entity.superNumber)?.name,
                 rows: counts.rows[entity.number] ?? 0, number: entity.number, table: entity.table, system: entity.isSystem)
         }
         report.objects = report.entities.reduce(0) { $0 + $1.rows } + counts.unknownRows
@@ -227,42 +231,7 @@ public struct StoreInspector: Sendable {
         }
     }
 
-    private func readMetadata(_ db: Database) throws -> StoreMetadata {
-        let rows = try Row.fetchAll(db, sql: "SELECT Z_VERSION, Z_UUID, Z_PLIST FROM Z_METADATA LIMIT 2")
-        let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM Z_METADATA") ?? 0
-        guard let row = rows.first else { return StoreMetadata(rowCount: 0, version: nil, uuid: nil, plist: nil) }
-        let plist: Data? = switch row["Z_PLIST"] as DatabaseValue? {
-        case let value? where !value.isNull: Data.fromDatabaseValue(value) ?? String.fromDatabaseValue(value).map { Data($0.utf8) }
-        default: nil
-        }
-        let uuid: String? = (row["Z_UUID"] as String?) ?? (row["Z_UUID"] as Data?).map { data in
-            data.count == 16 ? UUID(uuid: data.withUnsafeBytes { $0.load(as: uuid_t.self) }).uuidString : data.base64EncodedString()
-        }
-        return StoreMetadata(rowCount: count, version: row["Z_VERSION"] as Int?, uuid: uuid, plist: plist)
-    }
-
     // MARK: - Files
-
-    private func addSidecarProblems(_ report: inout StoreReport, files: StoreFileSet, header: SQLiteHeader) {
-        let shmPresent = FileStatus.lookup(files.shm.path) != nil
-        if header.isWAL && !report.walPresent {
-            if shmPresent {
-                report.problems.append(Problem(.walMissing, "the store is in WAL mode and its -shm is present but its -wal is not: the newest rows were probably lost when the file set was split",
-                    subject: files.wal.path))
-            } else {
-                report.problems.append(Problem(.walHeaderWithoutWal, "the header says WAL but there is no -wal beside the file: harmless if the app closed the store cleanly; if the file was copied without its -wal, the newest rows are missing",
-                    subject: files.wal.path))
-            }
-        }
-        if !header.isWAL && report.walPresent {
-            report.problems.append(Problem(.strayWal, "a -wal file sits beside a store in rollback-journal mode; SQLite will ignore it",
-                subject: files.wal.path))
-        }
-        if FileStatus.lookup(files.journal.path) != nil {
-            report.problems.append(Problem(.hotJournal, "a -journal file is present: a write was interrupted; SQLite rolls it back on the next open (this report shows the rolled-back state)",
-                subject: files.journal.path))
-        }
-    }
 
     private func fileEntries(_ files: StoreFileSet) -> [StoreReport.FileEntry] {
         let names = ["main", "wal", "shm", "journal", "support"]

@@ -56,7 +56,7 @@ public enum StoreRewrite {
             triggers.append(Trigger(name: name, sql: sql))
         }
         for trigger in triggers {
-            try db.execute(sql: "DROP TRIGGER \(trigger.name.quotedDatabaseIdentifier)")
+            try db.execute(sql: "DROP TRIGGER \(trigger.name.sqlIdentifier)")
             try validate(db, trigger, path: path)
         }
         return triggers
@@ -105,7 +105,7 @@ public enum StoreRewrite {
                 let tables = try String.fetchAll(
                     db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
                 for table in tables where !keep.contains(table.uppercased()) {
-                    try db.execute(sql: "DELETE FROM \(table.quotedDatabaseIdentifier)")
+                    try db.execute(sql: "DELETE FROM \(table.sqlIdentifier)")
                 }
                 try restoreTriggers(db, triggers, path: destination.path)
                 return .commit

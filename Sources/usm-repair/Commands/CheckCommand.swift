@@ -13,13 +13,17 @@ struct CheckCommand: USMCommand {
             (and files nobody references); iCloud metadata left in a local store; a WAL-mode store \
             without its -wal; malformed markers and preferences; leftover temporary stores.
 
-            Exit codes: 0 every invariant holds; 1 problems found (every problem counts, warnings \
-            included, unless accepted with --ignore); 2 a store could not be read as Core Data; \
+            Problems are errors, warnings or information. Errors fail the check; warnings fail it \
+            with --strict; information (a WAL-mode store closed cleanly, without its -wal) never \
+            does. Problems accepted with --ignore are still printed, marked "(ignored)".
+
+            Exit codes: 0 every invariant holds; 1 problems found (errors, or warnings with \
+            --strict, not accepted with --ignore); 2 a store could not be read as Core Data; \
             3 refused; 64 usage; 66 not found; 74 I/O error; 75 no room for the private copy.
 
             Examples:
               usm-repair check --container Customer.xcappdata
-              usm-repair check --store Customer.sqlite --ignore wal-header-without-wal
+              usm-repair check --store Customer.sqlite --strict
               usm-repair check --app-dir "Application Support" --json
             """
     )
@@ -28,9 +32,12 @@ struct CheckCommand: USMCommand {
     @OptionGroup(title: "Output") var output: OutputFlags
 
     @Option(name: .customLong("ignore"), parsing: .singleValue, help: ArgumentHelp(
-        "Accept a problem code (e.g. wal-header-without-wal): still reported, no longer fails the check. Repeatable.",
+        "Accept a problem code (e.g. external-data-orphan): still reported, marked ignored, no longer fails the check. Repeatable.",
         valueName: "code"))
     var ignore: [String] = []
+
+    @Flag(name: .customLong("strict"), help: "Fail on warnings too, not only on errors.")
+    var strict = false
 
     func validate() throws {
         let unknown = ignore.filter { ProblemCode(rawValue: $0) == nil }
@@ -40,6 +47,7 @@ struct CheckCommand: USMCommand {
     }
 
     func run(_ context: CommandContext) throws {
-        try context.report(Inspection(options: layout.options, depth: .check, ignoredCodes: Set(ignore.compactMap(ProblemCode.init(rawValue:)))))
+        try context.report(Inspection(
+            options: layout.options, depth: .check, ignoredCodes: Set(ignore.compactMap(ProblemCode.init(rawValue:))), strict: strict))
     }
 }

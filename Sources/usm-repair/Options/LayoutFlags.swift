@@ -32,6 +32,11 @@ struct LayoutFlags: ParsableArguments {
         "Inspect a single store file instead of a layout.", valueName: "file"), completion: .file())
     var store: String?
 
+    @Option(name: .customLong("document"), help: ArgumentHelp(
+        "Inspect a UIManagedDocument package (a folder holding StoreContent/) instead of a layout.", valueName: "dir"),
+        completion: .directory)
+    var document: String?
+
     func validate() throws {
         do { try options.validate() } catch let error as USMError { throw ValidationError(error.message) }
     }
@@ -43,6 +48,7 @@ struct LayoutFlags: ParsableArguments {
         }
         return LayoutOptions(
             appDirectory: url(appDir, directory: true), cloudDirectory: url(cloudDir, directory: true), storeName: storeName,
-            preferences: url(prefs), container: url(container, directory: true), store: url(store))
+            preferences: url(prefs), container: url(container, directory: true), store: url(store),
+            document: url(document, directory: true))
     }
 }

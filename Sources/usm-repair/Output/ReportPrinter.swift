@@ -9,30 +9,16 @@ struct ReportPrinter {
 
     func print(_ report: StatusReport) {
         if quiet {
-            for problem in report.allProblems { line(for: problem, indent: "") }
+            for problem in report.allProblems where problem.severity != .info { line(for: problem, indent: "") }
             return
         }
         let layout = report.layout
         if layout.mode == "layout" {
-            if let container = layout.container { terminal.out("Container:    \(container)") }
-            terminal.out("App folder:   \(layout.appDir ?? "(not found)")")
-            terminal.out("Cloud folder: \(layout.cloudDir ?? "(not found)")")
-            let cloud = report.cloudEnabled.map { $0 ? terminal.paint("on", .green) : "off" } ?? "unknown"
-            let source = layout.preferences.map { " (USMCloudEnabledKey in \($0))" } ?? " (no preferences file)"
-            terminal.out("iCloud:       \(cloud)\(report.cloudEnabled == nil ? source : "")")
-            if let active = report.activeStore {
-                terminal.out("Active store: \(active.uuid) (cloud version \(active.cloudVersion), \(active.marker)\(active.exists ? "" : ", no store file"))")
-            } else {
-                terminal.out("Active store: none")
-            }
-            if let corruption = report.corruption {
-                let note = corruption.affectsActiveStore ? terminal.paint("ACTIVE STORE MARKED CORRUPT", .red) : "stale (not the active store)"
-                terminal.out("Corruption:   \(corruption.uuid) in \(corruption.marker): \(note)")
-            }
-            for content in layout.cloudContent {
-                terminal.out("Cloud content: CloudLogs/\(content.uuid): \(content.peers.count) peer(s), \(content.files) file(s), \(bytes(content.bytes))")
-            }
+            printLayout(report)
             terminal.out()
+        }
+        for document in layout.documents {
+            terminal.out("Document:     \(document.path) (\(document.storeContent)\(document.contentName.map { ", ubiquitous content \($0)" } ?? ""))")
         }
         terminal.out(terminal.paint("Stores", .bold))
         if report.stores.isEmpty { terminal.out("  (none)") }
@@ -50,18 +36,82 @@ struct ReportPrinter {
             for advice in report.advice { terminal.out("  - \(advice)") }
         }
         let s = report.summary
+        var summary = "\(report.command): \(s.present) of \(s.stores) store(s) present, \(s.healthy) healthy, \(s.errors) error(s), \(s.warnings) warning(s)"
+        if s.activeStoreMarkedCorrupt { summary += "; " + terminal.paint("active store marked corrupt", .red) }
+        if let next = s.nextLaunch { summary += "; next launch: \(next)" }
         terminal.out()
-        terminal.out("\(report.command): \(s.present) of \(s.stores) store(s) present, \(s.healthy) healthy, \(s.errors) error(s), \(s.warnings) warning(s)")
+        terminal.out(summary)
+    }
+
+    private func printLayout(_ report: StatusReport) {
+        let layout = report.layout
+        if let container = layout.container { terminal.out("Container:    \(container)") }
+        terminal.out("App folder:   \(layout.appDir ?? "(not found)")")
+        terminal.out("Cloud folder: \(layout.cloudDir ?? "(not given: the ubiquity container lies outside the app's sandbox; --cloud-dir)")")
+        let cloud = report.cloudEnabled.map { $0 ? terminal.paint("on", .green) : "off" } ?? "unknown"
+        let source = layout.preferences.map { " (USMCloudEnabledKey in \($0))" } ?? " (no preferences file)"
+        terminal.out("iCloud:       \(cloud)\(report.cloudEnabled == nil ? source : "")")
+        if let active = report.activeStore {
+            var facts = ["cloud version \(active.cloudVersion)"]
+            if let marker = active.marker { facts.append(marker) }
+            if let cached = active.cachedUUID {
+                facts.append(cached == active.uuid ? "cached in the preferences" : terminal.paint("preferences cache \(cached)", .red))
+            }
+            facts.append(active.exists ? "\(active.copies) copy\(active.copies == 1 ? "" : "ies") here" : "no copy here")
+            if active.content { facts.append("logs present") }
+            terminal.out("Active store: \(active.uuid.isEmpty ? "\"\" (empty)" : active.uuid.debugDescription.dropFirst().dropLast()) (\(facts.joined(separator: ", ")))")
+        } else {
+            terminal.out("Active store: none")
+        }
+        if let corruption = report.corruption {
+            let note = corruption.affectsActiveStore ? terminal.paint("ACTIVE STORE MARKED CORRUPT", .red) : "not the active store (ignored)"
+            terminal.out("Corruption:   \(corruption.uuid) in \(corruption.marker): \(note)")
+        }
+        for store in layout.cloudStores {
+            let copies = store.copies.count
+            var facts = ["v\(store.cloudVersion)", "\(copies) cop\(copies == 1 ? "y" : "ies") here"]
+            if let content = layout.cloudContent.first(where: { $0.uuid == store.uuid }) {
+                facts.append("logs: \(content.peers.count) peer(s), \(content.files) file(s), \(bytes(content.bytes))")
+            } else {
+                facts.append("no logs")
+            }
+            if !store.markers.isEmpty { facts.append(store.markers.joined(separator: ", ")) }
+            terminal.out("Cloud store:  \(store.uuid) (\(facts.joined(separator: "; ")))")
+        }
+        if let next = report.nextLaunch {
+            terminal.out("Next launch:  \(terminal.paint(next.summary, .bold))\(next.state.map { " (\($0))" } ?? "")")
+            for item in next.then { terminal.out("              then \(item)") }
+            for unknown in next.unknowns { terminal.out("              unknown: \(unknown)") }
+            if next.dependsOnDelegate { terminal.out("              (the app's delegate can change this outcome)") }
+            if verbose {
+                for step in next.reasoning { terminal.out("              \(step)") }
+                for assumption in next.assumptions { terminal.out("              assumes \(assumption)") }
+                if let other = next.withoutAccount { terminal.out("              \(other)") }
+            }
+        }
     }
 
     private func printStore(_ store: StoreReport) {
-        let role = store.role == .cloud ? "cloud v\(store.cloudVersion ?? 1)\(store.active == true ? "*" : "")" : store.role.rawValue
+        let role: String = switch store.role {
+        case .cloud: "cloud v\(store.cloudVersion ?? 1)\(store.active == true ? "*" : "")"
+        default: store.role.rawValue
+        }
         let health: String = switch store.health {
         case .ok: terminal.paint("ok", .green)
         case .missing: terminal.paint("missing", .dim)
         case .damaged, .notCoreData, .unreadable: terminal.paint(store.health.rawValue, .red)
         }
         terminal.out("  \(role.padding(toLength: 9, withPad: " ", startingAt: 0)) \(health)  \(store.path)")
+        if let copy = store.copy {
+            var where_ = ["peer \(copy.peer)", "content \(copy.contentName)", "account \(copy.account)"]
+            if let listed = copy.accountListed { where_.append(listed ? "listed in the preferences" : "not in the preferences' account map") }
+            if let opens = store.opens { where_.append(opens ? "the copy the app opens" : "not the copy the app opens") }
+            terminal.out("            " + where_.joined(separator: ", "))
+        } else if store.location == "nominal" {
+            terminal.out("            a plain file at the nominal store URL (ignored by Core Data on iOS 7+)")
+        } else if store.location == "nosync" {
+            terminal.out("            an iOS 6 cloud store (CloudStore.nosync)")
+        }
         guard store.exists, store.metadata != nil || store.objects > 0 else { return }
         let userEntities = store.entities.filter { !$0.system }
         var facts = ["\(userEntities.count) entities", "\(store.objects) objects"]
@@ -82,8 +132,14 @@ struct ReportPrinter {
     }
 
     private func line(for problem: Problem, indent: String) {
-        let tag = problem.severity == .error ? terminal.paint("error  ", .red) : terminal.paint("warning", .yellow)
-        terminal.out("\(indent)\(tag) \(problem.code.rawValue): \(problem.message)")
+        let tag: String = switch problem.severity {
+        case .error: terminal.paint("error  ", .red)
+        case .warning: terminal.paint("warning", .yellow)
+        case .info: terminal.paint("info   ", .dim)
+        }
+        let store = problem.store.map { " [\(URL(fileURLWithPath: $0).lastPathComponent)]" } ?? ""
+        let ignored = problem.ignored ? " (ignored)" : ""
+        terminal.out("\(indent)\(tag) \(problem.code.rawValue)\(store)\(ignored): \(problem.message)")
     }
 
     private func bytes(_ n: Int64) -> String {

@@ -66,6 +66,11 @@ final class Terminal {
         writeOut(render(line) + "\n")
     }
 
+    /// JSON for stdout as it is, without a line break (output written in pieces; never text).
+    func write(_ text: String) {
+        writeOut(text)
+    }
+
     /// One line of text on stderr, control characters escaped.
     func err(_ line: String) {
         writeErr(render(line) + "\n")
@@ -121,6 +126,12 @@ final class Terminal {
         guard progressEnabled else { return }
         let name = Self.escape(URL(fileURLWithPath: path).lastPathComponent)
         writeErr("\r\u{1B}[K[\(index + 1)/\(count)] reading \(name)")
+    }
+
+    /// A one-line progress note of free text on stderr, overwritten by the next one.
+    func progressLine(_ text: String) {
+        guard progressEnabled else { return }
+        writeErr("\r\u{1B}[K\(text.prefix(100))")
     }
 
     /// A progress bar of bytes done, overwritten in place.

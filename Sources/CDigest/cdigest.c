@@ -1,0 +1,98 @@
+#include "cdigest.h"
+#include <sqlite3.h>
+#include <stdint.h>
+#include <string.h>
+
+/* One 64-bit hash per row (FNV-1a over a type tag and the value's bytes, then a final mix so
+   that summing rows does not cancel simple patterns). Written in C because it runs once per row
+   of every verified table: a Swift callback per row costs more than the copy it verifies. */
+
+static uint64_t fnv(uint64_t h, const unsigned char *p, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+static uint64_t mix(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static uint64_t row_hash(int argc, sqlite3_value **argv) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (int i = 0; i < argc; i++) {
+        unsigned char tag = (unsigned char)sqlite3_value_type(argv[i]);
+        h = fnv(h, &tag, 1);
+        switch (tag) {
+        case SQLITE_INTEGER: {
+            sqlite3_int64 v = sqlite3_value_int64(argv[i]);
+            h = fnv(h, (const unsigned char *)&v, sizeof v);
+            break;
+        }
+        case SQLITE_FLOAT: {
+            double v = sqlite3_value_double(argv[i]);
+            h = fnv(h, (const unsigned char *)&v, sizeof v);
+            break;
+        }
+        case SQLITE_TEXT: {
+            const unsigned char *p = sqlite3_value_text(argv[i]);
+            int n = sqlite3_value_bytes(argv[i]);
+            uint32_t len = (uint32_t)n;
+            h = fnv(h, (const unsigned char *)&len, sizeof len);
+            if (p != NULL) h = fnv(h, p, (size_t)n);
+            break;
+        }
+        case SQLITE_BLOB: {
+            const void *p = sqlite3_value_blob(argv[i]);
+            int n = sqlite3_value_bytes(argv[i]);
+            uint32_t len = (uint32_t)n;
+            h = fnv(h, (const unsigned char *)&len, sizeof len);
+            if (p != NULL) h = fnv(h, (const unsigned char *)p, (size_t)n);
+            break;
+        }
+        default:
+            break;
+        }
+    }
+    return mix(h);
+}
+
+static void digest_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    uint64_t *acc = (uint64_t *)sqlite3_aggregate_context(ctx, 2 * sizeof(uint64_t));
+    if (acc == NULL) {
+        sqlite3_result_error_nomem(ctx);
+        return;
+    }
+    acc[0] += row_hash(argc, argv);
+    acc[1] += 1;
+}
+
+static void rowhash_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    sqlite3_result_int64(ctx, (sqlite3_int64)row_hash(argc, argv));
+}
+
+static void digest_final(sqlite3_context *ctx) {
+    uint64_t *acc = (uint64_t *)sqlite3_aggregate_context(ctx, 0);
+    sqlite3_result_int64(ctx, acc == NULL ? 0 : (sqlite3_int64)acc[0]);
+}
+
+int usm_register_digest(void *connection) {
+    int rc = sqlite3_create_function_v2((sqlite3 *)connection, "usm_digest", -1,
+                                        SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, NULL,
+                                        digest_step, digest_final, NULL);
+    if (rc != SQLITE_OK) return rc;
+    return sqlite3_create_function_v2((sqlite3 *)connection, "usm_rowhash", -1,
+                                      SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, rowhash_func,
+                                      NULL, NULL, NULL);
+}
+
+int usm_parameter_count(void *statement) {
+    return sqlite3_bind_parameter_count((sqlite3_stmt *)statement);
+}
+
+const char *usm_parameter_name(void *statement, int index) {
+    return sqlite3_bind_parameter_name((sqlite3_stmt *)statement, index);
+}

@@ -1,0 +1,130 @@
+import Foundation
+import GRDB
+
+/// A store read for a migration: a consistent private copy of its file set (rows only in the
+/// `-wal` included, a hot `-journal` rolled back in the copy), checked with `check`'s depth.
+struct CapturedStore {
+    /// The private main file to open (its `-wal` beside it).
+    let copy: URL
+    /// Its structure.
+    let schema: CoreDataSchema
+    /// `check` on the copy.
+    let report: StoreReport
+    /// `Z_METADATA.Z_PLIST`.
+    let plist: Data?
+    /// The originals' status at capture, by member name.
+    let members: [String: FileStatus]
+    /// The original file set.
+    let files: StoreFileSet
+
+    /// `check`'s every invariant on the private copy (integrity_check included): what the verifier
+    /// compares a result's errors with, to tell inherited problems from new ones.
+    func fullCheck() -> StoreReport {
+        StoreInspector(depth: .check).inspect(files, role: .store, confinement: Confinement(root: files.directory), privateCopy: copy)
+    }
+
+    /// True when no member of `files` changed since the capture.
+    func unchanged(_ files: StoreFileSet) -> Bool {
+        ["main", "wal", "journal"].allSatisfy { name in
+            guard let url = files.member(name) else { return true }
+            let now = FileStatus.lookup(url.path)
+            guard let was = members[name] else { return now == nil }
+            return now.map { $0.sameContent(as: was) } ?? false
+        }
+    }
+}
+
+extension MigrationEngine {
+    /// Captures and checks `files`; refuses what is not a readable, undamaged Core Data store.
+    static func capture(_ files: StoreFileSet, into directory: URL, role: String) throws -> CapturedStore {
+        let capture = try StoreCapture.capture(files, members: ["main", "wal", "journal"], into: directory)
+        var copy: URL
+        if let openable = capture.openable {
+            copy = openable
+        } else {
+            // A hot journal: roll it back in a copy of our own (a writer is needed for that).
+            let folder = directory.appendingPathComponent("rolled-back", isDirectory: true)
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            copy = folder.appendingPathComponent("store.sqlite")
+            if let main = capture.members["main"] { _ = try FileCopy.copy(from: main.copy.path, to: copy.path) }
+            if let journal = capture.members["journal"] { _ = try FileCopy.copy(from: journal.copy.path, to: copy.path + "-journal") }
+            do {
+                let queue = try DatabaseQueue(path: copy.path)
+                _ = try queue.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sqlite_master") }
+                try queue.close()
+            } catch {
+                throw USMError.wrap(error, path: files.main.path)
+            }
+        }
+        // quick_check and the cheap invariants here; the full check of the source runs only when the
+        // result has an error to compare with (`CapturedStore.fullCheck`).
+        let report = StoreInspector(depth: .status).inspect(
+            files, role: .store, confinement: Confinement(root: files.directory), privateCopy: copy)
+        if let failure = report.readFailure {
+            switch failure {
+            case .sqlite: throw USMError.sourceDamaged(path: files.main.path, detail: failure.message)
+            default: throw failure
+            }
+        }
+        if report.integrity != "ok" {
+            let detail = report.problems.first { $0.code == .integrity }?.message ?? "integrity_check failed"
+            throw USMError.sourceDamaged(path: files.main.path, detail: detail)
+        }
+        if report.health == .damaged {
+            let detail = report.problems.first { $0.severity == .error }?.message ?? "damaged"
+            throw USMError.sourceDamaged(path: files.main.path, detail: detail)
+        }
+        let schema = try CoreDataSchema.load(from: copy)
+        let plist: Data? = try {
+            let queue = try StagedStore.open(copy, readonly: true)
+            defer { try? queue.close() }
+            return try queue.read { db in
+                try Row.fetchOne(db, sql: "SELECT Z_PLIST FROM Z_METADATA LIMIT 1").flatMap { Data.fromDatabaseValue($0["Z_PLIST"] as DatabaseValue) }
+            }
+        }()
+        return CapturedStore(
+            copy: copy, schema: schema, report: report, plist: plist, members: capture.members.mapValues(\.status), files: files)
+    }
+
+    /// Rows per entity before a run (the dry run's table).
+    static func rowsBefore(_ source: StoreReport, _ destination: StoreReport?) -> [MigrationReport.EntityRows] {
+        let s = Dictionary(source.entities.map { ($0.name, $0.rows) }, uniquingKeysWith: +)
+        let d = Dictionary((destination?.entities ?? []).map { ($0.name, $0.rows) }, uniquingKeysWith: +)
+        return Set(s.keys).union(d.keys).sorted().map {
+            .init(name: $0, source: s[$0] ?? 0, destinationBefore: d[$0] ?? 0, expected: nil, after: nil, digest: "not-compared")
+        }
+    }
+
+    /// Puts the staged store in rollback-journal mode (a plugin may leave it in WAL), folding any WAL in.
+    static func deleteJournalMode(_ url: URL) throws {
+        let queue = try StagedStore.open(url)
+        defer { try? queue.close() }
+        try queue.writeWithoutTransaction { db in _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE") }
+    }
+
+    /// Gives the verified store its final form: WAL journal mode in the header and fully
+    /// checkpointed, so no `-wal` or `-shm` is left; then its bytes reach the disk.
+    static func finish(_ staged: StoreFileSet) throws {
+        do {
+            let queue = try StagedStore.open(staged.main)
+            try queue.writeWithoutTransaction { db in
+                _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
+                _ = try db.checkpoint(.truncate)
+            }
+            try queue.close()
+        } catch {
+            throw StagedStore.wrapWrite(error, path: staged.main)
+        }
+        for sidecar in [staged.wal, staged.shm] {
+            guard let status = FileStatus.lookup(sidecar.path) else { continue }
+            guard status.size == 0 else {
+                throw USMError.verificationFailed(path: staged.main.path, detail: "\(sidecar.lastPathComponent) still holds data after the checkpoint")
+            }
+            try? FileManager.default.removeItem(at: sidecar)
+        }
+        guard (try? SQLiteHeader.read(path: staged.main.path))?.isWAL == true else {
+            throw USMError.verificationFailed(path: staged.main.path, detail: "the header does not say WAL")
+        }
+        MigrationInstall.sync(staged.main)
+    }
+}

@@ -1,0 +1,216 @@
+import Foundation
+
+/// One way of filling a staged destination store from a private copy of a source store: the
+/// contract every strategy target under `Plugins/<Name>Strategy` implements once.
+///
+/// Safety lives in the engine, never in a strategy: the engine captures the source, stages the
+/// destination beside its final place, rewrites its identity, verifies it and installs it. A
+/// strategy only writes the staged file named by `MigrationJob.destination`.
+public protocol MigrationStrategy: Sendable {
+    /// What the strategy is, for `usm-repair strategies` and the README.
+    static var description: StrategyDescription { get }
+    /// Strategies hold no state: one is made per run.
+    init()
+    /// The steps the strategy would take, for `--dry-run` (nothing is written).
+    func plan(_ job: MigrationJob) throws -> [MigrationStep]
+    /// Fills (or, for a merge, changes) the staged store at `job.destination`.
+    func migrate(_ job: MigrationJob) throws -> MigrationOutcome
+}
+
+/// A strategy's self-description.
+public struct StrategyDescription: Sendable, Encodable, Equatable {
+    /// Which rows the engine expects in the result, so verification knows what to compare.
+    public enum RowPolicy: String, Sendable, Encodable {
+        /// Every entity, system ones included, has the source's rows (`ios`).
+        case all
+        /// Every user entity has the source's rows (plus the destination's in a merge, less the
+        /// rows a uniqueness conflict dropped); history and CloudKit entities are not copied.
+        case userEntities = "user-entities"
+        /// No rows move (`none`).
+        case none
+        /// The strategy reports what it did; differences are reported, not required (`manual`).
+        case reported
+    }
+
+    /// The `--strategy` value.
+    public let id: String
+    /// A short name.
+    public let name: String
+    /// One sentence.
+    public let summary: String
+    /// What the result keeps.
+    public let keeps: String
+    /// What it cannot do.
+    public let limits: String
+    /// Its parameters (`--into`, `--recipe`, `--param`...), one line each.
+    public let parameters: [String]
+    /// Whether `--into` (merge into an existing store) is accepted.
+    public let supportsMerge: Bool
+    /// What verification compares.
+    public let rows: RowPolicy
+
+    /// Creates a description.
+    public init(id: String, name: String, summary: String, keeps: String, limits: String, parameters: [String],
+                supportsMerge: Bool, rows: RowPolicy) {
+        self.id = id
+        self.name = name
+        self.summary = summary
+        self.keeps = keeps
+        self.limits = limits
+        self.parameters = parameters
+        self.supportsMerge = supportsMerge
+        self.rows = rows
+    }
+}
+
+/// How a merge treats a source row whose uniqueness-constrained values already exist in the destination.
+public enum ConflictPolicy: String, Sendable, Codable, CaseIterable {
+    /// Refuse the merge, naming the entity and the values; nothing changes (the default).
+    case refuse
+    /// Keep the destination's row; relationships that pointed at the source row move to it.
+    case keepDestination = "keep-destination"
+    /// Keep the source's row; the destination's row is removed and relationships move to the new row.
+    case keepSource = "keep-source"
+}
+
+/// What the user chose beyond the strategy: passed unchanged to the strategy in the job.
+public struct MigrationOptions: Sendable {
+    /// `--recipe NAME|PATH` (manual).
+    public var recipe: String?
+    /// `--plugin NAME|PATH` (manual).
+    public var plugin: String?
+    /// `--param KEY=VALUE`, for recipes and plugins.
+    public var parameters: [String: String]
+    /// `--on-conflict` for merges.
+    public var onConflict: ConflictPolicy
+    /// `--keep-ubiquity-metadata`: keep `com.apple.coredata.ubiquity.*` keys in the result.
+    public var keepUbiquityMetadata: Bool
+    /// `--plugin-timeout`, seconds.
+    public var pluginTimeout: Double
+    /// Folders searched for recipes named without a path, in order.
+    public var recipeSearchPath: [URL]
+    /// The environment an external plugin is looked up in (`PATH`) and given (`PATH`, `HOME`, `LANG`).
+    public var environment: [String: String]
+
+    /// Creates options with the defaults of `migrate-store`.
+    public init(recipe: String? = nil, plugin: String? = nil, parameters: [String: String] = [:],
+                onConflict: ConflictPolicy = .refuse, keepUbiquityMetadata: Bool = false, pluginTimeout: Double = 600,
+                recipeSearchPath: [URL] = [], environment: [String: String] = ProcessInfo.processInfo.environment) {
+        self.recipe = recipe
+        self.plugin = plugin
+        self.parameters = parameters
+        self.onConflict = onConflict
+        self.keepUbiquityMetadata = keepUbiquityMetadata
+        self.pluginTimeout = pluginTimeout
+        self.recipeSearchPath = recipeSearchPath
+        self.environment = environment
+    }
+}
+
+/// Everything a strategy may use. It holds no user path: the source is a private, consistent,
+/// read-only copy (WAL applied) and the destination a path inside the staging folder.
+public struct MigrationJob: Sendable {
+    /// The private copy of the source's main file (its `-wal`, if any, beside it).
+    public let source: URL
+    /// The source's Core Data structure.
+    public let sourceSchema: CoreDataSchema
+    /// The source's external-data folder (read-only; the engine copies referenced files itself).
+    public let sourceExternalData: URL
+    /// The staged main file to write. For a merge it already holds the destination's rows.
+    public let destination: URL
+    /// The destination's structure when it already exists (a merge); nil for a new store.
+    public let destinationSchema: CoreDataSchema?
+    /// A private folder the strategy may use freely; removed after the run.
+    public let scratch: URL
+    /// The user's options.
+    public let options: MigrationOptions
+    /// Whether this is a dry run (`plan` only).
+    public let dryRun: Bool
+    /// Progress (done, total), in strategy-defined units.
+    public let progress: @Sendable (Int64, Int64) -> Void
+
+    /// True when the destination already holds a store (a merge).
+    public var isMerge: Bool { destinationSchema != nil }
+
+    /// Creates a job (the engine does; tests may).
+    public init(source: URL, sourceSchema: CoreDataSchema, sourceExternalData: URL, destination: URL,
+                destinationSchema: CoreDataSchema?, scratch: URL, options: MigrationOptions, dryRun: Bool = false,
+                progress: @escaping @Sendable (Int64, Int64) -> Void = { _, _ in }) {
+        self.source = source
+        self.sourceSchema = sourceSchema
+        self.sourceExternalData = sourceExternalData
+        self.destination = destination
+        self.destinationSchema = destinationSchema
+        self.scratch = scratch
+        self.options = options
+        self.dryRun = dryRun
+        self.progress = progress
+    }
+}
+
+/// One step of a plan, printed by `--dry-run` (and kept in the report).
+public struct MigrationStep: Sendable, Encodable, Equatable {
+    /// What is done, in a few words.
+    public let action: String
+    /// Why it is there.
+    public let why: String
+    /// The SQL it runs, when it runs SQL.
+    public let sql: [String]
+
+    /// Creates a step.
+    public init(_ action: String, why: String, sql: [String] = []) {
+        self.action = action
+        self.why = why
+        self.sql = sql
+    }
+}
+
+/// A change to the metadata dictionary (`Z_METADATA.Z_PLIST`) a strategy asks for; applied by
+/// the engine after the destination's identity, so a recipe has the last word.
+public enum MetadataEdit: Sendable, Equatable {
+    /// Sets `key` to a value given as JSON (string, number, boolean, array or object).
+    case set(key: String, json: Data)
+    /// Removes the keys matching `pattern` (a trailing `*` matches any suffix).
+    case remove(pattern: String)
+}
+
+/// What a strategy did.
+public struct MigrationOutcome: Sendable {
+    /// Rows per entity the strategy says the result holds (for `reported` strategies).
+    public var rows: [String: Int]
+    /// Source rows not copied because a destination row with the same constrained values was
+    /// kept, or destination rows removed because the source's was kept, by entity.
+    public var deduplicated: [String: Int]
+    /// Entities whose rows changed on purpose (renamed, rewritten by SQL): their digests are not compared.
+    public var altered: Set<String>
+    /// What was left out, and why ("ACHANGE: persistent history holds no objects").
+    public var leftOut: [String]
+    /// Anything else worth saying.
+    public var notes: [String]
+    /// Metadata changes for the engine to apply.
+    public var metadataEdits: [MetadataEdit]
+    /// The SHA-256 of the recipe run, if any.
+    public var recipeSHA256: String?
+    /// The recipe's id, if any.
+    public var recipe: String?
+    /// The external program run, if any.
+    public var plugin: String?
+    /// The steps taken (for the report).
+    public var steps: [MigrationStep]
+
+    /// Creates an outcome.
+    public init(rows: [String: Int] = [:], deduplicated: [String: Int] = [:], altered: Set<String> = [], leftOut: [String] = [],
+                notes: [String] = [], metadataEdits: [MetadataEdit] = [], recipeSHA256: String? = nil, recipe: String? = nil,
+                plugin: String? = nil, steps: [MigrationStep] = []) {
+        self.rows = rows
+        self.deduplicated = deduplicated
+        self.altered = altered
+        self.leftOut = leftOut
+        self.notes = notes
+        self.metadataEdits = metadataEdits
+        self.recipeSHA256 = recipeSHA256
+        self.recipe = recipe
+        self.plugin = plugin
+        self.steps = steps
+    }
+}

@@ -1,0 +1,163 @@
+import Foundation
+import GRDB
+
+/// Order-independent content digests: per entity, the row count and the wrapping sum of a 64-bit
+/// hash of each row's attribute columns (no keys, so rows copied under new keys still match).
+struct ContentDigest: Equatable, Sendable {
+    var rows: Int
+    var sum: Int64
+
+    static func + (a: ContentDigest, b: ContentDigest) -> ContentDigest {
+        ContentDigest(rows: a.rows + b.rows, sum: a.sum &+ b.sum)
+    }
+
+    /// Digests per entity name of the store at `url`, and the attribute columns each table's digest covers.
+    static func read(_ url: URL, schema: CoreDataSchema) throws -> (digests: [String: ContentDigest], columns: [String: [String]]) {
+        let queue = try StagedStore.open(url, readonly: true)
+        defer { try? queue.close() }
+        return try queue.read { db in
+            var digests: [String: ContentDigest] = [:]
+            var columns: [String: [String]] = [:]
+            let indexed = try SchemaFacts.indexedKeyColumns(db, schema: schema)
+            for table in schema.entityTables {
+                let attributes = SchemaFacts.attributeColumns(table, schema: schema, indexedKeys: indexed[table] ?? []).sorted()
+                let entities = schema.entities.filter { $0.table == table }
+                for entity in entities { columns[entity.name] = attributes }
+                // SQLite functions take at most 127 arguments: wide tables are hashed in chunks.
+                let chunks = stride(from: 0, to: attributes.count, by: 100).map { Array(attributes[$0..<min($0 + 100, attributes.count)]) }
+                let list = chunks.count <= 1
+                    ? attributes.map(SQLName.quote).joined(separator: ", ")
+                    : chunks.map { "usm_rowhash(" + $0.map(SQLName.quote).joined(separator: ", ") + ")" }.joined(separator: ", ")
+                let rows = try Row.fetchAll(db, sql: "SELECT Z_ENT AS ent, COUNT(*) AS n, usm_digest(\(list)) AS d FROM \(SQLName.quote(table)) GROUP BY Z_ENT")
+                for row in rows {
+                    guard let ent = Int.fromDatabaseValue(row["ent"] as DatabaseValue),
+                          let name = entities.first(where: { $0.number == ent })?.name else { continue }
+                    digests[name] = ContentDigest(
+                        rows: Int.fromDatabaseValue(row["n"] as DatabaseValue) ?? 0,
+                        sum: Int64.fromDatabaseValue(row["d"] as DatabaseValue) ?? 0)
+                }
+            }
+            return (digests, columns)
+        }
+    }
+}
+
+/// The checks every staged store passes before it is installed, whatever the strategy.
+struct MigrationVerifier {
+    let source: CapturedStore
+    let destination: CapturedStore?
+    var destinationBefore: StoreReport? { destination?.report }
+    let policy: StrategyDescription.RowPolicy
+    let outcome: MigrationOutcome
+    let keepUbiquity: Bool
+
+    /// Runs `check` on the staged store and compares rows (and digests, where rows are copied unchanged).
+    /// Fills `report` and throws `verificationFailed` on the first broken promise.
+    func verify(staged: URL, sourceCopy: URL, sourceSchema: CoreDataSchema, destinationCopy: URL?,
+                destinationSchema: CoreDataSchema?, report: inout MigrationReport) throws {
+        let files = StoreFileSet(main: staged)
+        // Content digests of the source (and the destination before) and of the result, read on
+        // another thread while the check walks the result's B-trees.
+        let digestPolicy = policy == .all || policy == .userEntities
+        let sourceCopyPath = sourceCopy, destinationCopyPath = destinationCopy
+        let digestJob = digestPolicy ? Background { () throws -> DigestSet in
+            let result = try ContentDigest.read(staged, schema: CoreDataSchema.load(from: staged))
+            let source = try ContentDigest.read(sourceCopyPath, schema: sourceSchema)
+            var before: (digests: [String: ContentDigest], columns: [String: [String]]) = ([:], [:])
+            if let destinationCopyPath, let destinationSchema { before = try ContentDigest.read(destinationCopyPath, schema: destinationSchema) }
+            return DigestSet(result: result.digests, resultColumns: result.columns, source: source.digests, sourceColumns: source.columns,
+                             before: before.digests, beforeColumns: before.columns)
+        } : nil
+        defer { _ = try? digestJob?.value() }
+        let result = StoreInspector(depth: .check).inspect(
+            files, role: .store, confinement: Confinement(root: files.directory), privateCopy: staged)
+        if let failure = result.readFailure {
+            throw USMError.verificationFailed(path: staged.path, detail: "the staged store cannot be read: \(failure.message)")
+        }
+        report.verification.integrity = result.integrity
+        guard result.integrity == "ok" else {
+            throw USMError.verificationFailed(path: staged.path, detail: "integrity_check failed")
+        }
+        let errors = result.problems.filter { $0.severity == .error }
+        let known: Set<ProblemCode> = errors.isEmpty ? [] : Set(([source.fullCheck()] + (destination.map { [$0.fullCheck()] } ?? []))
+            .flatMap(\.problems).filter { $0.severity == .error }.map(\.code))
+        report.verification.problems = errors.filter { !known.contains($0.code) }
+        report.verification.inherited = errors.filter { known.contains($0.code) }
+        if let first = report.verification.problems.first {
+            throw USMError.verificationFailed(path: staged.path, detail: "\(first.code.rawValue): \(first.message)")
+        }
+        report.verification.ubiquityKeys = result.metadata?.ubiquityKeys ?? []
+        // A merge keeps the destination's own keys (a cloud store stays one); none may come from the source.
+        let introduced = Set(report.verification.ubiquityKeys).subtracting(destinationBefore?.metadata?.ubiquityKeys ?? [])
+        if !keepUbiquity, !introduced.isEmpty, policy != .reported {
+            throw USMError.verificationFailed(path: staged.path,
+                detail: "ubiquity metadata is still present (\(introduced.sorted().joined(separator: ", ")))")
+        }
+
+        // Rows per entity.
+        let sourceRows = Dictionary(source.report.entities.map { ($0.name, $0.rows) }, uniquingKeysWith: +)
+        let beforeRows = Dictionary((destinationBefore?.entities ?? []).map { ($0.name, $0.rows) }, uniquingKeysWith: +)
+        let afterRows = Dictionary(result.entities.map { ($0.name, $0.rows) }, uniquingKeysWith: +)
+        let system = Set((source.report.entities + result.entities).filter(\.system).map(\.name))
+        let names = Set(sourceRows.keys).union(beforeRows.keys).union(afterRows.keys).sorted()
+        var entities: [MigrationReport.EntityRows] = []
+        var mismatches: [String] = []
+        for name in names {
+            let s = sourceRows[name] ?? 0, b = beforeRows[name] ?? 0, a = afterRows[name] ?? 0
+            let dedup = outcome.deduplicated[name] ?? 0
+            let expected: Int? = switch policy {
+            case .all: s + b
+            case .userEntities: system.contains(name) ? b : s + b - dedup
+            case .none: b
+            case .reported: outcome.rows[name].map { $0 + (destinationBefore == nil ? 0 : b) }
+            }
+            if let expected, expected != a { mismatches.append("\(name): expected \(expected) rows, found \(a)") }
+            entities.append(.init(name: name, source: s, destinationBefore: b, expected: expected, after: a, digest: "not-compared"))
+        }
+        if policy == .reported {
+            report.verification.rows = mismatches.isEmpty ? "equal" : "reported"
+            report.notes += mismatches.map { "rows differ from what the plugin or recipe reported: \($0)" }
+        } else if let first = mismatches.first {
+            report.entities = entities
+            throw USMError.verificationFailed(path: staged.path, detail: "rows per entity differ (\(first))")
+        } else {
+            report.verification.rows = "equal"
+        }
+
+        // Digests where rows are copied unchanged.
+        if let digestJob {
+            let set = try digestJob.value()
+            let (resultDigests, resultColumns) = (set.result, set.resultColumns)
+            let (sourceDigests, sourceColumns) = (set.source, set.sourceColumns)
+            let (beforeDigests, beforeColumns) = (set.before, set.beforeColumns)
+            for i in entities.indices {
+                let name = entities[i].name
+                guard !(policy == .userEntities && system.contains(name)) else { entities[i].digest = "not-copied"; continue }
+                guard (outcome.deduplicated[name] ?? 0) == 0, !outcome.altered.contains(name) else { entities[i].digest = "skipped-changed-rows"; continue }
+                guard resultColumns[name] == sourceColumns[name], destinationCopy == nil || beforeColumns[name] == resultColumns[name] else {
+                    entities[i].digest = "skipped-columns-differ"
+                    continue
+                }
+                let zero = ContentDigest(rows: 0, sum: 0)
+                let expected = (sourceDigests[name] ?? zero) + (beforeDigests[name] ?? zero)
+                if (resultDigests[name] ?? zero) != expected {
+                    report.entities = entities
+                    throw USMError.verificationFailed(path: staged.path, detail: "the content of \(name) differs from the source's")
+                }
+                entities[i].digest = "equal"
+                report.verification.digestsCompared += 1
+            }
+        }
+        report.entities = entities
+    }
+}
+
+/// The digests the verifier compares, read together on another thread.
+struct DigestSet: Sendable {
+    let result: [String: ContentDigest]
+    let resultColumns: [String: [String]]
+    let source: [String: ContentDigest]
+    let sourceColumns: [String: [String]]
+    let before: [String: ContentDigest]
+    let beforeColumns: [String: [String]]
+}

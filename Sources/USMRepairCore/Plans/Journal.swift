@@ -1,0 +1,153 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The record of an operation's steps, beside its `plan.json`: one JSON line per event, each
+/// fsynced before the executor goes on, so that after a kill `recover` knows which steps began,
+/// which finished, and whether the operation committed. It holds no paths: they are in the plan.
+struct Journal {
+    /// One event.
+    struct Event: Codable, Equatable {
+        enum Kind: String, Codable { case begin, done, committed, finished }
+        let event: Kind
+        var step: Int?
+        /// For the snapshot step: where the snapshot was written.
+        var snapshot: String?
+    }
+
+    static let planName = "plan.json"
+    static let journalName = "journal.jsonl"
+
+    /// The operation folder holding `plan.json` and the journal.
+    let folder: URL
+    private var fd: Int32 = -1
+
+    var planURL: URL { folder.appendingPathComponent(Self.planName) }
+    var url: URL { folder.appendingPathComponent(Self.journalName) }
+
+    /// Creates the folder's plan and an empty journal, both fsynced, and the folder's entry too.
+    static func create(in folder: URL, plan: Plan) throws -> Journal {
+        try FileWrite.create(folder.appendingPathComponent(planName), contents: try JSONOutput.data(plan), mode: 0o600)
+        var journal = Journal(folder: folder)
+        journal.fd = openFile(journal.url.path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard journal.fd >= 0 else { throw USMError.writeFailed(path: journal.url.path, reason: errnoDescription()) }
+        guard fsync(journal.fd) == 0 else { throw USMError.writeFailed(path: journal.url.path, reason: errnoDescription()) }
+        FileSync.directory(folder)
+        FileSync.directory(folder.deletingLastPathComponent())
+        return journal
+    }
+
+    /// Opens an existing journal for appending (recovery).
+    static func reopen(_ folder: URL) throws -> Journal {
+        var journal = Journal(folder: folder)
+        journal.fd = openFile(journal.url.path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0)
+        guard journal.fd >= 0 else { throw USMError.writeFailed(path: journal.url.path, reason: errnoDescription()) }
+        return journal
+    }
+
+    private init(folder: URL) { self.folder = folder }
+
+    /// Appends one event and makes it durable.
+    func append(_ event: Event) throws {
+        var line = try JSONEncoder().encode(event)
+        line.append(0x0A)
+        try line.withUnsafeBytes { try FileSync.writeAll(fd, $0, path: url.path) }
+        guard fsync(fd) == 0 else { throw USMError.writeFailed(path: url.path, reason: errnoDescription()) }
+    }
+
+    func close() {
+        if fd >= 0 { closeFile(fd) }
+    }
+
+    /// The events of a journal; a last line cut by a kill is ignored (its event never counted).
+    static func events(in folder: URL) -> [Event] {
+        guard let data = try? Data(contentsOf: folder.appendingPathComponent(journalName)) else { return [] }
+        return data.split(separator: 0x0A).compactMap { try? JSONDecoder().decode(Event.self, from: Data($0)) }
+    }
+
+    /// The plan an operation folder holds.
+    static func plan(in folder: URL) throws -> Plan {
+        let url = folder.appendingPathComponent(planName)
+        do {
+            return try JSONDecoder().decode(Plan.self, from: try Data(contentsOf: url))
+        } catch {
+            throw USMError.unreadable(path: url.path, reason: "the interrupted operation's plan cannot be read (\(error))")
+        }
+    }
+}
+
+private func openFile(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 { open(path, flags, mode) }
+private func closeFile(_ fd: Int32) { _ = close(fd) }
+
+/// At most one usm-repair changes a folder at a time: an `flock` on `<root>/<private>/lock`, which
+/// the kernel releases when the process dies (no stale lock after a crash). The file holds the
+/// holder's pid for the message. Removing the file at the end is safe because a run that opened it
+/// before the removal finds, once it holds the lock, that the path no longer names its file, and retries.
+final class OperationLock {
+    private var held: [(fd: Int32, path: String, folder: URL, createdFolder: Bool)] = []
+
+    /// Takes the lock of every root, in path order (so two runs never wait on each other crosswise).
+    /// - Throws: `layoutBusy` when another run holds one; `symlinkEscapes` when a private folder is a symlink.
+    init(roots: [Plan.Root]) throws {
+        do {
+            for root in roots.sorted(by: { $0.path < $1.path }) { try lock(root) }
+        } catch {
+            release()
+            throw error
+        }
+    }
+
+    private func lock(_ root: Plan.Root) throws {
+        let folder = root.privateURL
+        var created = false
+        switch FileStatus.lookup(folder.path)?.kind {
+        case nil:
+            guard mkdir(folder.path, 0o700) == 0 || errno == EEXIST else {
+                throw USMError.writeFailed(path: folder.path, reason: errnoDescription())
+            }
+            created = true
+        case .directory?:
+            break
+        default:
+            throw USMError.symlinkEscapes(path: folder.path, target: folder.resolvingSymlinksInPath().path, root: root.path)
+        }
+        let path = folder.appendingPathComponent("lock").path
+        for _ in 0..<10 {
+            let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw USMError.writeFailed(path: path, reason: errnoDescription()) }
+            if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+                let pid = (try? String(contentsOfFile: path, encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+                close(fd)
+                throw USMError.layoutBusy(path: root.path, pid: pid)
+            }
+            var opened = stat()
+            var named = stat()
+            guard fstat(fd, &opened) == 0, lstat(path, &named) == 0, opened.st_ino == named.st_ino, opened.st_dev == named.st_dev else {
+                close(fd)  // removed by the previous holder between our open and our lock: try the new file
+                continue
+            }
+            _ = ftruncate(fd, 0)
+            let pid = Data("\(getpid())\n".utf8)
+            try? pid.withUnsafeBytes { try FileSync.writeAll(fd, $0, path: path) }
+            held.append((fd, path, folder, created))
+            return
+        }
+        throw USMError.layoutBusy(path: root.path, pid: nil)
+    }
+
+    /// Removes the lock files (while holding them) and the private folders left empty, then unlocks.
+    func release() {
+        for entry in held.reversed() {
+            unlink(entry.path)
+            rmdir(entry.folder.appendingPathComponent("operations").path)
+            rmdir(entry.folder.path)
+            close(entry.fd)
+        }
+        held = []
+    }
+
+    deinit { release() }
+}

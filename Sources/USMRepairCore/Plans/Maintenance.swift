@@ -1,0 +1,70 @@
+import Foundation
+
+/// What the user asked for: one of UbiquityStoreManager's maintenance operations, done offline.
+/// `Planner` turns it into a `Plan` whose end state is the one usm-behaviour.md §5 fixes.
+public enum Maintenance: Sendable, Codable, Equatable {
+    /// Everything in the ubiquity container removed, and this device's copies of its stores and the
+    /// cached StoreUUIDs (`localOnly`: only this device's copies and the cache; the container stays).
+    case deleteContainer(localOnly: Bool)
+    /// One cloud store removed: its logs, markers naming it, copies, the cache (`localOnly`: only
+    /// this device's copy, so Core Data rebuilds it from the logs).
+    case deleteCloudStore(uuid: String?, localOnly: Bool, copy: CopyChoice, withOlderMarkers: Bool)
+    /// The local store's whole file set removed.
+    case deleteLocalStore
+    /// The active cloud store's data into the local store (replaced, or merged with `merge`); iCloud off.
+    case migrateCloudToLocal(uuid: String?, strategy: StrategyChoice, merge: Bool, copy: CopyChoice)
+    /// The state in which the app seeds a new cloud store from the local store at its next launch
+    /// (`migrate local-to-cloud`, `rebuild --from local`).
+    case rebuildFromLocal(keepOld: Bool, withOlderMarkers: Bool)
+    /// The active cloud store's data into the local store, then as `rebuildFromLocal`.
+    case rebuildFromCloud(strategy: StrategyChoice, copy: CopyChoice, keepOld: Bool, withOlderMarkers: Bool)
+    /// The active store marked corrupt so that the app rebuilds it from its own copy 30 s after launch.
+    case rebuildInApp(copy: CopyChoice)
+    /// Another cloud store made active.
+    case switchActive(uuid: String)
+    /// iCloud on or off (`USMCloudEnabledKey`).
+    case setCloud(enabled: Bool)
+    /// `CorruptedUUID` written (default: the active store).
+    case markCorruption(uuid: String?)
+    /// Every `CorruptedUUID` marker removed.
+    case clearCorruption
+
+    /// The command as typed, for reports, journals and snapshots.
+    public var command: String {
+        switch self {
+        case let .deleteContainer(localOnly): "delete container" + (localOnly ? " --local-only" : "")
+        case let .deleteCloudStore(_, localOnly, _, _): "delete cloud-store" + (localOnly ? " --local-only" : "")
+        case .deleteLocalStore: "delete local-store"
+        case let .migrateCloudToLocal(_, _, merge, _): "migrate cloud-to-local" + (merge ? " --merge" : "")
+        case .rebuildFromLocal: "rebuild --from local"
+        case .rebuildFromCloud: "rebuild --from cloud"
+        case .rebuildInApp: "rebuild --from cloud --in-app"
+        case .switchActive: "switch"
+        case let .setCloud(enabled): "cloud \(enabled ? "enable" : "disable")"
+        case .markCorruption: "corruption mark"
+        case .clearCorruption: "corruption clear"
+        }
+    }
+}
+
+/// A migration strategy by id, with its argument (a recipe, a plugin).
+public struct StrategyChoice: Sendable, Codable, Equatable {
+    public var id: String
+    public var argument: String?
+
+    public init(id: String = "copy-entities", argument: String? = nil) {
+        self.id = id
+        self.argument = argument
+    }
+}
+
+/// Which copy of a cloud store, when this device holds several (`--peer`, `--account`).
+public struct CopyChoice: Sendable, Codable, Equatable {
+    public var peer: String?
+    public var account: String?
+
+    public init(peer: String? = nil, account: String? = nil) {
+        self.peer = peer
+        self.account = account
+    }
+}

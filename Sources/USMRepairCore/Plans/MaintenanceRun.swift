@@ -1,0 +1,133 @@
+import Foundation
+
+/// A maintenance operation from request to result, for the commands and for scripts using the
+/// core: recover what a kill left pending, plan, (optionally) run, and inspect the result.
+public struct MaintenanceRun {
+    /// What an operation reports; its JSON is the `--json` output of every changing command.
+    public struct Report: Sendable, Encodable {
+        /// One step of the plan, for people and scripts.
+        public struct Step: Sendable, Encodable {
+            public let index: Int
+            public let action: String
+            /// The paths it touches (source → destination for moves).
+            public let paths: [String]
+            public let reason: String
+            /// Seconds it took (null in a dry run).
+            @NullEncoded public var seconds: Double?
+        }
+
+        public let schemaVersion = 1
+        public let command: String
+        public let dryRun: Bool
+        /// True when the end state already held: nothing was (or would be) changed.
+        public let noOp: Bool
+        public let planID: String
+        public let roots: [Plan.Root]
+        public let steps: [Step]
+        public let notes: [String]
+        /// The snapshot `restore` puts back (null in a dry run or a no-op).
+        @NullEncoded public var snapshot: String?
+        /// Rows per entity of every store written (by path): before (the source) and after.
+        public let rows: [String: [String: Int]]
+        /// The next launch before the operation, predicted after it, and (after a run) found by `status` on the result.
+        public let nextLaunch: NextLaunchChange
+        /// Interrupted operations finished or undone before this one.
+        public let recovered: [PlanExecutor.Recovery]
+        public let seconds: Double
+        public let exitCode: Int32 = 0
+        public let exitStatus = "ok"
+    }
+
+    /// The next launch around an operation.
+    public struct NextLaunchChange: Sendable, Encodable {
+        @NullEncoded public var before: NextLaunch?
+        @NullEncoded public var predicted: NextLaunch?
+        /// What `status` predicts on the files the operation left (null in a dry run).
+        @NullEncoded public var after: NextLaunch?
+    }
+
+    public let options: LayoutOptions
+    public let maintenance: Maintenance
+
+    public init(options: LayoutOptions, maintenance: Maintenance) {
+        self.options = options
+        self.maintenance = maintenance
+    }
+
+    /// The roots an operation may use in a layout, for finding pending operations.
+    public static func roots(of layout: Layout) -> [Plan.Root] {
+        var roots: [Plan.Root] = []
+        if let app = layout.appDirectory { roots.append(.init(name: "app", path: app.path, privateFolder: ".usm-repair")) }
+        if let cloud = layout.cloudDirectory { roots.append(.init(name: "cloud", path: cloud.path, privateFolder: ".usm-repair.nosync")) }
+        if let prefs = layout.preferencesPath {
+            roots.append(.init(name: "preferences", path: prefs.deletingLastPathComponent().path, privateFolder: ".usm-repair"))
+        }
+        return roots
+    }
+
+    /// Plans (recovering first what a kill left pending, unless `dryRun`, which refuses then) and
+    /// returns the plan with the report of the layout it was made on.
+    public func plan(dryRun: Bool) throws -> (plan: Plan, report: StatusReport, recovered: [PlanExecutor.Recovery]) {
+        let layout = try Layout.discover(options)
+        let roots = Self.roots(of: layout)
+        var recovered: [PlanExecutor.Recovery] = []
+        if let pending = PlanExecutor.pending(in: roots).first {
+            if dryRun {
+                let plan = try? Journal.plan(in: pending)
+                throw USMError.interruptedOperation(path: pending.path, operation: plan?.operation ?? "operation")
+            }
+            recovered = try PlanExecutor.recover(roots: roots)
+        }
+        let prepared = try Planner.prepare(options, maintenance)
+        return (prepared.plan, prepared.report, recovered)
+    }
+
+    /// Runs a plan and inspects the result.
+    public func run(
+        _ plan: Plan, before: StatusReport, recovered: [PlanExecutor.Recovery], snapshotDirectory: URL,
+        builder: PlanExecutor.Builder?, progress: (String) -> Void = { _ in }
+    ) throws -> Report {
+        guard !plan.isNoOp else { return report(plan, before: before, result: nil, after: nil, recovered: recovered, dryRun: false) }
+        let result = try PlanExecutor(snapshotDirectory: snapshotDirectory, builder: builder).run(plan, progress: progress)
+        let after = try? Inspection(options: options, depth: .status).run()
+        return report(plan, before: before, result: result, after: after, recovered: recovered + result.recovered, dryRun: false)
+    }
+
+    /// The report of a plan, run (`result`) or not.
+    public func report(
+        _ plan: Plan, before: StatusReport, result: PlanExecutor.Result?, after: StatusReport?, recovered: [PlanExecutor.Recovery],
+        dryRun: Bool
+    ) -> Report {
+        let timings = Dictionary((result?.steps ?? []).map { ($0.index, $0.seconds) }, uniquingKeysWith: { a, _ in a })
+        let steps = plan.steps.enumerated().map { index, step in
+            Report.Step(index: index + 1, action: step.action.name, paths: step.action.paths, reason: step.reason, seconds: timings[index])
+        }
+        var rows: [String: [String: Int]] = [:]
+        for (path, counted) in result?.rows ?? [:] { rows[path] = counted }
+        for step in plan.steps {
+            if case let .build(build) = step.action, let source = before.stores.first(where: { $0.path == build.source }) {
+                rows[build.source] = Dictionary(source.entities.map { ($0.name, $0.rows) }, uniquingKeysWith: +)
+            }
+        }
+        return Report(
+            command: plan.operation, dryRun: dryRun, noOp: plan.isNoOp, planID: plan.id, roots: plan.roots, steps: steps,
+            notes: plan.notes, snapshot: result?.snapshot, rows: rows,
+            nextLaunch: NextLaunchChange(before: plan.nextLaunchBefore, predicted: plan.nextLaunchAfter, after: after?.nextLaunch),
+            recovered: recovered, seconds: result?.seconds ?? 0)
+    }
+}
+
+extension Plan.Action {
+    /// The paths an action touches, for reports.
+    public var paths: [String] {
+        switch self {
+        case .snapshot, .commit, .purge: []
+        case let .checkpoint(source, staged): [source, staged]
+        case let .build(build): [build.source, build.staged] + (build.mergeInto.map { [$0] } ?? [])
+        case let .writeMarker(_, staged): [staged]
+        case let .writePreferences(source, _, staged): [source, staged]
+        case let .retire(path, trash): [path, trash]
+        case let .install(staged, path, _): [staged, path]
+        }
+    }
+}

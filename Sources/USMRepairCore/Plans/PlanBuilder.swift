@@ -1,0 +1,202 @@
+import Foundation
+
+/// Collects a plan's steps by phase while the planner decides them, with the fingerprints, the
+/// snapshot's items and the changes the "after" prediction applies. Nothing here touches the disk
+/// but `lstat`.
+struct PlanBuilder {
+    let layout: Layout
+    let id = UUID().uuidString.lowercased()
+    private(set) var roots: [Plan.Root] = []
+    private var staging: [Plan.Step] = []
+    private var retires: [Plan.Step] = []
+    private var installs: [Plan.Step] = []
+    private(set) var expected: [String: Plan.Fingerprint] = [:]
+    private(set) var stores: [String] = []
+    private(set) var snapshotItems: [String] = []
+    var notes: [String] = []
+    /// What the layout will look like, for the prediction of the next launch after the plan.
+    var after = AfterState()
+    private var counter = 0
+
+    init(layout: Layout) { self.layout = layout }
+
+    /// True when nothing would change.
+    var isEmpty: Bool { staging.isEmpty && retires.isEmpty && installs.isEmpty }
+
+    // MARK: - Roots
+
+    /// The folder (app, cloud or preferences) whose private folder holds the staging and trash for `path`.
+    mutating func root(for path: String) throws -> Plan.Root {
+        var candidates: [Plan.Root] = []
+        if let app = layout.appDirectory { candidates.append(.init(name: "app", path: app.path, privateFolder: ".usm-repair")) }
+        // Nothing of ours may be uploaded: in the ubiquity container the private folder ends in .nosync.
+        if let cloud = layout.cloudDirectory { candidates.append(.init(name: "cloud", path: cloud.path, privateFolder: ".usm-repair.nosync")) }
+        if let prefs = layout.preferencesPath {
+            candidates.append(.init(name: "preferences", path: prefs.deletingLastPathComponent().path, privateFolder: ".usm-repair"))
+        }
+        guard let root = candidates.filter({ Confinement.isInside(path, $0.path) }).max(by: { $0.path.count < $1.path.count }) else {
+            throw USMError.unexpected("\(path) lies in none of the layout's folders")
+        }
+        if !roots.contains(root) {
+            let rank = ["app": 0, "cloud": 1, "preferences": 2]
+            roots = (roots + [root]).sorted { (rank[$0.name] ?? 3) < (rank[$1.name] ?? 3) }
+        }
+        return root
+    }
+
+    /// A fresh path in the operation's staging or trash folder of `path`'s root, named after it.
+    private mutating func privatePath(_ kind: String, for path: String) throws -> String {
+        let root = try root(for: path)
+        counter += 1
+        return root.operationURL(id).appendingPathComponent("\(kind)/\(counter)/\(URL(fileURLWithPath: path).lastPathComponent)").path
+    }
+
+    // MARK: - Steps
+
+    /// Moves `path` (a file, link or whole folder) aside; nothing when it does not exist.
+    mutating func retire(_ path: String, _ reason: String) throws {
+        guard FileStatus.lookup(path) != nil, !snapshotItems.contains(path) else { return }
+        expected[path] = .of(path)
+        snapshotItems.append(path)
+        retires.append(.init(.retire(path: path, trash: try privatePath("trash", for: path)), reason))
+        after.removed.insert(path)
+    }
+
+    /// Moves a store's whole file set aside (main, -wal, -shm, -journal, .<Name>_SUPPORT).
+    mutating func retireFileSet(_ files: StoreFileSet, _ reason: String) throws {
+        if FileStatus.lookup(files.main.path) != nil, !stores.contains(files.main.path) { stores.append(files.main.path) }
+        for member in files.allMembers { try retire(member.path, reason) }
+    }
+
+    /// Writes a marker (replacing the one there).
+    mutating func writeMarker(_ kind: Marker.Kind, version: Int, uuid: String, _ reason: String) throws {
+        guard let cloud = layout.cloudDirectory else { throw USMError.unexpected("no ubiquity container for \(kind.baseName)") }
+        let path = cloud.appendingPathComponent("CloudLogs/\(Marker.fileName(kind, version: version))").path
+        try retire(path, "the old \(Marker.fileName(kind, version: version)) makes way for the new one")
+        try install(created: path, reason) { staged in .writeMarker(uuid: uuid, staged: staged) }
+        after.removed.remove(path)
+        after.markers[path] = uuid
+    }
+
+    /// Rewrites the preferences with `edit` (format and other keys kept).
+    mutating func editPreferences(_ edit: PreferencesEdit, _ reason: String) throws {
+        guard let prefs = layout.preferencesPath, let current = layout.preferences, !edit.isNoOp(on: current) else { return }
+        try retire(prefs.path, "the old preferences make way for the edited copy")
+        try install(created: prefs.path, reason) { staged in .writePreferences(source: prefs.path, edit: edit, staged: staged) }
+        after.removed.remove(prefs.path)
+        after.preferences = edit
+    }
+
+    /// Replaces the local store by a copy of itself with its WAL merged into the main file.
+    mutating func checkpointLocal(_ local: StoreFileSet, _ reason: String) throws {
+        let walSize = FileStatus.lookup(local.wal.path)?.size ?? 0
+        guard walSize > 0 || FileStatus.lookup(local.shm.path) != nil || FileStatus.lookup(local.journal.path) != nil else { return }
+        let staged = try privatePath("staging", for: local.main.path)
+        staging.append(.init(.checkpoint(source: local.main.path, staged: staged), reason))
+        for member in [local.main, local.wal, local.shm, local.journal] {
+            try retire(member.path, "the local store's file set makes way for its merged copy")
+        }
+        if !stores.contains(local.main.path) { stores.append(local.main.path) }
+        installs.append(.init(.install(staged: staged, path: local.main.path, optional: false), "the merged local store goes into place"))
+        after.removed.remove(local.main.path)
+        after.localRebuilt = true
+    }
+
+    /// Builds a new local store from `source` with a strategy, replacing the old file set.
+    mutating func buildLocal(from source: StoreFileSet, local: StoreFileSet, strategy: StrategyChoice, merge: Bool, _ reason: String) throws {
+        let staged = try privatePath("staging", for: local.main.path)
+        let stagedFiles = StoreFileSet(main: URL(fileURLWithPath: staged))
+        staging.append(.init(.build(.init(
+            source: source.main.path, staged: staged, strategy: strategy.id, argument: strategy.argument,
+            mergeInto: merge && FileStatus.lookup(local.main.path) != nil ? local.main.path : nil, keepUbiquityMetadata: false)), reason))
+        if !stores.contains(source.main.path) { stores.append(source.main.path) }
+        expected[source.main.path] = .of(source.main.path)
+        expected[source.wal.path] = .of(source.wal.path)
+        try retireFileSet(local, "the old local store makes way for the new one (it is in the snapshot)")
+        expected[local.main.path] = expected[local.main.path] ?? .of(local.main.path)
+        snapshotItems += [local.main.path, local.supportDirectory.path].filter { !snapshotItems.contains($0) }
+        installs.append(.init(.install(staged: staged, path: local.main.path, optional: false), "the new local store goes into place"))
+        installs.append(.init(
+            .install(staged: stagedFiles.supportDirectory.path, path: local.supportDirectory.path, optional: true),
+            "its external-data folder goes with it"))
+        after.removed.remove(local.main.path)
+        after.localRebuilt = true
+    }
+
+    /// An install of a new item at `path`, made in staging by `make`.
+    private mutating func install(created path: String, _ reason: String, make: (String) -> Plan.Action) throws {
+        let staged = try privatePath("staging", for: path)
+        staging.append(.init(make(staged), reason))
+        expected[path] = expected[path] ?? .of(path)
+        if !snapshotItems.contains(path) { snapshotItems.append(path) }
+        installs.append(.init(.install(staged: staged, path: path, optional: false), "into place: \(URL(fileURLWithPath: path).lastPathComponent)"))
+    }
+
+    /// The plan: snapshot first, staging, retire, install, commit, purge.
+    func plan(operation: String, before: NextLaunch?, after: NextLaunch?) -> Plan {
+        var steps: [Plan.Step] = []
+        if !isEmpty {
+            steps.append(.init(.snapshot, "everything this changes or removes is archived first, outside the layout; `restore` puts it back"))
+            steps += staging + retires + installs
+            steps.append(.init(.commit, "from here the change is complete and is never undone"))
+            steps.append(.init(.purge, "the trash, staging and journal are removed"))
+        }
+        return Plan(
+            id: id, operation: operation, roots: isEmpty ? [] : roots, expected: expected, stores: stores,
+            snapshotItems: snapshotItems, steps: steps, notes: notes, nextLaunchBefore: before, nextLaunchAfter: after)
+    }
+}
+
+/// The changes a plan makes, applied to the discovered layout to predict the next launch after it.
+struct AfterState {
+    /// Paths retired and not replaced (files, folders, whole file-set members).
+    var removed: Set<String> = []
+    /// Marker paths written, with the UUID.
+    var markers: [String: String] = [:]
+    var preferences: PreferencesEdit?
+    /// The local store replaced by a fresh, merged one.
+    var localRebuilt = false
+
+    private func isRemoved(_ path: String) -> Bool {
+        removed.contains { Confinement.isInside(path, $0) }
+    }
+
+    /// The layout and store reports as they will be.
+    func apply(to layout: Layout, reports: [String: StoreReport]) -> (Layout, [String: StoreReport]) {
+        var reports = reports
+        let stores = layout.stores.filter { entry in
+            entry.role == .local || !isRemoved(entry.files.main.path)
+        }
+        for entry in layout.stores where entry.role == .local {
+            if localRebuilt {
+                var report = reports[entry.files.main.path] ?? StoreReport(role: .local, path: entry.files.main.path, location: "local")
+                report.exists = true
+                report.health = .ok
+                report.walPresent = false
+                reports[entry.files.main.path] = report
+            } else if isRemoved(entry.files.main.path) {
+                reports[entry.files.main.path] = StoreReport(role: .local, path: entry.files.main.path, location: "local")
+            }
+        }
+        let written = self.markers
+        var markers = layout.markers.filter { !isRemoved($0.path) && written[$0.path] == nil }
+        for (path, uuid) in written {
+            let name = URL(fileURLWithPath: path).lastPathComponent
+            guard let (kind, version) = Marker.parse(fileName: name) else { continue }
+            markers.append(Marker(name: name, kind: kind, cloudVersion: version, path: path, value: uuid, raw: uuid, valid: true, defect: nil))
+        }
+        var preferences = layout.preferences
+        if let edit = self.preferences, let old = preferences {
+            preferences = Preferences(
+                path: old.path, cloudEnabled: edit.cloudEnabled ?? old.cloudEnabled, hasKey: old.hasKey || edit.cloudEnabled != nil,
+                isXML: old.isXML, cachedStoreUUIDs: edit.removeCachedStoreUUIDs ? [] : old.cachedStoreUUIDs,
+                accountMaps: old.accountMaps.filter { !edit.removeAccountMaps.contains($0.contentName) })
+        }
+        let next = Layout(
+            options: layout.options, appDirectory: layout.appDirectory, cloudDirectory: layout.cloudDirectory,
+            preferencesPath: layout.preferencesPath, stores: stores, cloudStores: layout.cloudStores,
+            cloudContent: layout.cloudContent.filter { !isRemoved($0.path) }, markers: markers, preferences: preferences,
+            leftovers: layout.leftovers.filter { !isRemoved($0.path) }, documents: layout.documents, problems: [], exitStatus: .ok)
+        return (next, reports)
+    }
+}

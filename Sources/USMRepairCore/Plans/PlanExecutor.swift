@@ -1,0 +1,292 @@
+import Foundation
+import GRDB
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Runs plans, and finishes or undoes the ones a kill interrupted. In `run`, in this order:
+/// 1. take the lock of every root (another run holding one refuses);
+/// 2. finish or undo any operation a kill left pending in those roots (`recover`);
+/// 3. re-check every path's fingerprint against the plan (a change refuses);
+/// 4. refuse when another process has a store the plan touches open or locked;
+/// 5. write `plan.json` and the journal into the first root's private folder, fsynced;
+/// 6. run each step between a `begin` and a `done` record.
+/// Undo and redo sit next to each other here: before `commit`, recovery reverses the `retire` and
+/// `install` steps that ran, newest first, and drops staging; after `commit`, it finishes `purge`.
+public struct PlanExecutor {
+    /// Fills a staged store from a source (the migration engine); returns rows per entity of the result.
+    public typealias Builder = @Sendable (Plan.StoreBuild) throws -> [String: Int]
+
+    /// What a run did.
+    public struct Result: Sendable, Encodable {
+        /// One step as run.
+        public struct StepRun: Sendable, Encodable {
+            public let index: Int
+            public let action: String
+            public let reason: String
+            public let seconds: Double
+        }
+
+        /// The snapshot `restore` puts back, null when the plan had nothing to snapshot.
+        @NullEncoded public var snapshot: String?
+        public let steps: [StepRun]
+        /// Rows per entity of every store written, by its final path.
+        public let rows: [String: [String: Int]]
+        /// Operations a kill had left pending, finished or undone first.
+        public let recovered: [Recovery]
+        public let seconds: Double
+    }
+
+    /// An interrupted operation found and dealt with.
+    public struct Recovery: Sendable, Encodable, Equatable {
+        public let operation: String
+        public let id: String
+        /// `undone` (it had not committed: the old state is back) or `finished` (it had: the new state stays).
+        public let outcome: String
+        public let journal: String
+    }
+
+    public let snapshotDirectory: URL
+    public let builder: Builder?
+    /// Test hook: exit right after the step with this index is journaled done (a crash at a chosen step).
+    public let crashAfterStep: Int?
+
+    public init(snapshotDirectory: URL, builder: Builder? = nil,
+                crashAfterStep: Int? = ProcessInfo.processInfo.environment["USM_REPAIR_CRASH_AFTER_STEP"].flatMap(Int.init)) {
+        self.snapshotDirectory = snapshotDirectory
+        self.builder = builder
+        self.crashAfterStep = crashAfterStep
+    }
+
+    /// Runs `plan`. `progress` receives a line before each step.
+    public func run(_ plan: Plan, progress: (String) -> Void = { _ in }) throws -> Result {
+        let started = Date()
+        let lock = try OperationLock(roots: plan.roots)
+        defer { lock.release() }
+        let recovered = try Self.recoverPending(in: plan.roots)
+        try verify(plan)
+        guard let primary = plan.primaryRoot else { throw USMError.unexpected("a plan without folders") }
+        // The journal first: every other folder of the operation exists only once it does.
+        try Self.makeFolder(primary.operationURL(plan.id))
+        let journal = try Journal.create(in: primary.operationURL(plan.id), plan: plan)
+        for root in plan.roots.dropFirst() {
+            try Self.makeFolder(root.operationURL(plan.id))
+        }
+        defer { journal.close() }
+        var runs: [Result.StepRun] = []
+        var snapshot: String?
+        var rows: [String: [String: Int]] = [:]
+        for (index, step) in plan.steps.enumerated() {
+            progress(step.reason)
+            let stepStart = Date()
+            try journal.append(.init(event: .begin, step: index))
+            var done = Journal.Event(event: .done, step: index)
+            do {
+                switch step.action {
+                case .snapshot:
+                    let file = try Snapshot.take(
+                        .init(roots: plan.roots.map { ($0.name, URL(fileURLWithPath: $0.path, isDirectory: true)) },
+                              items: plan.snapshotItems.map { URL(fileURLWithPath: $0) }, operation: plan.operation),
+                        into: snapshotDirectory, protected: plan.roots.map { URL(fileURLWithPath: $0.path, isDirectory: true) })
+                    snapshot = file.path
+                    done.snapshot = file.path
+                case let .checkpoint(source, staged):
+                    rows[staged] = try Checkpoint.run(source: StoreFileSet(main: URL(fileURLWithPath: source)), into: URL(fileURLWithPath: staged))
+                case let .build(build):
+                    guard let builder else { throw USMError.unexpected("no migration engine was given to build \(build.staged)") }
+                    try Self.makeFolder(URL(fileURLWithPath: build.staged).deletingLastPathComponent())
+                    rows[build.staged] = try builder(build)
+                case let .writeMarker(uuid, staged):
+                    try Self.makeFolder(URL(fileURLWithPath: staged).deletingLastPathComponent())
+                    try FileWrite.create(URL(fileURLWithPath: staged), contents: try FileWrite.markerContents(uuid))
+                case let .writePreferences(source, edit, staged):
+                    try Self.makeFolder(URL(fileURLWithPath: staged).deletingLastPathComponent())
+                    try edit.apply(from: URL(fileURLWithPath: source), to: URL(fileURLWithPath: staged))
+                case let .retire(path, trash):
+                    try Self.makeFolder(URL(fileURLWithPath: trash).deletingLastPathComponent())
+                    try Self.move(path, to: trash)
+                case let .install(staged, path, optional):
+                    if optional, FileStatus.lookup(staged) == nil { break }
+                    guard FileStatus.lookup(path) == nil else { throw USMError.changedSincePlanning(path: path) }
+                    try Self.move(staged, to: path)
+                case .commit:
+                    try journal.append(.init(event: .committed))
+                case .purge:
+                    try Self.purge(plan, journal: journal)
+                }
+            } catch {
+                // Nothing after the failing step ran: undo what did, unless the plan had committed.
+                let failure = USMError.wrap(error)
+                if !plan.steps[..<index].contains(where: { $0.action == .commit }) {
+                    // Undo, then drop staging; if the undo itself fails the operation stays pending
+                    // (its trash may hold the user's files) for `recover`.
+                    if (try? Self.undo(plan, events: Journal.events(in: journal.folder))) != nil {
+                        try? Self.purge(plan, journal: journal)
+                    }
+                }
+                throw failure
+            }
+            if step.action != .purge { try journal.append(done) }
+            runs.append(.init(index: index, action: step.action.name, reason: step.reason, seconds: Date().timeIntervalSince(stepStart)))
+            if crashAfterStep == index {
+                // The test hook: die here as a kill would, no cleanup.
+                _exit(137)
+            }
+        }
+        var finalRows: [String: [String: Int]] = [:]
+        for step in plan.steps {
+            if case let .install(staged, path, _) = step.action, let counted = rows[staged] { finalRows[path] = counted }
+        }
+        return Result(snapshot: snapshot, steps: runs, rows: finalRows, recovered: recovered, seconds: Date().timeIntervalSince(started))
+    }
+
+    /// Refuses when a path changed since planning, or a store is in use by another process.
+    func verify(_ plan: Plan) throws {
+        for (path, expected) in plan.expected.sorted(by: { $0.key < $1.key }) where Plan.Fingerprint.of(path) != expected {
+            throw USMError.changedSincePlanning(path: path)
+        }
+        for store in plan.stores {
+            if let busy = StoreLocks.busy(StoreFileSet(main: URL(fileURLWithPath: store))) {
+                throw USMError.storeBusy(path: busy.path, reason: busy.reason, pid: busy.pid)
+            }
+        }
+    }
+
+    // MARK: - Recovery
+
+    /// Finishes or undoes every operation pending in `roots`; takes their locks.
+    public static func recover(roots: [Plan.Root]) throws -> [Recovery] {
+        let lock = try OperationLock(roots: roots)
+        defer { lock.release() }
+        return try recoverPending(in: roots)
+    }
+
+    /// The roots of `roots` plus those of the plans pending in them: a pending plan may name a
+    /// folder discovery no longer finds (its preferences sit in the trash until it is undone).
+    static func withPendingRoots(_ roots: [Plan.Root]) -> [Plan.Root] {
+        var all = roots
+        for folder in pending(in: roots) {
+            for root in (try? Journal.plan(in: folder))?.roots ?? [] where !all.contains(root) { all.append(root) }
+        }
+        return all
+    }
+
+    /// The operation folders holding a plan in `roots` (pending operations), without locking.
+    public static func pending(in roots: [Plan.Root]) -> [URL] {
+        roots.flatMap { root -> [URL] in
+            let operations = root.privateURL.appendingPathComponent("operations", isDirectory: true)
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: operations.path)) ?? []
+            return names.sorted().map { operations.appendingPathComponent($0, isDirectory: true) }
+                .filter { FileStatus.lookup($0.appendingPathComponent(Journal.planName).path)?.kind == .file }
+        }
+    }
+
+    /// Under the caller's lock: finishes (committed) or undoes (not committed) each pending operation,
+    /// taking the locks of the folders its plan names that the caller did not lock.
+    static func recoverPending(in roots: [Plan.Root]) throws -> [Recovery] {
+        var done: [Recovery] = []
+        for folder in pending(in: roots) {
+            let plan = try Journal.plan(in: folder)
+            let extra = try OperationLock(roots: plan.roots.filter { !roots.contains($0) })
+            defer { extra.release() }
+            let events = Journal.events(in: folder)
+            let committed = events.contains { $0.event == .committed }
+            if committed {
+                let journal = try Journal.reopen(folder)
+                defer { journal.close() }
+                try purge(plan, journal: journal)
+            } else {
+                try undo(plan, events: events)
+                try purge(plan, journal: nil)
+            }
+            done.append(Recovery(operation: plan.operation, id: plan.id, outcome: committed ? "finished" : "undone", journal: folder.path))
+        }
+        // What a kill left half removed: a folder being purged (its operation had finished), or
+        // one killed while its plan was being written (nothing of the user's can be in it: the
+        // first retire comes after the journal).
+        for root in roots {
+            let operations = root.privateURL.appendingPathComponent("operations", isDirectory: true)
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: operations.path)) ?? [] {
+                let folder = operations.appendingPathComponent(name, isDirectory: true)
+                let trash = folder.appendingPathComponent("trash")
+                let purging = name.hasPrefix(purgingPrefix)
+                let unplanned = FileStatus.lookup(folder.appendingPathComponent(Journal.planName).path)?.kind != .file
+                    && ((try? FileManager.default.contentsOfDirectory(atPath: trash.path)) ?? []).isEmpty
+                    && !roots.contains { FileStatus.lookup($0.operationURL(name).appendingPathComponent(Journal.planName).path) != nil }
+                if purging || unplanned { try SafeRemove.tree(folder) }
+            }
+        }
+        return done
+    }
+
+    /// Reverses the `install` and `retire` steps that began, newest first. Each is a rename, so it
+    /// either happened or did not: the files say which.
+    static func undo(_ plan: Plan, events: [Journal.Event]) throws {
+        let begun = Set(events.filter { $0.event == .begin }.compactMap(\.step))
+        for index in plan.steps.indices.reversed() where begun.contains(index) {
+            switch plan.steps[index].action {
+            case let .install(staged, path, _):
+                if FileStatus.lookup(path) != nil, FileStatus.lookup(staged) == nil { try move(path, to: staged) }
+            case let .retire(path, trash):
+                if FileStatus.lookup(trash) != nil, FileStatus.lookup(path) == nil { try move(trash, to: path) }
+            default:
+                break
+            }
+        }
+    }
+
+    /// Removes the operation's folders (other roots first, the journal's last) and records the end.
+    /// Each folder is first renamed to `.purging-<id>` in one step, so that a kill in the middle of
+    /// the removal leaves a folder recovery knows it may simply finish removing.
+    static func purge(_ plan: Plan, journal: Journal?) throws {
+        for root in plan.roots.dropFirst() { try discard(root.operationURL(plan.id)) }
+        try? journal?.append(.init(event: .finished))
+        if let primary = plan.primaryRoot { try discard(primary.operationURL(plan.id)) }
+    }
+
+    static let purgingPrefix = ".purging-"
+
+    private static func discard(_ folder: URL) throws {
+        guard FileStatus.lookup(folder.path) != nil else { return }
+        let doomed = folder.deletingLastPathComponent().appendingPathComponent(purgingPrefix + folder.lastPathComponent)
+        try move(folder.path, to: doomed.path)
+        try SafeRemove.tree(doomed)
+    }
+
+    // MARK: - Files
+
+    static func move(_ from: String, to: String) throws {
+        guard rename(from, to) == 0 else {
+            throw USMError.writeFailed(path: to, reason: "cannot move \(from) there: \(errnoDescription())")
+        }
+        FileSync.directory(URL(fileURLWithPath: to).deletingLastPathComponent())
+        FileSync.directory(URL(fileURLWithPath: from).deletingLastPathComponent())
+    }
+
+    static func makeFolder(_ url: URL) throws {
+        do {
+            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw USMError.writeFailed(path: url.path, reason: USMError.wrap(error).message)
+        }
+    }
+}
+
+extension Plan.Action {
+    /// The action's name, for reports.
+    public var name: String {
+        switch self {
+        case .snapshot: "snapshot"
+        case .checkpoint: "checkpoint"
+        case .build: "build"
+        case .writeMarker: "write-marker"
+        case .writePreferences: "write-preferences"
+        case .retire: "retire"
+        case .install: "install"
+        case .commit: "commit"
+        case .purge: "purge"
+        }
+    }
+}

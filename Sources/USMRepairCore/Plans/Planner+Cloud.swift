@@ -1,0 +1,173 @@
+import Foundation
+
+extension Planner {
+    /// `migrate cloud-to-local`: the local store replaced by (or merged with) the active cloud
+    /// store's data from this device's copy, iCloud metadata stripped, WAL merged; iCloud off.
+    /// The cloud side is untouched. Next launch: the local store (E1).
+    func migrateCloudToLocal(_ b: inout PlanBuilder, uuid: String?, strategy: StrategyChoice, merge: Bool, copy: CopyChoice) throws {
+        guard let local else { throw USMError.preconditionFailed("no app folder was given (--app-dir or --container)") }
+        let source = try healthyActiveCopy(uuid?.uppercased(), copy)
+        if merge, !["copy-entities", "manual"].contains(strategy.id) {
+            throw USMError.usage("--merge works with --strategy copy-entities or manual")
+        }
+        try b.buildLocal(
+            from: source.files, local: local.files, strategy: strategy, merge: merge && localExists,
+            "the cloud store's data into a new local store (\(strategy.id)\(merge && localExists ? ", merged with the old local store" : "")), its iCloud metadata stripped")
+        try b.editPreferences(PreferencesEdit(cloudEnabled: false), "iCloud off: the app opens the local store (E1)")
+        b.notes.append("the cloud store, its logs and markers stay as they are; other devices are not affected")
+    }
+
+    /// `migrate local-to-cloud`, `rebuild --from local`: the local store checkpointed; every
+    /// StoreUUID and CorruptedUUID marker and every cached StoreUUID removed; iCloud on; the old
+    /// store's copies and logs removed unless `keepOld`. Next launch: a new cloud store seeded from
+    /// the local store (E2). A cloud store cannot be built offline: the app builds it.
+    func rebuildFromLocal(_ b: inout PlanBuilder, keepOld: Bool, withOlderMarkers: Bool) throws {
+        let cloud = try requireCloud("rebuild --from local", "its markers decide what the app does")
+        guard let local, localExists, reports[local.files.main.path]?.health == .ok else {
+            throw USMError.preconditionFailed("there is no healthy local store to seed the new cloud store from")
+        }
+        try clearCloudSide(&b, cloud: cloud, keepOld: keepOld, withOlderMarkers: withOlderMarkers)
+        try b.checkpointLocal(local.files, "the app seeds the new cloud store from the local store's main file only: its WAL is merged into it first")
+        try b.editPreferences(
+            PreferencesEdit(cloudEnabled: true, removeCachedStoreUUIDs: true),
+            "iCloud on, and no cached StoreUUID: the app makes a new store and seeds it from the local store (E2)")
+        b.notes.append("the app seeds the new store only if its delegate does not veto it (shouldMigrate); with a veto the new store starts empty (E3)")
+        b.notes.append(Self.otherDevicesOnMarkerRemoval)
+    }
+
+    /// `rebuild --from cloud`: the active store's data migrated into the local store (the old one is
+    /// in the snapshot), then as `--from local`. Next launch: a new cloud store holding the cloud data.
+    func rebuildFromCloud(_ b: inout PlanBuilder, strategy: StrategyChoice, copy: CopyChoice, keepOld: Bool, withOlderMarkers: Bool) throws {
+        let cloud = try requireCloud("rebuild --from cloud", "its markers decide what the app does")
+        guard let local else { throw USMError.preconditionFailed("no app folder was given (--app-dir or --container)") }
+        let source = try healthyActiveCopy(nil, copy)
+        try b.buildLocal(
+            from: source.files, local: local.files, strategy: strategy, merge: false,
+            "the active cloud store's data into a new local store (\(strategy.id)), its iCloud metadata stripped: the seed of the new cloud store")
+        try clearCloudSide(&b, cloud: cloud, keepOld: keepOld, withOlderMarkers: withOlderMarkers)
+        try b.editPreferences(
+            PreferencesEdit(cloudEnabled: true, removeCachedStoreUUIDs: true),
+            "iCloud on, and no cached StoreUUID: the app makes a new store and seeds it from the local store (E2)")
+        b.notes.append("the app seeds the new store only if its delegate does not veto it (shouldMigrate); with a veto the new store starts empty (E3)")
+        b.notes.append(Self.otherDevicesOnMarkerRemoval)
+    }
+
+    /// The markers, and the old store's logs and copies unless kept.
+    private func clearCloudSide(_ b: inout PlanBuilder, cloud: URL, keepOld: Bool, withOlderMarkers: Bool) throws {
+        let version = layout.activeVersion ?? Marker.desiredVersion
+        for marker in storeMarkers where marker.cloudVersion >= version || withOlderMarkers {
+            try b.retire(marker.path, "without a StoreUUID the app makes a new store at its next launch")
+        }
+        if !withOlderMarkers, storeMarkers.contains(where: { $0.cloudVersion < version }) {
+            b.notes.append("an older StoreUUID marker remains: the app would load that iOS 6 store instead of seeding a new one (E8); --with-older-markers removes it too, which stops iOS 6 devices from syncing")
+        }
+        for marker in corruptionMarkers {
+            try b.retire(marker.path, "a corruption marker would make healthy devices rebuild the old store")
+        }
+        if !keepOld, let old = activeUUID {
+            try b.retire(cloud.appendingPathComponent("CloudLogs/\(old)").path, "the old store's logs (--keep-old keeps them)")
+            for folder in try copyFolders(contentNames: [old]) {
+                try b.retire(folder.path, "this device's copies of the old store (--keep-old keeps them)")
+            }
+            for store in layout.stores where store.uuid == old && store.location == .nominal {
+                try b.retireFileSet(store.files, "a stray file at the old store's nominal URL")
+            }
+        }
+    }
+
+    /// `rebuild --from cloud --in-app`: the active store marked corrupt, so that a healthy device
+    /// rebuilds it from its own copy 30 s after its next load (E9). The local store is untouched.
+    func rebuildInApp(_ b: inout PlanBuilder, copy: CopyChoice) throws {
+        let cloud = try requireCloud("rebuild --in-app", "the corruption marker is written there")
+        let source = try healthyActiveCopy(nil, copy)
+        guard let uuid = source.uuid else { throw USMError.preconditionFailed("the active store is unknown") }
+        guard layout.cloudContent.contains(where: { $0.uuid == uuid }) else {
+            throw USMError.preconditionFailed("CloudLogs/\(uuid) is not present: the app's rebuild gives up without it (usm-behaviour.md §2, 7.1); use rebuild --from cloud")
+        }
+        _ = cloud
+        let version = layout.activeVersion ?? Marker.desiredVersion
+        if layout.corruptionMarker?.raw != uuid {
+            try b.writeMarker(.corruptedUUID, version: version, uuid: uuid, "a healthy device rebuilds the store this marker names 30 s after loading it (E9)")
+        }
+        for store in layout.stores where store.uuid == uuid && store.location == .nominal {
+            try b.retireFileSet(store.files, "a plain file at the nominal URL would make the rebuild do nothing (E13)")
+        }
+        let staleCache = layout.cachedStoreUUIDs(version: version).contains { $0.value != nil && $0.value != uuid }
+        try b.editPreferences(
+            PreferencesEdit(cloudEnabled: true, removeCachedStoreUUIDs: staleCache), "iCloud on; no cached StoreUUID other than the active one")
+        guard !b.isEmpty else { return }
+        b.notes.append("the rebuild happens in the app, 30 s after it loads the store, and only if its delegate does not answer the corruption itself (UbiquityStoreManager's example app does); if it does not happen, use rebuild --from cloud")
+        b.notes.append("every healthy device rebuilds when the marker reaches it; several devices may each seed a new store, and the last StoreUUID+ written wins")
+    }
+
+    /// `switch <UUID>`: `StoreUUID` of the store's version written; higher versions' markers and that
+    /// version's corruption marker removed; the cache removed. Next launch: the store (E4/E6; E8 for version 0).
+    func switchActive(_ b: inout PlanBuilder, uuid: String) throws {
+        _ = try requireCloud("switch", "the StoreUUID marker is written there")
+        let uuid = uuid.uppercased()
+        guard Marker.isValidUUID(uuid) else { throw USMError.usage("'\(uuid)' is not a store UUID") }
+        guard let store = layout.cloudStore(uuid), store.content || !store.copies.isEmpty else {
+            throw USMError.preconditionFailed("\(uuid) has neither logs in CloudLogs nor a copy on this device: the app would open it empty")
+        }
+        let version = store.cloudVersion
+        if layout.markers.first(where: { $0.kind == .storeUUID && $0.cloudVersion == version })?.raw != uuid {
+            try b.writeMarker(.storeUUID, version: version, uuid: uuid, "the app loads the store this marker names")
+        }
+        for marker in storeMarkers where marker.cloudVersion > version {
+            try b.retire(marker.path, "\(marker.name) would win over the new marker")
+        }
+        for marker in corruptionMarkers where marker.cloudVersion == version {
+            try b.retire(marker.path, "the old corruption marker of this version goes, as UbiquityStoreManager's setStoreUUID removes it")
+        }
+        try b.editPreferences(PreferencesEdit(removeCachedStoreUUIDs: true), "a cached StoreUUID would make the app load the old store first (E5)")
+        guard !b.isEmpty else { return }
+        b.notes.append("on the customer's other devices, a running app sees the new StoreUUID and reloads into \(uuid)")
+        if version < Marker.desiredVersion {
+            b.notes.append("\(uuid) is an iOS 6 store: the app upgrades it into a new store 30 s after loading it (E8)")
+        }
+    }
+
+    /// `cloud enable|disable`: `USMCloudEnabledKey`; enabling also removes cached StoreUUIDs that
+    /// differ from the marker (a stale cache opens the wrong store, E5). Every other key is kept.
+    func setCloud(_ b: inout PlanBuilder, enabled: Bool) throws {
+        guard layout.preferences != nil else {
+            throw USMError.preconditionFailed("no preferences plist was found or given (--prefs): USMCloudEnabledKey lives there")
+        }
+        var removeCache = false
+        if enabled, let marker = layout.activeMarker?.raw {
+            removeCache = layout.preferences?.cachedStoreUUIDs.contains { $0.value != nil && $0.value != marker } ?? false
+        }
+        try b.editPreferences(
+            PreferencesEdit(cloudEnabled: enabled, removeCachedStoreUUIDs: removeCache),
+            enabled ? "iCloud on" : "iCloud off: the app opens the local store (E1)")
+        if enabled, !b.isEmpty {
+            b.notes.append("USMCloudEnabledKey = YES does not stick on a device without an iCloud account: the app writes NO back at its next launch (E11)")
+        }
+    }
+
+    /// `corruption mark [U]`: `CorruptedUUID` of the active version names U (default: the active store).
+    func markCorruption(_ b: inout PlanBuilder, uuid: String?) throws {
+        _ = try requireCloud("corruption mark", "the marker is written there")
+        guard let uuid = uuid?.uppercased() ?? activeUUID else {
+            throw USMError.preconditionFailed("no active cloud store is known; name the store to mark")
+        }
+        guard Marker.isValidUUID(uuid) else { throw USMError.usage("'\(uuid)' is not a store UUID") }
+        let version = layout.activeVersion ?? Marker.desiredVersion
+        guard layout.corruptionMarker?.raw != uuid else { return }
+        try b.writeMarker(.corruptedUUID, version: version, uuid: uuid, "every healthy device rebuilds the store it names 30 s after its next load (E9)")
+        b.notes.append(uuid == activeUUID
+            ? "every healthy device rebuilds the store 30 s after its next load, unless its delegate answers the corruption itself; several may each seed a new store, and the last StoreUUID+ written wins"
+            : "\(uuid) is not the active store: devices ignore the marker (E10)")
+    }
+
+    /// `corruption clear`: every `CorruptedUUID` marker removed.
+    func clearCorruption(_ b: inout PlanBuilder) throws {
+        _ = try requireCloud("corruption clear", "the markers live there")
+        for marker in layout.markers where marker.kind == .corruptedUUID {
+            try b.retire(marker.path, "no device rebuilds or waits because of it any more")
+        }
+        if !b.isEmpty {
+            b.notes.append("a device that is waiting because of the marker reloads when the removal reaches it")
+        }
+    }
+}

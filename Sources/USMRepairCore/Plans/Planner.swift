@@ -1,0 +1,132 @@
+import Foundation
+
+/// Turns a `Maintenance` request into a `Plan` whose end state is the one usm-behaviour.md §5
+/// fixes, from a discovered layout and the `status` report on it. Pure: it reads nothing but what
+/// discovery found (and `lstat` for fingerprints), and changes nothing.
+public struct Planner {
+    public let layout: Layout
+    public let report: StatusReport
+
+    public init(layout: Layout, report: StatusReport) {
+        self.layout = layout
+        self.report = report
+    }
+
+    /// Discovers the layout, inspects it (`status` depth) and plans `maintenance`.
+    public static func prepare(_ options: LayoutOptions, _ maintenance: Maintenance) throws -> (plan: Plan, report: StatusReport) {
+        let layout = try Layout.discover(options)
+        guard !layout.isSingleStore else {
+            throw USMError.usage("\(maintenance.command) works on an app's layout (--container, --app-dir, --cloud-dir), not on --store or --document")
+        }
+        let report = try Inspection(options: options, depth: .status).run(layout: layout)
+        return (try Planner(layout: layout, report: report).plan(maintenance), report)
+    }
+
+    var reports: [String: StoreReport] { Dictionary(report.stores.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a }) }
+    var local: Layout.StoreEntry? { layout.stores.first { $0.role == .local } }
+    var localExists: Bool { local.map { reports[$0.files.main.path]?.exists ?? false } ?? false }
+
+    /// Plans `maintenance`.
+    public func plan(_ maintenance: Maintenance) throws -> Plan {
+        var b = PlanBuilder(layout: layout)
+        switch maintenance {
+        case let .deleteContainer(localOnly):
+            try deleteContainer(&b, localOnly: localOnly)
+        case let .deleteCloudStore(uuid, localOnly, copy, older):
+            try deleteCloudStore(&b, uuid: uuid, localOnly: localOnly, copy: copy, withOlderMarkers: older)
+        case .deleteLocalStore:
+            try deleteLocalStore(&b)
+        case let .migrateCloudToLocal(uuid, strategy, merge, copy):
+            try migrateCloudToLocal(&b, uuid: uuid, strategy: strategy, merge: merge, copy: copy)
+        case let .rebuildFromLocal(keepOld, older):
+            try rebuildFromLocal(&b, keepOld: keepOld, withOlderMarkers: older)
+        case let .rebuildFromCloud(strategy, copy, keepOld, older):
+            try rebuildFromCloud(&b, strategy: strategy, copy: copy, keepOld: keepOld, withOlderMarkers: older)
+        case let .rebuildInApp(copy):
+            try rebuildInApp(&b, copy: copy)
+        case let .switchActive(uuid):
+            try switchActive(&b, uuid: uuid)
+        case let .setCloud(enabled):
+            try setCloud(&b, enabled: enabled)
+        case let .markCorruption(uuid):
+            try markCorruption(&b, uuid: uuid)
+        case .clearCorruption:
+            try clearCorruption(&b)
+        }
+        let (afterLayout, afterReports) = b.after.apply(to: layout, reports: reports)
+        let after = b.isEmpty ? report.nextLaunch : NextLaunch.predict(afterLayout, reports: afterReports)
+        return b.plan(operation: maintenance.command, before: report.nextLaunch, after: after)
+    }
+
+    // MARK: - Facts
+
+    func requireCloud(_ operation: String, _ why: String) throws -> URL {
+        guard let cloud = layout.cloudDirectory else { throw USMError.cloudContainerRequired(operation: operation, why: why) }
+        return cloud
+    }
+
+    /// The active store's UUID as the app settles on it (cache, then marker), when it is a valid UUID.
+    var activeUUID: String? {
+        if let store = report.nextLaunch?.store, Marker.isValidUUID(store) { return store }
+        return report.activeStore.flatMap { Marker.isValidUUID($0.uuid) ? $0.uuid : nil }
+    }
+
+    /// The copy of `uuid` to read: the one the app opens, or the one `choice` names.
+    func chooseCopy(of uuid: String, _ choice: CopyChoice) throws -> Layout.StoreEntry {
+        var copies = layout.copies(of: uuid)
+        if let peer = choice.peer { copies = copies.filter { $0.copy?.peer == peer } }
+        if let account = choice.account { copies = copies.filter { $0.copy?.account == account } }
+        if choice.peer == nil, choice.account == nil, copies.count > 1 {
+            let opened = copies.filter { $0.opens == true }
+            if opened.count == 1 { copies = opened }
+        }
+        guard !copies.isEmpty else {
+            throw USMError.preconditionFailed("this device holds no copy of the cloud store \(uuid)\(choice == CopyChoice() ? "" : " matching --peer/--account")")
+        }
+        guard copies.count == 1 else {
+            let list = copies.map { $0.copy.map { "--peer \($0.peer) --account \($0.account)" } ?? $0.files.main.path }
+            throw USMError.preconditionFailed("this device holds \(copies.count) copies of \(uuid); name one: \(list.joined(separator: "; "))")
+        }
+        return copies[0]
+    }
+
+    /// The copy of the active store to read, which must be a healthy Core Data store.
+    func healthyActiveCopy(_ uuid: String?, _ choice: CopyChoice) throws -> Layout.StoreEntry {
+        guard let uuid = uuid ?? activeUUID else {
+            throw USMError.preconditionFailed("no active cloud store is known (no StoreUUID marker, no cached StoreUUID); name one with --uuid")
+        }
+        let copy = try chooseCopy(of: uuid, choice)
+        guard let health = reports[copy.files.main.path]?.health, health == .ok else {
+            throw USMError.preconditionFailed(
+                "the copy \(copy.files.main.path) of \(uuid) is \(reports[copy.files.main.path]?.health.rawValue ?? "unreadable"): it cannot be read as a healthy store")
+        }
+        return copy
+    }
+
+    /// Every StoreUUID marker up to version `D`, and every CorruptedUUID marker.
+    var storeMarkers: [Marker] { layout.markers.filter { $0.kind == .storeUUID && $0.cloudVersion <= Marker.desiredVersion } }
+    var corruptionMarkers: [Marker] { layout.markers.filter { $0.kind == .corruptedUUID && $0.cloudVersion <= Marker.desiredVersion } }
+
+    /// Core Data's folders of UbiquityStoreManager stores on this device:
+    /// `A/CloudStore/CoreDataUbiquitySupport/<peer>/<content>` for the content names given.
+    /// - Throws: `unreadable` when a folder on the way cannot be listed (a plan must not miss a copy).
+    func copyFolders(contentNames: Set<String>) throws -> [URL] {
+        guard let app = layout.appDirectory else { return [] }
+        let support = app.appendingPathComponent("CloudStore/\(Layout.ubiquitySupportFolder)", isDirectory: true)
+        return try TreeWalk.children(support).flatMap { peer in
+            try TreeWalk.children(support.appendingPathComponent(peer)).filter(contentNames.contains).map {
+                support.appendingPathComponent("\(peer)/\($0)", isDirectory: true)
+            }
+        }
+    }
+
+    /// What other devices do when a change to the ubiquity container reaches them (usm-behaviour.md §3).
+    static let otherDevicesOnMarkerRemoval =
+        "on the customer's other devices, a running app sees StoreUUID+ disappear: it unloads its cloud store and falls back to its local store, turning iCloud off (unless its delegate handles the deletion); at a later launch with iCloud on, each device with no StoreUUID seeds its own new cloud store, and the last one written wins"
+
+    /// The local store seeded at the next launch must hold everything in its main file.
+    func checkpointLocalForSeeding(_ b: inout PlanBuilder) throws {
+        guard let local, localExists else { return }
+        try b.checkpointLocal(local.files, "the app seeds the new cloud store from the local store's main file only: its WAL is merged into it first")
+    }
+}

@@ -1,0 +1,52 @@
+import ArgumentParser
+import USMRepairCore
+
+/// `usm-repair rebuild --from local|cloud`.
+struct RebuildCommand: USMCommand {
+    enum Source: String, ExpressibleByArgument, CaseIterable { case local, cloud }
+
+    static let configuration = CommandConfiguration(
+        commandName: "rebuild",
+        abstract: "Rebuild the cloud content from a healthy store: leave the state in which the app seeds a new cloud store.",
+        discussion: """
+            --from local: the local store's WAL merged; every StoreUUID and CorruptedUUID marker and \
+            every cached StoreUUID removed; iCloud on; the old store's copies and logs removed unless \
+            --keep-old. Next launch: a new cloud store seeded from the local store (E2).
+            --from cloud: first the active cloud store's data into a new local store (a strategy; the old \
+            local store is kept in the snapshot), then as --from local: the new cloud store holds the cloud data.
+            --from cloud --in-app: the active store marked corrupt instead, so that the app rebuilds it \
+            from its own copy 30 s after launch (E9; depends on the app's delegate; the local store is untouched).
+
+            Examples:
+              usm-repair rebuild --from local --container Notes.xcappdata --cloud-dir C --dry-run
+              usm-repair rebuild --from cloud --container Notes.xcappdata --cloud-dir C --strategy ios --yes --json
+
+            \(operationExitCodes)
+            """)
+    @OptionGroup(title: "Layout") var layout: LayoutFlags
+    @OptionGroup(title: "Strategy") var strategy: StrategyFlags
+    @OptionGroup(title: "Copy") var copy: CopyFlags
+    @OptionGroup(title: "Plan") var plan: PlanFlags
+    @OptionGroup(title: "Output") var output: OutputFlags
+    @Option(name: .customLong("from"), help: ArgumentHelp("local or cloud: the healthy store the new cloud content comes from.", valueName: "source"))
+    var from: Source
+    @Flag(name: .customLong("in-app"), help: "With --from cloud: mark the active store corrupt so that the app rebuilds it itself.")
+    var inApp = false
+    @Flag(name: .customLong("keep-old"), help: "Keep the old cloud store's logs and this device's copies.")
+    var keepOld = false
+    @Flag(name: .customLong("with-older-markers"), help: "Also remove StoreUUID markers of older cloud versions (stops iOS 6 devices from syncing).")
+    var withOlderMarkers = false
+
+    func validate() throws {
+        if inApp, from != .cloud { throw ValidationError("--in-app goes with --from cloud") }
+    }
+
+    func run(_ context: CommandContext) throws {
+        let maintenance: Maintenance = switch (from, inApp) {
+        case (.local, _): .rebuildFromLocal(keepOld: keepOld, withOlderMarkers: withOlderMarkers)
+        case (.cloud, true): .rebuildInApp(copy: copy.choice)
+        case (.cloud, false): .rebuildFromCloud(strategy: strategy.choice, copy: copy.choice, keepOld: keepOld, withOlderMarkers: withOlderMarkers)
+        }
+        try context.runOperation(maintenance, layout: layout, plan: plan)
+    }
+}

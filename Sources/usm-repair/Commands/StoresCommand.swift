@@ -1,0 +1,119 @@
+import ArgumentParser
+import USMRepairCore
+
+/// `usm-repair stores`: the cloud stores, every copy, logs and markers.
+struct StoresCommand: USMCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stores",
+        abstract: "List the cloud stores: every copy on this device, their logs and markers, and which is active (read-only).",
+        discussion: """
+            Example:
+              usm-repair stores --container Notes.xcappdata --json
+
+            Exit codes: 0 listed; 2 bad input; 3 refused; 64 usage; 66 not found; 74 I/O error.
+            """)
+    @OptionGroup(title: "Layout") var layout: LayoutFlags
+    @OptionGroup(title: "Output") var output: OutputFlags
+
+    func run(_ context: CommandContext) throws {
+        try context.perform({ terminal in
+            try StoreList(report: try Inspection(options: layout.options, depth: .status).run(progress: terminal.progress))
+        }, text: { list, terminal in
+            if list.stores.isEmpty { terminal.out("No cloud store is known here.") }
+            for store in list.stores {
+                let flags = [store.active ? "active" : nil, store.content ? "logs present" : "no logs",
+                             store.markers.isEmpty ? nil : store.markers.joined(separator: ", ")].compactMap { $0 }
+                terminal.out("\(store.uuid)  v\(store.cloudVersion)  \(flags.joined(separator: ", "))")
+                for copy in store.copies {
+                    let opens = copy.opens.map { $0 ? ", the copy the app opens" : "" } ?? ", which copy opens is unknown"
+                    terminal.out("    \(copy.health) \(copy.objects) objects  \(copy.path)\(copy.peer.map { " (peer \($0), account \(copy.account ?? "?")\(opens))" } ?? "")")
+                }
+            }
+        })
+    }
+}
+
+/// The `stores --json` report.
+struct StoreList: Encodable {
+    struct Copy: Encodable {
+        let path: String
+        let location: String
+        @NullEncoded var peer: String?
+        @NullEncoded var account: String?
+        @NullEncoded var opens: Bool?
+        let health: String
+        let objects: Int
+    }
+
+    struct Store: Encodable {
+        let uuid: String
+        let cloudVersion: Int
+        let active: Bool
+        let content: Bool
+        let markers: [String]
+        let cached: Bool
+        let copies: [Copy]
+    }
+
+    let schemaVersion = 1
+    let command = "stores"
+    @NullEncoded var activeStore: String?
+    let stores: [Store]
+    let exitCode = 0
+    let exitStatus = "ok"
+
+    init(report: StatusReport) {
+        let active = report.activeStore?.uuid
+        activeStore = active
+        stores = report.layout.cloudStores.map { store in
+            Store(
+                uuid: store.uuid, cloudVersion: store.cloudVersion, active: store.uuid == active, content: store.content,
+                markers: store.markers, cached: store.cached,
+                copies: report.stores.filter { $0.uuid == store.uuid && $0.location != "nominal" }.map {
+                    Copy(path: $0.path, location: $0.location, peer: $0.copy?.peer, account: $0.copy?.account, opens: $0.opens,
+                         health: $0.health.rawValue, objects: $0.objects)
+                })
+        }
+    }
+}
+
+/// `usm-repair recover`: finish or undo an interrupted operation.
+struct RecoverCommand: USMCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "recover",
+        abstract: "Finish or undo an operation a kill or crash interrupted.",
+        discussion: """
+            An operation that had not reached its commit step is undone (every file back as it was); \
+            one that had is finished. Afterwards the folders are exactly as before the operation or as \
+            a clean run leaves them, and no staging, journal, lock or trash remains. Every changing \
+            command does this first by itself.
+
+            Example:
+              usm-repair recover --container Notes.xcappdata --cloud-dir C
+
+            Exit codes: 0 recovered (or nothing to recover); 6 another run holds the folders; 64 usage; \
+            66 not found; 74 I/O error.
+            """)
+    @OptionGroup(title: "Layout") var layout: LayoutFlags
+    @OptionGroup(title: "Output") var output: OutputFlags
+
+    struct Report: Encodable {
+        let schemaVersion = 1
+        let command = "recover"
+        let recovered: [PlanExecutor.Recovery]
+        let exitCode = 0
+        let exitStatus = "ok"
+    }
+
+    func run(_ context: CommandContext) throws {
+        try context.perform({ _ in
+            let layout = try Layout.discover(self.layout.options)
+            return Report(recovered: try PlanExecutor.recover(roots: MaintenanceRun.roots(of: layout)))
+        }, text: { report, terminal in
+            if report.recovered.isEmpty { terminal.out("Nothing to recover.") }
+            for r in report.recovered {
+                terminal.out("\(r.operation): \(r.outcome == "undone" ? "undone (the files are as before it)" : "finished (the files are as it leaves them)")")
+            }
+        })
+    }
+}

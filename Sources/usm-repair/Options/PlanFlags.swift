@@ -1,0 +1,44 @@
+import ArgumentParser
+import Foundation
+import USMRepairCore
+
+/// The flags of every command that changes files.
+struct PlanFlags: ParsableArguments {
+    @Flag(name: .customLong("dry-run"), help: "Print the plan (every step, path and reason, and the next launch before and after) and change nothing.")
+    var dryRun = false
+
+    @Flag(name: [.short, .customLong("yes")], help: "Run without asking (needed when stdin is not a terminal).")
+    var yes = false
+
+    @Option(name: .customLong("snapshot-dir"), help: ArgumentHelp(
+        "Where the snapshot of everything changed goes (default $XDG_STATE_HOME/usm-repair/snapshots or ~/.local/state/usm-repair/snapshots; never inside the layout).",
+        valueName: "dir"), completion: .directory)
+    var snapshotDir: String?
+
+    var snapshotDirectory: URL {
+        snapshotDir.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath, isDirectory: true) } ?? Snapshot.defaultDirectory()
+    }
+}
+
+/// Which copy of a cloud store to use when this device holds several.
+struct CopyFlags: ParsableArguments {
+    @Option(name: .customLong("peer"), help: ArgumentHelp("The peer folder of the copy to use (mobile~<UUID>), when there are several.", valueName: "peer"))
+    var peer: String?
+
+    @Option(name: .customLong("account"), help: ArgumentHelp("The account folder of the copy to use (a UUID, or local), when there are several.", valueName: "account"))
+    var account: String?
+
+    var choice: CopyChoice { CopyChoice(peer: peer, account: account) }
+}
+
+/// The migration strategy of commands that move data.
+struct StrategyFlags: ParsableArguments {
+    @Option(name: .customLong("strategy"), help: ArgumentHelp(
+        "How the data moves: copy-entities (default), ios, manual, none (usm-repair strategies lists them).", valueName: "id"))
+    var strategy: String = "copy-entities"
+
+    @Option(name: .customLong("recipe"), help: ArgumentHelp("For --strategy manual: a recipe name or file.", valueName: "recipe"))
+    var recipe: String?
+
+    var choice: StrategyChoice { StrategyChoice(id: strategy, argument: recipe) }
+}

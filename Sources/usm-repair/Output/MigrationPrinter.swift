@@ -1,0 +1,48 @@
+import Foundation
+import USMRepairCore
+
+/// The text form of a migration report.
+struct MigrationPrinter {
+    let terminal: Terminal
+    let verbose: Bool
+    let quiet: Bool
+
+    func print(_ report: MigrationReport) {
+        guard !quiet else { return }
+        if report.dryRun {
+            terminal.out("Plan (\(report.strategy), \(report.mode)); nothing was changed:")
+            for (i, step) in report.steps.enumerated() {
+                terminal.out("  \(i + 1). \(step.action)")
+                terminal.out(terminal.paint("     why: \(step.why)", .dim))
+                for sql in step.sql { terminal.out("     SQL: \(sql)") }
+            }
+        } else {
+            terminal.out("Migrated \(report.source.path) -> \(report.destination.path) with \(report.strategy) (\(report.mode))")
+            terminal.out("Store UUID \(report.destination.storeUUID ?? "none"); verified: integrity \(report.verification.integrity), rows \(report.verification.rows), \(report.verification.digestsCompared) content digests equal, \(report.verification.externalDataFiles) external-data files")
+            if let recipe = report.recipe { terminal.out("Recipe \(recipe) (sha256 \(report.recipeSHA256 ?? "?"))") }
+            if let plugin = report.plugin { terminal.out("Plugin \(plugin)") }
+            if verbose {
+                for step in report.steps {
+                    terminal.out("  step: \(step.action)")
+                    for sql in step.sql { terminal.out("     SQL: \(sql)") }
+                }
+            }
+        }
+        let shown = verbose ? report.entities : report.entities.filter { $0.source > 0 || $0.destinationBefore > 0 || ($0.after ?? 0) > 0 }
+        if !shown.isEmpty {
+            terminal.out("  entity: source, destination before -> after")
+            for e in shown {
+                terminal.out("  \(e.name): \(e.source), \(e.destinationBefore) -> \(e.after.map(String.init) ?? "-")" + (e.digest == "equal" ? "" : " (digest \(e.digest))"))
+            }
+        }
+        for (name, n) in report.deduplicated.sorted(by: { $0.key < $1.key }) where n > 0 {
+            terminal.out("  \(name): \(n) rows not duplicated (uniqueness constraint)")
+        }
+        for line in report.leftOut { terminal.out("Left out: \(line)") }
+        for line in report.notes where verbose { terminal.out("Note: \(line)") }
+        for problem in report.verification.inherited { terminal.out("Inherited from the source: \(problem.code.rawValue): \(problem.message)") }
+        if let snapshot = report.snapshot {
+            terminal.out("The old destination is in \(snapshot); usm-repair restore \(snapshot) --to DIR puts its file set back under DIR/\(URL(fileURLWithPath: report.destination.path).deletingLastPathComponent().lastPathComponent)/")
+        }
+    }
+}

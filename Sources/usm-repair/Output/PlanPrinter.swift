@@ -1,0 +1,50 @@
+import Foundation
+import USMRepairCore
+
+/// The text form of an operation's plan and result.
+struct PlanPrinter {
+    let terminal: Terminal
+    let verbose: Bool
+
+    func print(_ report: MaintenanceRun.Report) {
+        if report.noOp {
+            terminal.out("\(report.command): nothing to do, the end state already holds")
+            if let next = report.nextLaunch.before { terminal.out("Next launch:  \(next.summary)\(next.state.map { " (\($0))" } ?? "")") }
+            return
+        }
+        for recovery in report.recovered {
+            terminal.out("Recovered an interrupted \(recovery.operation): \(recovery.outcome)")
+        }
+        terminal.out(terminal.paint("\(report.dryRun ? "Plan" : "Done"): \(report.command)", .bold))
+        for step in report.steps {
+            let action = step.action.padding(toLength: 18, withPad: " ", startingAt: 0)
+            let where_: String = switch step.action {
+            case "retire", "checkpoint", "build", "write-preferences": " " + (step.paths.first ?? "")
+            case "install": " " + (step.paths.last ?? "")
+            case "write-marker": " " + (step.paths.first.map { URL(fileURLWithPath: $0).lastPathComponent } ?? "")
+            default: ""
+            }
+            let time = step.seconds.map { String(format: " (%.2f s)", $0) } ?? ""
+            terminal.out(String(format: "%3d. ", step.index) + action + where_ + time)
+            if verbose || report.dryRun { terminal.out("       \(step.reason)") }
+        }
+        let next = report.nextLaunch
+        if let before = next.before { terminal.out("Next launch before: \(before.summary)\(before.state.map { " (\($0))" } ?? "")") }
+        if let predicted = next.predicted { terminal.out("Next launch after:  \(predicted.summary)\(predicted.state.map { " (\($0))" } ?? "")") }
+        if let after = next.after, after.state != next.predicted?.state || after.outcome != next.predicted?.outcome {
+            terminal.out(terminal.paint("status now says:    \(after.summary)\(after.state.map { " (\($0))" } ?? "")", .yellow))
+        }
+        if next.predicted?.dependsOnDelegate == true { terminal.out("(the app's delegate can change this outcome)") }
+        if !report.notes.isEmpty {
+            terminal.out("Notes")
+            for note in report.notes { terminal.out("  - \(note)") }
+        }
+        for (path, rows) in report.rows.sorted(by: { $0.key < $1.key }) {
+            terminal.out("Rows in \(path): " + rows.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+        }
+        if let snapshot = report.snapshot {
+            terminal.out("Snapshot: \(snapshot)")
+        }
+        if report.dryRun { terminal.out("Dry run: nothing was changed.") }
+    }
+}
