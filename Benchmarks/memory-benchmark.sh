@@ -10,8 +10,8 @@
 # a 15 MB XML preferences plist, a 200 MB preferences plist, a bundle whose manifest.json is
 # 250 MB, a container of 200,000 transaction logs (and the bundle archived from it), a store whose
 # Z_PLIST is 200 MB, one whose Z_MODELCACHE inflates to 31 MiB, one with 200,000 Z_PRIMARYKEY rows.
-# Each command runs under /usr/bin/time; printed: input, command, exit status, peak RSS in MiB,
-# PASS or FAIL against 64 MiB. Exit 0 (1 with --enforce when one fails; 2 set-up error).
+# Each command runs under /usr/bin/time; printed: input, command, exit status, wall seconds, peak
+# RSS in MiB, PASS or FAIL against 64 MiB. Exit 0 (1 with --enforce when one fails; 2 set-up error).
 set -euo pipefail
 export LC_ALL=C
 
@@ -59,7 +59,7 @@ export XDG_STATE_HOME="$WORK/state"
 export TMPDIR="$WORK/tmp"
 mkdir -p "$TMPDIR"
 failures=0
-printf '%-24s %-58s %5s %10s  %s\n' input command exit "peak MiB" "target ${TARGET_MIB} MiB" >&2
+printf '%-18s %-58s %4s %8s %9s  %s\n' input command exit seconds "peak MiB" "target ${TARGET_MIB} MiB" >&2
 results=()
 
 # run NAME ARGS...: one measured run of usm-repair.
@@ -68,16 +68,16 @@ run() {
   if [[ -n "$ONLY" && "$name" != *"$ONLY"* ]]; then return; fi
   local timing="$OUT/time-$RANDOM"
   set +e
-  /usr/bin/time -f '%M' -o "$timing" "$BIN" "$@" >"$OUT/last.stdout" 2>"$OUT/last.stderr"
+  /usr/bin/time -f '%e %M' -o "$timing" "$BIN" "$@" >"$OUT/last.stdout" 2>"$OUT/last.stderr"
   local status=$?
   set -e
-  local kib; kib=$(tail -n 1 "$timing")
+  local seconds kib; read -r seconds kib < <(tail -n 1 "$timing")
   local mib; mib=$(awk -v k="$kib" 'BEGIN { printf "%.1f", k / 1024 }')
   local verdict=PASS
   if awk -v m="$mib" -v t="$TARGET_MIB" 'BEGIN { exit !(m > t) }'; then verdict=FAIL; failures=$((failures + 1)); fi
   if [[ $status -ge 128 ]]; then verdict="FAIL (signal $((status - 128)))"; failures=$((failures + 1)); fi
   local shown="$*"; shown="${shown//$IN\//}"; shown="${shown//$OUT\//}"
-  printf '%-24s %-58.58s %5s %10s  %s\n' "$name" "$shown" "$status" "$mib" "$verdict" >&2
+  printf '%-18s %-58.58s %4s %8s %9s  %s\n' "$name" "$shown" "$status" "$seconds" "$mib" "$verdict" >&2
   results+=("$name=$mib:$verdict")
 }
 

@@ -58,6 +58,16 @@ int usm_birth_time(int dirfd, const char *path, int flags, long long *seconds, l
 #endif
 }
 
+int usm_sync_filesystem(int fd) {
+#if defined(__linux__)
+    return syncfs(fd);
+#else
+    (void)fd;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
 void usm_release_freed_memory(void) {
 #if defined(__GLIBC__)
     malloc_trim(0);

@@ -128,7 +128,7 @@ final class BundleCatalog {
 
     /// True when an entry has this archive path.
     func contains(_ path: String) throws -> Bool {
-        try queue.read { db in try Bool.fetchOne(db, sql: "SELECT 1 FROM entry WHERE path = ?", arguments: [path]) ?? false }
+        try queue.read { db in try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM entry WHERE path = ?"), arguments: [path]) ?? false }
     }
 
     /// Records something left out; `unreadable` when it could not be read (the bundle is then incomplete).
@@ -155,9 +155,17 @@ final class BundleCatalog {
         var last: String?
         while true {
             let page: [Entry] = try queue.read { db in
-                let rows = try Row.fetchAll(
-                    db, sql: "SELECT * FROM entry WHERE (\(filter)) AND (? IS NULL OR path > ?) ORDER BY path LIMIT ?",
-                    arguments: [last, last, pageSize])
+                // Two spellings, so that SQLite walks the primary key from where the last page ended
+                // (an `OR` in the condition would make every page scan the whole table).
+                let rows = if let last {
+                    try Row.fetchAll(
+                        db.cachedStatement(sql: "SELECT \(Self.columns) FROM entry WHERE path > ? AND (\(filter)) ORDER BY path LIMIT ?"),
+                        arguments: [last, pageSize])
+                } else {
+                    try Row.fetchAll(
+                        db.cachedStatement(sql: "SELECT \(Self.columns) FROM entry WHERE (\(filter)) ORDER BY path LIMIT ?"),
+                        arguments: [pageSize])
+                }
                 return rows.map(Self.decode)
             }
             guard let tail = page.last else { return }
@@ -218,23 +226,29 @@ final class BundleCatalog {
         }
     }
 
+    /// The columns `decode` reads, by position (a lookup by name costs more than the row).
+    private static let columns = """
+        path, kind, source, bytesFrom, statusKind, statusSize, mode, mtime, ctime, inode, device, size, sha256, linkTarget, \
+        transformed, checkSource, category, store, member
+        """
+
     private static func decode(_ row: Row) -> Entry {
-        let category: Category = switch row["category"] as String? {
-        case "member": .storeMember(store: row["store"] ?? 0, member: row["member"] ?? "")
-        case "external": .externalData(store: row["store"] ?? 0)
+        let category: Category = switch row[16] as String? {
+        case "member": .storeMember(store: row[17] ?? 0, member: row[18] ?? "")
+        case "external": .externalData(store: row[17] ?? 0)
         case "log": .transactionLog
         case "marker": .marker
         case "preferences": .preferences
         default: .other
         }
         let status = FileStatus(
-            kind: FileStatus.Kind(rawValue: row["statusKind"] ?? "") ?? .other, size: row["statusSize"] ?? 0,
-            mode: UInt32(truncatingIfNeeded: row["mode"] as Int64? ?? 0),
-            mtime: FileTime(totalNanoseconds: row["mtime"] ?? 0), ctime: FileTime(totalNanoseconds: row["ctime"] ?? 0),
-            inode: UInt64(bitPattern: row["inode"] ?? 0), device: UInt64(bitPattern: row["device"] ?? 0))
+            kind: FileStatus.Kind(rawValue: row[4] ?? "") ?? .other, size: row[5] ?? 0,
+            mode: UInt32(truncatingIfNeeded: row[6] as Int64? ?? 0),
+            mtime: FileTime(totalNanoseconds: row[7] ?? 0), ctime: FileTime(totalNanoseconds: row[8] ?? 0),
+            inode: UInt64(bitPattern: row[9] ?? 0), device: UInt64(bitPattern: row[10] ?? 0))
         return Entry(
-            path: row["path"] ?? "", kind: row["kind"] ?? "", source: row["source"], bytesFrom: row["bytesFrom"], status: status,
-            size: row["size"] ?? 0, sha256: row["sha256"], linkTarget: row["linkTarget"], transformed: row["transformed"],
-            checkSource: row["checkSource"] ?? false, category: category)
+            path: row[0] ?? "", kind: row[1] ?? "", source: row[2], bytesFrom: row[3], status: status,
+            size: row[11] ?? 0, sha256: row[12], linkTarget: row[13], transformed: row[14],
+            checkSource: row[15] ?? false, category: category)
     }
 }

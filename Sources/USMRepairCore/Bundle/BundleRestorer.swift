@@ -136,6 +136,9 @@ public struct BundleRestorer {
             }
         }
 
+        // Every extracted byte on disk before anything is moved into place.
+        try FileSync.fileSystem(of: staging.url)
+
         // 4. Snapshot what will be replaced.
         var snapshot: URL?
         if let snapshotFolder {
@@ -216,7 +219,8 @@ public struct BundleRestorer {
         guard size == record.size, hasher.finalize().hex == record.sha256 else {
             throw USMError.manifestMismatch(path: archive.path, count: 1, first: "\(record.path): content changed since verification")
         }
-        guard fsync(fd) == 0 else { throw USMError.writing(url.path) }
+        // Each file is flushed here only where the whole extraction cannot be flushed at once.
+        if !FileSync.flushesWholeFileSystem { guard fsync(fd) == 0 else { throw USMError.writing(url.path) } }
         _ = fchmod(fd, mode_t(record.modeBits & 0o1777))
         closed = true
         close(fd)

@@ -133,20 +133,22 @@ final class ManifestIndex {
         }
     }
 
-    /// Every folder record, longest path first, a page at a time.
+    /// Every folder record, each after every folder below it (descending byte order puts `a/b`
+    /// before `a`), a page at a time.
     func forEachDirectoryDeepestFirst(_ body: ([BundleFile]) throws -> Void) throws {
-        var last: (length: Int, path: String)?
+        var last: String?
         while true {
             let page = try queue.read { db in
-                try Row.fetchAll(db, sql: """
-                    SELECT *, length(CAST(path AS BLOB)) AS bytes FROM record
-                    WHERE kind = 'directory' AND (? IS NULL OR bytes < ? OR (bytes = ? AND path > ?))
-                    ORDER BY bytes DESC, path LIMIT 512
-                    """, arguments: [last?.length, last?.length, last?.length, last?.path])
+                if let last {
+                    try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM record WHERE path < ? AND kind = 'directory' ORDER BY path DESC LIMIT 512"),
+                                     arguments: [last])
+                } else {
+                    try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM record WHERE kind = 'directory' ORDER BY path DESC LIMIT 512"))
+                }
             }
             guard let tail = page.last else { return }
             try body(page.map(Self.record))
-            last = (tail["bytes"], tail["path"])
+            last = tail["path"]
         }
     }
 

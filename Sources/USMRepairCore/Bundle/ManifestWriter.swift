@@ -82,6 +82,7 @@ struct BufferedOutput {
     mutating func append(_ text: String) { buffer.append(contentsOf: text.utf8) }
     mutating func append(_ data: Data) { buffer.append(data) }
     mutating func append(byte: UInt8) { buffer.append(byte) }
+    mutating func append(bytes: [UInt8]) { buffer.append(contentsOf: bytes) }
 
     /// Writes out once a MiB has gathered.
     mutating func flushIfFull() throws {
@@ -98,23 +99,25 @@ struct BufferedOutput {
 /// JSON text written by hand where the encoder would cost more than the work (one manifest
 /// record per file). Same rules as `JSONEncoder`: UTF-8, `"` `\` and control characters escaped.
 enum JSONText {
-    /// Appends `"text"` with JSON escapes.
+    /// Appends `"text"` with JSON escapes (gathered, then appended once).
     static func appendString(_ text: String, to out: inout BufferedOutput) {
-        out.append(byte: UInt8(ascii: "\""))
+        var bytes: [UInt8] = [UInt8(ascii: "\"")]
+        bytes.reserveCapacity(text.utf8.count + 2)
         for byte in text.utf8 {
             switch byte {
-            case UInt8(ascii: "\""): out.append("\\\"")
-            case UInt8(ascii: "\\"): out.append("\\\\")
-            case 0x0A: out.append("\\n")
-            case 0x0D: out.append("\\r")
-            case 0x09: out.append("\\t")
+            case UInt8(ascii: "\""): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
+            case UInt8(ascii: "\\"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
+            case 0x0A: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+            case 0x0D: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+            case 0x09: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
             case 0x00..<0x20:
                 let hex = String(byte, radix: 16)
-                out.append("\\u" + String(repeating: "0", count: 4 - hex.count) + hex)
-            default: out.append(byte: byte)
+                bytes += Array(("\\u" + String(repeating: "0", count: 4 - hex.count) + hex).utf8)
+            default: bytes.append(byte)
             }
         }
-        out.append(byte: UInt8(ascii: "\""))
+        bytes.append(UInt8(ascii: "\""))
+        out.append(bytes: bytes)
     }
 
     private static func appendOptional(_ text: String?, to out: inout BufferedOutput) {

@@ -40,6 +40,28 @@ public enum FileSync {
         close(fd)
     }
 
+    /// True where one call flushes a whole file system (Linux `syncfs`): many files written in a
+    /// row are then flushed together, instead of one `fsync` each.
+    public static var flushesWholeFileSystem: Bool {
+        #if os(Linux)
+        true
+        #else
+        false
+        #endif
+    }
+
+    /// Flushes every file written on the file system holding `url` (and the folders' entries).
+    /// - Throws: the write error when the flush fails (ENOSPC, EIO...).
+    public static func fileSystem(of url: URL) throws {
+        let fd = FileSystemPath.withCString(url.path) { open($0, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        guard fd >= 0 else { throw USMError.writing(url.path) }
+        defer { close(fd) }
+        if usm_sync_filesystem(fd) != 0 {
+            guard errno == ENOSYS else { throw USMError.writing(url.path) }
+            _ = fsync(fd)
+        }
+    }
+
     /// Writes every byte of `bytes` to `fd`, retrying on EINTR.
     /// - Throws: `writeFailed` naming `path` (ENOSPC and EFBIG included).
     static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws {
