@@ -65,12 +65,17 @@ struct CommandLineTests {
 
     @Test("every command's help shows examples, and every example parses")
     func helpExamples() throws {
-        let commands: [ParsableCommand.Type] = [USMRepairCommand.self, StatusCommand.self, CheckCommand.self, ArchiveCommand.self,
-                                               RestoreCommand.self, BundleCommand.self, BundleVerifyCommand.self]
+        var commands: [ParsableCommand.Type] = []
+        func collect(_ command: ParsableCommand.Type) {
+            commands.append(command)
+            command.configuration.subcommands.forEach(collect)
+        }
+        collect(USMRepairCommand.self)
+        #expect(commands.count >= 20)
         for command in commands {
             let discussion = command.configuration.discussion
             let examples = discussion.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { $0.hasPrefix("usm-repair ") }
-            #expect(discussion.contains("Examples:"), "\(command)")
+            #expect(discussion.contains("Examples:") || discussion.contains("Example:"), "\(command)")
             #expect(!examples.isEmpty, "\(command)")
             for example in examples {
                 let words = try #require(try? BundleTests.run("/bin/sh", ["-c", "for w in \(example.dropFirst("usm-repair ".count)); do printf '%s\\n' \"$w\"; done"]))
@@ -256,6 +261,44 @@ struct CommandLineTests {
     }
 
     // MARK: - One envelope (item 20)
+
+    @Test("every error code is listed in the README's error.code row; the CHANGELOG has the released version")
+    func errorCodesDocumented() throws {
+        let samples: [USMError] = [
+            .notFound(path: "p", what: "w"), .wrongKind(path: "p", expected: "e"), .unreadable(path: "p", reason: "r"),
+            .writeFailed(path: "p", reason: "r"), .outOfSpace(path: "p", reason: "r"), .notSQLite(path: "p", reason: "r"),
+            .notCoreData(path: "p", missing: []), .sqlite(path: "p", code: 1, message: "m"), .symlinkEscapes(path: "p", target: "t", root: "r"),
+            .usage("u"), .archive(path: "p", code: 1, message: "m"), .brokenArchive(path: "p", message: "m"),
+            .notABundle(path: "p", reason: "r"), .hostileArchive(path: "p", reason: "r"), .manifestMismatch(path: "p", count: 1, first: "f"),
+            .tooLarge(estimate: 2, limit: 1, detail: "d"), .confirmationRequired("c"), .changedWhileReading(path: "p"),
+            .cloudContainerRequired(operation: "o", why: "w"), .storeBusy(path: "p", reason: "r", pid: nil), .layoutBusy(path: "p", pid: nil),
+            .interruptedOperation(path: "p", operation: "o"), .preconditionFailed("p"), .changedSincePlanning(path: "p"),
+            .unknownStrategy("s", known: []), .destinationExists(path: "p"), .sourceDamaged(path: "p", detail: "d"),
+            .schemaMismatch(path: "p", detail: "d"), .mergeConflict(entity: "e", count: 1, values: "v"), .recipeInvalid(path: "p", reason: "r"),
+            .recipeFailed(recipe: "r", step: 1, message: "m"), .pluginFailed(program: "p", reason: "r"), .pluginRefused(program: "p", reason: "r"),
+            .verificationFailed(path: "p", detail: "d"), .unexpected("u"),
+        ]
+        // Every case once: a case added without a sample above stops this switch from compiling.
+        for sample in samples {
+            switch sample {
+            case .notFound, .wrongKind, .unreadable, .writeFailed, .outOfSpace, .notSQLite, .notCoreData, .sqlite, .symlinkEscapes, .usage,
+                 .archive, .brokenArchive, .notABundle, .hostileArchive, .manifestMismatch, .tooLarge, .confirmationRequired,
+                 .changedWhileReading, .cloudContainerRequired, .storeBusy, .layoutBusy, .interruptedOperation, .preconditionFailed,
+                 .changedSincePlanning, .unknownStrategy, .destinationExists, .sourceDamaged, .schemaMismatch, .mergeConflict,
+                 .recipeInvalid, .recipeFailed, .pluginFailed, .pluginRefused, .verificationFailed, .unexpected:
+                break
+            }
+        }
+        let readme = try String(contentsOf: CLITests.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let row = try #require(readme.split(separator: "\n").first { $0.hasPrefix("| `error.code` |") })
+        for sample in samples { #expect(row.contains("`\(sample.code)`"), "error code \(sample.code)") }
+        let changelog = try String(contentsOf: CLITests.packageRoot.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
+        #expect(changelog.contains("## [\(USMRepair.version)] - "), "a released section for --version \(USMRepair.version)")
+        let unreleased = try #require(changelog.range(of: "## [Unreleased]"))
+        let released = try #require(changelog.range(of: "## [\(USMRepair.version)]"))
+        #expect(unreleased.lowerBound < released.lowerBound)
+        #expect(FileManager.default.fileExists(atPath: CLITests.packageRoot.appendingPathComponent("LICENSE").path))
+    }
 
     @Test("usage errors and failures of every command share the envelope; bundle verify reports its status")
     func envelopes() throws {

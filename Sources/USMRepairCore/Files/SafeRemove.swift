@@ -12,8 +12,11 @@ public struct FileIdentity: Sendable, Equatable, Codable {
     /// `file` or `directory`: the only kinds this tool creates as scratch items.
     public enum Kind: String, Sendable, Codable { case file, directory, other }
 
+    /// The device holding it.
     public let device: UInt64
+    /// Its inode number on that device.
     public let inode: UInt64
+    /// What it is.
     public let kind: Kind
     /// When it was created, where the file system keeps it: an inode number reused by a later
     /// file (same device, inode and kind) still differs here.
