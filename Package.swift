@@ -52,7 +52,8 @@ let package = Package(
                 "CZstd",
                 "CDigest",
                 grdb,
-                // SQLite's C API for the one thing GRDB does not wrap: sqlite3_limit (bounded reads).
+                // SQLite's C API for what GRDB does not wrap: sqlite3_limit (bounded reads) and
+                // sqlite3_system_errno (why a write of our own scratch database failed).
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],

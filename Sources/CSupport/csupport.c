@@ -36,6 +36,38 @@ int usm_set_times(const char *path, long long seconds, long nanoseconds) {
     return utimensat(AT_FDCWD, path, times, AT_SYMLINK_NOFOLLOW);
 }
 
+int usm_birth_time(int dirfd, const char *path, int flags, long long *seconds, long *nanoseconds) {
+#if defined(__linux__) && defined(STATX_BTIME)
+    struct statx sx;
+    if (!path) { path = ""; flags |= AT_EMPTY_PATH; }
+    if (statx(dirfd, path, flags, STATX_BTIME, &sx) != 0) return -1;
+    if (!(sx.stx_mask & STATX_BTIME)) { errno = ENOTSUP; return -1; }
+    *seconds = sx.stx_btime.tv_sec;
+    *nanoseconds = sx.stx_btime.tv_nsec;
+    return 0;
+#elif defined(__APPLE__)
+    struct stat st;
+    int r = path ? fstatat(dirfd, path, &st, flags) : fstat(dirfd, &st);
+    if (r != 0) return -1;
+    *seconds = st.st_birthtimespec.tv_sec;
+    *nanoseconds = st.st_birthtimespec.tv_nsec;
+    return 0;
+#else
+    errno = ENOTSUP;
+    return -1;
+#endif
+}
+
+int usm_sync_filesystem(int fd) {
+#if defined(__linux__)
+    return syncfs(fd);
+#else
+    (void)fd;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
 void usm_release_freed_memory(void) {
 #if defined(__GLIBC__)
     malloc_trim(0);

@@ -14,6 +14,9 @@ protocol USMCommand: ParsableCommand {
 
 extension USMCommand {
     func run() throws {
+        // What earlier runs of this tool left when they were killed (private copies, partial
+        // archives, extraction folders) goes first: only items their records prove theirs.
+        Scratch.shared.cleanUpAbandoned()
         try run(CommandContext.live(output: output, command: Self.commandPath))
     }
 
@@ -58,7 +61,7 @@ struct CommandContext {
         if output.json, let json {
             try json(result, terminal.write)
         } else if output.json {
-            terminal.out(try JSONOutput.encode(result))
+            terminal.json(try JSONOutput.encode(result))
         } else {
             text(result, terminal)
         }
@@ -106,7 +109,7 @@ struct CommandContext {
     func fail(_ error: USMError) -> ExitCode {
         ErrorEnvelope.print(
             command: command, code: error.code, message: error.message, status: error.exitStatus, json: output.json,
-            out: terminal.out, err: terminal.err)
+            out: terminal.json, err: terminal.err)
         return ExitCode(error.exitStatus.rawValue)
     }
 }

@@ -17,7 +17,14 @@ struct USMRepairCommand: ParsableCommand {
             takes a snapshot first, and can be undone with restore. Exit codes: 0 ok, 1 problems found, \
             2 bad input, 3 refused, 4 needs the ubiquity container, 5 store in use, 6 busy, 7 interrupted, \
             8 precondition failed, 9 changed since planning, 10 migration failed, 64 usage, 66 not found, \
-            74 I/O error (README, "Exit codes").
+            74 I/O error, 75 out of space (README, "Exit codes").
+
+            Examples:
+              usm-repair status --container ~/Downloads/Notes.xcappdata
+              usm-repair check --store Customer.sqlite
+              usm-repair archive --container Notes.xcappdata -o ticket-4711.tar.zst
+              usm-repair bundle verify ticket-4711.tar.zst
+              usm-repair restore ticket-4711.tar.zst --to ~/Cases/4711
             """,
         version: USMRepair.version,
         subcommands: [
@@ -30,6 +37,9 @@ struct USMRepairCommand: ParsableCommand {
     /// Parses, runs, and is the only place the process exits. Usage errors print the same
     /// `usm-repair: error:` line as every other failure (and the JSON envelope with `--json`).
     static func main() {
+        // A file passing `ulimit -f` must be a write error (EFBIG, reported as out of space), not
+        // a signal that kills the process before it can say anything or clean up.
+        signal(SIGXFSZ, SIG_IGN)
         let arguments = Array(CommandLine.arguments.dropFirst())
         let command: ParsableCommand
         do {
@@ -53,7 +63,8 @@ struct USMRepairCommand: ParsableCommand {
             let wrapped = USMError.wrap(error)
             ErrorEnvelope.print(
                 command: commandPath(in: arguments), code: wrapped.code, message: wrapped.message, status: wrapped.exitStatus,
-                json: arguments.contains("--json"), out: { print($0) }, err: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) })
+                json: arguments.contains("--json"), out: { print($0) },
+                err: { FileHandle.standardError.write(Data((Terminal.escape($0) + "\n").utf8)) })
             Foundation.exit(wrapped.exitStatus.rawValue)
         }
     }
@@ -63,7 +74,7 @@ struct USMRepairCommand: ParsableCommand {
         ErrorEnvelope.print(
             command: commandPath(in: arguments), code: "usage", message: message, status: .usage,
             json: arguments.contains("--json"), out: { print($0) },
-            err: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) })
+            err: { FileHandle.standardError.write(Data((Terminal.escape($0) + "\n").utf8)) })
         // ArgumentParser's usage lines and help hint, without its own "Error:" line.
         let rest = fullMessage(for: error).split(separator: "\n", omittingEmptySubsequences: false)
             .drop { $0.hasPrefix("Error:") || $0.isEmpty }

@@ -56,6 +56,8 @@ public enum CraftedArchive {
         guard let a = archive_write_new() else { throw CocoaError(.fileWriteUnknown) }
         defer { archive_write_free(a) }
         archive_write_set_format_pax_restricted(a)
+        // Names as raw bytes (no locale conversion), so tests can write any name.
+        archive_write_set_format_option(a, "pax", "hdrcharset", "BINARY")
         archive_write_add_filter_gzip(a)
         guard archive_write_open_filename(a, url.path) == ARCHIVE_OK else { throw CocoaError(.fileWriteUnknown) }
         for e in entries {

@@ -267,27 +267,6 @@ struct BundleTests {
         #expect(try String(contentsOf: tmp.path("undo/container/notes.txt"), encoding: .utf8) == "older work")
     }
 
-    @Test("what an interrupted archive or restore left behind is cleaned up by the next run")
-    func interrupted() throws {
-        let tmp = try TempDir()
-        let paths = try FixtureContainer.write(to: tmp.path("c"), Self.inside)
-        let out = tmp.path("out")
-        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
-        let stalePartial = out.appendingPathComponent(".b.tar.zst.partial-0000")
-        try Data("half an archive".utf8).write(to: stalePartial)
-        let archive = out.appendingPathComponent("b.tar.zst")
-        #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", archive.path]).status == 0)
-        #expect(FileStatus.lookup(stalePartial.path) == nil)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: out.path).sorted() == ["b.tar.zst", "b.tar.zst.sha256"])
-
-        let target = tmp.path("t")
-        let staleStaging = target.appendingPathComponent(".usm-restore-0000/container")
-        try FileManager.default.createDirectory(at: staleStaging, withIntermediateDirectories: true)
-        try FileManager.default.setAttributes([.posixPermissions: 0o500], ofItemAtPath: staleStaging.path)
-        #expect(try CLI.run(["restore", archive.path, "--to", target.path]).status == 0)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: target.path) == ["container"])
-    }
-
     // MARK: - Helpers
 
     /// A hand-assembled folder with the ubiquity container inside it (`iCloud/`): one root.

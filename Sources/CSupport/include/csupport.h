@@ -8,6 +8,14 @@ int usm_rename_exchange(const char *from, const char *to);
 /* Sets a path's access and modification times with nanoseconds, without following a symlink. */
 int usm_set_times(const char *path, long long seconds, long nanoseconds);
 
+/* The birth time of `path` relative to `dirfd` (statx STATX_BTIME on Linux; of `dirfd` itself when
+   `path` is NULL). Returns 0, or -1 where the file system does not keep it. */
+int usm_birth_time(int dirfd, const char *path, int flags, long long *seconds, long *nanoseconds);
+
+/* Flushes every file of the file system holding `fd` to disk (Linux syncfs). Returns 0, or -1 with
+   errno ENOSYS where there is no such call (the caller then fsyncs file by file). */
+int usm_sync_filesystem(int fd);
+
 /* Returns memory freed with free() to the system where the C library allows it (glibc malloc_trim). */
 void usm_release_freed_memory(void);
 

@@ -35,7 +35,7 @@ final class ArchiveReader {
         archive_read_support_filter_all(h)
         archive_read_support_format_tar(h)
         archive_read_support_format_zip(h)
-        let r = archive_read_open_filename(h, path, Self.blockSize)
+        let r = FileSystemPath.withCString(path) { archive_read_open_filename(h, $0, Self.blockSize) }
         if r != ARCHIVE_OK {
             // deinit frees the handle: every stored property is set by now.
             throw USMError.brokenArchive(path: path, message: ArchiveWriter.errorString(h))
@@ -50,10 +50,9 @@ final class ArchiveReader {
         let r = archive_read_next_header(handle, &entry)
         if r == ARCHIVE_EOF { return nil }
         guard r >= ARCHIVE_WARN, let entry else { throw failure() }
-        let path = archive_entry_pathname_utf8(entry).map { String(cString: $0) }
-            ?? archive_entry_pathname(entry).map { String(cString: $0) } ?? ""
+        let path = ArchiveNames.path(of: entry)
         let type = UInt32(archive_entry_filetype(entry))
-        let hardlink = archive_entry_hardlink(entry).map { String(cString: $0) }
+        let hardlink = ArchiveNames.hardlink(of: entry)
         let kind: Entry.Kind
         if hardlink != nil {
             kind = .hardlink
@@ -65,8 +64,7 @@ final class ArchiveReader {
             default: kind = .other
             }
         }
-        let symlink = archive_entry_symlink_utf8(entry).map { String(cString: $0) }
-            ?? archive_entry_symlink(entry).map { String(cString: $0) }
+        let symlink = ArchiveNames.symlink(of: entry)
         return Entry(
             path: path, kind: kind,
             size: archive_entry_size_is_set(entry) != 0 ? Int64(archive_entry_size(entry)) : nil,

@@ -16,11 +16,13 @@ final class ArchiveWriter {
     /// with the parallel compressor's writer thread.
     private final class OutputFile: Sendable {
         let fd: Int32
+        let path: String
         let limit: Int64?
         private let state = Mutex<(hasher: SHA256, written: Int64)>((SHA256(), 0))
 
-        init(fd: Int32, limit: Int64?) {
+        init(fd: Int32, path: String, limit: Int64?) {
             self.fd = fd
+            self.path = path
             self.limit = limit
         }
 
@@ -34,7 +36,7 @@ final class ArchiveWriter {
                     let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
                     if n < 0 {
                         if errno == EINTR { continue }
-                        throw USMError.archive(path: "", code: -1, message: errnoDescription())
+                        throw USMError.writing(path)
                     }
                     done += n
                 }
@@ -52,10 +54,12 @@ final class ArchiveWriter {
     private final class Sink {
         let output: OutputFile
         var errorText: String?
+        /// The error that stopped the output, kept whole (an out-of-space error stays one).
+        var error: USMError?
         /// Set for tar.zst: libarchive writes plain tar and this compresses it on several cores.
         var zstd: ParallelZstd?
-        init(fd: Int32, limit: Int64?) {
-            output = OutputFile(fd: fd, limit: limit)
+        init(fd: Int32, path: String, limit: Int64?) {
+            output = OutputFile(fd: fd, path: path, limit: limit)
         }
 
         var fd: Int32 { output.fd }
@@ -67,6 +71,7 @@ final class ArchiveWriter {
                 return true
             } catch let error as USMError {
                 if errorText == nil { errorText = error.message }
+                if self.error == nil { self.error = error }
                 return false
             } catch {
                 errorText = "\(error)"
@@ -77,6 +82,7 @@ final class ArchiveWriter {
 
     private let handle: OpaquePointer
     private let sink: Sink
+    private let format: ArchiveFormat
     private let sinkRef: Unmanaged<Sink>
     /// The archive file being written.
     let path: String
@@ -86,11 +92,18 @@ final class ArchiveWriter {
     static let blockSize = 1 << 20
 
     /// Creates `path` (which must not exist) and opens it for writing in `format`.
-    init(path: String, format: ArchiveFormat, limit: Int64?, threads: Int) throws {
+    convenience init(path: String, format: ArchiveFormat, limit: Int64?, threads: Int) throws {
+        let fd = FileSystemPath.withCString(path) { open($0, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644) }
+        guard fd >= 0 else { throw USMError.writing(path) }
+        try self.init(fd: fd, path: path, format: format, limit: limit, threads: threads)
+    }
+
+    /// Writes the archive into `fd`, a new file open for writing at `path` (a scratch item the
+    /// caller made); the writer closes it.
+    init(fd: Int32, path: String, format: ArchiveFormat, limit: Int64?, threads: Int) throws {
         self.path = path
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw USMError.writeFailed(path: path, reason: errnoDescription()) }
-        sink = Sink(fd: fd, limit: limit)
+        self.format = format
+        sink = Sink(fd: fd, path: path, limit: limit)
         sinkRef = Unmanaged.passRetained(sink)
         guard let h = archive_write_new() else {
             close(fd)
@@ -113,6 +126,13 @@ final class ArchiveWriter {
         }
         if r < ARCHIVE_WARN {
             throw USMError.archive(path: path, code: r, message: Self.errorString(h))
+        }
+        if format != .zip {
+            // Names go into the pax headers as the exact bytes the file system holds, with no
+            // conversion through the C locale (which fails for any non-ASCII name and made
+            // libarchive's header writer crash): pax's own `hdrcharset=BINARY`.
+            let option = archive_write_set_format_option(h, "pax", "hdrcharset", "BINARY")
+            if option < ARCHIVE_WARN { throw USMError.archive(path: path, code: option, message: Self.errorString(h)) }
         }
         archive_write_set_bytes_in_last_block(h, 1)
         let opened = archive_write_open2(h, sinkRef.toOpaque(), nil, { _, context, buffer, length in
@@ -164,7 +184,7 @@ final class ArchiveWriter {
     @discardableResult
     func addFile(_ name: String, source: String, size: Int64, mode: UInt32, mtime: FileTime, hashing: Bool = true,
                  progress: (Int64) -> Void = { _ in }) throws -> String? {
-        let fd = open(source, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        let fd = FileSystemPath.withCString(source) { open($0, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
         guard fd >= 0 else { throw USMError.unreadable(path: source, reason: errnoDescription()) }
         defer { close(fd) }
         try writeHeader(name: name, type: USM_AE_IFREG, mode: mode, size: size, mtime: mtime, link: nil)
@@ -200,29 +220,34 @@ final class ArchiveWriter {
         finished = true
         do { try sink.zstd?.finish() } catch {
             close(sink.fd)
-            if let error = error as? USMError, sink.errorText == nil { sink.errorText = error.message }
+            if let error = error as? USMError {
+                if sink.errorText == nil { sink.errorText = error.message }
+                if sink.error == nil { sink.error = error }
+            }
             throw failure()
         }
         let synced = fsync(sink.fd) == 0
+        let code = errno
         close(sink.fd)
-        guard synced else { throw USMError.writeFailed(path: path, reason: errnoDescription()) }
+        guard synced else { throw USMError.writing(path, errno: code) }
         return sink.output.result
     }
 
     private func writeHeader(name: String, type: UInt32, mode: UInt32, size: Int64, mtime: FileTime, link: String?) throws {
         guard let entry = archive_entry_new() else { throw USMError.archive(path: path, code: ARCHIVE_FATAL, message: "out of memory") }
         defer { archive_entry_free(entry) }
-        archive_entry_set_pathname_utf8(entry, name)
+        ArchiveNames.setPath(entry, name, zip: format == .zip)
         archive_entry_set_filetype(entry, type)
         archive_entry_set_perm(entry, mode_t(mode & 0o7777))
         archive_entry_set_mtime(entry, time_t(mtime.seconds), Int(mtime.nanoseconds))
         if type == USM_AE_IFREG { archive_entry_set_size(entry, la_int64_t(size)) }
-        if let link { archive_entry_set_symlink_utf8(entry, link) }
+        if let link { ArchiveNames.setLink(entry, link, zip: format == .zip) }
         let r = archive_write_header(handle, entry)
         if r < ARCHIVE_WARN { throw failure() }
     }
 
     private func failure() -> USMError {
+        if let error = sink.error, case .outOfSpace = error { return error }
         if let text = sink.errorText {
             return USMError.archive(path: path, code: ARCHIVE_FATAL, message: text)
         }

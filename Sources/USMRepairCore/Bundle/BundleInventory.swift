@@ -1,22 +1,12 @@
 import Foundation
 
 /// What a bundle will hold, decided before anything is read: every directory, file, symlink and
-/// store file set of a layout (or of plain folders), each with its path inside the archive, plus
-/// what is left out and why. The inventory is data: it touches nothing but `lstat` and directory listings.
+/// store file set of a layout (or of chosen items), each with its path inside the archive, plus
+/// what is left out and why, written into a `BundleCatalog`. The inventory touches nothing but
+/// `lstat`, `readlink` and directory listings; a folder or file it cannot look at is a listed skip
+/// marked unreadable, never an absence.
 struct BundleInventory {
-    /// What a file is, which decides how redaction treats it.
-    enum Category: Equatable {
-        case storeMember(store: Int, member: String)
-        case externalData(store: Int)
-        case transactionLog
-        case marker
-        case preferences
-        case other
-    }
-
-    struct Directory { let url: URL; let status: FileStatus }
-    struct File { let url: URL; let status: FileStatus; let category: Category }
-    struct Symlink { let url: URL; let status: FileStatus; let target: String }
+    typealias Category = BundleCatalog.Category
 
     /// A store captured as one consistent file set.
     struct Store {
@@ -25,21 +15,23 @@ struct BundleInventory {
         let uuid: String?
         let cloudVersion: Int?
         let root: URL
-        /// Archive path of each member that exists, by member name (`main`, `wal`, `shm`, `journal`).
+        /// Archive path of each regular-file member that exists, by member name (`main`, `wal`, `shm`, `journal`).
         var members: [String: String]
     }
 
+    let catalog: BundleCatalog
     private(set) var roots: [(name: String, url: URL)] = []
-    private(set) var directories: [String: Directory] = [:]
-    private(set) var files: [String: File] = [:]
-    private(set) var symlinks: [String: Symlink] = [:]
     private(set) var stores: [Store] = []
-    private(set) var skipped: [BundleSkip] = []
-    private var claimed: Set<String> = []
+    /// Entries waiting to be written to the catalog in one transaction, by path bytes.
+    private var pending: [[UInt8]: BundleCatalog.Entry] = [:]
+    /// Folders already added (a cache that saves re-adding every file's parents).
+    private var knownDirectories: Set<[UInt8]> = []
+
+    private init(catalog: BundleCatalog) { self.catalog = catalog }
 
     /// The inventory of everything a layout holds.
-    static func forLayout(_ layout: Layout) -> BundleInventory {
-        var inventory = BundleInventory()
+    static func forLayout(_ layout: Layout, catalog: BundleCatalog) throws -> BundleInventory {
+        var inventory = BundleInventory(catalog: catalog)
         if let store = layout.options.store {
             inventory.addRoot("store", store.deletingLastPathComponent())
         } else if let document = layout.options.document {
@@ -52,50 +44,56 @@ struct BundleInventory {
         if let prefs = layout.preferencesPath { inventory.addRoot("preferences", prefs.deletingLastPathComponent()) }
 
         for entry in layout.stores where FileStatus.lookup(entry.files.main.path) != nil {
-            inventory.addStore(entry.files, role: entry.role.rawValue, uuid: entry.uuid, cloudVersion: entry.cloudVersion, root: entry.root)
+            try inventory.addStore(entry.files, role: entry.role.rawValue, uuid: entry.uuid, cloudVersion: entry.cloudVersion, root: entry.root)
         }
         for leftover in layout.leftovers {
             let files = StoreFileSet(main: URL(fileURLWithPath: leftover.path))
-            inventory.addStore(files, role: "leftover", uuid: nil, cloudVersion: nil, root: files.directory)
+            try inventory.addStore(files, role: "leftover", uuid: nil, cloudVersion: nil, root: files.directory)
         }
         if let cloud = layout.cloudDirectory {
-            inventory.addTree(cloud.appendingPathComponent("CloudLogs", isDirectory: true))
-            inventory.addTree(cloud.appendingPathComponent("CloudStore.nosync", isDirectory: true))
+            try inventory.walk(cloud.appendingPathComponent("CloudLogs").path, category: .other)
+            try inventory.walk(cloud.appendingPathComponent("CloudStore.nosync").path, category: .other)
         }
         if let app = layout.appDirectory {
-            inventory.addTree(app.appendingPathComponent("CloudStore", isDirectory: true))
+            try inventory.walk(app.appendingPathComponent("CloudStore").path, category: .other)
         }
         // The other layouts: whole document packages (metadata, additional content) and the
         // account folders of Apple's own ubiquity copies (their container/ beside store/).
         for document in layout.documents {
-            inventory.addTree(URL(fileURLWithPath: document.path, isDirectory: true))
+            try inventory.walk(URL(fileURLWithPath: document.path, isDirectory: true).standardizedFileURL.path, category: .other)
         }
         for store in layout.stores where store.location == .ubiquity {
-            if let copy = store.copy { inventory.addTree(URL(fileURLWithPath: copy.storeFolder).deletingLastPathComponent()) }
+            if let copy = store.copy {
+                try inventory.walk(URL(fileURLWithPath: copy.storeFolder).deletingLastPathComponent().standardizedFileURL.path, category: .other)
+            }
         }
         if let prefs = layout.preferencesPath, FileStatus.lookup(prefs.path) != nil {
-            inventory.addSingle(prefs, category: .preferences)
+            try inventory.addSingle(prefs.path, category: .preferences)
         }
+        try inventory.flush()
         return inventory
     }
 
     /// The inventory of chosen items (files, symlinks, whole folders) under named roots: what a
     /// snapshot holds. Items that do not exist are returned apart, by archive path.
-    static func forItems(roots: [(name: String, url: URL)], items: [URL]) -> (inventory: BundleInventory, absent: [String]) {
-        var inventory = BundleInventory()
+    static func forItems(roots: [(name: String, url: URL)], items: [URL], catalog: BundleCatalog) throws
+        -> (inventory: BundleInventory, absent: [String])
+    {
+        var inventory = BundleInventory(catalog: catalog)
         for (name, url) in roots { inventory.addRoot(name, url) }
         var absent: [String] = []
         for item in items {
             if FileStatus.lookup(item.path) == nil {
-                if let path = inventory.archivePath(item) { absent.append(path) }
+                if let path = inventory.archivePath(item.path) { absent.append(path) }
                 continue
             }
-            inventory.addTree(item)
+            try inventory.walk(item.standardizedFileURL.path, category: .other)
         }
-        return (inventory, absent.sorted())
+        try inventory.flush()
+        return (inventory, absent.sorted { $0.pathKey.lexicographicallyPrecedes($1.pathKey) })
     }
 
-    // MARK: - Building
+    // MARK: - Roots and paths
 
     private mutating func addRoot(_ name: String, _ url: URL) {
         let url = url.standardizedFileURL
@@ -106,122 +104,195 @@ struct BundleInventory {
     }
 
     /// The archive path of `url`, under the innermost root holding it.
-    func archivePath(_ url: URL) -> String? {
-        let path = url.standardizedFileURL.path
-        for root in roots {
-            let base = root.url.path
-            if path == base { return root.name }
-            if Confinement.isInside(path, base) {
-                return root.name + "/" + path.dropFirst(base.count).drop { $0 == "/" }
-            }
-        }
-        return nil
+    func archivePath(_ url: URL) -> String? { archivePath(url.standardizedFileURL.path) }
+
+    /// The archive path of an absolute, standardized path.
+    func archivePath(_ path: String) -> String? {
+        guard let root = root(of: path) else { return nil }
+        if path.utf8.count == root.url.path.utf8.count { return root.name }
+        let below = path.utf8.dropFirst(root.url.path.utf8.count).drop { $0 == UInt8(ascii: "/") }
+        return root.name + "/" + String(decoding: below, as: UTF8.self)
     }
 
-    private func root(of url: URL) -> URL? {
-        roots.first { Self.isInside(url.standardizedFileURL, $0.url) }?.url
+    private func root(of path: String) -> (name: String, url: URL)? {
+        roots.first { FileSystemPath.isInside(path, $0.url.path) }
     }
 
-    static func isInside(_ url: URL, _ root: URL) -> Bool { Confinement.isInside(url.path, root.path) }
+    static func isInside(_ url: URL, _ root: URL) -> Bool { FileSystemPath.isInside(url.path, root.path) }
 
-    private mutating func addParents(of url: URL) {
-        guard let root = root(of: url) else { return }
-        var dir = url.standardizedFileURL.deletingLastPathComponent()
-        while Self.isInside(dir, root) {
-            if let path = archivePath(dir), directories[path] == nil, let status = FileStatus.lookup(dir.path), status.kind == .directory {
-                directories[path] = Directory(url: dir, status: status)
-            }
-            if dir.path == root.path || dir.path == "/" { break }
-            dir = dir.deletingLastPathComponent()
-        }
-    }
+    // MARK: - Building
 
-    private mutating func addStore(_ files: StoreFileSet, role: String, uuid: String?, cloudVersion: Int?, root: URL) {
+    private mutating func addStore(_ files: StoreFileSet, role: String, uuid: String?, cloudVersion: Int?, root: URL) throws {
         let index = stores.count
         var members: [String: String] = [:]
         for member in ["main", "wal", "shm", "journal"] {
-            guard let url = files.member(member), let status = FileStatus.lookup(url.path), let path = archivePath(url), claimed.insert(url.path).inserted else { continue }
+            guard let url = files.member(member), let path = archivePath(url) else { continue }
+            let status: FileStatus
+            do {
+                guard let found = try FileStatus.examine(url.path) else { continue }
+                status = found
+            } catch let error as USMError {
+                try catalog.skip(BundleSkip(path: path, kind: "file", reason: "could not be read (\(error.message)); left out"), unreadable: true)
+                continue
+            }
+            guard try !isClaimed(path) else { continue }
             if status.kind == .file {
                 members[member] = path
-                addParents(of: url)
+                // Claimed now, filled in from the store's consistent capture.
+                try add(url.path, status: status, category: .storeMember(store: index, member: member))
             } else {
-                add(url, status: status, category: .storeMember(store: index, member: member))
+                try add(url.path, status: status, category: .storeMember(store: index, member: member))
             }
         }
         stores.append(Store(files: files, role: role, uuid: uuid, cloudVersion: cloudVersion, root: root, members: members))
-        walk(files.supportDirectory, category: .externalData(store: index))
+        try walk(files.supportDirectory.path, category: .externalData(store: index))
     }
 
-    private mutating func addSingle(_ url: URL, category: Category) {
-        guard let status = FileStatus.lookup(url.path), claimed.insert(url.path).inserted else { return }
-        add(url, status: status, category: category)
+    private mutating func addSingle(_ path: String, category: Category) throws {
+        guard let archive = archivePath(path), try !isClaimed(archive) else { return }
+        do {
+            guard let status = try FileStatus.examine(path) else { return }
+            try add(path, status: status, category: category)
+        } catch let error as USMError {
+            try catalog.skip(BundleSkip(path: archive, kind: "file", reason: "could not be read (\(error.message)); left out"), unreadable: true)
+        }
     }
 
-    private mutating func addTree(_ url: URL) {
-        walk(url, category: .other)
-    }
-
-    private mutating func walk(_ top: URL, category: Category) {
-        guard FileStatus.lookup(top.path) != nil else { return }
+    /// Adds `top` and, for a folder, everything below it (links never followed), streaming each
+    /// folder's listing; a folder that cannot be listed is skipped as unreadable.
+    private mutating func walk(_ top: String, category: Category) throws {
         var stack = [top]
-        while let url = stack.popLast() {
-            guard claimed.insert(url.path).inserted, let status = FileStatus.lookup(url.path) else { continue }
-            add(url, status: status, category: categorize(url, default: category))
-            if status.kind == .directory {
-                let names = (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []
-                stack += names.sorted().reversed().map { url.appendingPathComponent($0) }
+        var first = true
+        while let path = stack.popLast() {
+            let status: FileStatus
+            let archive = archivePath(path)
+            do {
+                guard let found = try FileStatus.examine(path) else {
+                    if !first, let archive { try catalog.skip(BundleSkip(path: archive, kind: "file", reason: "vanished while it was listed")) }
+                    first = false
+                    continue
+                }
+                status = found
+            } catch let error as USMError {
+                if let archive { try catalog.skip(BundleSkip(path: archive, kind: "file", reason: "could not be read (\(error.message)); left out"), unreadable: true) }
+                first = false
+                continue
+            }
+            first = false
+            // A folder already listed (as the parent of a store member, say) is still walked: only
+            // what it holds decides what is left to add.
+            if let archive, try isClaimed(archive) {
+                guard status.kind == .directory else { continue }
+            } else {
+                try add(path, status: status, category: categorize(path, default: category))
+            }
+            guard status.kind == .directory else { continue }
+            do {
+                var children: [String] = []
+                try DirectoryListing.forEach(path) { children.append(path + "/" + $0) }
+                stack += children
+            } catch let error as USMError {
+                if let archive {
+                    try catalog.skip(BundleSkip(path: archive, kind: "directory", reason: "its content could not be read (\(error.message)); left out"),
+                                     unreadable: true)
+                }
             }
         }
     }
 
-    private func categorize(_ url: URL, default category: Category) -> Category {
-        let parts = url.pathComponents
+    private func categorize(_ path: String, default category: Category) -> Category {
+        let parts = FileSystemPath.components(path)
         if let i = parts.lastIndex(of: "CloudLogs") {
             return parts.count == i + 2 ? .marker : .transactionLog
         }
         return category
     }
 
-    private mutating func add(_ url: URL, status: FileStatus, category: Category) {
-        guard let path = archivePath(url) else {
-            skipped.append(BundleSkip(path: url.path, kind: status.kind.rawValue, reason: "outside every folder of the layout"))
+    private func isClaimed(_ archivePath: String) throws -> Bool {
+        if pending[archivePath.pathKey] != nil { return true }
+        return try catalog.contains(archivePath)
+    }
+
+    private mutating func add(_ path: String, status: FileStatus, category: Category) throws {
+        guard let archive = archivePath(path) else {
+            try catalog.skip(BundleSkip(path: path, kind: status.kind.rawValue, reason: "outside every folder of the layout"))
             return
         }
-        addParents(of: url)
+        try addParents(of: path)
+        var entry = BundleCatalog.Entry(
+            path: archive, kind: "file", source: path, bytesFrom: nil, status: status, size: 0, sha256: nil, linkTarget: nil,
+            transformed: nil, checkSource: false, category: category)
         switch status.kind {
         case .directory:
-            directories[path] = Directory(url: url, status: status)
+            entry.kind = "directory"
+            knownDirectories.insert(archive.pathKey)
         case .file:
-            files[path] = File(url: url, status: status, category: category)
+            entry.size = status.size
+            entry.checkSource = true
         case .symlink:
-            let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: url.path)) ?? ""
-            if let root = root(of: url), Self.linkStaysInside(linkPath: url.path, target: target, root: root.path) {
-                symlinks[path] = Symlink(url: url, status: status, target: target)
-            } else {
-                skipped.append(BundleSkip(
-                    path: path, kind: "symlink",
-                    reason: "points outside the folder (\(target)); not followed, not stored"))
+            let target: String
+            do { target = try DirectoryListing.linkTarget(path) } catch let error as USMError {
+                try catalog.skip(BundleSkip(path: archive, kind: "symlink", reason: "could not be read (\(error.message)); left out"), unreadable: true)
+                return
+            }
+            switch resolveLink(path, target: target) {
+            case .inside:
+                entry.kind = "symlink"
+                entry.linkTarget = target
+            case .outside:
+                try catalog.skip(BundleSkip(path: archive, kind: "symlink", reason: "points outside the folder (\(target)); not followed, not stored"))
+                return
+            case .tooManyLinks:
+                try catalog.skip(BundleSkip(
+                    path: archive, kind: "symlink",
+                    reason: "does not resolve within \(LinkResolution.maxHops) links (\(target)); not followed, not stored"))
+                return
             }
         case .fifo, .socket, .characterDevice, .blockDevice, .other:
-            skipped.append(BundleSkip(path: path, kind: status.kind.rawValue, reason: "not a regular file, folder or symlink"))
+            try catalog.skip(BundleSkip(path: archive, kind: status.kind.rawValue, reason: "not a regular file, folder or symlink"))
+            return
+        }
+        pending[archive.pathKey] = entry
+        if pending.count >= 512 { try flush() }
+    }
+
+    /// Adds every folder between the item's root and the item, once.
+    private mutating func addParents(of path: String) throws {
+        guard let root = root(of: path) else { return }
+        var dir = FileSystemPath.parent(path)
+        while FileSystemPath.isInside(dir, root.url.path) {
+            if let archive = archivePath(dir) {
+                if knownDirectories.contains(archive.pathKey) { return }
+                if knownDirectories.count > 50_000 { knownDirectories.removeAll() }
+                knownDirectories.insert(archive.pathKey)
+                if try !isClaimed(archive), let status = FileStatus.lookup(dir), status.kind == .directory {
+                    pending[archive.pathKey] = BundleCatalog.Entry(
+                        path: archive, kind: "directory", source: dir, bytesFrom: nil, status: status, size: 0, sha256: nil,
+                        linkTarget: nil, transformed: nil, checkSource: false, category: .other)
+                }
+            }
+            if dir == root.url.path || dir == "/" { break }
+            dir = FileSystemPath.parent(dir)
         }
     }
 
-    /// True when a symlink's target, taken lexically from the link's folder, stays inside `root`
-    /// (the same rule `restore` applies to the links it is given).
-    static func linkStaysInside(linkPath: String, target: String, root: String) -> Bool {
-        guard !target.isEmpty, !target.hasPrefix("/") else { return false }
-        let rel = linkPath.dropFirst(root.count).split(separator: "/").dropLast().map(String.init)
-        var stack = rel
-        for part in target.split(separator: "/", omittingEmptySubsequences: true) {
-            if part == "." { continue }
-            if part == ".." {
-                if stack.isEmpty { return false }
-                stack.removeLast()
-            } else {
-                stack.append(String(part))
-            }
+    /// Where the link at `path` leads in the real tree, following the links on the way, judged
+    /// against the root holding it.
+    private func resolveLink(_ path: String, target: String) -> LinkResolution.Outcome {
+        guard let root = root(of: path) else { return .outside }
+        let base = root.url.path
+        let below = FileSystemPath.components(String(decoding: path.utf8.dropFirst(base.utf8.count), as: UTF8.self))
+        return LinkResolution.resolve(link: below, target: target) { components in
+            let candidate = base + "/" + components.joined(separator: "/")
+            guard FileStatus.lookup(candidate)?.kind == .symlink else { return nil }
+            return try? DirectoryListing.linkTarget(candidate)
         }
-        return true
+    }
+
+    /// Writes the pending entries to the catalog.
+    mutating func flush() throws {
+        guard !pending.isEmpty else { return }
+        try catalog.insert(Array(pending.values))
+        pending.removeAll(keepingCapacity: true)
     }
 }

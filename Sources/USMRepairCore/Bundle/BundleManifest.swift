@@ -84,7 +84,7 @@ public struct BundleRoot: Sendable, Codable, Equatable {
 }
 
 /// The rows of one store at the moment it was captured.
-public struct BundleStore: Sendable, Encodable {
+public struct BundleStore: Sendable, Codable, Equatable {
     /// The main file's path inside the archive.
     public let path: String
     public let role: String
@@ -122,7 +122,9 @@ public struct BundleRedaction: Sendable, Encodable {
 }
 
 /// `manifest.json`, the first entry of every bundle: what was captured, from where, how, and the
-/// SHA-256 of every file, so that a bundle proves its own integrity.
+/// SHA-256 of every file, so that a bundle proves its own integrity. This value holds everything
+/// but the two lists that grow with the container (`files` and `skipped`): `ManifestWriter`
+/// streams those from the bundle's catalog into the JSON at their places.
 public struct BundleManifest: Sendable, Encodable {
     /// The format name every bundle carries.
     public static let formatName = "usm-repair-bundle"
@@ -131,8 +133,8 @@ public struct BundleManifest: Sendable, Encodable {
     /// The name of the manifest entry.
     public static let entryName = "manifest.json"
 
-    public let format = BundleManifest.formatName
-    public let formatVersion = BundleManifest.currentVersion
+    public var format = BundleManifest.formatName
+    public var formatVersion = BundleManifest.currentVersion
     public let tool: [String: String]
     public let commandLine: [String]
     public let createdAt: String
@@ -146,8 +148,6 @@ public struct BundleManifest: Sendable, Encodable {
     /// The full `status --json` report of the layout, null for a plain folder snapshot.
     @NullEncoded public var status: StatusReport?
     public let stores: [BundleStore]
-    public let files: [BundleFile]
-    public let skipped: [BundleSkip]
     @NullEncoded public var redaction: BundleRedaction?
     public let totals: [String: Int64]
     /// For a snapshot taken before a change: what it holds and what did not exist (null otherwise).
@@ -165,13 +165,3 @@ public struct SnapshotRecord: Sendable, Codable, Equatable {
     public let absent: [String]
 }
 
-/// The parts of a manifest `bundle verify` and `restore` read back.
-struct BundleManifestIndex: Decodable {
-    let format: String
-    let formatVersion: Int
-    let archiveFormat: String?
-    let content: String?
-    let roots: [BundleRoot]
-    let files: [BundleFile]
-    let snapshot: SnapshotRecord?
-}

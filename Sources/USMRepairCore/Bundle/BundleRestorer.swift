@@ -48,20 +48,35 @@ public struct RestoreResult: Sendable, Encodable {
     public let exitStatus = "ok"
 }
 
-/// Puts a bundle back: verify everything first, extract into a private folder beside the target,
-/// then move each root into place with one rename (an atomic exchange when replacing), so a kill
-/// at any moment leaves the old or the new folder, never a mix. Modes and times come from the manifest.
+/// Puts a bundle back: verify everything first, extract into a private folder inside the
+/// target, then move each root into place with one rename (an atomic exchange when replacing),
+/// so a kill at any moment leaves the old or the new folder, never a mix. Modes and times come
+/// from the manifest.
+///
+/// Steps, each needing the one before:
+/// 1. verify the whole archive (hostile entries, links resolved through the bundle's own links,
+///    every hash, the stores' `Z_UUID` and rows) — nothing is written before this passes;
+/// 2. check the target and what would be replaced; refuse a snapshot folder inside a root being
+///    replaced, before writing anything;
+/// 3. extract into a private scratch folder inside the target (same file system, so renames are
+///    atomic), checking every file's bytes against the manifest as they are written;
+/// 4. snapshot what will be replaced, fsync it and read it back;
+/// 5. rename each root into place.
 public struct BundleRestorer {
     public let options: RestoreOptions
 
     public init(options: RestoreOptions) { self.options = options }
 
-    /// Restores. `confirm` is asked before replacing existing folders when `yes` is not set.
-    public func run(confirm: (String) -> Bool = { _ in false }) throws -> RestoreResult {
+    /// Restores. `confirm` is asked before replacing existing folders when `yes` is not set;
+    /// `onEntry` is called with each entry's path as it is written.
+    public func run(confirm: (String) -> Bool = { _ in false }, onEntry: ((String) -> Void)? = nil) throws -> RestoreResult {
         // 1. Verify: a bundle that does not match its manifest is not restored at all.
-        let verification = try BundleVerifier.verify(options.archive)
-        if let first = verification.mismatches.first {
-            throw USMError.manifestMismatch(path: options.archive.path, count: verification.mismatches.count, first: "\(first.path): \(first.problem)")
+        let scratch = try TemporaryDirectory(prefix: "usm-repair-restore")
+        defer { scratch.remove() }
+        let (verification, first, index) = try BundleVerifier.verify(options.archive, scratch: scratch.url)
+        if let mismatch = verification.mismatches.first {
+            throw USMError.manifestMismatch(
+                path: options.archive.path, count: verification.mismatchCount, first: "\(mismatch.path): \(mismatch.problem)")
         }
 
         // 2. The target, and what would be replaced.
@@ -69,122 +84,131 @@ public struct BundleRestorer {
         if let status = FileStatus.resolve(target.path) {
             guard status.kind == .directory else { throw USMError.wrongKind(path: target.path, expected: "a folder (--to)") }
         } else {
-            do { try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true) } catch {
-                throw USMError.writeFailed(path: target.path, reason: error.localizedDescription)
-            }
+            try Folders.create(target.path, mode: 0o755, purpose: "cannot create the folder to restore into")
         }
-        // A restore killed mid-way leaves its private folder behind; it never holds the only copy
-        // of anything (what it replaced was snapshotted first), so it goes.
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: target.path)) ?? [] where name.hasPrefix(".usm-restore-") {
-            Self.removeTree(target.appendingPathComponent(name))
-        }
-        let manifest = try BundleScanner(archive: options.archive).scan { _, _, _, _ in }.manifest
-        let existing = manifest.roots.filter { FileStatus.lookup(target.appendingPathComponent($0.name).path) != nil }
+        let roots = first.manifest.roots
+        let existing = roots.filter { FileStatus.lookup(target.appendingPathComponent($0.name).path) != nil }
         if !existing.isEmpty, !options.yes {
             let names = existing.map { target.appendingPathComponent($0.name).path }.joined(separator: ", ")
             guard confirm("Replace \(names)? A snapshot of it is taken first.") else {
                 throw USMError.confirmationRequired("\(names) exists; restoring over it needs --yes (a snapshot of it is taken first)")
             }
         }
+        let replaced = existing.map { target.appendingPathComponent($0.name, isDirectory: true) }
+        var snapshotFolder: URL?
+        if !existing.isEmpty {
+            snapshotFolder = try Snapshot.prepare(options.snapshotDirectory ?? Snapshot.defaultDirectory(), protected: replaced)
+        }
 
-        // 3. Extract into a private folder beside the target (same file system, so renames are atomic).
-        let staging = target.appendingPathComponent(".usm-restore-\(UUID().uuidString)", isDirectory: true)
-        guard mkdir(staging.path, 0o700) == 0 else { throw USMError.writeFailed(path: staging.path, reason: errnoDescription()) }
-        defer { Self.removeTree(staging) }
+        // 3. Extract into a private folder inside the target (same file system, so renames are atomic).
+        let staging = try Scratch.shared.makeDirectory(in: target, name: ".usm-restore-\(UUID().uuidString)")
+        defer { Scratch.shared.release(staging) }
         var bytes: Int64 = 0
-        var directories: [(URL, BundleFile)] = []
-        let outcome = try BundleScanner(archive: options.archive).scan { entry, record, reader, _ in
+        let outcome = try BundleScanner(archive: options.archive, index: index, scratch: scratch.url).scan(after: first) { entry, record, reader, _ in
             guard let record else { return }
-            let url = try Self.prepareParents(of: entry.path, in: staging, archive: options.archive)
+            let url = try Self.prepareParents(of: entry.path, in: staging.url, archive: options.archive)
             switch entry.kind {
             case .directory:
-                if FileStatus.lookup(url.path) == nil, mkdir(url.path, 0o700) != 0 {
-                    throw USMError.writeFailed(path: url.path, reason: errnoDescription())
+                if FileStatus.lookup(url.path) == nil, FileSystemPath.withCString(url.path, { mkdir($0, 0o700) }) != 0 {
+                    throw USMError.writing(url.path)
                 }
-                directories.append((url, record))
             case .symlink:
-                guard symlink(record.linkTarget ?? "", url.path) == 0 else { throw USMError.writeFailed(path: url.path, reason: errnoDescription()) }
-                _ = usm_set_times(url.path, record.fileTime.seconds, Int(record.fileTime.nanoseconds))
+                let made = FileSystemPath.withCString(record.linkTarget ?? "") { target in FileSystemPath.withCString(url.path) { symlink(target, $0) } }
+                guard made == 0 else { throw USMError.writing(url.path) }
+                _ = FileSystemPath.withCString(url.path) { usm_set_times($0, record.fileTime.seconds, Int(record.fileTime.nanoseconds)) }
             case .file:
                 bytes += try Self.writeFile(url, from: reader, record: record, archive: options.archive)
             case .hardlink, .other:
                 throw USMError.hostileArchive(path: options.archive.path, reason: "entry '\(entry.path)' is not a file, folder or symlink")
             }
+            onEntry?(entry.path)
         }
-        if let first = outcome.mismatches.first {
-            throw USMError.manifestMismatch(path: options.archive.path, count: outcome.mismatches.count, first: "\(first.path): \(first.problem)")
+        if let mismatch = outcome.mismatches.first {
+            throw USMError.manifestMismatch(path: options.archive.path, count: outcome.mismatches.count, first: "\(mismatch.path): \(mismatch.problem)")
         }
         // Folders last and deepest first, so setting a read-only mode or a time is not undone by a child.
-        for (url, record) in directories.sorted(by: { $0.0.path.count > $1.0.path.count }) {
-            _ = chmod(url.path, mode_t(record.modeBits & 0o1777))
-            _ = usm_set_times(url.path, record.fileTime.seconds, Int(record.fileTime.nanoseconds))
+        try index.forEachDirectoryDeepestFirst { page in
+            for record in page {
+                let path = staging.url.appendingPathComponent(record.path).path
+                guard FileStatus.lookup(path)?.kind == .directory else { continue }
+                _ = FileSystemPath.withCString(path) { chmod($0, mode_t(record.modeBits & 0o1777)) }
+                _ = FileSystemPath.withCString(path) { usm_set_times($0, record.fileTime.seconds, Int(record.fileTime.nanoseconds)) }
+            }
         }
+
+        // Every extracted byte on disk before anything is moved into place.
+        try FileSync.fileSystem(of: staging.url)
 
         // 4. Snapshot what will be replaced.
         var snapshot: URL?
-        if !existing.isEmpty {
-            let replaced = existing.map { target.appendingPathComponent($0.name, isDirectory: true) }
+        if let snapshotFolder {
             snapshot = try Snapshot.take(
                 .init(roots: existing.map { ($0.name, target.appendingPathComponent($0.name, isDirectory: true)) }, items: replaced,
                       operation: "restore"),
-                into: options.snapshotDirectory ?? Snapshot.defaultDirectory(), protected: replaced + [staging])
+                into: snapshotFolder, protected: replaced + [staging.url])
         }
 
         // 5. Into place, one rename per root.
-        var roots: [RestoreResult.Root] = []
-        for root in manifest.roots {
-            let staged = staging.appendingPathComponent(root.name)
+        var placed: [RestoreResult.Root] = []
+        for root in roots {
+            let staged = staging.url.appendingPathComponent(root.name)
             let final = target.appendingPathComponent(root.name)
             guard FileStatus.lookup(staged.path) != nil else { continue }
-            let replaced = FileStatus.lookup(final.path) != nil
-            if replaced {
+            let replacing = FileStatus.lookup(final.path) != nil
+            if replacing {
                 if !AtomicRename.exchange(staged, final) {
                     // No atomic exchange on this file system: move the old one aside, then the new in.
-                    let aside = staging.appendingPathComponent(".old-\(root.name)")
-                    guard rename(final.path, aside.path) == 0 else { throw USMError.writeFailed(path: final.path, reason: errnoDescription()) }
-                    guard rename(staged.path, final.path) == 0 else {
+                    let aside = staging.url.appendingPathComponent(".old-\(root.name)")
+                    guard Self.move(final, aside) == 0 else { throw USMError.writing(final.path) }
+                    guard Self.move(staged, final) == 0 else {
                         let reason = errnoDescription()
-                        _ = rename(aside.path, final.path)
+                        _ = Self.move(aside, final)
                         throw USMError.writeFailed(path: final.path, reason: reason)
                     }
                 }
-            } else if rename(staged.path, final.path) != 0 {
-                throw USMError.writeFailed(path: final.path, reason: errnoDescription())
+            } else if Self.move(staged, final) != 0 {
+                throw USMError.writing(final.path)
             }
-            roots.append(.init(name: root.name, path: final.path, replaced: replaced))
+            placed.append(.init(name: root.name, path: final.path, replaced: replacing))
         }
         FileSync.directory(target)
         return RestoreResult(
-            archive: options.archive.path, to: target.path, roots: roots, snapshot: snapshot?.path, entries: outcome.entries, bytes: bytes)
+            archive: options.archive.path, to: target.path, roots: placed, snapshot: snapshot?.path, entries: outcome.entries, bytes: bytes)
+    }
+
+    private static func move(_ from: URL, _ to: URL) -> Int32 {
+        FileSystemPath.withCString(from.path) { a in FileSystemPath.withCString(to.path) { rename(a, $0) } }
     }
 
     /// Makes sure every folder above `path` exists inside `staging` as a real folder (never
     /// through a symlink an earlier entry planted), and returns the entry's location.
     static func prepareParents(of path: String, in staging: URL, archive: URL) throws -> URL {
-        var url = staging
-        let parts = path.split(separator: "/").map(String.init)
+        var current = staging.path
+        let parts = FileSystemPath.components(path)
         for part in parts.dropLast() {
-            url.appendPathComponent(part)
-            switch FileStatus.lookup(url.path)?.kind {
+            current += "/" + part
+            switch FileStatus.lookup(current)?.kind {
             case nil:
-                guard mkdir(url.path, 0o700) == 0 else { throw USMError.writeFailed(path: url.path, reason: errnoDescription()) }
+                guard FileSystemPath.withCString(current, { mkdir($0, 0o700) }) == 0 else {
+                    throw USMError.writing(current)
+                }
             case .directory?:
                 continue
             default:
                 throw USMError.hostileArchive(path: archive.path, reason: "entry '\(path)' would be written through a symlink or file")
             }
         }
-        url.appendPathComponent(parts.last ?? "")
-        if FileStatus.lookup(url.path) != nil, FileStatus.lookup(url.path)?.kind != .directory {
+        current += "/" + (parts.last ?? "")
+        if let kind = FileStatus.lookup(current)?.kind, kind != .directory {
             throw USMError.hostileArchive(path: archive.path, reason: "entry '\(path)' would overwrite another entry")
         }
-        return url
+        return URL(fileURLWithPath: current)
     }
 
     /// Writes one file from the archive, checking its bytes against the manifest as they come.
     static func writeFile(_ url: URL, from reader: ArchiveReader, record: BundleFile, archive: URL) throws -> Int64 {
-        let fd = open(url.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw USMError.writeFailed(path: url.path, reason: errnoDescription()) }
+        let fd = FileSystemPath.withCString(url.path) { open($0, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+        guard fd >= 0 else { throw USMError.writing(url.path) }
         var closed = false
         defer { if !closed { close(fd) } }
         var hasher = SHA256()
@@ -195,26 +219,14 @@ public struct BundleRestorer {
         guard size == record.size, hasher.finalize().hex == record.sha256 else {
             throw USMError.manifestMismatch(path: archive.path, count: 1, first: "\(record.path): content changed since verification")
         }
-        guard fsync(fd) == 0 else { throw USMError.writeFailed(path: url.path, reason: errnoDescription()) }
+        // Each file is flushed here only where the whole extraction cannot be flushed at once.
+        if !FileSync.flushesWholeFileSystem { guard fsync(fd) == 0 else { throw USMError.writing(url.path) } }
         _ = fchmod(fd, mode_t(record.modeBits & 0o1777))
         closed = true
         close(fd)
-        guard usm_set_times(url.path, record.fileTime.seconds, Int(record.fileTime.nanoseconds)) == 0 else {
-            throw USMError.writeFailed(path: url.path, reason: errnoDescription())
+        guard FileSystemPath.withCString(url.path, { usm_set_times($0, record.fileTime.seconds, Int(record.fileTime.nanoseconds)) }) == 0 else {
+            throw USMError.writing(url.path)
         }
         return size
-    }
-
-    /// Removes a tree we made, making read-only folders writable first.
-    static func removeTree(_ url: URL) {
-        guard FileStatus.lookup(url.path) != nil else { return }
-        if let enumerator = FileManager.default.enumerator(atPath: url.path) {
-            _ = chmod(url.path, 0o700)
-            while let rel = enumerator.nextObject() as? String {
-                let path = url.appendingPathComponent(rel).path
-                if FileStatus.lookup(path)?.kind == .directory { _ = chmod(path, 0o700) }
-            }
-        }
-        try? FileManager.default.removeItem(at: url)
     }
 }

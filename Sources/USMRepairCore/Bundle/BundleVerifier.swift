@@ -1,5 +1,10 @@
 import Crypto
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// What `bundle verify` found; its JSON is the `bundle verify --json` report.
 public struct VerificationReport: Sendable, Encodable {
@@ -13,7 +18,12 @@ public struct VerificationReport: Sendable, Encodable {
     /// Entries after the manifest, and how many matched it exactly.
     public let entries: Int
     public let matched: Int
+    /// The differences: the first `MismatchList.limit` of `mismatchCount`.
     public let mismatches: [BundleMismatch]
+    /// How many differences there are in all.
+    public let mismatchCount: Int
+    /// Stores whose `Z_UUID` and rows per entity were compared with the manifest.
+    public let storesChecked: Int
     /// The `.sha256` sidecar: `ok`, `mismatch` or `absent`.
     public let sidecar: String
     /// True when every entry matches and the sidecar (if any) matches.
@@ -24,13 +34,15 @@ public struct VerificationReport: Sendable, Encodable {
     public let exitStatus: String
 
     init(archive: String, archiveFormat: String?, content: String?, entries: Int, matched: Int,
-         mismatches: [BundleMismatch], sidecar: String) {
+         mismatches: MismatchList, storesChecked: Int, sidecar: String) {
         self.archive = archive
         self.archiveFormat = archiveFormat
         self.content = content
         self.entries = entries
         self.matched = matched
-        self.mismatches = mismatches
+        self.mismatches = mismatches.items.sorted { $0.path.pathKey.lexicographicallyPrecedes($1.path.pathKey) }
+        mismatchCount = mismatches.count
+        self.storesChecked = storesChecked
         self.sidecar = sidecar
         ok = mismatches.isEmpty
         let status: ExitStatus = ok ? .ok : .problemsFound
@@ -39,71 +51,103 @@ public struct VerificationReport: Sendable, Encodable {
     }
 }
 
-/// Checks every entry of a bundle against its manifest: type, size, SHA-256, mode and time.
+/// Checks every entry of a bundle against its manifest: type, size, SHA-256, mode and time; then
+/// opens each store it holds (a private copy, read-only) and compares its `Z_UUID` and rows per
+/// entity with the manifest's `stores` list.
 public enum BundleVerifier {
+    /// Called for each entry checked: its path and the differences found (none when it matches).
+    public typealias EntryHandler = (String, [String]) -> Void
+
     /// Verifies `archive`.
     /// - Throws: `notFound`, `brokenArchive` (truncated, corrupt), `notABundle`, `hostileArchive`.
-    public static func verify(_ archive: URL) throws -> VerificationReport {
-        var mismatches: [BundleMismatch] = []
-        var matched = 0
-        let scanner = BundleScanner(archive: archive)
-        var outcome = try scanner.scan { entry, record, reader, manifest in
-            guard let record else { return }
-            let zip = manifest.archiveFormat == ArchiveFormat.zip.rawValue
-            let before = mismatches.count
-            mismatches += compare(entry, record, reader: reader, zip: zip, archive: archive)
-            if mismatches.count == before { matched += 1 }
-        }
-        outcome.mismatches += mismatches
-        let sidecar = try checkSidecar(archive)
-        if sidecar == "mismatch" {
-            outcome.mismatches.append(BundleMismatch(path: archive.lastPathComponent + ".sha256", problem: "the archive's SHA-256 differs from its sidecar"))
-        }
-        return VerificationReport(
-            archive: archive.path, archiveFormat: outcome.manifest.archiveFormat, content: outcome.manifest.content,
-            entries: outcome.entries, matched: matched, mismatches: outcome.mismatches.sorted { $0.path < $1.path }, sidecar: sidecar)
+    public static func verify(_ archive: URL, onEntry: EntryHandler? = nil) throws -> VerificationReport {
+        let scratch = try TemporaryDirectory(prefix: "usm-repair-verify")
+        defer { scratch.remove() }
+        return try verify(archive, scratch: scratch.url, onEntry: onEntry).report
     }
 
-    /// Differences of one entry from its record; reads the entry's data.
-    static func compare(_ entry: ArchiveReader.Entry, _ record: BundleFile, reader: ArchiveReader, zip: Bool, archive: URL) -> [BundleMismatch] {
-        var found: [BundleMismatch] = []
-        func note(_ text: String) { found.append(BundleMismatch(path: record.path, problem: text)) }
+    /// Verifies `archive` using `scratch` for the manifest index and store copies; returns the
+    /// scan's outcome and index too, for a restore's second pass.
+    static func verify(_ archive: URL, scratch: URL, onEntry: EntryHandler? = nil) throws
+        -> (report: VerificationReport, outcome: BundleScanner.Outcome, index: ManifestIndex)
+    {
+        let index = try ManifestIndex(folder: scratch)
+        var mismatches = MismatchList()
+        var matched = 0
+        let stores = StoreCopies(folder: scratch.appendingPathComponent("stores", isDirectory: true))
+        let scanner = BundleScanner(archive: archive, index: index, scratch: scratch)
+        var outcome = try scanner.scan { entry, record, reader, manifest in
+            guard let record else {
+                onEntry?(entry.path, ["not in the manifest"])
+                return
+            }
+            let zip = manifest.archiveFormat == ArchiveFormat.zip.rawValue
+            let copy = try stores.destination(for: record.path, manifest: manifest)
+            let found = compare(entry, record, reader: reader, zip: zip, copyTo: copy)
+            for problem in found { mismatches.append(BundleMismatch(path: record.path, problem: problem)) }
+            if found.isEmpty { matched += 1 }
+            onEntry?(record.path, found)
+        }
+        for mismatch in outcome.mismatches.items { mismatches.append(mismatch) }
+        mismatches.countMore(outcome.mismatches.count - outcome.mismatches.items.count)
+        let checked = stores.compare(with: outcome.manifest.stores) { mismatches.append($0) }
+        let sidecar = try checkSidecar(archive)
+        if sidecar == "mismatch" {
+            mismatches.append(BundleMismatch(path: archive.lastPathComponent + ".sha256", problem: "the archive's SHA-256 differs from its sidecar"))
+        }
+        outcome.mismatches = mismatches
+        let report = VerificationReport(
+            archive: archive.path, archiveFormat: outcome.manifest.archiveFormat, content: outcome.manifest.content,
+            entries: outcome.entries, matched: matched, mismatches: mismatches, storesChecked: checked, sidecar: sidecar)
+        return (report, outcome, index)
+    }
+
+    /// Differences of one entry from its record; reads the entry's data (into `copyTo` too, when given).
+    static func compare(_ entry: ArchiveReader.Entry, _ record: BundleFile, reader: ArchiveReader, zip: Bool, copyTo: URL? = nil) -> [String] {
+        var found: [String] = []
         let kind = entry.kind == .file ? "file" : entry.kind == .directory ? "directory" : entry.kind == .symlink ? "symlink" : entry.kind.rawValue
         guard kind == record.kind else {
-            note("is a \(kind), the manifest says \(record.kind)")
-            return found
+            return ["is a \(kind), the manifest says \(record.kind)"]
         }
         switch entry.kind {
         case .file:
             var hasher = SHA256()
+            var fd: Int32 = -1
+            if let copyTo { fd = FileSystemPath.withCString(copyTo.path) { open($0, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) } }
+            defer { if fd >= 0 { close(fd) } }
             do {
-                let size = try reader.readData(limit: record.size) { hasher.update(bufferPointer: $0) }
-                if size != record.size { note("holds \(size) bytes, the manifest says \(record.size)") }
+                let size = try reader.readData(limit: record.size) { chunk in
+                    hasher.update(bufferPointer: chunk)
+                    if fd >= 0 { try FileSync.writeAll(fd, chunk, path: copyTo?.path ?? "") }
+                }
+                if size != record.size { found.append("holds \(size) bytes, the manifest says \(record.size)") }
                 let digest = hasher.finalize().hex
-                if digest != record.sha256 { note("SHA-256 \(digest) differs from the manifest's \(record.sha256 ?? "none")") }
+                if digest != record.sha256 { found.append("SHA-256 \(digest) differs from the manifest's \(record.sha256 ?? "none")") }
             } catch let error as USMError {
-                note(error.message)
+                found.append(error.message)
             } catch {
-                note("\(error)")
+                found.append("\(error)")
             }
         case .symlink:
-            if entry.linkTarget != record.linkTarget { note("points at \(entry.linkTarget ?? "nothing"), the manifest says \(record.linkTarget ?? "nothing")") }
+            if entry.linkTarget != record.linkTarget { found.append("points at \(entry.linkTarget ?? "nothing"), the manifest says \(record.linkTarget ?? "nothing")") }
         default:
             break
         }
         if entry.kind != .symlink, entry.mode & 0o7777 != record.modeBits & 0o7777 {
-            note(String(format: "mode %04o differs from the manifest's %@", entry.mode & 0o7777, record.mode))
+            found.append(String(format: "mode %04o differs from the manifest's %@", entry.mode & 0o7777, record.mode))
         }
         // zip keeps times to the second (DOS times to two); tar keeps at least whole seconds.
         let delta = abs(entry.mtime.seconds - record.fileTime.seconds)
-        if delta > (zip ? 2 : 0) { note("modified time \(entry.mtime.iso8601) differs from the manifest's \(record.mtime)") }
+        if delta > (zip ? 2 : 0) { found.append("modified time \(entry.mtime.iso8601) differs from the manifest's \(record.mtime)") }
         return found
     }
 
     /// `ok`, `mismatch` or `absent` for `ARCHIVE.sha256`.
     static func checkSidecar(_ archive: URL) throws -> String {
         let sidecar = archive.path + ".sha256"
-        guard FileStatus.resolve(sidecar)?.kind == .file, let text = try? String(contentsOfFile: sidecar, encoding: .utf8) else { return "absent" }
+        guard FileStatus.resolve(sidecar)?.kind == .file, FileStatus.resolve(sidecar)?.size ?? 0 <= 4096,
+              let text = try? String(contentsOfFile: sidecar, encoding: .utf8)
+        else { return "absent" }
         let expected = text.split(whereSeparator: { $0 == " " || $0 == "\n" }).first.map(String.init)?.lowercased() ?? ""
         return try FileCopy.sha256(of: archive.path).sha256 == expected ? "ok" : "mismatch"
     }

@@ -1,79 +1,26 @@
+import Dispatch
 import Foundation
 import GRDB
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
 
-/// What `archive` is asked to do.
-public struct ArchiveOptions: Sendable {
-    /// What goes in.
-    public enum Content: String, Sendable, Codable {
-        /// Every byte as it is (personal data).
-        case full
-        /// Text and blob values replaced by keyed hashes, transaction logs left out.
-        case redacted
-        /// Schema, metadata and row counts; no rows, no logs, no external data.
-        case metadataOnly = "metadata-only"
-    }
-
-    public var layout: LayoutOptions
-    /// The archive to write; nil for `usm-bundle-<UTC time>.<ext>` in the current folder.
-    public var output: URL?
-    public var format: ArchiveFormat
-    public var content: Content
-    /// Refuse (before writing, from an estimate) a bundle larger than this many bytes.
-    public var maxSize: Int64?
-    /// Replace an existing output file.
-    public var overwrite: Bool
-    /// Recorded in the manifest.
-    public var commandLine: [String]
-
-    public init(layout: LayoutOptions, output: URL? = nil, format: ArchiveFormat = .tarZstd, content: Content = .full,
-                maxSize: Int64? = nil, overwrite: Bool = false, commandLine: [String] = CommandLine.arguments) {
-        self.layout = layout
-        self.output = output
-        self.format = format
-        self.content = content
-        self.maxSize = maxSize
-        self.overwrite = overwrite
-        self.commandLine = commandLine
-    }
-}
-
-/// What `archive` did; its JSON is the `archive --json` report.
-public struct ArchiveResult: Sendable, Encodable {
-    public let schemaVersion = 1
-    public let command = "archive"
-    public let output: String
-    /// The `.sha256` sidecar beside the archive.
-    public let sidecar: String
-    public let sha256: String
-    public let bytes: Int64
-    public let format: String
-    public let content: String
-    public let personalData: Bool
-    /// Entries in the archive besides the manifest, and the bytes of their content.
-    public let entries: Int
-    public let contentBytes: Int64
-    public let stores: Int
-    public let skipped: [BundleSkip]
-    public let exitCode = 0
-    public let exitStatus = "ok"
-}
-
 /// Writes a bundle: one archive of everything a layout holds, `manifest.json` first.
 ///
 /// Steps, in this order because each needs the one before:
-/// 1. plan what goes in (lstat and listings only);
+/// 1. list what goes in, into an on-disk catalog (lstat, readlink and listings only);
 /// 2. capture every store's file set consistently into a private folder, hashing as it copies;
 /// 3. hash every other file (the manifest, written first, carries every hash);
 /// 4. run `status` on the captured copies, so the manifest describes exactly the archived bytes;
 /// 5. redact or reduce, when asked, into further private copies;
 /// 6. estimate the size against `--max-size`, before writing anything;
-/// 7. write the archive beside its final name, re-checking that no source changed, fsync, rename;
+/// 7. write the manifest into the private folder, then the archive beside its final name
+///    (re-checking that no source changed), fsync, rename;
 /// 8. write the `.sha256` sidecar the same way.
+/// What could not be read is left out, listed, and makes the exit status 74.
 public struct BundleWriter {
     public let options: ArchiveOptions
 
@@ -82,33 +29,17 @@ public struct BundleWriter {
     /// Progress: (bytes done, bytes in all).
     public typealias Progress = (Int64, Int64) -> Void
 
-    /// A file bound for the archive, with where its bytes come from.
-    struct Planned {
-        let path: String
-        let kind: String
-        let source: URL?
-        let status: FileStatus
-        var bytesFrom: URL?
-        var size: Int64
-        var sha256: String?
-        var linkTarget: String?
-        var transformed: String?
-        /// Re-checked against the source when written (false for private copies).
-        var checkSource: Bool
-    }
-
     /// Writes the bundle and returns what was written.
     public func run(progress: Progress = { _, _ in }) throws -> ArchiveResult {
         let layout = try Layout.discover(options.layout)
-        let inventory = BundleInventory.forLayout(layout)
-        let output = try resolveOutput(inventory: inventory)
         let scratch = try TemporaryDirectory(prefix: "usm-repair-bundle")
         defer { scratch.remove() }
+        let catalog = try BundleCatalog(folder: scratch.url)
+        let inventory = try BundleInventory.forLayout(layout, catalog: catalog)
+        let output = try resolveOutput(inventory: inventory)
 
-        // 2. Stores, captured consistently.
-        var planned: [Planned] = []
-        let captures = try StoreCapture.captureAll(
-            inventory.stores.map { ($0.files, Array($0.members.keys).sorted()) }, into: scratch.url.appendingPathComponent("stores"))
+        // 2. Stores, captured consistently; a store that cannot be read is left out, listed.
+        let captures = try Self.capture(inventory.stores, into: scratch.url.appendingPathComponent("stores"), catalog: catalog)
         var privateCopies: [String: URL] = [:]
         for (index, store) in inventory.stores.enumerated() {
             if let openable = captures[index]?.openable { privateCopies[store.files.main.path] = openable }
@@ -117,21 +48,128 @@ public struct BundleWriter {
         // 4. The status report, on the captured bytes, in the background while 3. hashes the other files.
         let inspection = Inspection(options: options.layout, depth: .status, ignoredCodes: [], privateCopies: privateCopies)
         let pendingStatus = Background { try inspection.run(layout: layout) }
-        let toHash = inventory.files.values.filter { file in
-            switch (options.content, file.category) {
-            case (.full, _), (_, .marker), (_, .other), (_, .storeMember): true
-            default: false
-            }
-        }.map(\.url.path)
-        let hashes = try ParallelHash.hash(toHash)
+        let hashable = options.content == .full ? "category <> 'member'" : "category IN ('marker', 'other')"
+        try Self.hashFiles(catalog, where: "kind = 'file' AND sha256 IS NULL AND bytesFrom IS NULL AND \(hashable)")
         let status = try pendingStatus.value()
         Memory.releaseFreed()
 
-        // 3 and 5. Every entry, with its hash and any transformation.
-        var skipped = inventory.skipped
-        var storeRecords: [BundleStore] = []
-        var redactedStores: [BundleRedaction.RedactedStore] = []
+        // 3 and 5. Every store entry, with its hash and any transformation.
         let redactor = Redactor()
+        let (storeRecords, redactedStores) = try storeEntries(
+            inventory: inventory, captures: captures, status: status, catalog: catalog, redactor: redactor, scratch: scratch.url)
+        if options.content != .full {
+            try transformOthers(catalog: catalog, redactor: redactor, scratch: scratch.url)
+        }
+
+        // 6. Size, before writing.
+        let (entries, contentBytes) = try catalog.totals()
+        let redaction = options.content == .redacted ? BundleRedaction(
+            method: Redactor.method, stores: redactedStores,
+            excluded: ["CloudLogs transaction logs (their content cannot be redacted)"],
+            externalData: "each file's content replaced by its keyed digest (32 bytes); names kept",
+            preferences: "only USMCloudEnabledKey kept") : nil
+        let header = BundleManifest(
+            tool: ["name": "usm-repair", "version": USMRepair.version, "libarchive": ArchiveVersion.text],
+            commandLine: options.commandLine, createdAt: FileTime.now.iso8601, host: Self.host,
+            archiveFormat: options.format.rawValue, content: options.content.rawValue,
+            personalData: options.content == .full, roots: inventory.roots.map { BundleRoot(name: $0.name, source: $0.url.path) },
+            status: status, stores: storeRecords, redaction: redaction,
+            totals: ["entries": Int64(entries), "contentBytes": contentBytes])
+        let manifestFile = scratch.url.appendingPathComponent(BundleManifest.entryName)
+        try ManifestWriter.write(header, catalog: catalog, to: manifestFile)
+        var estimate: Int64?
+        if let limit = options.maxSize {
+            let size = try SizeEstimate.estimate(
+                catalog: catalog, manifest: manifestFile, total: contentBytes, entries: entries, format: options.format, scratch: scratch.url)
+            estimate = size
+            if size > limit {
+                throw USMError.tooLarge(estimate: size, limit: limit, detail: "\(contentBytes) bytes of content in \(entries) entries")
+            }
+        }
+
+        // 7 and 8. The archive beside its final name, then its sidecar.
+        let written = try Self.write(
+            catalog: catalog, manifest: manifestFile, output: output, format: options.format, maxSize: options.maxSize,
+            overwrite: options.overwrite, contentBytes: contentBytes, progress: progress)
+        let sidecar = URL(fileURLWithPath: output.path + ".sha256")
+        var listed: [BundleSkip] = []
+        try catalog.forEachSkipped(limit: ArchiveResult.skippedListed) { listed += $0 }
+        let counts = try catalog.skippedCounts()
+        return ArchiveResult(
+            output: output.path, sidecar: sidecar.path, sha256: written.sha256, bytes: written.bytes, format: options.format.rawValue,
+            content: options.content.rawValue, personalData: options.content == .full, entries: entries,
+            contentBytes: contentBytes, stores: storeRecords.count, skipped: listed, skippedCount: counts.all,
+            unreadable: counts.unreadable, estimatedBytes: estimate)
+    }
+
+    // MARK: - Steps
+
+    /// Captures every store on every core; one that cannot be read is left out and listed.
+    static func capture(_ stores: [BundleInventory.Store], into directory: URL, catalog: BundleCatalog) throws -> [Int: StoreCapture] {
+        let results = Mutex<[Int: Result<StoreCapture, any Error>]>([:])
+        DispatchQueue.concurrentPerform(iterations: stores.count) { i in
+            let outcome = Result {
+                try StoreCapture.capture(
+                    stores[i].files, members: Array(stores[i].members.keys).sorted(),
+                    into: directory.appendingPathComponent("\(i)", isDirectory: true))
+            }
+            results.withLock { $0[i] = outcome }
+        }
+        var captures: [Int: StoreCapture] = [:]
+        for (i, outcome) in results.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
+            switch outcome {
+            case let .success(capture):
+                captures[i] = capture
+            case let .failure(error as USMError):
+                guard case .unreadable = error else { throw error }
+                for path in stores[i].members.values.sorted() { try catalog.remove(path) }
+                let main = stores[i].members["main"] ?? stores[i].files.fileName
+                try catalog.skip(BundleSkip(path: main, kind: "store", reason: "could not be read (\(error.message)); left out"), unreadable: true)
+            case let .failure(error):
+                throw error
+            }
+        }
+        return captures
+    }
+
+    /// Hashes the files `filter` selects, a page at a time on every core; a file that cannot be
+    /// read is left out and listed, one that changed size meanwhile stops the bundle.
+    static func hashFiles(_ catalog: BundleCatalog, where filter: String) throws {
+        try catalog.forEach(where: filter, pageSize: 256) { page in
+            let sources = page.sorted { $0.size > $1.size }
+            let results = Mutex<[Int: Result<(bytes: Int64, sha256: String), any Error>]>([:])
+            DispatchQueue.concurrentPerform(iterations: sources.count) { i in
+                let outcome = Result { try FileCopy.sha256(of: sources[i].source ?? "") }
+                results.withLock { $0[i] = outcome }
+            }
+            var hashes: [(path: String, sha256: String)] = []
+            for (i, outcome) in results.withLock({ $0 }) {
+                let entry = sources[i]
+                switch outcome {
+                case let .success(hashed):
+                    guard hashed.bytes == entry.size else { throw USMError.changedWhileReading(path: entry.source ?? entry.path) }
+                    hashes.append((entry.path, hashed.sha256))
+                case let .failure(error as USMError):
+                    guard case .unreadable = error else { throw error }
+                    try catalog.remove(entry.path)
+                    try catalog.skip(BundleSkip(path: entry.path, kind: "file", reason: "could not be read (\(error.message)); left out"),
+                                     unreadable: true)
+                case let .failure(error):
+                    throw error
+                }
+            }
+            try catalog.setHashes(hashes)
+        }
+    }
+
+    /// Puts each captured store's members into the catalog, as they are or transformed, and
+    /// returns the manifest's store records and what redaction did.
+    private func storeEntries(
+        inventory: BundleInventory, captures: [Int: StoreCapture], status: StatusReport, catalog: BundleCatalog, redactor: Redactor,
+        scratch: URL
+    ) throws -> ([BundleStore], [BundleRedaction.RedactedStore]) {
+        var records: [BundleStore] = []
+        var redacted: [BundleRedaction.RedactedStore] = []
         for (index, store) in inventory.stores.enumerated() {
             guard let capture = captures[index] else { continue }
             let report = status.stores.first { $0.path == store.files.main.path }
@@ -140,22 +178,26 @@ public struct BundleWriter {
             if options.content == .full {
                 for (member, path) in store.members.sorted(by: { $0.key < $1.key }) {
                     guard let copy = capture.members[member] else { continue }
-                    planned.append(Planned(
-                        path: path, kind: "file", source: store.files.member(member), status: copy.status, bytesFrom: copy.copy,
-                        size: copy.status.size, sha256: copy.sha256, checkSource: false))
+                    try catalog.replace(.init(
+                        path: path, kind: "file", source: store.files.member(member)?.path, bytesFrom: copy.copy.path, status: copy.status,
+                        size: copy.status.size, sha256: copy.sha256, linkTarget: nil, transformed: nil, checkSource: false,
+                        category: .storeMember(store: index, member: member)))
                 }
             } else {
+                for path in store.members.values { try catalog.remove(path) }
                 guard let main = capture.members["main"], report?.health == .ok || report?.health == .damaged,
                       let openable = capture.openable ?? capture.members["main"]?.copy
                 else {
-                    skipped.append(BundleSkip(path: mainPath, kind: "store", reason: "could not be read as Core Data, so it cannot be \(options.content.rawValue); left out"))
+                    try catalog.skip(BundleSkip(
+                        path: mainPath, kind: "store",
+                        reason: "could not be read as Core Data, so it cannot be \(options.content.rawValue); left out"))
                     continue
                 }
-                let target = scratch.url.appendingPathComponent("stores/\(index)/\(options.content.rawValue).sqlite")
+                let target = scratch.appendingPathComponent("stores/\(index)/\(options.content.rawValue).sqlite")
                 do {
                     if options.content == .redacted {
                         let result = try redactor.redact(source: openable, to: target)
-                        redactedStores.append(.init(path: mainPath, tables: result.tables, values: result.values))
+                        redacted.append(.init(path: mainPath, tables: result.tables, values: result.values))
                         captured = "redacted-copy"
                     } else {
                         try StoreRewrite.withoutRows(source: openable, to: target)
@@ -164,147 +206,144 @@ public struct BundleWriter {
                 } catch {
                     // Leaving a store out is safe in a redacted or metadata-only bundle; sending it as it is would not be.
                     let reason = (error as? DatabaseError).map { $0.message ?? "\($0)" } ?? "\(error)"
-                    skipped.append(BundleSkip(path: mainPath, kind: "store", reason: "could not be made \(options.content.rawValue) (\(reason)); left out"))
+                    try catalog.skip(BundleSkip(
+                        path: mainPath, kind: "store", reason: "could not be made \(options.content.rawValue) (\(reason)); left out"))
                     continue
                 }
                 let hashed = try FileCopy.sha256(of: target.path)
-                planned.append(Planned(
-                    path: mainPath, kind: "file", source: store.files.main, status: main.status, bytesFrom: target,
-                    size: hashed.bytes, sha256: hashed.sha256, transformed: options.content.rawValue, checkSource: false))
-                for (member, path) in store.members where member != "main" {
-                    skipped.append(BundleSkip(path: path, kind: "file", reason: "-\(member) folded into the \(options.content.rawValue) store"))
+                try catalog.insert(.init(
+                    path: mainPath, kind: "file", source: store.files.main.path, bytesFrom: target.path, status: main.status,
+                    size: hashed.bytes, sha256: hashed.sha256, linkTarget: nil, transformed: options.content.rawValue,
+                    checkSource: false, category: .storeMember(store: index, member: "main")))
+                for (member, path) in store.members.sorted(by: { $0.key < $1.key }) where member != "main" {
+                    try catalog.skip(BundleSkip(path: path, kind: "file", reason: "-\(member) folded into the \(options.content.rawValue) store"))
                 }
             }
             if let report {
-                storeRecords.append(BundleStore(
+                records.append(BundleStore(
                     path: mainPath, role: store.role, uuid: store.uuid, storeUUID: report.storeUUID, health: report.health.rawValue,
                     objects: report.objects,
                     rows: Dictionary(report.entities.map { ($0.name, $0.rows) }, uniquingKeysWith: +), captured: captured))
             }
         }
-
-        for (path, directory) in inventory.directories {
-            planned.append(Planned(path: path, kind: "directory", source: directory.url, status: directory.status, size: 0, checkSource: false))
-        }
-        for (path, link) in inventory.symlinks {
-            planned.append(Planned(path: path, kind: "symlink", source: link.url, status: link.status, size: 0, linkTarget: link.target, checkSource: false))
-        }
-        for (path, file) in inventory.files {
-            switch (options.content, file.category) {
-            case (.full, _), (_, .marker), (_, .other), (_, .storeMember):
-                guard let hashed = hashes[file.url.path], hashed.bytes == file.status.size else {
-                    throw USMError.changedWhileReading(path: file.url.path)
-                }
-                planned.append(Planned(path: path, kind: "file", source: file.url, status: file.status, size: hashed.bytes, sha256: hashed.sha256, checkSource: true))
-            case (_, .transactionLog):
-                skipped.append(BundleSkip(path: path, kind: "file", reason: "transaction log left out of a \(options.content.rawValue) bundle"))
-            case (.metadataOnly, .externalData):
-                skipped.append(BundleSkip(path: path, kind: "file", reason: "external data left out of a metadata-only bundle"))
-            case (_, .externalData):
-                let stand = scratch.url.appendingPathComponent("external-\(planned.count)")
-                try redactor.redactFile(at: file.url.path).write(to: stand)
-                let hashed = try FileCopy.sha256(of: stand.path)
-                planned.append(Planned(path: path, kind: "file", source: file.url, status: file.status, bytesFrom: stand, size: hashed.bytes, sha256: hashed.sha256, transformed: "redacted", checkSource: false))
-            case (_, .preferences):
-                let stand = scratch.url.appendingPathComponent("preferences-\(planned.count).plist")
-                let kept = try Self.reducedPreferences(file.url, to: stand)
-                let hashed = try FileCopy.sha256(of: stand.path)
-                planned.append(Planned(
-                    path: path, kind: "file", source: file.url, status: file.status, bytesFrom: stand, size: hashed.bytes,
-                    sha256: hashed.sha256, transformed: "only \(kept.joined(separator: ", ")) kept", checkSource: false))
-            }
-        }
-        planned.sort { $0.path < $1.path }
-
-        // 6. Size, before writing.
-        let contentBytes = planned.reduce(0) { $0 + $1.size }
-        if let limit = options.maxSize {
-            let estimate = try SizeEstimate.estimate(
-                files: planned.compactMap { p in p.kind == "file" ? ((p.bytesFrom ?? p.source)!, p.size) : nil },
-                total: contentBytes, entries: planned.count, format: options.format, scratch: scratch.url)
-            if estimate > limit {
-                throw USMError.tooLarge(estimate: estimate, limit: limit, detail: "\(contentBytes) bytes of content in \(planned.count) entries")
-            }
-        }
-
-        // The manifest.
-        let files = planned.map { p in
-            BundleFile(
-                kind: p.kind, path: p.path, size: p.size, mode: p.status.mode, mtime: p.status.mtime, sha256: p.sha256,
-                linkTarget: p.linkTarget, source: p.source?.path, transformed: p.transformed)
-        }
-        let redaction = options.content == .redacted ? BundleRedaction(
-            method: Redactor.method, stores: redactedStores,
-            excluded: ["CloudLogs transaction logs (their content cannot be redacted)"],
-            externalData: "each file's content replaced by its keyed digest (32 bytes); names kept",
-            preferences: "only USMCloudEnabledKey kept") : nil
-        let manifest = BundleManifest(
-            tool: ["name": "usm-repair", "version": USMRepair.version, "libarchive": ArchiveVersion.text],
-            commandLine: options.commandLine, createdAt: FileTime.now.iso8601, host: Self.host,
-            archiveFormat: options.format.rawValue, content: options.content.rawValue,
-            personalData: options.content == .full, roots: inventory.roots.map { BundleRoot(name: $0.name, source: $0.url.path) },
-            status: status, stores: storeRecords, files: files, skipped: skipped, redaction: redaction,
-            totals: ["entries": Int64(files.count), "contentBytes": contentBytes])
-
-        // 7 and 8. The archive beside its final name, then its sidecar.
-        let written = try Self.write(
-            planned: planned, manifest: manifest, output: output, format: options.format, maxSize: options.maxSize,
-            overwrite: options.overwrite, contentBytes: contentBytes, progress: progress)
-        let sidecar = URL(fileURLWithPath: output.path + ".sha256")
-
-        return ArchiveResult(
-            output: output.path, sidecar: sidecar.path, sha256: written.sha256, bytes: written.bytes, format: options.format.rawValue,
-            content: options.content.rawValue, personalData: options.content == .full, entries: files.count,
-            contentBytes: contentBytes, stores: storeRecords.count, skipped: skipped)
+        return (records, redacted)
     }
 
-    /// Writes `manifest` then every planned entry to `output` (through a partial file renamed at
-    /// the end) and the `.sha256` sidecar; re-checks that no source changed while it was read.
+    /// For redacted and metadata-only bundles: transaction logs left out, external data left out
+    /// or replaced by its digest, preferences reduced to `USMCloudEnabledKey`.
+    private func transformOthers(catalog: BundleCatalog, redactor: Redactor, scratch: URL) throws {
+        var made = 0
+        try catalog.forEach(where: "kind = 'file' AND category IN ('log', 'external', 'preferences')") { page in
+            for entry in page {
+                switch (options.content, entry.category) {
+                case (_, .transactionLog):
+                    try catalog.remove(entry.path)
+                    try catalog.skip(BundleSkip(path: entry.path, kind: "file", reason: "transaction log left out of a \(options.content.rawValue) bundle"))
+                case (.metadataOnly, .externalData):
+                    try catalog.remove(entry.path)
+                    try catalog.skip(BundleSkip(path: entry.path, kind: "file", reason: "external data left out of a metadata-only bundle"))
+                case (_, .externalData):
+                    made += 1
+                    let stand = scratch.appendingPathComponent("external-\(made)")
+                    let digest: Data
+                    do { digest = try redactor.redactFile(at: entry.source ?? "") } catch let error as USMError {
+                        guard case .unreadable = error else { throw error }
+                        try catalog.remove(entry.path)
+                        try catalog.skip(BundleSkip(path: entry.path, kind: "file", reason: "could not be read (\(error.message)); left out"),
+                                         unreadable: true)
+                        continue
+                    }
+                    try digest.write(to: stand)
+                    var replaced = entry
+                    replaced.bytesFrom = stand.path
+                    replaced.size = Int64(digest.count)
+                    replaced.sha256 = try FileCopy.sha256(of: stand.path).sha256
+                    replaced.transformed = "redacted"
+                    replaced.checkSource = false
+                    try catalog.replace(replaced)
+                case (_, .preferences):
+                    made += 1
+                    let stand = scratch.appendingPathComponent("preferences-\(made).plist")
+                    let kept = try Self.reducedPreferences(URL(fileURLWithPath: entry.source ?? ""), to: stand)
+                    let hashed = try FileCopy.sha256(of: stand.path)
+                    var replaced = entry
+                    replaced.bytesFrom = stand.path
+                    replaced.size = hashed.bytes
+                    replaced.sha256 = hashed.sha256
+                    replaced.transformed = "only \(kept.joined(separator: ", ")) kept"
+                    replaced.checkSource = false
+                    try catalog.replace(replaced)
+                default:
+                    continue
+                }
+            }
+        }
+    }
+
+    /// Writes the manifest file then every catalog entry, in path order, to `output` (through a
+    /// partial file beside it, a scratch item renamed at the end) and the `.sha256` sidecar;
+    /// re-checks that no source changed while it was read.
     static func write(
-        planned: [Planned], manifest: BundleManifest, output: URL, format: ArchiveFormat, maxSize: Int64?,
+        catalog: BundleCatalog, manifest: URL, output: URL, format: ArchiveFormat, maxSize: Int64?,
         overwrite: Bool, contentBytes: Int64, progress: Progress
     ) throws -> (bytes: Int64, sha256: String) {
-        let partial = output.deletingLastPathComponent().appendingPathComponent(".\(output.lastPathComponent).partial-\(UUID().uuidString)")
+        let folder = output.deletingLastPathComponent()
+        let name = output.lastPathComponent
+        let (partial, fd) = try Scratch.shared.makeFile(in: folder, name: ".\(name).partial-\(UUID().uuidString.prefix(8))")
         var done: Int64 = 0
         let written: (bytes: Int64, sha256: String)
         do {
-            let writer = try ArchiveWriter(
-                path: partial.path, format: format, limit: maxSize,
-                threads: ProcessInfo.processInfo.activeProcessorCount)
-            try writer.addData(BundleManifest.entryName, try JSONOutput.data(manifest), mode: 0o644, mtime: FileTime.now)
-            for p in planned {
-                switch p.kind {
-                case "directory": try writer.addDirectory(p.path, mode: p.status.mode, mtime: p.status.mtime)
-                case "symlink": try writer.addSymlink(p.path, target: p.linkTarget ?? "", mtime: p.status.mtime)
-                default:
-                    // The hash in the manifest was taken before; a user's file that changed since
-                    // (size, mtime, ctime or inode differ) is an error, as in tar. Private copies cannot change.
-                    let from = (p.bytesFrom ?? p.source)!
-                    try writer.addFile(
-                        p.path, source: from.path, size: p.size, mode: p.status.mode, mtime: p.status.mtime, hashing: false
-                    ) { n in
-                        done += n
-                        progress(done, contentBytes)
-                    }
-                    if p.checkSource, !(FileStatus.lookup(from.path)?.sameContent(as: p.status) ?? false) {
-                        throw USMError.changedWhileReading(path: (p.source ?? from).path)
+            let writer = try ArchiveWriter(fd: fd, path: partial.path, format: format, limit: maxSize, threads: ProcessInfo.processInfo.activeProcessorCount)
+            let manifestSize = FileStatus.lookup(manifest.path)?.size ?? 0
+            try writer.addFile(BundleManifest.entryName, source: manifest.path, size: manifestSize, mode: 0o644, mtime: FileTime.now, hashing: false)
+            try catalog.forEach { page in
+                for p in page {
+                    switch p.kind {
+                    case "directory": try writer.addDirectory(p.path, mode: p.status.mode, mtime: p.status.mtime)
+                    case "symlink": try writer.addSymlink(p.path, target: p.linkTarget ?? "", mtime: p.status.mtime)
+                    default:
+                        // The hash in the manifest was taken before; a user's file that changed since
+                        // (size, mtime, ctime or inode differ) is an error, as in tar. Private copies cannot change.
+                        let from = p.readPath ?? ""
+                        try writer.addFile(p.path, source: from, size: p.size, mode: p.status.mode, mtime: p.status.mtime, hashing: false) { n in
+                            done += n
+                            progress(done, contentBytes)
+                        }
+                        if p.checkSource, !(FileStatus.lookup(from)?.sameContent(as: p.status) ?? false) {
+                            throw USMError.changedWhileReading(path: p.source ?? from)
+                        }
                     }
                 }
             }
             written = try writer.finish()
         } catch {
-            try? FileManager.default.removeItem(at: partial)
+            Scratch.shared.release(partial)
             if case let USMError.archive(_, _, message) = error, message.contains("--max-size"), let limit = maxSize {
                 throw USMError.tooLarge(estimate: limit + 1, limit: limit, detail: "the compressed bundle passed the limit while being written")
             }
+            throw USMError.wrap(error)
+        }
+        do {
+            try AtomicRename.replace(output, with: partial.url, overwrite: overwrite)
+        } catch {
+            Scratch.shared.release(partial)
             throw error
         }
-        try AtomicRename.replace(output, with: partial, overwrite: overwrite)
+        Scratch.shared.forget(partial)
         // The sidecar, in sha256sum's format.
-        let sidecar = URL(fileURLWithPath: output.path + ".sha256")
-        let sidecarPartial = URL(fileURLWithPath: partial.path + ".sha256")
-        try Data("\(written.sha256)  \(output.lastPathComponent)\n".utf8).write(to: sidecarPartial)
-        try AtomicRename.replace(sidecar, with: sidecarPartial, overwrite: true)
+        let (sidecarPartial, sidecarFD) = try Scratch.shared.makeFile(in: folder, name: ".\(name).sha256.partial-\(UUID().uuidString.prefix(8))")
+        do {
+            let line = Data("\(written.sha256)  \(FileSystemPath.lastComponent(output.path))\n".utf8)
+            try line.withUnsafeBytes { try FileSync.writeAll(sidecarFD, $0, path: sidecarPartial.path) }
+            _ = fsync(sidecarFD)
+            close(sidecarFD)
+            try AtomicRename.replace(URL(fileURLWithPath: output.path + ".sha256"), with: sidecarPartial.url, overwrite: true)
+        } catch {
+            Scratch.shared.release(sidecarPartial)
+            throw error
+        }
+        Scratch.shared.forget(sidecarPartial)
+        FileSync.directory(folder)
         return written
     }
 
@@ -318,13 +357,16 @@ public struct BundleWriter {
             throw USMError.notFound(path: parent.path, what: "folder for --output")
         }
         let resolved = parent.appendingPathComponent(output.lastPathComponent)
-        for root in inventory.roots where BundleInventory.isInside(resolved, root.url.resolvingSymlinksInPath()) {
-            throw USMError.usage("--output \(output.path) is inside \(root.url.path); a bundle never writes into the folders it reads")
-        }
-        // An archive run killed mid-way leaves its partial file behind: it is not a bundle, so it goes.
-        let partialPrefix = ".\(output.lastPathComponent).partial-"
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: parent.path)) ?? [] where name.hasPrefix(partialPrefix) {
-            try? FileManager.default.removeItem(at: parent.appendingPathComponent(name))
+        if let store = options.layout.store {
+            // A single store is its file set: the bundle may sit beside it, never replace a member.
+            let files = StoreFileSet(main: store.deletingLastPathComponent().resolvingSymlinksInPath().appendingPathComponent(store.lastPathComponent))
+            for member in files.allMembers where BundleInventory.isInside(resolved, member) {
+                throw USMError.usage("--output \(output.path) would replace part of the store's file set (\(member.lastPathComponent)); a bundle never writes over what it reads")
+            }
+        } else {
+            for root in inventory.roots where BundleInventory.isInside(resolved, root.url.resolvingSymlinksInPath()) {
+                throw USMError.usage("--output \(output.path) is inside \(root.url.path); a bundle never writes into the folders it reads")
+            }
         }
         if let status = FileStatus.lookup(output.path) {
             guard options.overwrite, status.kind == .file else {
@@ -336,12 +378,14 @@ public struct BundleWriter {
 
     /// A plist holding only `USMCloudEnabledKey`, in the original's format. Returns the keys kept.
     static func reducedPreferences(_ source: URL, to destination: URL) throws -> [String] {
-        let data = try Data(contentsOf: source)
-        var format = PropertyListSerialization.PropertyListFormat.binary
-        let dict = (try? PropertyListSerialization.propertyList(from: data, options: [], format: &format)) as? [String: Any] ?? [:]
+        let found = try? Preferences.lookUpCloudKey(source)
         var kept: [String: Any] = [:]
-        if let value = dict[Preferences.cloudEnabledKey] { kept[Preferences.cloudEnabledKey] = value }
-        try PropertyListSerialization.data(fromPropertyList: kept, format: format == .xml ? .xml : .binary, options: 0).write(to: destination)
+        switch found?.value ?? nil {
+        case let .bool(value)?: kept[Preferences.cloudEnabledKey] = value
+        case let .integer(value)?: kept[Preferences.cloudEnabledKey] = NSNumber(value: value)
+        default: break
+        }
+        try PropertyListSerialization.data(fromPropertyList: kept, format: found?.xml == true ? .xml : .binary, options: 0).write(to: destination)
         return kept.keys.sorted()
     }
 

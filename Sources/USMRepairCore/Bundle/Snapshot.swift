@@ -35,65 +35,53 @@ public enum Snapshot {
     /// Where snapshots go by default: `$XDG_STATE_HOME/usm-repair/snapshots`, else
     /// `~/.local/state/usm-repair/snapshots` (the XDG Base Directory default).
     public static func defaultDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
-        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
-            return URL(fileURLWithPath: state, isDirectory: true).appendingPathComponent("usm-repair/snapshots", isDirectory: true)
-        }
-        let home = environment["HOME"].map { URL(fileURLWithPath: $0, isDirectory: true) }
-            ?? FileManager.default.homeDirectoryForCurrentUser
-        return home.appendingPathComponent(".local/state/usm-repair/snapshots", isDirectory: true)
+        StateFolder.base(environment: environment).appendingPathComponent("snapshots", isDirectory: true)
     }
 
     /// Takes the snapshot into `directory` (created, private, when missing) and returns the archive's path.
     /// - Parameter protected: folders the change will alter; the snapshot must lie outside all of them.
     /// - Throws: `usage` when the folder lies inside a protected one, `writeFailed` when it cannot be
-    ///   written, `changedWhileReading` when a file changes while it is captured, `manifestMismatch`
-    ///   when the written snapshot does not read back exactly.
+    ///   written, `unreadable` when an item cannot be read whole, `changedWhileReading` when a file
+    ///   changes while it is captured, `manifestMismatch` when the written snapshot does not read back exactly.
     public static func take(_ request: Request, into directory: URL, protected: [URL]) throws -> URL {
         let folder = try prepare(directory, protected: protected + request.roots.map(\.url))
-        let (inventory, absent) = BundleInventory.forItems(roots: request.roots, items: request.items)
+        let scratch = try TemporaryDirectory(prefix: "usm-repair-snapshot")
+        defer { scratch.remove() }
+        let catalog = try BundleCatalog(folder: scratch.url)
+        let (inventory, absent) = try BundleInventory.forItems(roots: request.roots, items: request.items, catalog: catalog)
         for item in request.items where inventory.archivePath(item) == nil {
             throw USMError.usage("cannot snapshot \(item.path): it lies in none of the snapshot's folders")
         }
-        var planned: [BundleWriter.Planned] = []
-        for (path, directory) in inventory.directories {
-            planned.append(.init(path: path, kind: "directory", source: directory.url, status: directory.status, size: 0, checkSource: false))
+        try BundleWriter.hashFiles(catalog, where: "kind = 'file' AND sha256 IS NULL")
+        // A snapshot that misses something it was asked to keep is no snapshot: refuse.
+        var unreadable: BundleSkip?
+        if try catalog.skippedCounts().unreadable > 0 {
+            try catalog.forEachSkipped { page in unreadable = unreadable ?? page.first { $0.reason.hasPrefix("could not be read") || $0.reason.hasPrefix("its content could not be read") } }
         }
-        for (path, link) in inventory.symlinks {
-            planned.append(.init(
-                path: path, kind: "symlink", source: link.url, status: link.status, size: 0, linkTarget: link.target, checkSource: false))
+        if let unreadable {
+            throw USMError.unreadable(path: unreadable.path, reason: "the snapshot cannot capture it (\(unreadable.reason))")
         }
-        for (path, file) in inventory.files {
-            let hashed = try FileCopy.sha256(of: file.url.path)
-            guard hashed.bytes == file.status.size else { throw USMError.changedWhileReading(path: file.url.path) }
-            planned.append(.init(
-                path: path, kind: "file", source: file.url, status: file.status, size: hashed.bytes, sha256: hashed.sha256,
-                checkSource: true))
-        }
-        planned.sort { $0.path < $1.path }
         let items = request.items.compactMap { FileStatus.lookup($0.path) == nil ? nil : inventory.archivePath($0) }
-        let contentBytes = planned.reduce(0) { $0 + $1.size }
-        let manifest = BundleManifest(
+        let (entries, contentBytes) = try catalog.totals()
+        let header = BundleManifest(
             tool: ["name": "usm-repair", "version": USMRepair.version, "libarchive": ArchiveVersion.text],
             commandLine: request.commandLine, createdAt: FileTime.now.iso8601, host: BundleWriter.host,
             archiveFormat: ArchiveFormat.tarZstd.rawValue, content: "snapshot", personalData: true,
             roots: inventory.roots.map { BundleRoot(name: $0.name, source: $0.url.path) },
-            status: nil, stores: [], files: planned.map { p in
-                BundleFile(
-                    kind: p.kind, path: p.path, size: p.size, mode: p.status.mode, mtime: p.status.mtime, sha256: p.sha256,
-                    linkTarget: p.linkTarget, source: p.source?.path)
-            },
-            skipped: inventory.skipped, redaction: nil, totals: ["entries": Int64(planned.count), "contentBytes": contentBytes],
+            status: nil, stores: [], redaction: nil, totals: ["entries": Int64(entries), "contentBytes": contentBytes],
             snapshot: SnapshotRecord(operation: request.operation, items: items.sorted(), absent: absent))
+        let manifestFile = scratch.url.appendingPathComponent(BundleManifest.entryName)
+        try ManifestWriter.write(header, catalog: catalog, to: manifestFile)
         let slug = request.operation.lowercased().map { $0.isLetter || $0.isNumber ? $0 : "-" }
         let output = folder.appendingPathComponent(
             "\(String(slug))-\(FileTime.now.stamp)-\(UUID().uuidString.prefix(8).lowercased()).tar.zst")
         _ = try BundleWriter.write(
-            planned: planned, manifest: manifest, output: output, format: .tarZstd, maxSize: nil, overwrite: false,
+            catalog: catalog, manifest: manifestFile, output: output, format: .tarZstd, maxSize: nil, overwrite: false,
             contentBytes: contentBytes, progress: { _, _ in })
         FileSync.directory(folder)
         let check = try BundleVerifier.verify(output)
         if let first = check.mismatches.first {
-            throw USMError.manifestMismatch(path: output.path, count: check.mismatches.count, first: "\(first.path): \(first.problem)")
+            throw USMError.manifestMismatch(path: output.path, count: check.mismatchCount, first: "\(first.path): \(first.problem)")
         }
         return output
     }
@@ -111,11 +99,7 @@ public enum Snapshot {
             }
         }
         if FileStatus.resolve(folder.path) == nil {
-            do {
-                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            } catch {
-                throw USMError.writeFailed(path: folder.path, reason: "cannot create the snapshot folder: \(USMError.wrap(error).message)")
-            }
+            try Folders.create(folder.path, mode: 0o700, purpose: "cannot create the snapshot folder")
         }
         guard FileStatus.resolve(folder.path)?.kind == .directory else {
             throw USMError.wrongKind(path: folder.path, expected: "a folder for snapshots")

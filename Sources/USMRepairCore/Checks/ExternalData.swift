@@ -7,17 +7,24 @@ struct ExternalData {
     /// The store whose references are checked.
     let files: StoreFileSet
 
-    /// The names of the files present in `_EXTERNAL_DATA` (regular files only; listing never follows links).
-    func fileNames() -> Set<String> {
+    /// The names of the files present in `_EXTERNAL_DATA` (listing never follows links).
+    /// - Throws: `unreadable` when the folder exists but cannot be listed (never taken for empty).
+    func fileNames() throws -> Set<String> {
         let dir = files.externalDataDirectory.path
-        guard FileStatus.lookup(dir)?.kind == .directory,
-              let names = try? FileManager.default.contentsOfDirectory(atPath: dir)
-        else { return [] }
-        return Set(names.filter { !$0.hasPrefix(".") })
+        guard FileStatus.lookup(dir)?.kind == .directory else { return [] }
+        var names: Set<String> = []
+        try DirectoryListing.forEach(dir) { if !$0.hasPrefix(".") { names.insert($0) } }
+        return names
     }
 
     /// How many files `_EXTERNAL_DATA` holds.
-    func fileCount() -> Int { fileNames().count }
+    func fileCount() throws -> Int {
+        let dir = files.externalDataDirectory.path
+        guard FileStatus.lookup(dir)?.kind == .directory else { return 0 }
+        var count = 0
+        try DirectoryListing.forEach(dir) { if !$0.hasPrefix(".") { count += 1 } }
+        return count
+    }
 
     /// A reference names a file when, after the 0x02 tag, it is a UUID (a trailing NUL is tolerated).
     static func referencedName(_ blob: Data) -> String? {
@@ -30,7 +37,7 @@ struct ExternalData {
 
     /// References without a file (error: the value is lost) and files without a reference (warning: garbage).
     func problems(_ db: Database, schema: CoreDataSchema) throws -> [Problem] {
-        let present = fileNames()
+        let present = try fileNames()
         var referenced: Set<String> = []
         var missing: [String: (count: Int, sample: [String])] = [:]
         for table in schema.entityTables {

@@ -1,5 +1,10 @@
 import Foundation
 import GRDB
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The documented exit codes of usm-repair. Values are part of the public contract (README, "Exit codes").
 public enum ExitStatus: Int32, Sendable, CaseIterable, Codable {
@@ -32,8 +37,11 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, Codable {
     case usage = 64
     /// A path named on the command line does not exist.
     case notFound = 66
-    /// Reading or writing failed at the operating-system level (permissions, I/O, disk full).
+    /// Reading or writing failed at the operating-system level (permissions, I/O).
     case ioError = 74
+    /// No room to write: the disk or quota is full (ENOSPC, EDQUOT), or a file would pass the
+    /// process's file-size limit (EFBIG, `ulimit -f`). Make room and run again.
+    case outOfSpace = 75
 
     /// How serious the status is when several stores give different answers: the worst one wins.
     var rank: Int {
@@ -44,10 +52,11 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, Codable {
         case .migrationFailed: 3
         case .notFound: 3
         case .ioError: 4
-        case .refused: 5
-        case .needsCloudContainer, .preconditionFailed: 6
-        case .changedSincePlanning, .storeInUse, .busy, .interrupted: 7
-        case .usage: 8
+        case .outOfSpace: 5
+        case .refused: 6
+        case .needsCloudContainer, .preconditionFailed: 7
+        case .changedSincePlanning, .storeInUse, .busy, .interrupted: 8
+        case .usage: 9
         }
     }
 
@@ -65,6 +74,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, Codable {
         case .usage: "usage"
         case .notFound: "not-found"
         case .ioError: "io-error"
+        case .outOfSpace: "out-of-space"
         case .needsCloudContainer: "needs-cloud-container"
         case .storeInUse: "store-in-use"
         case .busy: "busy"
@@ -86,6 +96,8 @@ public enum USMError: Error, Sendable, Equatable {
     case unreadable(path: String, reason: String)
     /// Writing (to a private temporary folder or a destination) failed.
     case writeFailed(path: String, reason: String)
+    /// Writing failed for want of room: disk or quota full, or the file-size limit reached.
+    case outOfSpace(path: String, reason: String)
     /// The file is not an SQLite database at all (empty, random bytes, another format).
     case notSQLite(path: String, reason: String)
     /// The file is SQLite but lacks the Core Data bookkeeping tables.
@@ -154,6 +166,7 @@ public enum USMError: Error, Sendable, Equatable {
         case .notFound: .notFound
         case .wrongKind: .badInput
         case .unreadable, .writeFailed: .ioError
+        case .outOfSpace: .outOfSpace
         case .notSQLite, .notCoreData, .sqlite: .badInput
         case .symlinkEscapes: .refused
         case .usage: .usage
@@ -183,6 +196,7 @@ public enum USMError: Error, Sendable, Equatable {
         case .wrongKind: "wrong-kind"
         case .unreadable: "unreadable"
         case .writeFailed: "write-failed"
+        case .outOfSpace: "out-of-space"
         case .notSQLite: "not-sqlite"
         case .notCoreData: "not-core-data"
         case .sqlite: "sqlite-error"
@@ -221,7 +235,7 @@ public enum USMError: Error, Sendable, Equatable {
         switch self {
         case .notFound: .notFound
         case .wrongKind: .wrongKind
-        case .writeFailed: .writeFailed
+        case .writeFailed, .outOfSpace: .writeFailed
         case .notSQLite: .notSqlite
         case .notCoreData: .notCoreData
         case .sqlite: .sqliteError
@@ -241,6 +255,8 @@ public enum USMError: Error, Sendable, Equatable {
             "cannot read \(path): \(reason)"
         case let .writeFailed(path, reason):
             "cannot write \(path): \(reason)"
+        case let .outOfSpace(path, reason):
+            "out of space writing \(path): \(reason); make room (or set TMPDIR to a folder with space) and run again"
         case let .notSQLite(path, reason):
             "\(path) is not an SQLite database (\(reason))"
         case let .notCoreData(path, missing):
@@ -311,10 +327,18 @@ extension USMError {
     public static func wrap(_ error: any Error, path: String? = nil) -> USMError {
         if let error = error as? USMError { return error }
         if let error = error as? DatabaseError {
+            if error.resultCode.primaryResultCode == .SQLITE_FULL {
+                return .outOfSpace(path: path ?? "(a private copy)", reason: "SQLite found the disk full")
+            }
             return .sqlite(path: path ?? "(unknown store)", code: error.resultCode.rawValue, message: error.message ?? "\(error)")
         }
         let ns = error as NSError
         let file = path ?? (ns.userInfo[NSFilePathErrorKey] as? String) ?? (ns.userInfo[NSURLErrorKey] as? URL)?.path
+        let posix = (ns.domain == NSPOSIXErrorDomain ? ns.code : nil)
+            ?? (ns.userInfo[NSUnderlyingErrorKey] as? NSError).flatMap { $0.domain == NSPOSIXErrorDomain ? $0.code : nil }
+        if let posix, isOutOfSpace(Int32(posix)) || ns.code == NSFileWriteOutOfSpaceError {
+            return .outOfSpace(path: file ?? "(unknown file)", reason: String(cString: strerror(Int32(posix))))
+        }
         if let file {
             let reason = (ns.userInfo[NSUnderlyingErrorKey] as? NSError)?.localizedDescription ?? ns.localizedDescription
             return ns.domain == NSCocoaErrorDomain && (ns.code == NSFileWriteUnknownError || (640...642).contains(ns.code)
@@ -322,6 +346,19 @@ extension USMError {
                 ? .writeFailed(path: file, reason: reason) : .unreadable(path: file, reason: reason)
         }
         return .unexpected(ns.localizedDescription)
+    }
+}
+
+extension USMError {
+    /// True for the errno values that mean "no room": ENOSPC, EDQUOT, EFBIG.
+    public static func isOutOfSpace(_ code: Int32) -> Bool {
+        code == ENOSPC || code == EDQUOT || code == EFBIG
+    }
+
+    /// The error for a failed write of `path` with `errno` `code`: out of space, or another write failure.
+    public static func writing(_ path: String, errno code: Int32 = errno, purpose: String? = nil) -> USMError {
+        let reason = purpose.map { "\($0): \(String(cString: strerror(code)))" } ?? String(cString: strerror(code))
+        return isOutOfSpace(code) ? .outOfSpace(path: path, reason: reason) : .writeFailed(path: path, reason: reason)
     }
 }
 

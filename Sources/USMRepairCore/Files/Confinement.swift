@@ -18,7 +18,7 @@ public struct Confinement: Sendable {
 
     /// True when `path` is `base` or lies below it, component-wise (no symlinks resolved).
     public static func isInside(_ path: String, _ base: String) -> Bool {
-        path == base || path.hasPrefix(base.hasSuffix("/") ? base : base + "/")
+        FileSystemPath.isInside(path, base)
     }
 
     /// Throws `symlinkEscapes` when a path inside the root resolves to somewhere outside it.

@@ -21,10 +21,8 @@ enum FileCopy {
 
     /// Copies like `copy(from:to:)` and, when asked, returns the SHA-256 of the bytes copied.
     static func copy(from source: String, to destination: String, hashing: Bool) throws -> (bytes: Int64, sha256: String?) {
-        let output = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard output >= 0 else {
-            throw USMError.writeFailed(path: destination, reason: errnoDescription())
-        }
+        let output = FileSystemPath.withCString(destination) { open($0, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }
+        guard output >= 0 else { throw USMError.writing(destination) }
         var closed = false
         defer { if !closed { close(output) } }
         var hasher: SHA256? = hashing ? SHA256() : nil
@@ -33,9 +31,7 @@ enum FileCopy {
             try FileSync.writeAll(output, block, path: destination)
         }
         closed = true
-        if close(output) != 0 {
-            throw USMError.writeFailed(path: destination, reason: errnoDescription())
-        }
+        if close(output) != 0 { throw USMError.writing(destination) }
         return (total, hasher?.finalize().hex)
     }
 
@@ -48,7 +44,7 @@ enum FileCopy {
 
     /// Reads a regular file (never through a final symlink) block by block; returns the byte count.
     static func readBlocks(_ path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Int64 {
-        let input = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        let input = FileSystemPath.withCString(path) { open($0, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
         guard input >= 0 else { throw USMError.unreadable(path: path, reason: errnoDescription()) }
         defer { close(input) }
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: 16)

@@ -24,6 +24,8 @@ public struct FileStatus: Sendable, Equatable {
     public let ctime: FileTime
     /// Inode number: a file replaced by rename has another.
     public let inode: UInt64
+    /// The device holding it: with the inode, what identifies one file system object.
+    public let device: UInt64
 
     /// True when two looks at one path saw the same unchanged file.
     public func sameContent(as other: FileStatus) -> Bool {
@@ -32,19 +34,41 @@ public struct FileStatus: Sendable, Equatable {
 
     /// Stats `path` without following a symlink; nil when nothing is there.
     public static func lookup(_ path: String) -> FileStatus? {
-        var st = stat()
-        guard path.withCString({ Glibc_lstat($0, &st) }) == 0 else { return nil }
-        return FileStatus(st)
+        try? examine(path)
     }
 
     /// Stats `path` following symlinks; nil when nothing (or a dangling link) is there.
     public static func resolve(_ path: String) -> FileStatus? {
         var st = stat()
-        guard path.withCString({ Glibc_stat($0, &st) }) == 0 else { return nil }
+        guard FileSystemPath.withCString(path, { Glibc_stat($0, &st) }) == 0 else { return nil }
         return FileStatus(st)
     }
 
-    private init(_ st: stat) {
+    /// Stats `path` without following a symlink and tells absence from failure: nil when nothing
+    /// is there (or a parent is not a folder), `unreadable` when a folder on the way may not be
+    /// searched (permissions) or another error stops the look.
+    public static func examine(_ path: String) throws -> FileStatus? {
+        var st = stat()
+        guard FileSystemPath.withCString(path, { Glibc_lstat($0, &st) }) == 0 else {
+            let code = errno
+            if code == ENOENT || code == ENOTDIR { return nil }
+            throw USMError.unreadable(path: path, reason: errnoDescription(code))
+        }
+        return FileStatus(st)
+    }
+
+    /// A status as recorded earlier (a bundle's catalog keeps what it saw).
+    init(kind: Kind, size: Int64, mode: UInt32, mtime: FileTime, ctime: FileTime, inode: UInt64, device: UInt64) {
+        self.kind = kind
+        self.size = size
+        self.mode = mode
+        self.mtime = mtime
+        self.ctime = ctime
+        self.inode = inode
+        self.device = device
+    }
+
+    init(_ st: stat) {
         let fmt = UInt32(st.st_mode) & UInt32(S_IFMT)
         switch fmt {
         case UInt32(S_IFREG): kind = .file
@@ -59,6 +83,7 @@ public struct FileStatus: Sendable, Equatable {
         size = Int64(st.st_size)
         mode = UInt32(st.st_mode) & 0o7777
         inode = UInt64(st.st_ino)
+        device = UInt64(st.st_dev)
         #if canImport(Darwin)
         mtime = FileTime(seconds: Int64(st.st_mtimespec.tv_sec), nanoseconds: Int32(st.st_mtimespec.tv_nsec))
         ctime = FileTime(seconds: Int64(st.st_ctimespec.tv_sec), nanoseconds: Int32(st.st_ctimespec.tv_nsec))

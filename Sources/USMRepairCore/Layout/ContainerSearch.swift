@@ -8,6 +8,8 @@ import Foundation
 struct ContainerSearch {
     let root: URL
     let storeName: String
+    /// Folders the search could not list: reported with the layout, not taken for empty.
+    let unreadable = UnreadableFolders()
 
     /// How deep the searches go below a folder.
     static let maxDepth = 6
@@ -25,7 +27,7 @@ struct ContainerSearch {
         for base in bases {
             let support = base.appendingPathComponent("Library/Application Support", isDirectory: true)
             candidates.append(support)
-            candidates += TreeWalk.children(support).map { support.appendingPathComponent($0, isDirectory: true) }
+            candidates += unreadable.children(support).map { support.appendingPathComponent($0, isDirectory: true) }
             candidates.append(base)
         }
         return candidates.first(where: holdsStores)
@@ -46,7 +48,7 @@ struct ContainerSearch {
             if FileStatus.lookup(mobile.path)?.kind == .directory { places.append(mobile) }
         }
         for place in places {
-            let children = TreeWalk.children(place).map { place.appendingPathComponent($0, isDirectory: true) }
+            let children = unreadable.children(place).map { place.appendingPathComponent($0, isDirectory: true) }
                 .filter { $0.path != root.path && FileStatus.lookup($0.path)?.kind == .directory }
             // The app's own container by name, even emptied (after `delete container`).
             if let suffix, let named = children.first(where: { $0.lastPathComponent.hasSuffix(suffix) }) { return named }
@@ -58,7 +60,7 @@ struct ContainerSearch {
 
     /// True for a folder holding `CloudLogs/` or `CloudStore.nosync/`.
     static func isUbiquityContainer(_ dir: URL) -> Bool {
-        let names = TreeWalk.children(dir)
+        let names = (try? TreeWalk.children(dir)) ?? []
         return names.contains("CloudLogs") || names.contains("CloudStore.nosync")
     }
 
@@ -69,7 +71,7 @@ struct ContainerSearch {
             let (dir, depth) = queue.removeFirst()
             if isUbiquityContainer(dir) { return dir }
             guard depth < maxDepth else { continue }
-            for name in TreeWalk.children(dir) where name != "CloudStore" {
+            for name in (try? TreeWalk.children(dir)) ?? [] where name != "CloudStore" {
                 let child = dir.appendingPathComponent(name, isDirectory: true)
                 if FileStatus.lookup(child.path)?.kind == .directory { queue.append((child, depth + 1)) }
             }
@@ -82,7 +84,7 @@ struct ContainerSearch {
         var plists: [URL] = []
         for base in bases {
             let dir = base.appendingPathComponent("Library/Preferences", isDirectory: true)
-            plists += TreeWalk.children(dir).filter { $0.hasSuffix(".plist") }.map { dir.appendingPathComponent($0) }
+            plists += unreadable.children(dir).filter { $0.hasSuffix(".plist") }.map { dir.appendingPathComponent($0) }
         }
         plists = plists.filter { FileStatus.lookup($0.path)?.kind == .file }
         if let withKey = plists.first(where: { (try? Preferences.read($0))?.holdsUbiquityKeys == true }) { return withKey }

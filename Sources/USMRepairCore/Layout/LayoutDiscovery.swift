@@ -48,6 +48,10 @@ struct Discovery {
             appDir = appDir ?? found.appDirectory()
             prefsURL = prefsURL ?? found.preferences()
             cloudDir = cloudDir ?? found.cloudDirectory(bundleID: prefsURL.map { $0.deletingPathExtension().lastPathComponent })
+            for (path, reason) in found.unreadable.items {
+                problems.append(Problem(.unreadable, "cannot search \(path) for the app's data: \(reason)", subject: path))
+                status = status.worst(.ioError)
+            }
             if appDir == nil, cloudDir == nil {
                 problems.append(Problem(
                     .layoutNotFound,
@@ -201,6 +205,11 @@ struct Discovery {
             for escape in walk.escapes {
                 problems.append(Problem(.symlinkEscapes, "refusing to follow \(escape): a symlink leaving \(root.path)", subject: escape))
                 status = status.worst(.refused)
+            }
+            // A folder below that cannot be listed: its logs are not counted, and that is said.
+            for (path, reason) in walk.unreadable {
+                problems.append(Problem(.unreadable, "\(reason); the transaction logs in it are not counted", subject: path))
+                status = status.worst(.ioError)
             }
             let peers = list(dir, hidden: false)
             let contentNames = Set(peers.flatMap { list(dir.appendingPathComponent($0), hidden: false, quiet: true) }).sorted()
@@ -369,7 +378,7 @@ struct Discovery {
     private mutating func list(_ dir: URL, hidden: Bool, quiet: Bool = false) -> [String] {
         guard FileStatus.lookup(dir.path)?.kind == .directory else { return [] }
         do {
-            return try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { hidden || !$0.hasPrefix(".") }.sorted()
+            return try DirectoryListing.names(dir.path).filter { hidden || !$0.hasPrefix(".") }
         } catch {
             if !quiet {
                 let error = USMError.unreadable(path: dir.path, reason: "the folder cannot be listed (\(USMError.wrap(error).message))")

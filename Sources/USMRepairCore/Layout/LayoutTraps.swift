@@ -27,7 +27,15 @@ enum LayoutTraps {
                     .markerTrailingNewline,
                     "\(marker.name) holds a UUID followed by white space or a newline: the app reads it as it is and names a different, empty store (E12)",
                     subject: marker.path))
-            case .lowercase?, .notAUUID?, .notAFile?:
+            case .notAFile?:
+                let dangling = FileStatus.lookup(marker.path)?.kind == .symlink
+                problems.append(Problem(
+                    .markerMalformed,
+                    dangling
+                        ? "\(marker.name) is a symlink that resolves to nothing (it points to itself, loops, or its target is missing): the app cannot read a store UUID from it"
+                        : "\(marker.name) is not a regular file (\(marker.defect?.rawValue ?? "")): the app cannot read a store UUID from it",
+                    subject: marker.path))
+            case .lowercase?, .notAUUID?:
                 problems.append(Problem(
                     .markerMalformed,
                     "\(marker.name) does not hold 36 upper-case characters of a UUID (\(marker.defect?.rawValue ?? "")): the app's exact comparison never names an existing store",

@@ -8,8 +8,9 @@ public struct Preferences: Sendable, Equatable {
     public static let cloudEnabledKey = "USMCloudEnabledKey"
     /// The key of Core Data's token → container-ID list inside an account map.
     public static let accountMapKey = "PFUbiquitySetupTokenAndIDArray"
-    /// A preferences file larger than this is not a preferences file.
-    static let maxSize = 16 << 20
+    /// A preferences file larger than this is not a preferences file (it is read without being
+    /// decoded, so the limit is about meaning, not memory).
+    static let maxSize: Int64 = 64 << 20
 
     /// One cached StoreUUID: a key named by the StoreUUID marker's full device path.
     public struct CachedStoreUUID: Sendable, Encodable, Equatable {
@@ -57,36 +58,42 @@ public struct Preferences: Sendable, Equatable {
         guard let status = FileStatus.resolve(url.path) else { throw USMError.notFound(path: url.path, what: "preferences file") }
         guard status.kind == .file else { throw USMError.wrongKind(path: url.path, expected: "a preferences plist file") }
         guard status.size <= maxSize else {
-            throw USMError.wrongKind(path: url.path, expected: "a preferences plist (it is \(status.size) bytes)")
+            throw USMError.wrongKind(path: url.path, expected: "a preferences plist (it is \(status.size) bytes; preferences this large are not preferences)")
         }
-        let data: Data
-        do { data = try Data(contentsOf: url) } catch {
-            throw USMError.unreadable(path: url.path, reason: USMError.wrap(error).message)
-        }
-        var format = PropertyListSerialization.PropertyListFormat.binary
-        guard let plist = try? PropertyListSerialization.propertyList(from: data, options: [], format: &format),
-              let dict = plist as? [String: Any]
-        else { throw USMError.wrongKind(path: url.path, expected: "a property list dictionary (binary or XML)") }
-
-        var enabled: Bool?
-        if let value = dict[cloudEnabledKey] {
-            if let bool = value as? Bool {
-                enabled = bool
-            } else if let number = value as? NSNumber {
-                enabled = number.intValue != 0
-            } else {
-                throw USMError.wrongKind(path: url.path, expected: "a plist whose \(cloudEnabledKey) is a boolean")
+        let scan: PreferencesReader.Scan
+        do {
+            scan = try PreferencesReader.scan(url.path, cloudKey: cloudEnabledKey, accountMapKey: accountMapKey) {
+                cachedStoreUUID(key: $0, value: NSNull()) != nil
             }
+        } catch let error as PreferencesReader.Malformed {
+            throw USMError.wrongKind(path: url.path, expected: "a property list dictionary (binary or XML): \(error.reason)")
         }
-        var caches: [CachedStoreUUID] = []
-        var maps: [AccountMap] = []
-        for (key, value) in dict {
-            if let cache = cachedStoreUUID(key: key, value: value) { caches.append(cache) }
-            if let map = (value as? [String: Any]).flatMap({ accountMap(key: key, value: $0) }) { maps.append(map) }
+        var enabled: Bool?
+        switch scan.cloudEnabled {
+        case nil: break
+        case let .bool(value)?: enabled = value
+        case let .integer(value)?: enabled = value != 0
+        case .other?: throw USMError.wrongKind(path: url.path, expected: "a plist whose \(cloudEnabledKey) is a boolean")
         }
+        let caches = scan.caches.compactMap { cachedStoreUUID(key: $0.key, value: $0.value as Any? ?? NSNull()) }
+        let maps = scan.accountMaps.map { AccountMap(contentName: $0.key, containerIDs: $0.ids) }
         return Preferences(
-            path: url.path, cloudEnabled: enabled, hasKey: enabled != nil, isXML: format == .xml,
+            path: url.path, cloudEnabled: enabled, hasKey: enabled != nil, isXML: scan.xml,
             cachedStoreUUIDs: caches.sorted { $0.key < $1.key }, accountMaps: maps.sorted { $0.contentName < $1.contentName })
+    }
+
+    /// `USMCloudEnabledKey` as the file holds it, and the file's format, read without decoding the
+    /// plist (memory stays flat whatever its size).
+    /// - Throws: `notFound`, `unreadable`, `wrongKind` (not a plist dictionary, or larger than `maxSize`).
+    static func lookUpCloudKey(_ url: URL) throws -> (xml: Bool, value: PreferencesReader.Value?) {
+        guard let status = FileStatus.resolve(url.path) else { throw USMError.notFound(path: url.path, what: "preferences file") }
+        guard status.kind == .file else { throw USMError.wrongKind(path: url.path, expected: "a preferences plist file") }
+        do {
+            let scan = try PreferencesReader.scan(url.path, cloudKey: cloudEnabledKey, accountMapKey: nil) { _ in false }
+            return (scan.xml, scan.cloudEnabled)
+        } catch let error as PreferencesReader.Malformed {
+            throw USMError.wrongKind(path: url.path, expected: "a property list dictionary (binary or XML): \(error.reason)")
+        }
     }
 
     /// The cache entry a key names, when it is one (`…/CloudLogs/StoreUUID` + `+`×v).

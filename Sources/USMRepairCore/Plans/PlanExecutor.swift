@@ -296,20 +296,3 @@ extension Plan.Action {
         }
     }
 }
-
-/// Removing a tree this tool made (staging, trash), never following a symlink: folders are made
-/// writable (checked with lstat first) so read-only ones can be emptied, links are removed as links.
-enum SafeRemove {
-    static func tree(_ url: URL) throws {
-        guard let status = FileStatus.lookup(url.path) else { return }
-        if status.kind == .directory {
-            _ = chmod(url.path, 0o700)
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? [] {
-                try tree(url.appendingPathComponent(name))
-            }
-            guard rmdir(url.path) == 0 else { throw USMError.writeFailed(path: url.path, reason: errnoDescription()) }
-        } else {
-            guard unlink(url.path) == 0 else { throw USMError.writeFailed(path: url.path, reason: errnoDescription()) }
-        }
-    }
-}

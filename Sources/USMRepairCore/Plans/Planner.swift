@@ -130,11 +130,12 @@ public struct Planner {
 
     /// Core Data's folders of UbiquityStoreManager stores on this device:
     /// `A/CloudStore/CoreDataUbiquitySupport/<peer>/<content>` for the content names given.
-    func copyFolders(contentNames: Set<String>) -> [URL] {
+    /// - Throws: `unreadable` when a folder on the way cannot be listed (a plan must not miss a copy).
+    func copyFolders(contentNames: Set<String>) throws -> [URL] {
         guard let app = layout.appDirectory else { return [] }
         let support = app.appendingPathComponent("CloudStore/\(Layout.ubiquitySupportFolder)", isDirectory: true)
-        return TreeWalk.children(support).flatMap { peer in
-            TreeWalk.children(support.appendingPathComponent(peer)).filter(contentNames.contains).map {
+        return try TreeWalk.children(support).flatMap { peer in
+            try TreeWalk.children(support.appendingPathComponent(peer)).filter(contentNames.contains).map {
                 support.appendingPathComponent("\(peer)/\($0)", isDirectory: true)
             }
         }

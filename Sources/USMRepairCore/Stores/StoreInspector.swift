@@ -50,6 +50,13 @@ public struct StoreInspector: Sendable {
             } catch {}
         }
 
+        // A folder on the way that may not be searched: unreadable, not missing.
+        do { _ = try FileStatus.examine(files.main.path) } catch let error as USMError {
+            report.health = .unreadable
+            report.problems.append(Problem(.unreadable, error.message, subject: files.main.path))
+            report.readFailure = error
+            return report
+        } catch {}
         guard let mainStatus = FileStatus.resolve(files.main.path) else {
             report.exists = FileStatus.lookup(files.main.path) != nil
             if report.exists {
@@ -217,7 +224,15 @@ public struct StoreInspector: Sendable {
         report.problems += try StoreChecks.primaryKeyProblems(db, schema: schema)
 
         let external = ExternalData(files: files)
-        report.externalDataFiles = external.fileCount()
+        do {
+            report.externalDataFiles = try external.fileCount()
+        } catch let error as USMError {
+            // A file set member that cannot be read: an error, never an empty folder.
+            report.problems.append(Problem(.unreadable, error.message, subject: files.externalDataDirectory.path))
+            report.readFailure = error
+            report.health = .unreadable
+            return
+        }
         if depth == .check {
             report.problems += try StoreChecks.toOneProblems(db, schema: schema)
             report.problems += try StoreChecks.joinProblems(db, schema: schema)

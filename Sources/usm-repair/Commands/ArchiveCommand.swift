@@ -14,8 +14,14 @@ struct ArchiveCommand: USMCommand {
             every file's size, mode, mtime and SHA-256, rows per entity), and PATH.sha256 beside it.
 
             Exit codes: 0 written; 2 a path is not what it must be; 3 refused (over --max-size, \
-            output exists without --overwrite); 64 usage; 66 not found; 74 I/O error, or a file \
-            kept changing while it was read.
+            output exists without --overwrite); 64 usage (also an --output name that says another \
+            format); 66 not found; 74 I/O error, a file kept changing while it was read, or the \
+            bundle was written without what could not be read (listed); 75 out of space.
+
+            Examples:
+              usm-repair archive --container Notes.xcappdata -o ticket-4711.tar.zst
+              usm-repair archive --container Customer.xcappdata --redact -o redacted.zip
+              usm-repair archive --store Customer.sqlite --metadata-only --max-size 5M
             """
     )
 
@@ -28,7 +34,7 @@ struct ArchiveCommand: USMCommand {
     var outputPath: String?
 
     @Option(name: .customLong("format"), help: ArgumentHelp(
-        "tar.zst (default), tar.gz, tar.xz or zip; default from --output's extension.", valueName: "format"))
+        "tar.zst (default), tar.gz, tar.xz or zip; default from --output's extension, which must agree with it.", valueName: "format"))
     var format: ArchiveFormat?
 
     @Flag(name: .customLong("redact"), help: "Replace text and blob values by keyed hashes (stores stay valid); leave transaction logs out.")
@@ -46,10 +52,13 @@ struct ArchiveCommand: USMCommand {
 
     func validate() throws {
         if redact && metadataOnly { throw ValidationError("--redact and --metadata-only cannot be used together") }
+        do { _ = try ArchiveFormat.choose(explicit: format, output: outputPath) } catch let error as USMError {
+            throw ValidationError(error.message)
+        }
     }
 
     func run(_ context: CommandContext) throws {
-        let chosen = format ?? outputPath.flatMap(ArchiveFormat.infer(from:)) ?? .tarZstd
+        let chosen = (try? ArchiveFormat.choose(explicit: format, output: outputPath)) ?? .tarZstd
         let content: ArchiveOptions.Content = redact ? .redacted : metadataOnly ? .metadataOnly : .full
         let options = ArchiveOptions(
             layout: layout.options, output: outputPath.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath) },
@@ -62,9 +71,21 @@ struct ArchiveCommand: USMCommand {
             terminal.out("SHA-256 \(result.sha256) in \(result.sidecar)")
             if output.verbose {
                 for skip in result.skipped { terminal.out("  left out: \(skip.path): \(skip.reason)") }
-            } else if !result.skipped.isEmpty {
-                terminal.out("\(result.skipped.count) item(s) left out, each with its reason in the manifest's \"skipped\" list (--verbose lists them)")
+                if result.skippedCount > result.skipped.count {
+                    terminal.out("  ... and \(result.skippedCount - result.skipped.count) more in the manifest's \"skipped\" list")
+                }
+            } else if result.skippedCount > 0 {
+                terminal.out("\(result.skippedCount) item(s) left out, each with its reason in the manifest's \"skipped\" list (--verbose lists them)")
             }
+        }, status: { result in
+            if result.unreadable > 0 {
+                // Said on stderr whatever the output style: the bundle is not the whole layout.
+                context.terminal.err("warning: \(result.unreadable) item(s) could not be read and are not in the bundle (exit 74):")
+                for skip in result.skipped where skip.reason.contains("could not be read") {
+                    context.terminal.err("  \(skip.path): \(skip.reason)")
+                }
+            }
+            return result.status
         })
         if content == .full {
             // Always said, --quiet included: it is about whom the file may be shared with.

@@ -19,7 +19,12 @@ struct CheckCommand: USMCommand {
 
             Exit codes: 0 every invariant holds; 1 problems found (errors, or warnings with \
             --strict, not accepted with --ignore); 2 a store could not be read as Core Data; \
-            3 refused; 64 usage; 66 not found; 74 I/O error.
+            3 refused; 64 usage; 66 not found; 74 I/O error; 75 no room for the private copy.
+
+            Examples:
+              usm-repair check --container Customer.xcappdata
+              usm-repair check --store Customer.sqlite --strict
+              usm-repair check --app-dir "Application Support" --json
             """
     )
 

@@ -6,6 +6,12 @@ struct DeleteCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "delete",
         abstract: "Delete the ubiquity container, a cloud store or the local store, leaving the state the app takes up at its next launch.",
+        discussion: """
+            Examples:
+              usm-repair delete container --container Notes.xcappdata --dry-run
+              usm-repair delete cloud-store --container Notes.xcappdata --local-only --yes
+              usm-repair delete local-store --container Notes.xcappdata --yes
+            """,
         subcommands: [DeleteContainerCommand.self, DeleteCloudStoreCommand.self, DeleteLocalStoreCommand.self])
 }
 

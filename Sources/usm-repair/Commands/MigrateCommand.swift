@@ -6,6 +6,11 @@ struct MigrateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "migrate",
         abstract: "Move the data between the cloud store and the local store.",
+        discussion: """
+            Examples:
+              usm-repair migrate cloud-to-local --container Notes.xcappdata --dry-run
+              usm-repair migrate local-to-cloud --container Notes.xcappdata --yes
+            """,
         subcommands: [MigrateCloudToLocalCommand.self, MigrateLocalToCloudCommand.self])
 }
 

@@ -21,7 +21,12 @@ struct MigrateStoreCommand: USMCommand {
             invalid recipe); 3 refused (DST exists, uniqueness conflict, plugin touched what it \
             must not, --yes missing); 10 migration failed (strategy, recipe step, plugin or \
             verification; nothing installed); 64 usage (unknown strategy...); 66 not found \
-            (source, recipe, plugin); 74 I/O error (read-only or full destination folder).
+            (source, recipe, plugin); 74 I/O error (read-only or full destination folder); 75 out of space.
+
+            Examples:
+              usm-repair migrate-store Cloud.sqlite Local.sqlite
+              usm-repair migrate-store A.sqlite B.sqlite --into --on-conflict keep-source
+              usm-repair migrate-store Cloud.sqlite Local.sqlite --recipe strip-ubiquity
             """)
 
     @Argument(help: ArgumentHelp("The source store's main file.", valueName: "src"), completion: .file())

@@ -18,7 +18,13 @@ struct RestoreCommand: USMCommand {
 
             Exit codes: 0 restored; 1 the archive does not match its manifest; 2 not a bundle, \
             truncated or corrupt; 3 refused (hostile entry, or existing folders without --yes); \
-            64 usage; 66 archive not found; 74 I/O error.
+            64 usage (also a --snapshot-dir inside a folder being replaced); 66 archive not found; \
+            74 I/O error; 75 out of space.
+
+            Examples:
+              usm-repair restore ticket-4711.tar.zst --to ~/Cases/4711
+              usm-repair restore ticket-4711.tar.zst --to ~/Cases/4711 --yes
+              usm-repair restore restore-20261121T101500Z-1a2b3c4d.tar.zst --to ~/Case -y
             """
     )
 
@@ -42,8 +48,10 @@ struct RestoreCommand: USMCommand {
         let options = RestoreOptions(
             archive: URL(fileURLWithPath: archive), target: URL(fileURLWithPath: to, isDirectory: true), yes: yes,
             snapshotDirectory: snapshotDir.map { URL(fileURLWithPath: $0, isDirectory: true) })
+        let verbose = output.verbose && !output.json
         try context.perform({ terminal in
-            try BundleRestorer(options: options).run(confirm: context.confirm)
+            // --verbose: every entry as it is written into the private folder.
+            try BundleRestorer(options: options).run(confirm: context.confirm, onEntry: verbose ? { terminal.out("extracted: \($0)") } : nil)
         }, text: { result, terminal in
             guard !output.quiet else { return }
             for root in result.roots {

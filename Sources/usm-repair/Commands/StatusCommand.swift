@@ -13,7 +13,13 @@ struct StatusCommand: USMCommand {
 
             Exit codes: 0 every store present is healthy; 2 a store is damaged or not Core Data, or a \
             marker or the preferences hold garbage; 3 refused (symlink leaving the folder); 64 usage; \
-            66 a named path does not exist; 74 a file could not be read.
+            66 a named path does not exist; 74 a file or folder could not be read; 75 no room for the \
+            private copy.
+
+            Examples:
+              usm-repair status --container ~/Downloads/Notes.xcappdata
+              usm-repair status --app-dir "Application Support" --cloud-dir iCloud --json
+              usm-repair status --store Customer.sqlite -v
             """
     )
 

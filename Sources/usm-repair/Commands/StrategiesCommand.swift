@@ -8,7 +8,13 @@ struct StrategiesCommand: USMCommand {
     static let configuration = CommandConfiguration(
         commandName: "strategies",
         abstract: "List the migration strategies, the recipes found and the external plugins on PATH (runs none of them).",
-        discussion: "Exit codes: 0 listed; 64 usage.")
+        discussion: """
+            Exit codes: 0 listed; 64 usage.
+
+            Examples:
+              usm-repair strategies
+              usm-repair strategies --json
+            """)
 
     @OptionGroup(title: "Output") var output: OutputFlags
 

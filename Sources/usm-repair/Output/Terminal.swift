@@ -8,6 +8,10 @@ import Darwin
 /// Where output goes and how it may look: colour only when stdout is a terminal and `NO_COLOR`
 /// is unset, progress only when stderr is a terminal. Built from facts (`live` reads the
 /// process's), so commands run in tests with captured output.
+///
+/// Every line of text passes `escape` here, the one place, so no printer can forget: a file name
+/// holding ESC, BEL or a line break prints as `\x1b`, `\x07`, `\n` instead of reaching the
+/// terminal. JSON (`json`) goes out exact.
 final class Terminal {
     /// Receives one chunk of text for stdout or stderr.
     typealias Sink = (String) -> Void
@@ -49,27 +53,78 @@ final class Terminal {
         case red = "31", green = "32", yellow = "33", bold = "1", dim = "2"
     }
 
+    /// Stands for ESC in painted text until the line is escaped: random per run, so text from a
+    /// file name cannot forge it.
+    private let escapeMarker = "\u{E000}" + UUID().uuidString.prefix(8) + "\u{E001}"
+
     func paint(_ text: String, _ style: Style) -> String {
-        colors ? "\u{1B}[\(style.rawValue)m\(text)\u{1B}[0m" : text
+        colors ? "\(escapeMarker)[\(style.rawValue)m\(text)\(escapeMarker)[0m" : text
     }
 
+    /// One line of text on stdout, control characters escaped.
     func out(_ line: String = "") {
-        writeOut(line + "\n")
+        writeOut(render(line) + "\n")
     }
 
-    /// Text for stdout as it is, without a line break (output written in pieces).
+    /// JSON for stdout as it is, without a line break (output written in pieces; never text).
     func write(_ text: String) {
         writeOut(text)
     }
 
+    /// One line of text on stderr, control characters escaped.
     func err(_ line: String) {
-        writeErr(line + "\n")
+        writeErr(render(line) + "\n")
+    }
+
+    /// JSON on stdout, exactly as encoded.
+    func json(_ text: String) {
+        writeOut(text + "\n")
+    }
+
+    private func render(_ line: String) -> String {
+        let escaped = Self.escape(line)
+        return colors ? escaped.replacingOccurrences(of: escapeMarker, with: "\u{1B}") : escaped
+    }
+
+    /// Text made safe for a terminal: C0 controls, DEL, C1 controls and Unicode line and paragraph
+    /// separators become visible escapes (`\n`, `\t`, `\x1b`, `\u{85}`...), and the bytes of a file
+    /// name that are not UTF-8 (see `FileSystemPath`) print as `\xff`.
+    static func escape(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: needsEscape) else { return text }
+        var out = ""
+        for scalar in text.unicodeScalars {
+            guard needsEscape(scalar) else {
+                out.unicodeScalars.append(scalar)
+                continue
+            }
+            switch scalar.value {
+            case 0x0A: out += "\\n"
+            case 0x0D: out += "\\r"
+            case 0x09: out += "\\t"
+            case 0x00...0x1F, 0x7F: out += "\\x" + hex(scalar.value, 2)
+            case 0xF700...0xF7FF: out += "\\x" + hex(scalar.value - 0xF700, 2)
+            default: out += "\\u{" + hex(scalar.value, 2) + "}"
+            }
+        }
+        return out
+    }
+
+    private static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x00...0x1F, 0x7F...0x9F, 0x2028, 0x2029, 0xF700...0xF7FF: true
+        default: false
+        }
+    }
+
+    private static func hex(_ value: UInt32, _ width: Int) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: max(0, width - digits.count)) + digits
     }
 
     /// A one-line progress note on stderr, overwritten by the next one.
     func progress(_ index: Int, _ count: Int, _ path: String) {
         guard progressEnabled else { return }
-        let name = URL(fileURLWithPath: path).lastPathComponent
+        let name = Self.escape(URL(fileURLWithPath: path).lastPathComponent)
         writeErr("\r\u{1B}[K[\(index + 1)/\(count)] reading \(name)")
     }
 
@@ -94,7 +149,7 @@ final class Terminal {
     /// Asks a yes/no question on stderr; only a "y" or "yes" answer is yes. Never asks without a terminal.
     func ask(_ question: String) -> Bool {
         guard interactive else { return false }
-        writeErr("\(question) [y/N] ")
+        writeErr("\(render(question)) [y/N] ")
         let answer = readAnswer()?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
         return answer == "y" || answer == "yes"
     }
