@@ -128,6 +128,11 @@ struct MigrationCLITests {
         #expect(try Migrate.check(tmp.path("dst/D.sqlite")).rows["Book"] == 6)
         #expect(try CLI.run(["restore", snapshot, "--to", tmp.path("back").path, "-q"]).status == 0)
         #expect(try TreeSnapshot(tmp.path("back/dst")) == before, "the old file set, byte for byte")
+        // In place: the old file set back where it was, the new members it did not have removed.
+        let undone = try CLI.run(["restore", snapshot, "--yes", "--snapshot-dir", snapshots.path, "--json"])
+        #expect(undone.status == 0, "\(undone.stderr)")
+        #expect(undone.json["undoes"] as? String == "migrate-store")
+        #expect(try TreeSnapshot(tmp.path("dst")) == before, "the old file set in place, byte for byte")
     }
 
     @Test("a read-only destination folder: exit 74, nothing left", .enabled(if: CLI.canRunUnprivileged))

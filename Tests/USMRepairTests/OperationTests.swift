@@ -239,6 +239,28 @@ struct OperationTests {
         #expect(try Self.apply(f, ["corruption", "clear"])["noOp"] as? Bool == true)
     }
 
+    @Test("a replaced file keeps the permission bits of the one it replaces (store, preferences, marker)")
+    func modesKept() throws {
+        let f = try Fixture { $0.local.walOnlyBooks = 2 }
+        let marker = f.paths.cloudDir.appendingPathComponent("CloudLogs/StoreUUID+")
+        for (url, mode) in [(f.paths.localStore, 0o640), (f.paths.prefs, 0o604), (marker, 0o664)] {
+            try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: url.path)
+        }
+        func mode(_ url: URL) throws -> Int {
+            try #require(try FileManager.default.attributesOfItem(atPath: url.path)[.posixPermissions] as? NSNumber).intValue
+        }
+        try Self.apply(f, ["migrate", "cloud-to-local", "--strategy", "ios"])
+        #expect(try mode(f.paths.localStore) == 0o640, "the local store built by the engine")
+        #expect(try mode(f.paths.prefs) == 0o604, "the edited preferences")
+        try Self.apply(f, ["switch", f.options.oldUUID!])
+        #expect(try mode(marker) == 0o664)
+        let g = try Fixture { $0.local.walOnlyBooks = 2 }
+        try FileManager.default.setAttributes([.posixPermissions: 0o640], ofItemAtPath: g.paths.localStore.path)
+        let rebuilt = try Self.apply(g, ["rebuild", "--from", "local"])
+        #expect(((rebuilt["steps"] as? [[String: Any]]) ?? []).contains { $0["action"] as? String == "checkpoint" })
+        #expect(try mode(g.paths.localStore) == 0o640, "the checkpointed local store")
+    }
+
     @Test("refusals change no byte and each has its exit code")
     func refusals() throws {
         // The ubiquity container is needed but not there.

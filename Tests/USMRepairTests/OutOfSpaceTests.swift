@@ -35,6 +35,35 @@ struct OutOfSpaceTests {
         #expect((problem?["message"] as? String)?.contains("out of space") == true, "\(String(describing: problem))")
     }
 
+    @Test("ulimit -f: an operation and its undo exit 75 or finish; out of room, nothing changed and nothing of ours left")
+    func operationsUnderFileSizeLimit() throws {
+        var failures = 0
+        // Limits from below the snapshot's size to above the store's copy: each run stops at another step.
+        for blocks in [8, 32, 64, 128, 256, 100_000] {
+            let f = try OperationTests.Fixture { $0.local.walOnlyBooks = 2; $0.corruptedUUID = $0.oldUUID }
+            let before = try f.snapshot()
+            let r = try CLI.shell(
+                "ulimit -f \(blocks); usm-repair rebuild --from local --container \(Self.quoted(f.paths.root.path)) --yes --json", in: f.tmp.url)
+            #expect([0, 75].contains(r.status), "limit \(blocks): \(r.status) \(r.stderr)")
+            if r.status == 75 {
+                failures += 1
+                #expect((r.json["error"] as? [String: Any])?["code"] as? String == "out-of-space", "limit \(blocks)")
+                #expect(try f.snapshot() == before, "limit \(blocks): nothing changed")
+            }
+            for folder in f.paths.folders {
+                #expect(!(try TreeSnapshot(folder)).entries.keys.contains { $0.contains(".usm-repair") }, "limit \(blocks): nothing of ours left")
+            }
+            guard r.status == 0, let snapshot = r.json["snapshot"] as? String else { continue }
+            // The undo under the same limit: back to the state before, or exit 75 with the operation's state kept.
+            let changed = try f.snapshot()
+            let u = try CLI.shell("ulimit -f \(blocks); usm-repair restore \(Self.quoted(snapshot)) --yes --json", in: f.tmp.url)
+            #expect([0, 75].contains(u.status), "undo, limit \(blocks): \(u.status) \(u.stderr)")
+            #expect(try f.snapshot() == (u.status == 0 ? before : changed), "undo, limit \(blocks)")
+            if u.status == 75 { failures += 1 }
+        }
+        #expect(failures > 0, "at least one limit was too small")
+    }
+
     @Test("a full file system: archive exits 75 and leaves nothing", .enabled(if: geteuid() == 0, "mounting a small file system needs root"))
     func fullFileSystem() throws {
         let tmp = try TempDir()
@@ -50,5 +79,34 @@ struct OutOfSpaceTests {
         #expect(r.status == 75, "\(r.stderr)")
         #expect(r.stderr.contains("out of space writing \(small.path)/"), "\(r.stderr)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: small.path).isEmpty, "no partial file left")
+    }
+
+    @Test("a full file system under the layout: the operation's staging runs out of room, exit 75, the layout as it was",
+          .enabled(if: geteuid() == 0, "mounting a small file system needs root"))
+    func operationOnFullFileSystem() throws {
+        let tmp = try TempDir()
+        let small = tmp.path("small")
+        try FileManager.default.createDirectory(at: small, withIntermediateDirectories: true)
+        let mount = try BundleTests.run("/bin/sh", ["-c", "mount -t tmpfs -o size=4m tmpfs \(Self.quoted(small.path)) 2>&1 && echo mounted"])
+        try #require(mount.contains("mounted"), "cannot mount a tmpfs here: \(mount)")
+        defer { _ = try? BundleTests.run("/bin/umount", [small.path]) }
+        var o = FixtureContainer.Options()
+        o.local.walOnlyBooks = 2
+        let paths = try FixtureContainer.write(to: small.appendingPathComponent("Notes.xcappdata"), o)
+        // Fill the file system but for less than the local store's size: its merged copy cannot be made.
+        let storeSize = try #require(FileStatus.lookup(paths.localStore.path)?.size)
+        var stat = statvfs()
+        #expect(statvfs(small.path, &stat) == 0)
+        let free = Int64(stat.f_bavail) * Int64(stat.f_frsize)
+        let filler = small.appendingPathComponent("filler")
+        try Data(count: Int(max(0, free - storeSize / 2))).write(to: filler)
+        let before = try paths.folders.map(TreeSnapshot.init)
+        let r = try CLI.run(["rebuild", "--from", "local", "--container", paths.root.path, "--yes", "--json"])
+        #expect(r.status == 75, "\(r.status): \(r.stderr)")
+        #expect((r.json["error"] as? [String: Any])?["code"] as? String == "out-of-space")
+        #expect(try paths.folders.map(TreeSnapshot.init) == before, "the layout as it was")
+        for folder in paths.folders {
+            #expect(!(try TreeSnapshot(folder)).entries.keys.contains { $0.contains(".usm-repair") }, "nothing of ours left")
+        }
     }
 }

@@ -16,12 +16,15 @@ public struct RestoreOptions: Sendable {
     public var yes: Bool
     /// Where the snapshot of replaced roots goes; default `Snapshot.defaultDirectory()`.
     public var snapshotDirectory: URL?
+    /// Verify and say what would be restored and replaced; write nothing.
+    public var dryRun: Bool
 
-    public init(archive: URL, target: URL, yes: Bool = false, snapshotDirectory: URL? = nil) {
+    public init(archive: URL, target: URL, yes: Bool = false, snapshotDirectory: URL? = nil, dryRun: Bool = false) {
         self.archive = archive
         self.target = target
         self.yes = yes
         self.snapshotDirectory = snapshotDirectory
+        self.dryRun = dryRun
     }
 }
 
@@ -38,11 +41,17 @@ public struct RestoreResult: Sendable, Encodable {
     public let schemaVersion = 1
     public let command = "restore"
     public let archive: String
+    /// False: the bundle went into `to` (`restore SNAPSHOT` without `--to` puts a snapshot back in place).
+    public let inPlace = false
+    public let dryRun: Bool
     public let to: String
+    /// The roots restored (in a dry run: that would be, `replaced` telling which exist now).
     public let roots: [Root]
     /// The snapshot of what was replaced, null when nothing was.
     @NullEncoded public var snapshot: String?
+    /// Entries in the bundle after its manifest.
     public let entries: Int
+    /// Bytes of file content written (0 in a dry run).
     public let bytes: Int64
     public let exitCode = 0
     public let exitStatus = "ok"
@@ -73,14 +82,20 @@ public struct BundleRestorer {
         // 1. Verify: a bundle that does not match its manifest is not restored at all.
         let scratch = try TemporaryDirectory(prefix: "usm-repair-restore")
         defer { scratch.remove() }
-        let (verification, first, index) = try BundleVerifier.verify(options.archive, scratch: scratch.url)
-        if let mismatch = verification.mismatches.first {
-            throw USMError.manifestMismatch(
-                path: options.archive.path, count: verification.mismatchCount, first: "\(mismatch.path): \(mismatch.problem)")
-        }
+        let (first, index) = try Self.verified(options.archive, scratch: scratch.url)
 
         // 2. The target, and what would be replaced.
         let target = options.target.standardizedFileURL
+        if options.dryRun {
+            if let status = FileStatus.resolve(target.path), status.kind != .directory {
+                throw USMError.wrongKind(path: target.path, expected: "a folder (--to)")
+            }
+            let roots = first.manifest.roots.map { root in
+                let path = target.appendingPathComponent(root.name).path
+                return RestoreResult.Root(name: root.name, path: path, replaced: FileStatus.lookup(path) != nil)
+            }
+            return RestoreResult(archive: options.archive.path, dryRun: true, to: target.path, roots: roots, snapshot: nil, entries: first.entries, bytes: 0)
+        }
         if let status = FileStatus.resolve(target.path) {
             guard status.kind == .directory else { throw USMError.wrongKind(path: target.path, expected: "a folder (--to)") }
         } else {
@@ -103,38 +118,8 @@ public struct BundleRestorer {
         // 3. Extract into a private folder inside the target (same file system, so renames are atomic).
         let staging = try Scratch.shared.makeDirectory(in: target, name: ".usm-restore-\(UUID().uuidString)")
         defer { Scratch.shared.release(staging) }
-        var bytes: Int64 = 0
-        let outcome = try BundleScanner(archive: options.archive, index: index, scratch: scratch.url).scan(after: first) { entry, record, reader, _ in
-            guard let record else { return }
-            let url = try Self.prepareParents(of: entry.path, in: staging.url, archive: options.archive)
-            switch entry.kind {
-            case .directory:
-                if FileStatus.lookup(url.path) == nil, FileSystemPath.withCString(url.path, { mkdir($0, 0o700) }) != 0 {
-                    throw USMError.writing(url.path)
-                }
-            case .symlink:
-                let made = FileSystemPath.withCString(record.linkTarget ?? "") { target in FileSystemPath.withCString(url.path) { symlink(target, $0) } }
-                guard made == 0 else { throw USMError.writing(url.path) }
-                _ = FileSystemPath.withCString(url.path) { usm_set_times($0, record.fileTime.seconds, Int(record.fileTime.nanoseconds)) }
-            case .file:
-                bytes += try Self.writeFile(url, from: reader, record: record, archive: options.archive)
-            case .hardlink, .other:
-                throw USMError.hostileArchive(path: options.archive.path, reason: "entry '\(entry.path)' is not a file, folder or symlink")
-            }
-            onEntry?(entry.path)
-        }
-        if let mismatch = outcome.mismatches.first {
-            throw USMError.manifestMismatch(path: options.archive.path, count: outcome.mismatches.count, first: "\(mismatch.path): \(mismatch.problem)")
-        }
-        // Folders last and deepest first, so setting a read-only mode or a time is not undone by a child.
-        try index.forEachDirectoryDeepestFirst { page in
-            for record in page {
-                let path = staging.url.appendingPathComponent(record.path).path
-                guard FileStatus.lookup(path)?.kind == .directory else { continue }
-                _ = FileSystemPath.withCString(path) { chmod($0, mode_t(record.modeBits & 0o1777)) }
-                _ = FileSystemPath.withCString(path) { usm_set_times($0, record.fileTime.seconds, Int(record.fileTime.nanoseconds)) }
-            }
-        }
+        let (entries, bytes) = try Self.extract(
+            options.archive, first: first, index: index, scratch: scratch.url, place: { (staging.url, $0) }, onEntry: onEntry)
 
         // Every extracted byte on disk before anything is moved into place.
         try FileSync.fileSystem(of: staging.url)
@@ -173,7 +158,63 @@ public struct BundleRestorer {
         }
         FileSync.directory(target)
         return RestoreResult(
-            archive: options.archive.path, to: target.path, roots: placed, snapshot: snapshot?.path, entries: outcome.entries, bytes: bytes)
+            archive: options.archive.path, dryRun: false, to: target.path, roots: placed, snapshot: snapshot?.path, entries: entries, bytes: bytes)
+    }
+
+    /// Verifies the whole archive against its manifest (hostile entries, links, hashes, stores)
+    /// and returns the scan to extract after.
+    /// - Throws: `manifestMismatch` when anything differs, and what `BundleVerifier.verify` throws.
+    static func verified(_ archive: URL, scratch: URL) throws -> (first: BundleScanner.Outcome, index: ManifestIndex) {
+        let (verification, first, index) = try BundleVerifier.verify(archive, scratch: scratch)
+        if let mismatch = verification.mismatches.first {
+            throw USMError.manifestMismatch(
+                path: archive.path, count: verification.mismatchCount, first: "\(mismatch.path): \(mismatch.problem)")
+        }
+        return (first, index)
+    }
+
+    /// Extracts a verified archive: `place` maps each entry's archive path to the private folder
+    /// it goes into and its path there (nil leaves the entry out). Files are checked against the
+    /// manifest as they are written; folders get their modes and times last, deepest first.
+    /// Nothing is flushed here: the caller flushes the file system before moving anything into place.
+    static func extract(
+        _ archive: URL, first: BundleScanner.Outcome, index: ManifestIndex, scratch: URL,
+        place: (String) -> (base: URL, path: String)?, onEntry: ((String) -> Void)? = nil
+    ) throws -> (entries: Int, bytes: Int64) {
+        var bytes: Int64 = 0
+        let outcome = try BundleScanner(archive: archive, index: index, scratch: scratch).scan(after: first) { entry, record, reader, _ in
+            guard let record, let (base, relative) = place(entry.path) else { return }
+            let url = try Self.prepareParents(of: relative, in: base, archive: archive)
+            switch entry.kind {
+            case .directory:
+                if FileStatus.lookup(url.path) == nil, FileSystemPath.withCString(url.path, { mkdir($0, 0o700) }) != 0 {
+                    throw USMError.writing(url.path)
+                }
+            case .symlink:
+                let made = FileSystemPath.withCString(record.linkTarget ?? "") { target in FileSystemPath.withCString(url.path) { symlink(target, $0) } }
+                guard made == 0 else { throw USMError.writing(url.path) }
+                _ = FileSystemPath.withCString(url.path) { usm_set_times($0, record.fileTime.seconds, Int(record.fileTime.nanoseconds)) }
+            case .file:
+                bytes += try Self.writeFile(url, from: reader, record: record, archive: archive)
+            case .hardlink, .other:
+                throw USMError.hostileArchive(path: archive.path, reason: "entry '\(entry.path)' is not a file, folder or symlink")
+            }
+            onEntry?(entry.path)
+        }
+        if let mismatch = outcome.mismatches.first {
+            throw USMError.manifestMismatch(path: archive.path, count: outcome.mismatches.count, first: "\(mismatch.path): \(mismatch.problem)")
+        }
+        // Folders last and deepest first, so setting a read-only mode or a time is not undone by a child.
+        try index.forEachDirectoryDeepestFirst { page in
+            for record in page {
+                guard let (base, relative) = place(record.path) else { continue }
+                let path = base.path + "/" + relative
+                guard FileStatus.lookup(path)?.kind == .directory else { continue }
+                _ = FileSystemPath.withCString(path) { chmod($0, mode_t(record.modeBits & 0o1777)) }
+                _ = FileSystemPath.withCString(path) { usm_set_times($0, record.fileTime.seconds, Int(record.fileTime.nanoseconds)) }
+            }
+        }
+        return (outcome.entries, bytes)
     }
 
     private static func move(_ from: URL, _ to: URL) -> Int32 {

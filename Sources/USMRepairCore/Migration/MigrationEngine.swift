@@ -120,7 +120,7 @@ public struct MigrationEngine: Sendable {
             }
             let root = destination.directory
             let snapshotRequest = Snapshot.Request(
-                roots: [(name: root.lastPathComponent, url: root)], items: destination.existingMembers(), operation: "migrate-store",
+                roots: [(name: root.lastPathComponent, url: root)], items: destination.allMembers, operation: "migrate-store",
                 commandLine: request.commandLine)
             report.snapshot = try Snapshot.take(
                 snapshotRequest, into: request.snapshotDirectory ?? Snapshot.defaultDirectory(), protected: [root]).path

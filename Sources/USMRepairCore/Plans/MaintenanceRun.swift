@@ -128,6 +128,7 @@ extension Plan.Action {
         case let .build(build): [build.source, build.staged] + (build.mergeInto.map { [$0] } ?? [])
         case let .writeMarker(_, staged): [staged]
         case let .writePreferences(source, _, staged): [source, staged]
+        case let .extract(archive, _, folders): [archive] + folders.values.sorted()
         case let .retire(path, trash): [path, trash]
         case let .install(staged, path, _): [staged, path]
         }

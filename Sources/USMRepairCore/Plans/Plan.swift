@@ -83,6 +83,10 @@ public struct Plan: Sendable, Codable {
         case writeMarker(uuid: String, staged: String)
         /// Write the edited preferences into staging.
         case writePreferences(source: String, edit: PreferencesEdit, staged: String)
+        /// Extract the `items` (archive paths, whole folders) of a snapshot into staging folders,
+        /// one per snapshot root (`folders`: root name to folder), each item at `<folder>/<item>`;
+        /// the undo of an operation (`restore SNAPSHOT`).
+        case extract(archive: String, items: [String], folders: [String: String])
         /// Move an item (file, folder, file-set member) into the operation's trash.
         case retire(path: String, trash: String)
         /// Rename a staged item into place (the path is free: whatever was there was retired).

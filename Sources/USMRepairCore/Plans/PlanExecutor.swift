@@ -68,11 +68,18 @@ public struct PlanExecutor {
         let recovered = try Self.recoverPending(in: plan.roots)
         try verify(plan)
         guard let primary = plan.primaryRoot else { throw USMError.unexpected("a plan without folders") }
-        // The journal first: every other folder of the operation exists only once it does.
-        try Self.makeFolder(primary.operationURL(plan.id))
-        let journal = try Journal.create(in: primary.operationURL(plan.id), plan: plan)
-        for root in plan.roots.dropFirst() {
-            try Self.makeFolder(root.operationURL(plan.id))
+        // The journal first: every other folder of the operation exists only once it does. If
+        // even that cannot be written (a full disk), nothing has changed: remove what was made.
+        let journal: Journal
+        do {
+            try Self.makeFolder(primary.operationURL(plan.id))
+            journal = try Journal.create(in: primary.operationURL(plan.id), plan: plan)
+            for root in plan.roots.dropFirst() {
+                try Self.makeFolder(root.operationURL(plan.id))
+            }
+        } catch {
+            try? Self.purge(plan, journal: nil)
+            throw USMError.wrap(error)
         }
         defer { journal.close() }
         var runs: [Result.StepRun] = []
@@ -81,9 +88,9 @@ public struct PlanExecutor {
         for (index, step) in plan.steps.enumerated() {
             progress(step.reason)
             let stepStart = Date()
-            try journal.append(.init(event: .begin, step: index))
             var done = Journal.Event(event: .done, step: index)
             do {
+                try journal.append(.init(event: .begin, step: index))
                 switch step.action {
                 case .snapshot:
                     let file = try Snapshot.take(
@@ -110,18 +117,22 @@ public struct PlanExecutor {
                 case let .writePreferences(source, edit, staged):
                     try Self.makeFolder(URL(fileURLWithPath: staged).deletingLastPathComponent())
                     try edit.apply(from: URL(fileURLWithPath: source), to: URL(fileURLWithPath: staged))
+                case let .extract(archive, items, folders):
+                    try SnapshotUndo.extract(archive: URL(fileURLWithPath: archive), items: items, folders: folders)
                 case let .retire(path, trash):
                     try Self.makeFolder(URL(fileURLWithPath: trash).deletingLastPathComponent())
                     try Self.move(path, to: trash)
                 case let .install(staged, path, optional):
                     if optional, FileStatus.lookup(staged) == nil { break }
                     guard FileStatus.lookup(path) == nil else { throw USMError.changedSincePlanning(path: path) }
+                    Self.keepMode(of: plan, replacedAt: path, on: staged)
                     try Self.move(staged, to: path)
                 case .commit:
                     try journal.append(.init(event: .committed))
                 case .purge:
                     try Self.purge(plan, journal: journal)
                 }
+                if step.action != .purge { try journal.append(done) }
             } catch {
                 // Nothing after the failing step ran: undo what did, unless the plan had committed.
                 let failure = USMError.wrap(error)
@@ -134,7 +145,6 @@ public struct PlanExecutor {
                 }
                 throw failure
             }
-            if step.action != .purge { try journal.append(done) }
             runs.append(.init(index: index, action: step.action.name, reason: step.reason, seconds: Date().timeIntervalSince(stepStart)))
             if crashAfterStep == index {
                 // The test hook: die here as a kill would, no cleanup.
@@ -263,8 +273,22 @@ public struct PlanExecutor {
 
     // MARK: - Files
 
+    /// A file that replaces another keeps the permission bits of the one it replaces (the app's
+    /// files stay as readable as they were): the retired file is in the operation's trash.
+    static func keepMode(of plan: Plan, replacedAt path: String, on staged: String) {
+        for step in plan.steps {
+            guard case let .retire(retired, trash) = step.action, retired == path,
+                  let old = FileStatus.lookup(trash), old.kind == .file, FileStatus.lookup(staged)?.kind == .file
+            else { continue }
+            _ = FileSystemPath.withCString(staged) { chmod($0, mode_t(old.mode & 0o1777)) }
+            return
+        }
+    }
+
     static func move(_ from: String, to: String) throws {
-        guard rename(from, to) == 0 else {
+        // Through the path's own bytes: a name that is not UTF-8 is moved as the file system knows it.
+        let moved = FileSystemPath.withCString(from) { a in FileSystemPath.withCString(to) { rename(a, $0) } }
+        guard moved == 0 else {
             throw USMError.writeFailed(path: to, reason: "cannot move \(from) there: \(errnoDescription())")
         }
         FileSync.directory(URL(fileURLWithPath: to).deletingLastPathComponent())
@@ -289,6 +313,7 @@ extension Plan.Action {
         case .build: "build"
         case .writeMarker: "write-marker"
         case .writePreferences: "write-preferences"
+        case .extract: "extract"
         case .retire: "retire"
         case .install: "install"
         case .commit: "commit"

@@ -23,6 +23,11 @@ public struct Planner {
         var inspection = Inspection(options: options, depth: .light)
         inspection.deeper = Set(readStores(maintenance, layout: layout).map(\.path))
         let report = try inspection.run(layout: layout)
+        // A store the plan depends on that could not be read for want of room or through an I/O
+        // error is that error, not a damaged store (which would refuse with a wrong reason).
+        for store in report.stores where inspection.deeper.contains(store.path) {
+            if let failure = store.readFailure, [.outOfSpace, .ioError].contains(failure.exitStatus) { throw failure }
+        }
         return (try Planner(layout: layout, report: report).plan(maintenance), report)
     }
 

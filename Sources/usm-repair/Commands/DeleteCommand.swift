@@ -21,7 +21,7 @@ let operationExitCodes = """
     symlink leaving the folder); 4 the ubiquity container is needed (--cloud-dir); 5 a store is \
     open in another process; 6 another usm-repair run is changing these folders; 7 an interrupted \
     operation is pending (with --dry-run; otherwise it is recovered first); 8 a precondition \
-    fails; 9 the files changed since planning; 64 usage; 66 not found; 74 I/O error.
+    fails; 9 the files changed since planning; 64 usage; 66 not found; 74 I/O error; 75 out of space.
     """
 
 struct DeleteContainerCommand: USMCommand {

@@ -2,39 +2,59 @@ import ArgumentParser
 import Foundation
 import USMRepairCore
 
-/// `usm-repair restore ARCHIVE --to DIR`: put a bundle or snapshot back, byte for byte.
+/// `usm-repair restore ARCHIVE --to DIR`: put a bundle or snapshot back, byte for byte, into a
+/// folder; `usm-repair restore SNAPSHOT`: put a snapshot back where it was taken (the undo of an operation).
 struct RestoreCommand: USMCommand {
     static let configuration = CommandConfiguration(
         commandName: "restore",
-        abstract: "Verify a bundle, then put its folders back under --to, atomically, modes and times kept.",
+        abstract: "Put a snapshot back where it was taken (undo an operation), or a bundle's folders under --to.",
         discussion: """
             Everything is verified against the manifest first; hostile entries (absolute paths, '..', \
             links leaving the bundle, hard links, devices, duplicates, entries larger than declared) \
-            refuse the whole archive. Files are extracted into a private folder inside --to and each \
+            refuse the whole archive.
+
+            Without --to, the archive must be a snapshot (every changing command prints one) and goes \
+            back in place: every item it holds is put back at the path it was read from (bytes, modes, \
+            times), and the paths that did not exist then (those the operation created) are removed. \
+            This runs as a plan like the operations: the current state is snapshotted first (so the \
+            undo can be undone), the items are extracted beside their places and checked, and every \
+            step is journaled, so a kill leaves a state that `usm-repair recover` (or the next changing \
+            command) finishes or undoes, across all folders. --dry-run prints the plan.
+
+            With --to, the bundle's folders are extracted into a private folder inside --to and each \
             root is moved into place with one rename. Replacing an existing folder needs --yes (or a \
             yes at the prompt) and is snapshotted first (--snapshot-dir; default \
             $XDG_STATE_HOME/usm-repair/snapshots), outside the folders being replaced, and the \
             snapshot is read back and verified before anything is replaced.
 
-            Exit codes: 0 restored; 1 the archive does not match its manifest; 2 not a bundle, \
-            truncated or corrupt; 3 refused (hostile entry, or existing folders without --yes); \
-            64 usage (also a --snapshot-dir inside a folder being replaced); 66 archive not found; \
-            74 I/O error; 75 out of space.
+            Exit codes: 0 restored (or, with --dry-run, would be); 1 the archive does not match its \
+            manifest; 2 not a bundle, truncated or corrupt; 3 refused (hostile entry, or changes \
+            without --yes); 5 a store to replace is open in another process; 6 another usm-repair run \
+            is changing these folders; 7 an interrupted operation is pending (with --dry-run); 8 a \
+            folder the snapshot was taken from is gone; 9 the files changed since planning; 64 usage \
+            (a bundle without --to, a --snapshot-dir inside a folder being replaced); 66 archive not \
+            found; 74 I/O error; 75 out of space.
 
             Examples:
+              usm-repair restore ~/.local/state/usm-repair/snapshots/delete-container-20261121T101500Z-1a2b3c4d.tar.zst --dry-run
+              usm-repair restore ~/.local/state/usm-repair/snapshots/delete-container-20261121T101500Z-1a2b3c4d.tar.zst --yes
               usm-repair restore ticket-4711.tar.zst --to ~/Cases/4711
               usm-repair restore ticket-4711.tar.zst --to ~/Cases/4711 --yes
-              usm-repair restore restore-20261121T101500Z-1a2b3c4d.tar.zst --to ~/Case -y
             """
     )
 
-    @Argument(help: ArgumentHelp("The bundle or snapshot to restore.", valueName: "archive"), completion: .file())
+    @Argument(help: ArgumentHelp("The snapshot or bundle to restore.", valueName: "archive"), completion: .file())
     var archive: String
 
-    @Option(name: .customLong("to"), help: ArgumentHelp("The folder to restore into.", valueName: "dir"), completion: .directory)
-    var to: String
+    @Option(name: .customLong("to"), help: ArgumentHelp(
+        "The folder to restore a bundle's folders into (without it, a snapshot goes back where it was taken).", valueName: "dir"),
+        completion: .directory)
+    var to: String?
 
-    @Flag(name: [.short, .customLong("yes")], help: "Replace existing folders without asking (they are snapshotted first).")
+    @Flag(name: .customLong("dry-run"), help: "Verify the archive and print what would be put back and removed; change nothing.")
+    var dryRun = false
+
+    @Flag(name: [.short, .customLong("yes")], help: "Run without asking (what is replaced is snapshotted first).")
     var yes = false
 
     @Option(name: .customLong("snapshot-dir"), help: ArgumentHelp(
@@ -44,21 +64,60 @@ struct RestoreCommand: USMCommand {
 
     @OptionGroup(title: "Output") var output: OutputFlags
 
+    private var snapshotDirectory: URL? {
+        snapshotDir.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath, isDirectory: true) }
+    }
+
     func run(_ context: CommandContext) throws {
+        guard let to else { return try undo(context) }
         let options = RestoreOptions(
             archive: URL(fileURLWithPath: archive), target: URL(fileURLWithPath: to, isDirectory: true), yes: yes,
-            snapshotDirectory: snapshotDir.map { URL(fileURLWithPath: $0, isDirectory: true) })
+            snapshotDirectory: snapshotDirectory, dryRun: dryRun)
         let verbose = output.verbose && !output.json
         try context.perform({ terminal in
             // --verbose: every entry as it is written into the private folder.
             try BundleRestorer(options: options).run(confirm: context.confirm, onEntry: verbose ? { terminal.out("extracted: \($0)") } : nil)
         }, text: { result, terminal in
-            guard !output.quiet else { return }
+            guard !output.quiet || result.dryRun else { return }
             for root in result.roots {
-                terminal.out("\(root.replaced ? "Replaced" : "Restored") \(root.path)")
+                if result.dryRun {
+                    terminal.out("Would \(root.replaced ? "replace" : "restore") \(root.path)")
+                } else {
+                    terminal.out("\(root.replaced ? "Replaced" : "Restored") \(root.path)")
+                }
             }
             if let snapshot = result.snapshot { terminal.out("What was replaced is in \(snapshot) (usm-repair restore it to undo)") }
-            terminal.out("\(result.entries) entries, \(result.bytes) bytes, verified against the manifest")
+            if result.dryRun {
+                terminal.out("\(result.entries) entries verified against the manifest. Dry run: nothing was changed.")
+            } else {
+                terminal.out("\(result.entries) entries, \(result.bytes) bytes, verified against the manifest")
+            }
+        })
+    }
+
+    /// The snapshot back in place, as a journaled plan.
+    private func undo(_ context: CommandContext) throws {
+        let url = URL(fileURLWithPath: (archive as NSString).expandingTildeInPath)
+        try context.perform({ terminal -> SnapshotUndo.Report in
+            let prepared = try SnapshotUndo.prepare(snapshot: url, dryRun: dryRun)
+            let preview = SnapshotUndo.report(
+                prepared.plan, paths: prepared.paths, archive: url, result: nil, recovered: prepared.recovered, dryRun: true)
+            if dryRun || prepared.plan.isNoOp { return preview }
+            if !yes {
+                guard terminal.interactive else {
+                    throw USMError.confirmationRequired("restore puts the snapshot back in place: run it with --yes (see the plan with --dry-run)")
+                }
+                UndoPrinter(terminal: terminal, verbose: output.verbose).print(preview)
+                guard context.confirm("Put the snapshot back? What is there now is snapshotted first.") else {
+                    throw USMError.confirmationRequired("not confirmed; nothing was changed")
+                }
+            }
+            let result = try PlanExecutor(snapshotDirectory: snapshotDirectory ?? Snapshot.defaultDirectory())
+                .run(prepared.plan, progress: { terminal.progressLine($0) })
+            return SnapshotUndo.report(prepared.plan, paths: prepared.paths, archive: url, result: result, recovered: prepared.recovered, dryRun: false)
+        }, text: { report, terminal in
+            guard !output.quiet || report.dryRun else { return }
+            UndoPrinter(terminal: terminal, verbose: output.verbose).print(report)
         })
     }
 }

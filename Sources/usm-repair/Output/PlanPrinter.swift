@@ -44,7 +44,40 @@ struct PlanPrinter {
         }
         if let snapshot = report.snapshot {
             terminal.out("Snapshot: \(snapshot)")
+            terminal.out("  to undo: usm-repair restore '\(snapshot)' --yes")
         }
+        if report.dryRun { terminal.out("Dry run: nothing was changed.") }
+    }
+}
+
+/// The text form of `restore SNAPSHOT` (in place).
+struct UndoPrinter {
+    let terminal: Terminal
+    let verbose: Bool
+
+    func print(_ report: SnapshotUndo.Report) {
+        for recovery in report.recovered {
+            terminal.out("Recovered an interrupted \(recovery.operation): \(recovery.outcome)")
+        }
+        if report.noOp {
+            terminal.out("restore: nothing to put back or remove")
+            return
+        }
+        terminal.out(terminal.paint("\(report.dryRun ? "Plan" : "Done"): undo `\(report.undoes)` from \(report.archive)", .bold))
+        for step in report.steps {
+            let action = step.action.padding(toLength: 18, withPad: " ", startingAt: 0)
+            let where_: String = switch step.action {
+            case "retire": " " + (step.paths.first ?? "")
+            case "install": " " + (step.paths.last ?? "")
+            default: ""
+            }
+            let time = step.seconds.map { String(format: " (%.2f s)", $0) } ?? ""
+            terminal.out(String(format: "%3d. ", step.index) + action + where_ + time)
+            if verbose || report.dryRun { terminal.out("       \(step.reason)") }
+        }
+        for path in report.restored { terminal.out("\(report.dryRun ? "Would put back" : "Put back"): \(path)") }
+        for path in report.removed { terminal.out("\(report.dryRun ? "Would remove" : "Removed"): \(path)") }
+        if let snapshot = report.snapshot { terminal.out("Snapshot of what was there: \(snapshot) (restore it to redo)") }
         if report.dryRun { terminal.out("Dry run: nothing was changed.") }
     }
 }
