@@ -488,6 +488,29 @@ struct DataOperationTests {
         #expect(rows[f.paths.localStore.path]?["Book"] == f.options.cloud.books + f.options.cloud.walOnlyBooks)
     }
 
+    @Test("without --strategy, the app's default: ios from an iOS 7+ copy, copy-entities from an iOS 6 store and for --merge")
+    func defaultStrategy() throws {
+        func strategy(_ f: Fixture, _ args: [String]) throws -> String? {
+            let r = try f.run(args + ["--dry-run", "--json"])
+            #expect(r.status == 0, "\(args): \(r.stderr)")
+            let build = ((r.json["steps"] as? [[String: Any]]) ?? []).first { $0["action"] as? String == "build" }
+            let reason = build?["reason"] as? String ?? ""
+            return ["ios", "copy-entities"].first { reason.contains("(\($0)") }
+        }
+        let f = try Fixture()
+        #expect(try strategy(f, ["migrate", "cloud-to-local"]) == "ios")
+        #expect(try strategy(f, ["rebuild", "--from", "cloud"]) == "ios")
+        #expect(try strategy(f, ["migrate", "cloud-to-local", "--merge"]) == "copy-entities")
+        #expect(try strategy(f, ["migrate", "cloud-to-local", "--strategy", "copy-entities"]) == "copy-entities")
+        let v0 = "5D4C3B2A-1908-4756-A5B4-C3D2E1F00F1E"
+        let old = try Fixture { $0.ios6UUID = v0 }
+        #expect(try strategy(old, ["migrate", "cloud-to-local", "--uuid", v0]) == "copy-entities")
+        // And it runs: the default on the iOS 7 fixture keeps every row.
+        let json = try OperationTests.apply(f, ["migrate", "cloud-to-local"])
+        #expect(OperationTests.state(json) == "E1")
+        #expect(Self.rows(try f.status(), role: .local)["Book"] == f.options.cloud.books + f.options.cloud.walOnlyBooks)
+    }
+
     @Test("migrate cloud-to-local --merge: the local store keeps its rows and gains the cloud's")
     func merge() throws {
         let f = try Fixture()

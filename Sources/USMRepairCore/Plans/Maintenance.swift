@@ -49,12 +49,27 @@ public enum Maintenance: Sendable, Codable, Equatable {
 
 /// A migration strategy by id, with its argument (a recipe, a plugin).
 public struct StrategyChoice: Sendable, Codable, Equatable {
-    public var id: String
+    /// The strategy; nil for the one the app's UbiquityStoreManager uses by default
+    /// (`StrategyChoice.appDefault(for:merge:)`).
+    public var id: String?
     public var argument: String?
 
-    public init(id: String = "copy-entities", argument: String? = nil) {
+    public init(id: String? = nil, argument: String? = nil) {
         self.id = id
         self.argument = argument
+    }
+
+    /// The strategy UbiquityStoreManager picks when the app sets none (usm-behaviour.md §2,
+    /// `.m:210-211`): `ios` (a whole-store `migratePersistentStore:`) on an iOS 7+ device (cloud
+    /// version 1: the store is a Core Data copy under `CoreDataUbiquitySupport`), `copy-entities` on
+    /// an iOS 6 device (version 0, `CloudStore.nosync`), and for a merge, which `ios` cannot do.
+    public static func appDefault(for source: Layout.StoreEntry, merge: Bool) -> String {
+        merge || source.location == .nosync ? "copy-entities" : "ios"
+    }
+
+    /// This choice with its strategy decided for `source`.
+    func resolved(for source: Layout.StoreEntry, merge: Bool) -> StrategyChoice {
+        StrategyChoice(id: id ?? Self.appDefault(for: source, merge: merge), argument: argument)
     }
 }
 

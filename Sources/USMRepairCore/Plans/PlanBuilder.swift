@@ -107,7 +107,7 @@ struct PlanBuilder {
         let staged = try privatePath("staging", for: local.main.path)
         let stagedFiles = StoreFileSet(main: URL(fileURLWithPath: staged))
         staging.append(.init(.build(.init(
-            source: source.main.path, staged: staged, strategy: strategy.id, argument: strategy.argument,
+            source: source.main.path, staged: staged, strategy: strategy.id ?? StrategyRegistry.defaultID, argument: strategy.argument,
             mergeInto: merge && FileStatus.lookup(local.main.path) != nil ? local.main.path : nil, keepUbiquityMetadata: false)), reason))
         if !stores.contains(source.main.path) { stores.append(source.main.path) }
         expected[source.main.path] = .of(source.main.path)

@@ -7,12 +7,13 @@ extension Planner {
     func migrateCloudToLocal(_ b: inout PlanBuilder, uuid: String?, strategy: StrategyChoice, merge: Bool, copy: CopyChoice) throws {
         guard let local else { throw USMError.preconditionFailed("no app folder was given (--app-dir or --container)") }
         let source = try healthyActiveCopy(uuid?.uppercased(), copy)
-        if merge, !["copy-entities", "manual"].contains(strategy.id) {
+        let strategy = strategy.resolved(for: source, merge: merge)
+        if merge, !["copy-entities", "manual"].contains(strategy.id ?? "") {
             throw USMError.usage("--merge works with --strategy copy-entities or manual")
         }
         try b.buildLocal(
             from: source.files, local: local.files, strategy: strategy, merge: merge && localExists,
-            "the cloud store's data into a new local store (\(strategy.id)\(merge && localExists ? ", merged with the old local store" : "")), its iCloud metadata stripped")
+            "the cloud store's data into a new local store (\(strategy.id ?? "")\(merge && localExists ? ", merged with the old local store" : "")), its iCloud metadata stripped")
         try b.editPreferences(PreferencesEdit(cloudEnabled: false), "iCloud off: the app opens the local store (E1)")
         b.notes.append("the cloud store, its logs and markers stay as they are; other devices are not affected")
     }
@@ -41,9 +42,10 @@ extension Planner {
         let cloud = try requireCloud("rebuild --from cloud", "its markers decide what the app does")
         guard let local else { throw USMError.preconditionFailed("no app folder was given (--app-dir or --container)") }
         let source = try healthyActiveCopy(nil, copy)
+        let strategy = strategy.resolved(for: source, merge: false)
         try b.buildLocal(
             from: source.files, local: local.files, strategy: strategy, merge: false,
-            "the active cloud store's data into a new local store (\(strategy.id)), its iCloud metadata stripped: the seed of the new cloud store")
+            "the active cloud store's data into a new local store (\(strategy.id ?? "")), its iCloud metadata stripped: the seed of the new cloud store")
         try clearCloudSide(&b, cloud: cloud, keepOld: keepOld, withOlderMarkers: withOlderMarkers)
         try b.editPreferences(
             PreferencesEdit(cloudEnabled: true, removeCachedStoreUUIDs: true),

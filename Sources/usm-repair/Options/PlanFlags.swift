@@ -34,8 +34,9 @@ struct CopyFlags: ParsableArguments {
 /// The migration strategy of commands that move data.
 struct StrategyFlags: ParsableArguments {
     @Option(name: .customLong("strategy"), help: ArgumentHelp(
-        "How the data moves: copy-entities (default), ios, manual, none (usm-repair strategies lists them).", valueName: "id"))
-    var strategy: String = "copy-entities"
+        "How the data moves: ios, copy-entities, manual, none (usm-repair strategies lists them). Default: what the app's UbiquityStoreManager uses, ios from an iOS 7+ store, copy-entities from an iOS 6 one or for --merge.",
+        valueName: "id"))
+    var strategy: String?
 
     @Option(name: .customLong("recipe"), help: ArgumentHelp("For --strategy manual: a recipe name or file.", valueName: "recipe"))
     var recipe: String?
