@@ -86,15 +86,10 @@ struct CommandContext {
             let preview = operation.report(
                 planned.plan, before: planned.report, result: nil, after: nil, recovered: planned.recovered, dryRun: true)
             if flags.dryRun || planned.plan.isNoOp { return preview }
-            if !flags.yes {
-                guard terminal.interactive else {
-                    throw USMError.confirmationRequired("\(maintenance.command) changes files: run it with --yes (see the plan with --dry-run)")
-                }
-                PlanPrinter(terminal: terminal, verbose: output.verbose).print(preview)
-                guard confirm("Run this plan? A snapshot is taken first.") else {
-                    throw USMError.confirmationRequired("not confirmed; nothing was changed")
-                }
-            }
+            try consent(
+                yes: flags.yes, terminal: terminal,
+                unattended: "\(maintenance.command) changes files: run it with --yes (see the plan with --dry-run)",
+                question: "Run this plan? A snapshot is taken first.") { PlanPrinter(terminal: terminal, verbose: output.verbose).print(preview) }
             return try operation.run(
                 planned.plan, before: planned.report, recovered: planned.recovered, snapshotDirectory: flags.snapshotDirectory,
                 builder: BuiltInStrategies.builder, progress: { terminal.progressLine($0) })
@@ -102,6 +97,15 @@ struct CommandContext {
             guard !output.quiet || report.dryRun else { return }
             PlanPrinter(terminal: terminal, verbose: output.verbose).print(report)
         })
+    }
+
+    /// Consent to run a plan: `--yes`, or a yes at the prompt after `showPlan`; without a terminal
+    /// `unattended` is the refusal.
+    func consent(yes: Bool, terminal: Terminal, unattended: String, question: String, showPlan: () -> Void) throws {
+        guard !yes else { return }
+        guard terminal.interactive else { throw USMError.confirmationRequired(unattended) }
+        showPlan()
+        guard confirm(question) else { throw USMError.confirmationRequired("not confirmed; nothing was changed") }
     }
 
     /// Prints an error (the envelope on stdout with `--json`, always a sentence on stderr) and

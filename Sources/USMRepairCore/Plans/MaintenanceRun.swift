@@ -70,14 +70,7 @@ public struct MaintenanceRun {
     public func plan(dryRun: Bool) throws -> (plan: Plan, report: StatusReport, recovered: [PlanExecutor.Recovery]) {
         let layout = try Layout.discover(options)
         let roots = Self.roots(of: layout)
-        var recovered: [PlanExecutor.Recovery] = []
-        if let pending = PlanExecutor.pending(in: roots).first {
-            if dryRun {
-                let plan = try? Journal.plan(in: pending)
-                throw USMError.interruptedOperation(path: pending.path, operation: plan?.operation ?? "operation")
-            }
-            recovered = try PlanExecutor.recover(roots: roots)
-        }
+        let recovered = try PlanExecutor.recoverBeforePlanning(in: roots, dryRun: dryRun)
         let prepared = try Planner.prepare(options, maintenance)
         return (prepared.plan, prepared.report, recovered)
     }
@@ -100,10 +93,7 @@ public struct MaintenanceRun {
         _ plan: Plan, before: StatusReport, result: PlanExecutor.Result?, after: StatusReport?, recovered: [PlanExecutor.Recovery],
         dryRun: Bool
     ) -> Report {
-        let timings = Dictionary((result?.steps ?? []).map { ($0.index, $0.seconds) }, uniquingKeysWith: { a, _ in a })
-        let steps = plan.steps.enumerated().map { index, step in
-            Report.Step(index: index + 1, action: step.action.name, paths: step.action.paths, reason: step.reason, seconds: timings[index])
-        }
+        let steps = Report.Step.list(plan, result: result)
         var rows: [String: [String: Int]] = [:]
         for (path, counted) in result?.rows ?? [:] { rows[path] = counted }
         for step in plan.steps {
@@ -116,6 +106,16 @@ public struct MaintenanceRun {
             notes: plan.notes, snapshot: result?.snapshot, rows: rows,
             nextLaunch: NextLaunchChange(before: plan.nextLaunchBefore, predicted: plan.nextLaunchAfter, after: after?.nextLaunch),
             recovered: recovered, seconds: result?.seconds ?? 0)
+    }
+}
+
+extension MaintenanceRun.Report.Step {
+    /// The steps of `plan` for a report, numbered from 1, with their times when it ran.
+    static func list(_ plan: Plan, result: PlanExecutor.Result?) -> [Self] {
+        let timings = Dictionary((result?.steps ?? []).map { ($0.index, $0.seconds) }, uniquingKeysWith: { a, _ in a })
+        return plan.steps.enumerated().map { index, step in
+            Self(index: index + 1, action: step.action.name, paths: step.action.paths, reason: step.reason, seconds: timings[index])
+        }
     }
 }
 

@@ -179,6 +179,17 @@ public struct PlanExecutor {
         return try recoverPending(in: roots)
     }
 
+    /// Before planning in `roots`: a pending operation refuses a dry run (`interruptedOperation`),
+    /// and is otherwise finished or undone first. Returns what was recovered.
+    static func recoverBeforePlanning(in roots: [Plan.Root], dryRun: Bool) throws -> [Recovery] {
+        guard let pending = pending(in: roots).first else { return [] }
+        if dryRun {
+            let plan = try? Journal.plan(in: pending)
+            throw USMError.interruptedOperation(path: pending.path, operation: plan?.operation ?? "operation")
+        }
+        return try recover(roots: roots)
+    }
+
     /// The roots of `roots` plus those of the plans pending in them: a pending plan may name a
     /// folder discovery no longer finds (its preferences sit in the trash until it is undone).
     static func withPendingRoots(_ roots: [Plan.Root]) -> [Plan.Root] {

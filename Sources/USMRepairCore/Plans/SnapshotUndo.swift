@@ -213,16 +213,9 @@ extension SnapshotUndo {
         -> (plan: Plan, paths: Paths, recovered: [PlanExecutor.Recovery])
     {
         var (plan, paths) = try Self.plan(snapshot: archive)
-        var recovered: [PlanExecutor.Recovery] = []
-        let roots = plan.roots
-        if let pending = PlanExecutor.pending(in: roots).first {
-            if dryRun {
-                let pendingPlan = try? Journal.plan(in: pending)
-                throw USMError.interruptedOperation(path: pending.path, operation: pendingPlan?.operation ?? "operation")
-            }
-            recovered = try PlanExecutor.recover(roots: roots)
-            (plan, paths) = try Self.plan(snapshot: archive)
-        }
+        let recovered = try PlanExecutor.recoverBeforePlanning(in: plan.roots, dryRun: dryRun)
+        // What recovery put back changes what is there now: plan again on it.
+        if !recovered.isEmpty { (plan, paths) = try Self.plan(snapshot: archive) }
         return (plan, paths, recovered)
     }
 
@@ -230,10 +223,7 @@ extension SnapshotUndo {
     public static func report(
         _ plan: Plan, paths: Paths, archive: URL, result: PlanExecutor.Result?, recovered: [PlanExecutor.Recovery], dryRun: Bool
     ) -> Report {
-        let timings = Dictionary((result?.steps ?? []).map { ($0.index, $0.seconds) }, uniquingKeysWith: { a, _ in a })
-        let steps = plan.steps.enumerated().map { index, step in
-            MaintenanceRun.Report.Step(index: index + 1, action: step.action.name, paths: step.action.paths, reason: step.reason, seconds: timings[index])
-        }
+        let steps = MaintenanceRun.Report.Step.list(plan, result: result)
         return Report(
             archive: archive.path, undoes: paths.undoes, dryRun: dryRun, noOp: plan.isNoOp, planID: plan.id, roots: plan.roots,
             steps: steps, notes: plan.notes, restored: paths.restored, removed: paths.removed, snapshot: result?.snapshot,

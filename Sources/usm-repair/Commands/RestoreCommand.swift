@@ -103,14 +103,11 @@ struct RestoreCommand: USMCommand {
             let preview = SnapshotUndo.report(
                 prepared.plan, paths: prepared.paths, archive: url, result: nil, recovered: prepared.recovered, dryRun: true)
             if dryRun || prepared.plan.isNoOp { return preview }
-            if !yes {
-                guard terminal.interactive else {
-                    throw USMError.confirmationRequired("restore puts the snapshot back in place: run it with --yes (see the plan with --dry-run)")
-                }
+            try context.consent(
+                yes: yes, terminal: terminal,
+                unattended: "restore puts the snapshot back in place: run it with --yes (see the plan with --dry-run)",
+                question: "Put the snapshot back? What is there now is snapshotted first.") {
                 UndoPrinter(terminal: terminal, verbose: output.verbose).print(preview)
-                guard context.confirm("Put the snapshot back? What is there now is snapshotted first.") else {
-                    throw USMError.confirmationRequired("not confirmed; nothing was changed")
-                }
             }
             let result = try PlanExecutor(snapshotDirectory: snapshotDirectory ?? Snapshot.defaultDirectory())
                 .run(prepared.plan, progress: { terminal.progressLine($0) })

@@ -16,18 +16,7 @@ struct PlanPrinter {
             terminal.out("Recovered an interrupted \(recovery.operation): \(recovery.outcome)")
         }
         terminal.out(terminal.paint("\(report.dryRun ? "Plan" : "Done"): \(report.command)", .bold))
-        for step in report.steps {
-            let action = step.action.padding(toLength: 18, withPad: " ", startingAt: 0)
-            let where_: String = switch step.action {
-            case "retire", "checkpoint", "build", "write-preferences": " " + (step.paths.first ?? "")
-            case "install": " " + (step.paths.last ?? "")
-            case "write-marker": " " + (step.paths.first.map { URL(fileURLWithPath: $0).lastPathComponent } ?? "")
-            default: ""
-            }
-            let time = step.seconds.map { String(format: " (%.2f s)", $0) } ?? ""
-            terminal.out(String(format: "%3d. ", step.index) + action + where_ + time)
-            if verbose || report.dryRun { terminal.out("       \(step.reason)") }
-        }
+        Self.printSteps(report.steps, reasons: verbose || report.dryRun, to: terminal)
         let next = report.nextLaunch
         if let before = next.before { terminal.out("Next launch before: \(before.summary)\(before.state.map { " (\($0))" } ?? "")") }
         if let predicted = next.predicted { terminal.out("Next launch after:  \(predicted.summary)\(predicted.state.map { " (\($0))" } ?? "")") }
@@ -48,6 +37,22 @@ struct PlanPrinter {
         }
         if report.dryRun { terminal.out("Dry run: nothing was changed.") }
     }
+
+    /// One line per step (the path it acts on, its time once run), and its reason when asked.
+    static func printSteps(_ steps: [MaintenanceRun.Report.Step], reasons: Bool, to terminal: Terminal) {
+        for step in steps {
+            let action = step.action.padding(toLength: 18, withPad: " ", startingAt: 0)
+            let where_: String = switch step.action {
+            case "retire", "checkpoint", "build", "write-preferences": " " + (step.paths.first ?? "")
+            case "install": " " + (step.paths.last ?? "")
+            case "write-marker": " " + (step.paths.first.map { URL(fileURLWithPath: $0).lastPathComponent } ?? "")
+            default: ""
+            }
+            let time = step.seconds.map { String(format: " (%.2f s)", $0) } ?? ""
+            terminal.out(String(format: "%3d. ", step.index) + action + where_ + time)
+            if reasons { terminal.out("       \(step.reason)") }
+        }
+    }
 }
 
 /// The text form of `restore SNAPSHOT` (in place).
@@ -64,17 +69,7 @@ struct UndoPrinter {
             return
         }
         terminal.out(terminal.paint("\(report.dryRun ? "Plan" : "Done"): undo `\(report.undoes)` from \(report.archive)", .bold))
-        for step in report.steps {
-            let action = step.action.padding(toLength: 18, withPad: " ", startingAt: 0)
-            let where_: String = switch step.action {
-            case "retire": " " + (step.paths.first ?? "")
-            case "install": " " + (step.paths.last ?? "")
-            default: ""
-            }
-            let time = step.seconds.map { String(format: " (%.2f s)", $0) } ?? ""
-            terminal.out(String(format: "%3d. ", step.index) + action + where_ + time)
-            if verbose || report.dryRun { terminal.out("       \(step.reason)") }
-        }
+        PlanPrinter.printSteps(report.steps, reasons: verbose || report.dryRun, to: terminal)
         for path in report.restored { terminal.out("\(report.dryRun ? "Would put back" : "Put back"): \(path)") }
         for path in report.removed { terminal.out("\(report.dryRun ? "Would remove" : "Removed"): \(path)") }
         if let snapshot = report.snapshot { terminal.out("Snapshot of what was there: \(snapshot) (restore it to redo)") }
