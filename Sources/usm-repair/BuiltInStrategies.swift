@@ -11,17 +11,17 @@ let builtInStrategies: [any MigrationStrategy.Type] = [
 ]
 
 enum BuiltInStrategies {
-    /// Builds the staged store of a plan's `build` step with the migration engine: a verified store
-    /// whose rows per entity are returned; the executor installs it.
-    static let builder: PlanExecutor.Builder = { build in
-        let environment = ProcessInfo.processInfo.environment
-        let options = MigrationOptions(
-            recipe: build.strategy == "manual" ? build.argument : nil, keepUbiquityMetadata: build.keepUbiquityMetadata,
-            recipeSearchPath: RecipeCatalog.searchPath(environment: environment, executable: URL(fileURLWithPath: CommandLine.arguments[0])),
-            environment: environment)
-        let report = try MigrationEngine(registry: StrategyRegistry(builtInStrategies)).build(
-            source: StoreFileSet(main: URL(fileURLWithPath: build.source)), staged: URL(fileURLWithPath: build.staged),
-            strategy: build.strategy, options: options, mergeInto: build.mergeInto.map { StoreFileSet(main: URL(fileURLWithPath: $0)) })
-        return Dictionary(report.entities.map { ($0.name, $0.after ?? 0) }, uniquingKeysWith: +)
+    /// Builds the staged store of a plan's `build` step with the migration engine over `registry`:
+    /// a verified store whose rows per entity are returned; the executor installs it.
+    static func builder(registry: StrategyRegistry, environment: [String: String], recipeSearchPath: [URL]) -> PlanExecutor.Builder {
+        { build in
+            let options = MigrationOptions(
+                recipe: build.strategy == "manual" ? build.argument : nil, keepUbiquityMetadata: build.keepUbiquityMetadata,
+                recipeSearchPath: recipeSearchPath, environment: environment)
+            let report = try MigrationEngine(registry: registry).build(
+                source: StoreFileSet(main: URL(fileURLWithPath: build.source)), staged: URL(fileURLWithPath: build.staged),
+                strategy: build.strategy, options: options, mergeInto: build.mergeInto.map { StoreFileSet(main: URL(fileURLWithPath: $0)) })
+            return Dictionary(report.entities.map { ($0.name, $0.after ?? 0) }, uniquingKeysWith: +)
+        }
     }
 }

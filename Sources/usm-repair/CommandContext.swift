@@ -1,4 +1,5 @@
 import ArgumentParser
+import ManualStrategy
 import Foundation
 import USMRepairCore
 
@@ -14,8 +15,6 @@ protocol USMCommand: ParsableCommand {
 
 extension USMCommand {
     func run() throws {
-        // What earlier runs of this tool left when they were killed (private copies, partial
-        // archives, extraction folders) goes first: only items their records prove theirs.
         Scratch.shared.cleanUpAbandoned()
         try run(CommandContext.live(output: output, command: Self.commandPath))
     }
@@ -26,17 +25,45 @@ extension USMCommand {
     }
 }
 
-/// What a command needs from the world: where to print, whether to ask, which output style.
+/// What a command needs from the world, injected so that every command runs in process in tests
+/// (swiftly's `SwiftlyCoreContext` is the model): where to print and whether a person can answer
+/// (`terminal`), the environment (read once, in `live`), the executable's path (recipes are found
+/// beside it), the strategies to choose from, and hooks into the plan executor.
 struct CommandContext {
     let terminal: Terminal
     let output: OutputFlags
     /// The command's path (`status`, `bundle verify`), recorded in every JSON envelope.
     let command: String
+    /// The process's environment (`XDG_STATE_HOME`, `HOME`, `PATH`, `USM_REPAIR_RECIPES`, `NO_COLOR`...).
+    var environment: [String: String]
+    /// The running executable (`argv[0]`).
+    var executable: URL
     /// The migration strategies to choose from.
     var strategies = StrategyRegistry(builtInStrategies)
+    /// Seams into the plan executor (tests stop a run after a chosen step, as a kill would).
+    var hooks = PlanExecutor.Hooks.none
 
     static func live(output: OutputFlags, command: String) -> CommandContext {
-        CommandContext(terminal: .live(quiet: output.quiet, json: output.json), output: output, command: command)
+        let environment = ProcessInfo.processInfo.environment
+        return CommandContext(
+            terminal: .live(quiet: output.quiet, json: output.json, environment: environment), output: output, command: command,
+            environment: environment, executable: URL(fileURLWithPath: CommandLine.arguments.first ?? "usm-repair"))
+    }
+
+    /// usm-repair's own folder: snapshots, scratch records, the record of operations.
+    var stateFolder: URL { StateFolder.base(environment: environment) }
+
+    /// Where recipes named without a path are looked for.
+    var recipeSearchPath: [URL] { RecipeCatalog.searchPath(environment: environment, executable: executable) }
+
+    /// The plan executor every changing command runs with: the snapshot folder (`--snapshot-dir`,
+    /// else the state folder's), the migration engine over `strategies`, this machine's record of
+    /// operations, the hooks.
+    func executor(snapshotDirectory: URL?) -> PlanExecutor {
+        PlanExecutor(
+            snapshotDirectory: snapshotDirectory ?? stateFolder.appendingPathComponent("snapshots", isDirectory: true),
+            builder: BuiltInStrategies.builder(registry: strategies, environment: environment, recipeSearchPath: recipeSearchPath),
+            records: OperationRecords(stateFolder: stateFolder), hooks: hooks)
     }
 
     /// Asks before a destructive step; false when nobody can answer (scripts pass `--yes`).
@@ -65,12 +92,19 @@ struct CommandContext {
         } else {
             text(result, terminal)
         }
+        // The work is done; output that could not be written is still a failure to report.
+        if let failure = terminal.outputFailure() {
+            terminal.err("usm-repair: error: \(failure.message)")
+            throw ExitCode(failure.exitStatus.rawValue)
+        }
         let code = status(result)
         if code != .ok { throw ExitCode(code.rawValue) }
     }
 
     /// Runs a `status` or `check` inspection and prints its report.
     func report(_ inspection: Inspection) throws {
+        var inspection = inspection
+        inspection.records = OperationRecords(stateFolder: stateFolder)
         try perform({ terminal in
             try inspection.run(progress: terminal.progress)
         }, text: { report, terminal in
@@ -80,7 +114,8 @@ struct CommandContext {
 
     /// Plans a maintenance operation, prints the plan, asks (or needs `--yes`), runs it, prints the result.
     func runOperation(_ maintenance: Maintenance, layout: LayoutFlags, plan flags: PlanFlags) throws {
-        let operation = MaintenanceRun(options: layout.options, maintenance: maintenance)
+        let operation = MaintenanceRun(
+            options: layout.options, maintenance: maintenance, executor: executor(snapshotDirectory: flags.snapshotDirectory))
         try perform({ terminal -> MaintenanceRun.Report in
             let planned = try operation.plan(dryRun: flags.dryRun)
             let preview = operation.report(
@@ -90,9 +125,7 @@ struct CommandContext {
                 yes: flags.yes, terminal: terminal,
                 unattended: "\(maintenance.command) changes files: run it with --yes (see the plan with --dry-run)",
                 question: "Run this plan? A snapshot is taken first.") { PlanPrinter(terminal: terminal, verbose: output.verbose).print(preview) }
-            return try operation.run(
-                planned.plan, before: planned.report, recovered: planned.recovered, snapshotDirectory: flags.snapshotDirectory,
-                builder: BuiltInStrategies.builder, progress: { terminal.progressLine($0) })
+            return try operation.run(planned, progress: { terminal.progressLine($0) })
         }, text: { report, terminal in
             guard !output.quiet || report.dryRun else { return }
             PlanPrinter(terminal: terminal, verbose: output.verbose).print(report)

@@ -38,48 +38,75 @@ struct USMRepairCommand: ParsableCommand {
     /// `usm-repair: error:` line as every other failure (and the JSON envelope with `--json`).
     static func main() {
         // A file passing `ulimit -f` must be a write error (EFBIG, reported as out of space), not
-        // a signal that kills the process before it can say anything or clean up.
+        // a signal that kills the process before it can say anything or clean up; a reader that
+        // went away is an EPIPE error `StandardStream` answers, not a signal either.
         signal(SIGXFSZ, SIG_IGN)
-        let arguments = Array(CommandLine.arguments.dropFirst())
+        signal(SIGPIPE, SIG_IGN)
+        let status = execute(
+            Array(CommandLine.arguments.dropFirst()), out: { StandardStream.output.write($0) }, err: { StandardStream.error.write($0) }
+        ) { command, output in
+            // What earlier runs of this tool left when they were killed (private copies, partial
+            // archives, extraction folders) goes first: only items their records prove theirs.
+            Scratch.shared.cleanUpAbandoned()
+            return CommandContext.live(output: output, command: command.commandPath)
+        }
+        Foundation.exit(status)
+    }
+
+    /// Parses `arguments`, runs the command in the context `context` makes for it, prints what
+    /// fails, and returns the exit code: the whole program but for the process around it, so
+    /// that tests run every command in process.
+    static func execute(
+        _ arguments: [String], out: @escaping (String) -> Void, err: @escaping (String) -> Void,
+        context: (any USMCommand.Type, OutputFlags) -> CommandContext
+    ) -> Int32 {
         let command: ParsableCommand
         do {
             command = try parseAsRoot(arguments)
         } catch {
-            guard exitCode(for: error) != .success else { exit(withError: error) }  // --help, --version
-            reportUsage(error, arguments: arguments)
+            return report(error, arguments: arguments, out: out, err: err)
         }
         do {
-            var command = command
-            try command.run()
-            Foundation.exit(0)
-        } catch let code as ExitCode {
-            Foundation.exit(code.rawValue)
-        } catch {
-            guard exitCode(for: error) != .success else { exit(withError: error) }
-            if error is ValidationError {
-                reportUsage(error, arguments: arguments)
+            if let command = command as? any USMCommand {
+                try command.run(context(type(of: command), command.output))
+            } else {
+                var command = command
+                try command.run()
             }
-            // Commands print their own failures; anything that escapes them is still reported.
-            let wrapped = USMError.wrap(error)
-            ErrorEnvelope.print(
-                command: commandPath(in: arguments), code: wrapped.code, message: wrapped.message, status: wrapped.exitStatus,
-                json: arguments.contains("--json"), out: { print($0) },
-                err: { FileHandle.standardError.write(Data((Terminal.escape($0) + "\n").utf8)) })
-            Foundation.exit(wrapped.exitStatus.rawValue)
+            return 0
+        } catch let code as ExitCode {
+            return code.rawValue
+        } catch {
+            return report(error, arguments: arguments, out: out, err: err)
         }
     }
 
-    private static func reportUsage(_ error: any Error, arguments: [String]) -> Never {
-        let message = self.message(for: error)
+    /// What an error that escaped a command (or its parsing) prints, and its exit code: help and
+    /// version on stdout (0); usage errors as the error line, the envelope and the usage lines (64);
+    /// anything else as its sentence and envelope (commands print their own failures first).
+    private static func report(_ error: any Error, arguments: [String], out: (String) -> Void, err: (String) -> Void) -> Int32 {
+        let json = arguments.contains("--json")
+        let code = exitCode(for: error)
+        if code == .success {
+            out(fullMessage(for: error) + "\n")
+            return 0
+        }
+        let printErr: (String) -> Void = { err(Terminal.escape($0) + "\n") }
+        if !(error is USMError) {
+            ErrorEnvelope.print(
+                command: commandPath(in: arguments), code: "usage", message: message(for: error), status: .usage, json: json,
+                out: { out($0 + "\n") }, err: printErr)
+            // ArgumentParser's usage lines and help hint, without its own "Error:" line.
+            let rest = fullMessage(for: error).split(separator: "\n", omittingEmptySubsequences: false)
+                .drop { $0.hasPrefix("Error:") || $0.isEmpty }
+            if !rest.isEmpty { err(rest.joined(separator: "\n") + "\n") }
+            return ExitStatus.usage.rawValue
+        }
+        let wrapped = USMError.wrap(error)
         ErrorEnvelope.print(
-            command: commandPath(in: arguments), code: "usage", message: message, status: .usage,
-            json: arguments.contains("--json"), out: { print($0) },
-            err: { FileHandle.standardError.write(Data((Terminal.escape($0) + "\n").utf8)) })
-        // ArgumentParser's usage lines and help hint, without its own "Error:" line.
-        let rest = fullMessage(for: error).split(separator: "\n", omittingEmptySubsequences: false)
-            .drop { $0.hasPrefix("Error:") || $0.isEmpty }
-        if !rest.isEmpty { FileHandle.standardError.write(Data((rest.joined(separator: "\n") + "\n").utf8)) }
-        Foundation.exit(ExitStatus.usage.rawValue)
+            command: commandPath(in: arguments), code: wrapped.code, message: wrapped.message, status: wrapped.exitStatus,
+            json: json, out: { out($0 + "\n") }, err: printErr)
+        return wrapped.exitStatus.rawValue
     }
 
     /// The subcommand path the arguments name (`bundle verify`), or `usm-repair`.

@@ -78,6 +78,12 @@ public enum CLI {
         public let stdout: String
         public let stderr: String
 
+        public init(status: Int32, stdout: String, stderr: String) {
+            self.status = status
+            self.stdout = stdout
+            self.stderr = stderr
+        }
+
         /// The stdout parsed as a JSON object.
         public var json: [String: Any] {
             (try? JSONSerialization.jsonObject(with: Data(stdout.utf8))) as? [String: Any] ?? [:]

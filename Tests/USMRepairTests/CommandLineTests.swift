@@ -272,7 +272,8 @@ struct CommandLineTests {
             .notABundle(path: "p", reason: "r"), .hostileArchive(path: "p", reason: "r"), .manifestMismatch(path: "p", count: 1, first: "f"),
             .tooLarge(estimate: 2, limit: 1, detail: "d"), .confirmationRequired("c"), .changedWhileReading(path: "p"),
             .cloudContainerRequired(operation: "o", why: "w"), .storeBusy(path: "p", reason: "r", pid: nil), .layoutBusy(path: "p", pid: nil),
-            .interruptedOperation(path: "p", operation: "o"), .preconditionFailed("p"), .changedSincePlanning(path: "p"),
+            .interruptedOperation(path: "p", operation: "o"), .untrustedOperation(path: "p", reason: "r"),
+            .recoveryConflict(path: "p", kept: "k"), .preconditionFailed("p"), .changedSincePlanning(path: "p"),
             .unknownStrategy("s", known: []), .destinationExists(path: "p"), .sourceDamaged(path: "p", detail: "d"),
             .schemaMismatch(path: "p", detail: "d"), .mergeConflict(entity: "e", count: 1, values: "v"), .recipeInvalid(path: "p", reason: "r"),
             .recipeFailed(recipe: "r", step: 1, message: "m"), .pluginFailed(program: "p", reason: "r"), .pluginRefused(program: "p", reason: "r"),
@@ -283,7 +284,8 @@ struct CommandLineTests {
             switch sample {
             case .notFound, .wrongKind, .unreadable, .writeFailed, .outOfSpace, .notSQLite, .notCoreData, .sqlite, .symlinkEscapes, .usage,
                  .archive, .brokenArchive, .notABundle, .hostileArchive, .manifestMismatch, .tooLarge, .confirmationRequired,
-                 .changedWhileReading, .cloudContainerRequired, .storeBusy, .layoutBusy, .interruptedOperation, .preconditionFailed,
+                 .changedWhileReading, .cloudContainerRequired, .storeBusy, .layoutBusy, .interruptedOperation, .untrustedOperation,
+                 .recoveryConflict, .preconditionFailed,
                  .changedSincePlanning, .unknownStrategy, .destinationExists, .sourceDamaged, .schemaMismatch, .mergeConflict,
                  .recipeInvalid, .recipeFailed, .pluginFailed, .pluginRefused, .verificationFailed, .unexpected:
                 break

@@ -37,8 +37,9 @@ struct OperationTests {
 
         func snapshot() throws -> [TreeSnapshot] { try paths.folders.map(TreeSnapshot.init) }
 
-        func run(_ args: [String], environment: [String: String] = [:]) throws -> CLI.Result {
-            try CLI.run(args + flags, environment: environment)
+        /// Runs `usm-repair args... <flags>` in process.
+        func run(_ args: [String], environment: [String: String] = [:], hooks: PlanExecutor.Hooks = .none) throws -> CLI.Result {
+            USM.run(args + flags, environment: environment, hooks: hooks)
         }
 
         func status() throws -> StatusReport {
@@ -294,7 +295,8 @@ struct OperationTests {
             return c
         }())
         try queue.read { _ = try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM ZITEM") }
-        let inUse = try f.run(["rebuild", "--from", "local", "--yes"])
+        // (a real process: SQLite's POSIX locks are invisible within the process holding them)
+        let inUse = try CLI.run(["rebuild", "--from", "local", "--yes"] + f.flags)
         try queue.close()
         #expect(inUse.status == 5, "\(inUse.stderr)")
         // Reading through SQLite rewrote the -shm's index header: compare everything else.
@@ -315,8 +317,8 @@ struct OperationTests {
         for n in 0..<(steps.count - 1) {
             let f = try Fixture(copying: template)
             let oldState = try f.snapshot()
-            let killed = try f.run(["rebuild", "--from", "local", "--yes"], environment: ["USM_REPAIR_CRASH_AFTER_STEP": "\(n)"])
-            #expect(killed.status == 137, "step \(n): \(killed.stderr)")
+            let killed = try f.run(["rebuild", "--from", "local", "--yes"], hooks: .interrupt(after: n))
+            #expect(killed.status == PlanExecutor.Hooks.interruptedStatus, "step \(n): \(killed.stderr)")
             let status = try f.run(["status", "--json"])
             let codes = ((status.json["problems"] as? [[String: Any]]) ?? []).compactMap { $0["code"] as? String }
             #expect(codes.contains("interrupted-operation"), "step \(n): status reports it")
@@ -575,7 +577,7 @@ struct DataOperationTests {
         for n in [0, 1, 2, commit - 1, commit] {
             let f = try Fixture(copying: template)
             let oldState = try f.snapshot()
-            #expect(try f.run(["rebuild", "--from", "cloud", "--yes"], environment: ["USM_REPAIR_CRASH_AFTER_STEP": "\(n)"]).status == 137)
+            #expect(try f.run(["rebuild", "--from", "cloud", "--yes"], hooks: .interrupt(after: n)).status == PlanExecutor.Hooks.interruptedStatus)
             #expect(try f.run(["recover"]).status == 0)
             let state = try f.snapshot()
             if n < commit {

@@ -18,6 +18,9 @@ public struct Inspection: Sendable {
     /// Main files read at `status` depth when the inspection's depth is `light` (the stores an
     /// operation reads or seeds from).
     var deeper: Set<String> = []
+    /// This machine's record of the operations it wrote: a pending operation folder it did not
+    /// write is reported as `untrusted-operation`.
+    public var records = OperationRecords()
 
     /// Creates an inspection.
     public init(options: LayoutOptions, depth: StoreInspector.Depth, ignoredCodes: Set<ProblemCode> = [], strict: Bool = false) {
@@ -36,7 +39,7 @@ public struct Inspection: Sendable {
     /// Runs it. `progress` is called before each store with (index, count, path).
     /// - Throws: `USMError` when the options name nothing usable (missing folder, bad flags).
     public func run(progress: (Int, Int, String) -> Void = { _, _, _ in }) throws -> StatusReport {
-        try run(layout: try Layout.discover(options), progress: progress)
+        try run(layout: try Layout.discover(options, records: records), progress: progress)
     }
 
     /// Runs it on a layout already discovered.

@@ -133,6 +133,11 @@ public enum USMError: Error, Sendable, Equatable {
     case layoutBusy(path: String, pid: Int32?)
     /// An interrupted operation is pending and this command does not recover it (`--dry-run`).
     case interruptedOperation(path: String, operation: String)
+    /// An operation folder this machine has no record of writing, or whose plan differs from the
+    /// one it wrote, or names paths outside the folders given: reported, never obeyed.
+    case untrustedOperation(path: String, reason: String)
+    /// Recovery cannot put an item back: something new is at its place (the original stays in `kept`).
+    case recoveryConflict(path: String, kept: String)
     /// A precondition of the operation does not hold.
     case preconditionFailed(String)
     /// A path changed between planning and running.
@@ -180,6 +185,7 @@ public enum USMError: Error, Sendable, Equatable {
         case .storeBusy: .storeInUse
         case .layoutBusy: .busy
         case .interruptedOperation: .interrupted
+        case .untrustedOperation, .recoveryConflict: .refused
         case .preconditionFailed: .preconditionFailed
         case .changedSincePlanning: .changedSincePlanning
         case .unknownStrategy: .usage
@@ -215,6 +221,8 @@ public enum USMError: Error, Sendable, Equatable {
         case .storeBusy: "store-in-use"
         case .layoutBusy: "busy"
         case .interruptedOperation: "interrupted"
+        case .untrustedOperation: "untrusted-operation"
+        case .recoveryConflict: "recovery-conflict"
         case .preconditionFailed: "precondition-failed"
         case .changedSincePlanning: "changed"
         case .unknownStrategy: "unknown-strategy"
@@ -293,6 +301,10 @@ public enum USMError: Error, Sendable, Equatable {
             "another usm-repair run\(pid.map { " (process \($0))" } ?? "") is changing \(path); wait for it; nothing was changed"
         case let .interruptedOperation(path, operation):
             "an interrupted \(operation) is pending in \(path); run usm-repair recover (with the same folder flags) to finish or undo it"
+        case let .untrustedOperation(path, reason):
+            "refusing the operation folder \(path): \(reason); usm-repair finishes or undoes only operations this machine recorded writing, so it is left as it is (remove it by hand once you know what it is)"
+        case let .recoveryConflict(path, kept):
+            "cannot put \(path) back: something made after the operation moved the original aside is there now; the original is kept in \(kept); move the new item away and run usm-repair recover again"
         case let .preconditionFailed(text):
             "\(text); nothing was changed"
         case let .changedSincePlanning(path):

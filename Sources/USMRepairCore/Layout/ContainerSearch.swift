@@ -92,6 +92,13 @@ struct ContainerSearch {
         return appPlists.count == 1 ? appPlists[0] : nil
     }
 
+    /// The `Library/Preferences` folder of the download, when it has one (also when the plist is
+    /// not there: an interrupted operation's journal may wait in it).
+    func preferencesFolder() -> URL? {
+        bases.map { $0.appendingPathComponent("Library/Preferences", isDirectory: true) }
+            .first { FileStatus.lookup($0.path)?.kind == .directory }
+    }
+
     private func holdsStores(_ dir: URL) -> Bool {
         FileStatus.lookup(dir.appendingPathComponent(storeName + ".sqlite").path) != nil
             || FileStatus.lookup(dir.appendingPathComponent("CloudStore").path)?.kind == .directory

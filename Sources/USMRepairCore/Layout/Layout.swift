@@ -124,6 +124,12 @@ public struct Layout: Sendable {
     public let appDirectory: URL?
     public let cloudDirectory: URL?
     public let preferencesPath: URL?
+    /// The folder the app's preferences live in, also when no plist was found there (an
+    /// interrupted operation may have moved it aside): one of the folders operations work in.
+    public let preferencesFolder: URL?
+    /// Why the preferences file found is not usable (not a plist dictionary, `USMCloudEnabledKey`
+    /// not a boolean...): a changing command refuses it as bad input rather than skip it.
+    public let preferencesError: USMError?
     /// Every store file set found: local first, then cloud copies by UUID, then documents and others.
     public let stores: [StoreEntry]
     /// Every cloud store UUID referred to by a copy, a file, logs, a marker or the cache.
@@ -137,6 +143,19 @@ public struct Layout: Sendable {
     public let problems: [Problem]
     /// The worst exit status the layout's own findings call for.
     public let exitStatus: ExitStatus
+
+    /// The folders an operation on this layout works in, each with its private folder (`.usm-repair`,
+    /// `.usm-repair.nosync` in the ubiquity container so that iCloud never uploads it): the app
+    /// folder, the ubiquity container, the preferences folder. The one place they are named.
+    public var planRoots: [Plan.Root] {
+        var roots: [Plan.Root] = []
+        if let app = appDirectory { roots.append(.init(name: "app", path: app.path, privateFolder: ".usm-repair")) }
+        if let cloud = cloudDirectory { roots.append(.init(name: "cloud", path: cloud.path, privateFolder: ".usm-repair.nosync")) }
+        if let prefs = preferencesFolder, !roots.contains(where: { $0.path.pathKey == prefs.path.pathKey }) {
+            roots.append(.init(name: "preferences", path: prefs.path, privateFolder: ".usm-repair"))
+        }
+        return roots
+    }
 
     /// True when the layout is a single `--store` or `--document`, not an app's data.
     public var isSingleStore: Bool { options.store != nil || options.document != nil }

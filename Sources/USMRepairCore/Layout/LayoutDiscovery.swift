@@ -4,9 +4,11 @@ extension Layout {
     /// Finds the layout the options describe. Lists folders and reads markers and preferences; never writes.
     /// - Throws: `usage` for incoherent options, `notFound` when a named folder or file does not exist,
     ///   `wrongKind` when it is the wrong kind of thing.
-    public static func discover(_ options: LayoutOptions) throws -> Layout {
+    /// `records`: this machine's record of the operations it wrote, so that a pending operation
+    /// folder it did not write is reported as such.
+    public static func discover(_ options: LayoutOptions, records: OperationRecords = OperationRecords()) throws -> Layout {
         try options.validate()
-        var discovery = Discovery(options: options)
+        var discovery = Discovery(options: options, records: records)
         return try discovery.run()
     }
 }
@@ -14,10 +16,16 @@ extension Layout {
 /// The state of one discovery: what was found so far and the problems met on the way.
 struct Discovery {
     let options: LayoutOptions
+    let records: OperationRecords
     var problems: [Problem] = []
     var status = ExitStatus.ok
+    /// Why the preferences file is not usable, when it is not.
+    var preferencesError: USMError?
 
-    init(options: LayoutOptions) { self.options = options }
+    init(options: LayoutOptions, records: OperationRecords) {
+        self.options = options
+        self.records = records
+    }
 
     mutating func run() throws -> Layout {
         if let store = options.store {
@@ -40,6 +48,7 @@ struct Discovery {
         var appDir = try options.appDirectory.map { try Self.requireDirectory($0, flag: "--app-dir") }
         var cloudDir = try options.cloudDirectory.map { try Self.requireDirectory($0, flag: "--cloud-dir") }
         var prefsURL = options.preferences
+        var prefsFolder = options.preferences?.deletingLastPathComponent()
         var containerRoot: URL?
         if let container = options.container {
             let root = try Self.requireDirectory(container, flag: "--container")
@@ -47,6 +56,7 @@ struct Discovery {
             let found = ContainerSearch(root: root, storeName: options.storeName)
             appDir = appDir ?? found.appDirectory()
             prefsURL = prefsURL ?? found.preferences()
+            prefsFolder = prefsURL?.deletingLastPathComponent() ?? found.preferencesFolder()
             cloudDir = cloudDir ?? found.cloudDirectory(bundleID: prefsURL.map { $0.deletingPathExtension().lastPathComponent })
             for (path, reason) in found.unreadable.items {
                 problems.append(Problem(.unreadable, "cannot search \(path) for the app's data: \(reason)", subject: path))
@@ -113,16 +123,24 @@ struct Discovery {
         }
 
         chooseOpenedCopies(&stores, preferences: preferences)
-        // An operation a kill interrupted: its journal waits in a private folder of ours.
-        let candidateRoots = MaintenanceRun.roots(of: Layout(
-            options: options, appDirectory: appDir, cloudDirectory: cloudDir, preferencesPath: prefsURL, stores: [], cloudStores: [],
-            cloudContent: [], markers: [], preferences: nil, leftovers: [], documents: [], problems: [], exitStatus: .ok))
+        // An operation a kill interrupted: its journal waits in a private folder of ours (the
+        // preferences folder's too, also when the plist itself is what it moved aside).
+        let candidateRoots = Layout(
+            options: options, appDirectory: appDir, cloudDirectory: cloudDir, preferencesPath: prefsURL, preferencesFolder: prefsFolder,
+            preferencesError: nil, stores: [], cloudStores: [], cloudContent: [], markers: [], preferences: nil, leftovers: [],
+            documents: [], problems: [], exitStatus: .ok).planRoots
         for folder in PlanExecutor.pending(in: candidateRoots) {
-            let operation = (try? Journal.plan(in: folder))?.operation ?? "operation"
-            problems.append(Problem(
-                .interruptedOperation,
-                "an interrupted \(operation) is pending (\(folder.path)): run usm-repair recover with the same folder flags to finish or undo it",
-                subject: folder.path))
+            do {
+                let pending = try PendingOperation.load(folder, allowed: candidateRoots, records: records)
+                problems.append(Problem(
+                    .interruptedOperation,
+                    "an interrupted \(pending.plan.operation) is pending (\(folder.path)): run usm-repair recover with the same folder flags to finish or undo it",
+                    subject: folder.path))
+            } catch USMError.cloudContainerRequired(let operation, let why) {
+                problems.append(Problem(.interruptedOperation, "\(operation) needs the ubiquity container: \(why)", subject: folder.path))
+            } catch {
+                problems.append(Problem(.untrustedOperation, USMError.wrap(error, path: folder.path).message, subject: folder.path))
+            }
         }
         let cloudStores = collectCloudStores(stores: stores, content: content, markers: markers, preferences: preferences)
         for leftover in leftovers {
@@ -140,14 +158,16 @@ struct Discovery {
         }
         let others = stores.filter { $0.role != .local && $0.role != .cloud }
         return Layout(
-            options: options, appDirectory: appDir, cloudDirectory: cloudDir, preferencesPath: prefsURL, stores: local + cloud + others,
+            options: options, appDirectory: appDir, cloudDirectory: cloudDir, preferencesPath: prefsURL, preferencesFolder: prefsFolder,
+            preferencesError: preferencesError, stores: local + cloud + others,
             cloudStores: cloudStores, cloudContent: content, markers: markers, preferences: preferences, leftovers: leftovers,
             documents: documents, problems: problems, exitStatus: status)
     }
 
     private func layout(stores: [Layout.StoreEntry], documents: [Layout.Document] = []) -> Layout {
         Layout(
-            options: options, appDirectory: nil, cloudDirectory: nil, preferencesPath: nil, stores: stores, cloudStores: [],
+            options: options, appDirectory: nil, cloudDirectory: nil, preferencesPath: nil, preferencesFolder: nil, preferencesError: nil,
+            stores: stores, cloudStores: [],
             cloudContent: [], markers: [], preferences: nil, leftovers: [], documents: documents, problems: problems,
             exitStatus: status)
     }
@@ -161,12 +181,14 @@ struct Discovery {
             return try Preferences.read(url)
         } catch let error as USMError {
             if case .notFound = error, options.preferences == nil { return nil }  // a download without preferences is normal
+            preferencesError = error
             problems.append(Problem(
                 error.exitStatus == .refused ? .symlinkEscapes : error.exitStatus == .notFound ? .notFound : .preferencesMalformed,
                 error.message, subject: url.path))
             status = status.worst(error.exitStatus)
             return nil
         } catch {
+            preferencesError = USMError.wrap(error, path: url.path)
             return nil
         }
     }

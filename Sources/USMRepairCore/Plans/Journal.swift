@@ -29,8 +29,8 @@ struct Journal {
     var url: URL { folder.appendingPathComponent(Self.journalName) }
 
     /// Creates the folder's plan and an empty journal, both fsynced, and the folder's entry too.
-    static func create(in folder: URL, plan: Plan) throws -> Journal {
-        try FileWrite.create(folder.appendingPathComponent(planName), contents: try JSONOutput.data(plan), mode: 0o600)
+    static func create(in folder: URL, planBytes: Data) throws -> Journal {
+        try FileWrite.create(folder.appendingPathComponent(planName), contents: planBytes, mode: 0o600)
         var journal = Journal(folder: folder)
         journal.fd = openFile(journal.url.path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard journal.fd >= 0 else { throw USMError.writeFailed(path: journal.url.path, reason: errnoDescription()) }
@@ -62,19 +62,84 @@ struct Journal {
         if fd >= 0 { closeFile(fd) }
     }
 
-    /// The events of a journal; a last line cut by a kill is ignored (its event never counted).
-    static func events(in folder: URL) -> [Event] {
-        guard let data = try? Data(contentsOf: folder.appendingPathComponent(journalName)) else { return [] }
-        return data.split(separator: 0x0A).compactMap { try? JSONDecoder().decode(Event.self, from: Data($0)) }
+    /// The longest line a journal of ours holds; anything longer is not one of its events.
+    static let maxLine = 4096
+
+    /// What a journal says about a plan of `stepCount` steps, read as a stream in bounded memory
+    /// (a journal is read back from the layout: its size is whatever the folder holds). A last
+    /// line cut by a kill is ignored (its event never counted), as are lines that are not events
+    /// of this plan (an index out of range, a line too long).
+    struct State: Equatable {
+        /// Steps whose `begin` was recorded.
+        var begun = Set<Int>()
+        /// Steps whose `done` was recorded.
+        var done = Set<Int>()
+        /// True when `committed` was recorded.
+        var committed = false
     }
 
-    /// The plan an operation folder holds.
-    static func plan(in folder: URL) throws -> Plan {
+    /// The state a journal records (an absent or unreadable journal: nothing began).
+    static func state(in folder: URL, stepCount: Int) -> State {
+        var state = State()
+        guard let handle = FileHandle(forReadingAtPath: folder.appendingPathComponent(journalName).path) else { return state }
+        defer { try? handle.close() }
+        var line: [UInt8] = []
+        var tooLong = false
+        func finish() {
+            defer { line.removeAll(keepingCapacity: true); tooLong = false }
+            guard !tooLong, !line.isEmpty, let event = try? JSONDecoder().decode(Event.self, from: Data(line)) else { return }
+            if let step = event.step, !(0..<stepCount).contains(step) { return }
+            switch event.event {
+            case .begin: if let step = event.step { state.begun.insert(step) }
+            case .done: if let step = event.step { state.done.insert(step) }
+            case .committed: state.committed = true
+            case .finished: break
+            }
+        }
+        while let chunk = try? handle.read(upToCount: 1 << 16), !chunk.isEmpty {
+            for byte in chunk {
+                if byte == 0x0A {
+                    finish()
+                } else if line.count < maxLine {
+                    line.append(byte)
+                } else {
+                    tooLong = true
+                }
+            }
+        }
+        // A last line without its line break was cut by a kill: not counted.
+        return state
+    }
+
+    /// A plan larger than this is not one of ours (plans name whole folders, not their files).
+    static let maxPlanBytes = 8 << 20
+
+    /// The bytes of an operation folder's `plan.json`, read whole only when they are few enough.
+    /// - Throws: `unreadable` when it cannot be read, `tooLargePlan` past `maxPlanBytes`.
+    static func planBytes(in folder: URL) throws -> Data {
         let url = folder.appendingPathComponent(planName)
+        guard let status = FileStatus.lookup(url.path), status.kind == .file else {
+            throw USMError.unreadable(path: url.path, reason: "the interrupted operation's plan is not a file")
+        }
+        guard status.size <= Int64(maxPlanBytes) else {
+            throw USMError.untrustedOperation(path: folder.path, reason: "its plan.json is \(status.size) bytes, larger than any plan of usm-repair")
+        }
         do {
-            return try JSONDecoder().decode(Plan.self, from: try Data(contentsOf: url))
+            let handle = try FileHandle(forReadingFrom: url)
+            defer { try? handle.close() }
+            return try handle.read(upToCount: maxPlanBytes + 1) ?? Data()
         } catch {
-            throw USMError.unreadable(path: url.path, reason: "the interrupted operation's plan cannot be read (\(error))")
+            throw USMError.unreadable(path: url.path, reason: "the interrupted operation's plan cannot be read (\(USMError.wrap(error).message))")
+        }
+    }
+
+    /// The plan of an operation folder, for a report (its operation's name), trusted or not.
+    static func plan(in folder: URL) throws -> Plan {
+        let bytes = try planBytes(in: folder)
+        do {
+            return try JSONDecoder().decode(Plan.self, from: bytes)
+        } catch {
+            throw USMError.untrustedOperation(path: folder.path, reason: "its plan.json is not a plan of usm-repair")
         }
     }
 }

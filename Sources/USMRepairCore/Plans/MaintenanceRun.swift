@@ -48,43 +48,46 @@ public struct MaintenanceRun {
 
     public let options: LayoutOptions
     public let maintenance: Maintenance
+    /// Runs the plan (and recovers what a kill left pending): snapshot folder, migration engine,
+    /// the record of operations, hooks.
+    public let executor: PlanExecutor
 
-    public init(options: LayoutOptions, maintenance: Maintenance) {
+    public init(options: LayoutOptions, maintenance: Maintenance, executor: PlanExecutor) {
         self.options = options
         self.maintenance = maintenance
+        self.executor = executor
     }
 
-    /// The roots an operation may use in a layout, for finding pending operations.
-    public static func roots(of layout: Layout) -> [Plan.Root] {
-        var roots: [Plan.Root] = []
-        if let app = layout.appDirectory { roots.append(.init(name: "app", path: app.path, privateFolder: ".usm-repair")) }
-        if let cloud = layout.cloudDirectory { roots.append(.init(name: "cloud", path: cloud.path, privateFolder: ".usm-repair.nosync")) }
-        if let prefs = layout.preferencesPath {
-            roots.append(.init(name: "preferences", path: prefs.deletingLastPathComponent().path, privateFolder: ".usm-repair"))
-        }
-        return roots
+    /// A plan with what it was made on.
+    public struct Prepared: Sendable {
+        public let plan: Plan
+        /// The report of the layout the plan was made on.
+        public let report: StatusReport
+        /// The folders the user named (the layout's): pending operations are obeyed only inside them.
+        public let roots: [Plan.Root]
+        /// Interrupted operations finished or undone before planning.
+        public let recovered: [PlanExecutor.Recovery]
     }
 
     /// Plans (recovering first what a kill left pending, unless `dryRun`, which refuses then) and
     /// returns the plan with the report of the layout it was made on.
-    public func plan(dryRun: Bool) throws -> (plan: Plan, report: StatusReport, recovered: [PlanExecutor.Recovery]) {
+    public func plan(dryRun: Bool) throws -> Prepared {
         let layout = try Layout.discover(options)
-        let roots = Self.roots(of: layout)
-        let recovered = try PlanExecutor.recoverBeforePlanning(in: roots, dryRun: dryRun)
-        let prepared = try Planner.prepare(options, maintenance)
-        return (prepared.plan, prepared.report, recovered)
+        let recovered = try executor.recoverBeforePlanning(in: layout.planRoots, dryRun: dryRun)
+        let prepared = try Planner.prepare(options, maintenance, records: executor.records)
+        return Prepared(plan: prepared.plan, report: prepared.report, roots: prepared.layout.planRoots, recovered: recovered)
     }
 
     /// Runs a plan and inspects the result.
-    public func run(
-        _ plan: Plan, before: StatusReport, recovered: [PlanExecutor.Recovery], snapshotDirectory: URL,
-        builder: PlanExecutor.Builder?, progress: (String) -> Void = { _ in }
-    ) throws -> Report {
+    public func run(_ prepared: Prepared, progress: (String) -> Void = { _ in }) throws -> Report {
+        let plan = prepared.plan, before = prepared.report, recovered = prepared.recovered
         guard !plan.isNoOp else { return report(plan, before: before, result: nil, after: nil, recovered: recovered, dryRun: false) }
-        let result = try PlanExecutor(snapshotDirectory: snapshotDirectory, builder: builder).run(plan, progress: progress)
+        let result = try executor.run(plan, allowed: prepared.roots, progress: progress)
         // What the next launch will be, from the files as the operation left them (read as far as
         // the prediction needs: the files, headers and small files, not every page).
-        let after = try? Inspection(options: options, depth: .light).run()
+        var inspection = Inspection(options: options, depth: .light)
+        inspection.records = executor.records
+        let after = try? inspection.run()
         return report(plan, before: before, result: result, after: after, recovered: recovered + result.recovered, dryRun: false)
     }
 

@@ -27,16 +27,13 @@ struct PlanBuilder {
 
     /// The folder (app, cloud or preferences) whose private folder holds the staging and trash for `path`.
     mutating func root(for path: String) throws -> Plan.Root {
-        var candidates: [Plan.Root] = []
-        if let app = layout.appDirectory { candidates.append(.init(name: "app", path: app.path, privateFolder: ".usm-repair")) }
-        // Nothing of ours may be uploaded: in the ubiquity container the private folder ends in .nosync.
-        if let cloud = layout.cloudDirectory { candidates.append(.init(name: "cloud", path: cloud.path, privateFolder: ".usm-repair.nosync")) }
-        if let prefs = layout.preferencesPath {
-            candidates.append(.init(name: "preferences", path: prefs.deletingLastPathComponent().path, privateFolder: ".usm-repair"))
-        }
+        let candidates = layout.planRoots
         guard let root = candidates.filter({ Confinement.isInside(path, $0.path) }).max(by: { $0.path.count < $1.path.count }) else {
             throw USMError.unexpected("\(path) lies in none of the layout's folders")
         }
+        // Every folder on the way to what the plan changes is a real folder: a link there would
+        // lead the change out of the layout (README: refused, exit 3).
+        try PlanCheck.linkFree(path, under: root.path)
         if !roots.contains(root) {
             let rank = ["app": 0, "cloud": 1, "preferences": 2]
             roots = (roots + [root]).sorted { (rank[$0.name] ?? 3) < (rank[$1.name] ?? 3) }
@@ -56,9 +53,14 @@ struct PlanBuilder {
     /// Moves `path` (a file, link or whole folder) aside; nothing when it does not exist.
     mutating func retire(_ path: String, _ reason: String) throws {
         guard FileStatus.lookup(path) != nil, !snapshotItems.contains(path) else { return }
+        let trash = try privatePath("trash", for: path)
+        // Every store it takes along must not be in use (a copy in a folder, a file set member).
+        for store in StoreLocks.stores(at: path) where !stores.contains(store) {
+            stores.append(store)
+        }
         expected[path] = .of(path)
         snapshotItems.append(path)
-        retires.append(.init(.retire(path: path, trash: try privatePath("trash", for: path)), reason))
+        retires.append(.init(.retire(path: path, trash: trash), reason))
         after.removed.insert(path)
     }
 
@@ -194,7 +196,8 @@ struct AfterState {
         }
         let next = Layout(
             options: layout.options, appDirectory: layout.appDirectory, cloudDirectory: layout.cloudDirectory,
-            preferencesPath: layout.preferencesPath, stores: stores, cloudStores: layout.cloudStores,
+            preferencesPath: layout.preferencesPath, preferencesFolder: layout.preferencesFolder, preferencesError: layout.preferencesError,
+            stores: stores, cloudStores: layout.cloudStores,
             cloudContent: layout.cloudContent.filter { !isRemoved($0.path) }, markers: markers, preferences: preferences,
             leftovers: layout.leftovers.filter { !isRemoved($0.path) }, documents: layout.documents, problems: [], exitStatus: .ok)
         return (next, reports)

@@ -8,16 +8,40 @@ import Darwin
 
 /// Runs plans, and finishes or undoes the ones a kill interrupted. In `run`, in this order:
 /// 1. take the lock of every root (another run holding one refuses);
-/// 2. finish or undo any operation a kill left pending in those roots (`recover`);
-/// 3. re-check every path's fingerprint against the plan (a change refuses);
+/// 2. finish or undo any operation a kill left pending in those roots (`recover`), obeying only
+///    operations this machine recorded writing (`PendingOperation`);
+/// 3. check the plan (`PlanCheck`) and re-check every path's fingerprint (a change refuses);
 /// 4. refuse when another process has a store the plan touches open or locked;
-/// 5. write `plan.json` and the journal into the first root's private folder, fsynced;
-/// 6. run each step between a `begin` and a `done` record.
+/// 5. record the plan's digest in the state folder (`OperationRecords`), then write `plan.json`
+///    and the journal into the first root's private folder, fsynced;
+/// 6. run each step between a `begin` and a `done` record; before each move, every folder on the
+///    way must be a real folder, not a link (`PlanCheck.linkFree`).
 /// Undo and redo sit next to each other here: before `commit`, recovery reverses the `retire` and
 /// `install` steps that ran, newest first, and drops staging; after `commit`, it finishes `purge`.
+/// Recovery never removes what it could not put back: an item whose place holds something new is
+/// a `recoveryConflict`, and the operation stays pending with the original in its trash.
 public struct PlanExecutor {
     /// Fills a staged store from a source (the migration engine); returns rows per entity of the result.
     public typealias Builder = @Sendable (Plan.StoreBuild) throws -> [String: Int]
+
+    /// What the caller wants to see (or do) between steps.
+    public struct Hooks: Sendable {
+        /// Called after step `index` is journaled done. Throwing `Interruption` stops the run
+        /// right there, as a kill would: nothing is undone or removed (tests of recovery).
+        public var afterStep: @Sendable (_ index: Int) throws -> Void
+
+        public init(afterStep: @escaping @Sendable (_ index: Int) throws -> Void = { _ in }) {
+            self.afterStep = afterStep
+        }
+
+        /// No hooks.
+        public static let none = Hooks()
+    }
+
+    /// Thrown by a hook to stop a run where it is, as a kill would: no undo, no cleanup.
+    public struct Interruption: Error, Equatable {
+        public init() {}
+    }
 
     /// What a run did.
     public struct Result: Sendable, Encodable {
@@ -50,35 +74,46 @@ public struct PlanExecutor {
 
     public let snapshotDirectory: URL
     public let builder: Builder?
-    /// Test hook: exit right after the step with this index is journaled done (a crash at a chosen step).
-    public let crashAfterStep: Int?
+    /// Where this machine records the plans it writes (the only ones it ever recovers).
+    public let records: OperationRecords
+    public let hooks: Hooks
 
-    public init(snapshotDirectory: URL, builder: Builder? = nil,
-                crashAfterStep: Int? = ProcessInfo.processInfo.environment["USM_REPAIR_CRASH_AFTER_STEP"].flatMap(Int.init)) {
+    public init(snapshotDirectory: URL, builder: Builder? = nil, records: OperationRecords = OperationRecords(), hooks: Hooks = .none) {
         self.snapshotDirectory = snapshotDirectory
         self.builder = builder
-        self.crashAfterStep = crashAfterStep
+        self.records = records
+        self.hooks = hooks
     }
 
-    /// Runs `plan`. `progress` receives a line before each step.
-    public func run(_ plan: Plan, progress: (String) -> Void = { _ in }) throws -> Result {
+    /// Runs `plan`. `progress` receives a line before each step. `allowed` are the folders the
+    /// user named (a pending operation found first is obeyed only inside them); by default the plan's own.
+    public func run(_ plan: Plan, allowed: [Plan.Root]? = nil, progress: (String) -> Void = { _ in }) throws -> Result {
         let started = Date()
         let lock = try OperationLock(roots: plan.roots)
         defer { lock.release() }
-        let recovered = try Self.recoverPending(in: plan.roots)
+        let recovered = try recoverPending(in: plan.roots, allowed: allowed ?? plan.roots)
+        if let problem = PlanCheck.problem(in: plan, allowed: nil) {
+            throw USMError.unexpected("refusing to run a plan that is not well formed: \(problem)")
+        }
         try verify(plan)
         guard let primary = plan.primaryRoot else { throw USMError.unexpected("a plan without folders") }
-        // The journal first: every other folder of the operation exists only once it does. If
-        // even that cannot be written (a full disk), nothing has changed: remove what was made.
+        let bytes = try JSONOutput.data(plan)
+        guard bytes.count <= Journal.maxPlanBytes else {
+            throw USMError.preconditionFailed("the plan has \(plan.steps.count) steps, more than an operation can record (\(bytes.count) bytes)")
+        }
+        // The record first, outside the layout: an operation folder is obeyed later only if it
+        // is there. Then the journal: every other folder of the operation exists only once it
+        // does. If even that cannot be written (a full disk), nothing has changed: remove what was made.
+        try records.write(plan, bytes: bytes)
         let journal: Journal
         do {
             try Self.makeFolder(primary.operationURL(plan.id))
-            journal = try Journal.create(in: primary.operationURL(plan.id), plan: plan)
+            journal = try Journal.create(in: primary.operationURL(plan.id), planBytes: bytes)
             for root in plan.roots.dropFirst() {
                 try Self.makeFolder(root.operationURL(plan.id))
             }
         } catch {
-            try? Self.purge(plan, journal: nil)
+            try? purge(plan, journal: nil)
             throw USMError.wrap(error)
         }
         defer { journal.close() }
@@ -121,35 +156,36 @@ public struct PlanExecutor {
                     try SnapshotUndo.extract(archive: URL(fileURLWithPath: archive), items: items, folders: folders)
                 case let .retire(path, trash):
                     try Self.makeFolder(URL(fileURLWithPath: trash).deletingLastPathComponent())
-                    try Self.move(path, to: trash)
+                    try Self.move(path, to: trash, in: plan)
                 case let .install(staged, path, optional):
                     if optional, FileStatus.lookup(staged) == nil { break }
                     guard FileStatus.lookup(path) == nil else { throw USMError.changedSincePlanning(path: path) }
                     Self.keepMode(of: plan, replacedAt: path, on: staged)
-                    try Self.move(staged, to: path)
+                    try Self.move(staged, to: path, in: plan)
                 case .commit:
                     try journal.append(.init(event: .committed))
                 case .purge:
-                    try Self.purge(plan, journal: journal)
+                    try purge(plan, journal: journal)
                 }
                 if step.action != .purge { try journal.append(done) }
+                try hooks.afterStep(index)
+            } catch let interruption as Interruption {
+                // Stopped as a kill would stop it: the journal says where, `recover` goes on.
+                throw interruption
             } catch {
                 // Nothing after the failing step ran: undo what did, unless the plan had committed.
                 let failure = USMError.wrap(error)
                 if !plan.steps[..<index].contains(where: { $0.action == .commit }) {
                     // Undo, then drop staging; if the undo itself fails the operation stays pending
                     // (its trash may hold the user's files) for `recover`.
-                    if (try? Self.undo(plan, events: Journal.events(in: journal.folder))) != nil {
-                        try? Self.purge(plan, journal: journal)
+                    let state = Journal.state(in: journal.folder, stepCount: plan.steps.count)
+                    if (try? Self.undo(plan, begun: state.begun)) != nil {
+                        try? purge(plan, journal: journal)
                     }
                 }
                 throw failure
             }
             runs.append(.init(index: index, action: step.action.name, reason: step.reason, seconds: Date().timeIntervalSince(stepStart)))
-            if crashAfterStep == index {
-                // The test hook: die here as a kill would, no cleanup.
-                _exit(137)
-            }
         }
         var finalRows: [String: [String: Int]] = [:]
         for step in plan.steps {
@@ -172,105 +208,109 @@ public struct PlanExecutor {
 
     // MARK: - Recovery
 
-    /// Finishes or undoes every operation pending in `roots`; takes their locks.
-    public static func recover(roots: [Plan.Root]) throws -> [Recovery] {
+    /// Finishes or undoes every operation pending in `roots` (the folders the user named); takes their locks.
+    public func recover(roots: [Plan.Root]) throws -> [Recovery] {
         let lock = try OperationLock(roots: roots)
         defer { lock.release() }
-        return try recoverPending(in: roots)
+        return try recoverPending(in: roots, allowed: roots)
     }
 
-    /// Before planning in `roots`: a pending operation refuses a dry run (`interruptedOperation`),
-    /// and is otherwise finished or undone first. Returns what was recovered.
-    static func recoverBeforePlanning(in roots: [Plan.Root], dryRun: Bool) throws -> [Recovery] {
-        guard let pending = pending(in: roots).first else { return [] }
+    /// Before planning in `roots`: a pending operation refuses a dry run (`interruptedOperation`,
+    /// or `untrustedOperation` for one this machine did not write), and is otherwise finished or
+    /// undone first. Returns what was recovered.
+    func recoverBeforePlanning(in roots: [Plan.Root], dryRun: Bool) throws -> [Recovery] {
+        guard let folder = Self.pending(in: roots).first else { return [] }
         if dryRun {
-            let plan = try? Journal.plan(in: pending)
-            throw USMError.interruptedOperation(path: pending.path, operation: plan?.operation ?? "operation")
+            let pending = try PendingOperation.load(folder, allowed: roots, records: records)
+            throw USMError.interruptedOperation(path: folder.path, operation: pending.plan.operation)
         }
         return try recover(roots: roots)
-    }
-
-    /// The roots of `roots` plus those of the plans pending in them: a pending plan may name a
-    /// folder discovery no longer finds (its preferences sit in the trash until it is undone).
-    static func withPendingRoots(_ roots: [Plan.Root]) -> [Plan.Root] {
-        var all = roots
-        for folder in pending(in: roots) {
-            for root in (try? Journal.plan(in: folder))?.roots ?? [] where !all.contains(root) { all.append(root) }
-        }
-        return all
     }
 
     /// The operation folders holding a plan in `roots` (pending operations), without locking.
     public static func pending(in roots: [Plan.Root]) -> [URL] {
         roots.flatMap { root -> [URL] in
             let operations = root.privateURL.appendingPathComponent("operations", isDirectory: true)
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: operations.path)) ?? []
+            guard FileStatus.lookup(root.privateURL.path)?.kind == .directory, FileStatus.lookup(operations.path)?.kind == .directory else { return [] }
+            let names = (try? DirectoryListing.names(operations.path)) ?? []
             return names.sorted().map { operations.appendingPathComponent($0, isDirectory: true) }
                 .filter { FileStatus.lookup($0.appendingPathComponent(Journal.planName).path)?.kind == .file }
         }
     }
 
-    /// Under the caller's lock: finishes (committed) or undoes (not committed) each pending operation,
-    /// taking the locks of the folders its plan names that the caller did not lock.
-    static func recoverPending(in roots: [Plan.Root]) throws -> [Recovery] {
+    /// Under the caller's lock: finishes (committed) or undoes (not committed) each pending
+    /// operation this machine recorded writing, taking the locks of the folders its plan names
+    /// that the caller did not lock. One it did not write is refused (`untrustedOperation`) and
+    /// left as it is.
+    func recoverPending(in roots: [Plan.Root], allowed: [Plan.Root]) throws -> [Recovery] {
         var done: [Recovery] = []
-        for folder in pending(in: roots) {
-            let plan = try Journal.plan(in: folder)
+        for folder in Self.pending(in: roots) {
+            let pending = try PendingOperation.load(folder, allowed: allowed, records: records)
+            let plan = pending.plan
             let extra = try OperationLock(roots: plan.roots.filter { !roots.contains($0) })
             defer { extra.release() }
-            let events = Journal.events(in: folder)
-            let committed = events.contains { $0.event == .committed }
-            if committed {
+            if pending.committed {
                 let journal = try Journal.reopen(folder)
                 defer { journal.close() }
                 try purge(plan, journal: journal)
             } else {
-                try undo(plan, events: events)
+                try Self.undo(plan, begun: pending.journal.begun)
                 try purge(plan, journal: nil)
             }
-            done.append(Recovery(operation: plan.operation, id: plan.id, outcome: committed ? "finished" : "undone", journal: folder.path))
+            done.append(Recovery(operation: plan.operation, id: plan.id, outcome: pending.committed ? "finished" : "undone", journal: folder.path))
         }
         // What a kill left half removed: a folder being purged (its operation had finished), or
         // one killed while its plan was being written (nothing of the user's can be in it: the
-        // first retire comes after the journal).
+        // first retire comes after the journal). Only folders of operations this machine recorded.
         for root in roots {
             let operations = root.privateURL.appendingPathComponent("operations", isDirectory: true)
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: operations.path)) ?? [] {
+            guard FileStatus.lookup(root.privateURL.path)?.kind == .directory, FileStatus.lookup(operations.path)?.kind == .directory else { continue }
+            for name in (try? DirectoryListing.names(operations.path)) ?? [] {
                 let folder = operations.appendingPathComponent(name, isDirectory: true)
+                let purging = name.hasPrefix(Self.purgingPrefix)
+                let id = purging ? String(name.dropFirst(Self.purgingPrefix.count)) : name
+                guard let record = records.read(id), record.roots.contains(where: { $0.pathKey == root.path.pathKey }) else { continue }
                 let trash = folder.appendingPathComponent("trash")
-                let purging = name.hasPrefix(purgingPrefix)
                 let unplanned = FileStatus.lookup(folder.appendingPathComponent(Journal.planName).path)?.kind != .file
-                    && ((try? FileManager.default.contentsOfDirectory(atPath: trash.path)) ?? []).isEmpty
-                    && !roots.contains { FileStatus.lookup($0.operationURL(name).appendingPathComponent(Journal.planName).path) != nil }
-                if purging || unplanned { try SafeRemove.tree(folder) }
+                    && ((try? DirectoryListing.names(trash.path)) ?? []).isEmpty
+                    && !roots.contains { FileStatus.lookup($0.operationURL(id).appendingPathComponent(Journal.planName).path) != nil }
+                if purging || unplanned {
+                    try SafeRemove.tree(folder)
+                    if !roots.contains(where: { FileStatus.lookup($0.operationURL(id).path) != nil || FileStatus.lookup($0.privateURL.appendingPathComponent("operations/\(Self.purgingPrefix)\(id)").path) != nil }) {
+                        records.remove(id)
+                    }
+                }
             }
         }
         return done
     }
 
     /// Reverses the `install` and `retire` steps that began, newest first. Each is a rename, so it
-    /// either happened or did not: the files say which.
-    static func undo(_ plan: Plan, events: [Journal.Event]) throws {
-        let begun = Set(events.filter { $0.event == .begin }.compactMap(\.step))
+    /// either happened or did not: the files say which. An item whose place is taken by something
+    /// new is never discarded: `recoveryConflict`, and the operation stays pending.
+    static func undo(_ plan: Plan, begun: Set<Int>) throws {
         for index in plan.steps.indices.reversed() where begun.contains(index) {
             switch plan.steps[index].action {
             case let .install(staged, path, _):
-                if FileStatus.lookup(path) != nil, FileStatus.lookup(staged) == nil { try move(path, to: staged) }
+                if FileStatus.lookup(path) != nil, FileStatus.lookup(staged) == nil { try move(path, to: staged, in: plan) }
             case let .retire(path, trash):
-                if FileStatus.lookup(trash) != nil, FileStatus.lookup(path) == nil { try move(trash, to: path) }
+                guard FileStatus.lookup(trash) != nil else { break }
+                guard FileStatus.lookup(path) == nil else { throw USMError.recoveryConflict(path: path, kept: trash) }
+                try move(trash, to: path, in: plan)
             default:
                 break
             }
         }
     }
 
-    /// Removes the operation's folders (other roots first, the journal's last) and records the end.
-    /// Each folder is first renamed to `.purging-<id>` in one step, so that a kill in the middle of
-    /// the removal leaves a folder recovery knows it may simply finish removing.
-    static func purge(_ plan: Plan, journal: Journal?) throws {
-        for root in plan.roots.dropFirst() { try discard(root.operationURL(plan.id)) }
+    /// Removes the operation's folders (other roots first, the journal's last), records the end,
+    /// and forgets its record. Each folder is first renamed to `.purging-<id>` in one step, so
+    /// that a kill in the middle of the removal leaves a folder recovery knows it may simply finish removing.
+    func purge(_ plan: Plan, journal: Journal?) throws {
+        for root in plan.roots.dropFirst() { try Self.discard(root.operationURL(plan.id)) }
         try? journal?.append(.init(event: .finished))
-        if let primary = plan.primaryRoot { try discard(primary.operationURL(plan.id)) }
+        if let primary = plan.primaryRoot { try Self.discard(primary.operationURL(plan.id)) }
+        records.remove(plan.id)
     }
 
     static let purgingPrefix = ".purging-"
@@ -294,6 +334,14 @@ public struct PlanExecutor {
             _ = FileSystemPath.withCString(staged) { chmod($0, mode_t(old.mode & 0o1777)) }
             return
         }
+    }
+
+    /// Moves within `plan`'s folders, after checking that no folder on either way is a link.
+    static func move(_ from: String, to: String, in plan: Plan) throws {
+        for path in [from, to] {
+            if let root = plan.root(of: path) { try PlanCheck.linkFree(path, under: root.path) }
+        }
+        try move(from, to: to)
     }
 
     static func move(_ from: String, to: String) throws {

@@ -13,14 +13,17 @@ public struct Planner {
     }
 
     /// Discovers the layout, inspects it (`status` depth) and plans `maintenance`.
-    public static func prepare(_ options: LayoutOptions, _ maintenance: Maintenance) throws -> (plan: Plan, report: StatusReport) {
-        let layout = try Layout.discover(options)
+    public static func prepare(_ options: LayoutOptions, _ maintenance: Maintenance, records: OperationRecords = OperationRecords()) throws
+        -> (plan: Plan, report: StatusReport, layout: Layout)
+    {
+        let layout = try Layout.discover(options, records: records)
         guard !layout.isSingleStore else {
             throw USMError.usage("\(maintenance.command) works on an app's layout (--container, --app-dir, --cloud-dir), not on --store or --document")
         }
         // Planning reads the stores it needs; the others only as far as their files and headers,
         // so that an operation's time stays in the size of what it changes.
         var inspection = Inspection(options: options, depth: .light)
+        inspection.records = records
         inspection.deeper = Set(readStores(maintenance, layout: layout).map(\.path))
         let report = try inspection.run(layout: layout)
         // A store the plan depends on that could not be read for want of room or through an I/O
@@ -28,7 +31,7 @@ public struct Planner {
         for store in report.stores where inspection.deeper.contains(store.path) {
             if let failure = store.readFailure, [.outOfSpace, .ioError].contains(failure.exitStatus) { throw failure }
         }
-        return (try Planner(layout: layout, report: report).plan(maintenance), report)
+        return (try Planner(layout: layout, report: report).plan(maintenance), report, layout)
     }
 
     /// The stores whose content an operation depends on at planning: the local store it checkpoints

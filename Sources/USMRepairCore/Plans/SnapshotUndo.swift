@@ -92,6 +92,9 @@ public enum SnapshotUndo {
             return root
         }
         func retire(_ path: String, _ reason: String) throws {
+            // A link on the way (planted after the snapshot was taken) would lead the removal out
+            // of the folder: refused, as for every plan.
+            try PlanCheck.linkFree(path, under: try planRoot(of: path).path)
             expected[path] = .of(path)
             guard FileStatus.lookup(path) != nil else { return }
             stores += storeFiles(at: path)
@@ -209,11 +212,11 @@ extension SnapshotUndo {
 
     /// Plans the undo, recovering first what a kill left pending in its folders (a dry run
     /// refuses then, with `interruptedOperation`).
-    public static func prepare(snapshot archive: URL, dryRun: Bool) throws
+    public static func prepare(snapshot archive: URL, dryRun: Bool, executor: PlanExecutor) throws
         -> (plan: Plan, paths: Paths, recovered: [PlanExecutor.Recovery])
     {
         var (plan, paths) = try Self.plan(snapshot: archive)
-        let recovered = try PlanExecutor.recoverBeforePlanning(in: plan.roots, dryRun: dryRun)
+        let recovered = try executor.recoverBeforePlanning(in: plan.roots, dryRun: dryRun)
         // What recovery put back changes what is there now: plan again on it.
         if !recovered.isEmpty { (plan, paths) = try Self.plan(snapshot: archive) }
         return (plan, paths, recovered)

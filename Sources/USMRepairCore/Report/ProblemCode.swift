@@ -54,6 +54,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
     case seedLosesWALFrames = "seed-loses-wal-frames"
     case cloudContainerMissing = "cloud-container-missing"
     case interruptedOperation = "interrupted-operation"
+    case untrustedOperation = "untrusted-operation"
     case walInvalid = "wal-invalid"
     case walCutTransaction = "wal-cut-transaction"
     case walMismatch = "wal-mismatch"
@@ -74,7 +75,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
              .entityNull, .entityUnknown, .entityWrongTable, .zmaxBehind, .danglingToOne, .danglingJoinRow,
              .joinEntityUnknown, .externalDataMissing, .markerMalformed, .preferencesMalformed,
              .markerEmpty, .markerTrailingNewline, .activeStoreMarkedCorrupt, .cachedUUIDStale, .cachedUUIDMalformed, .nominalStoreFile, .seedLosesWALFrames,
-             .interruptedOperation:
+             .interruptedOperation, .untrustedOperation:
             .error
         case .walInvalid, .walCutTransaction, .walMismatch, .bookkeepingValue, .entitySuperCycle, .entitySuperUnknown,
              .entityTableUnlisted, .metadataPlistTooLarge, .tooManyEntities:
@@ -150,6 +151,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
         case .severalCopies: "several copies of the active store (peers or accounts): which one the device opens cannot be known"
         case .seedLosesWALFrames: "the next launch seeds from the local store, whose -wal holds frames the seeding (main file only) would lose"
         case .interruptedOperation: "a usm-repair operation was interrupted (killed): run usm-repair recover to finish or undo it"
+        case .untrustedOperation: "an operation folder of usm-repair's that this machine has no record of writing, or whose plan was altered: left alone, never obeyed"
         case .cloudContainerMissing: "the ubiquity container was not given or found: markers and logs cannot be read"
         case .leftoverTempStore: "MigrationSource.sqlite / CopyMigrationStore.sqlite left by an interrupted migration"
         case .walInvalid: "a non-empty -wal SQLite cannot read (wrong magic, version, page size or header checksum): all of it is ignored"

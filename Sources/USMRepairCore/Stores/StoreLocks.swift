@@ -42,6 +42,34 @@ public enum StoreLocks {
         return nil
     }
 
+    /// The main files of the stores at or below `path` (a file, or a folder walked without
+    /// following links): every store a move of `path` would take along, which must not be open
+    /// in another process. A file counts when it looks like a store's main file (named `*.sqlite`,
+    /// in a `store`/`StoreContent` folder, or with a `-wal`, `-shm` or `-journal` beside it) and
+    /// starts with SQLite's header; transaction logs and other files are not opened.
+    public static func stores(at path: String) -> [String] {
+        guard let status = FileStatus.lookup(path) else { return [] }
+        switch status.kind {
+        case .file:
+            return looksLikeStore(path, size: status.size) ? [path] : []
+        case .directory:
+            var found: [String] = []
+            try? DirectoryListing.forEach(path) { name in found += stores(at: path + "/" + name) }
+            return found
+        default:
+            return []
+        }
+    }
+
+    private static func looksLikeStore(_ path: String, size: Int64) -> Bool {
+        let name = FileSystemPath.lastComponent(path)
+        guard size >= 100, !["-wal", "-shm", "-journal"].contains(where: { name.hasSuffix($0) }) else { return false }
+        let folder = FileSystemPath.lastComponent(FileSystemPath.parent(path))
+        let candidate = name.hasSuffix(".sqlite") || folder == "store" || folder.hasPrefix("StoreContent")
+            || ["-wal", "-shm", "-journal"].contains { FileStatus.lookup(path + $0) != nil }
+        return candidate && (try? SQLiteHeader.read(path: path)) != nil
+    }
+
     /// The pid of a process holding a lock that conflicts with a write lock on the range, or nil.
     static func held(_ path: String, start: Int64, length: Int64) -> Int32? {
         guard FileStatus.lookup(path)?.kind == .file else { return nil }

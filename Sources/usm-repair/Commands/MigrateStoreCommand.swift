@@ -91,7 +91,7 @@ struct MigrateStoreCommand: USMCommand {
     }
 
     func run(_ context: CommandContext) throws {
-        let environment = ProcessInfo.processInfo.environment
+        let environment = context.environment
         var parameters: [String: String] = [:]
         for param in params {
             let parts = param.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
@@ -100,15 +100,15 @@ struct MigrateStoreCommand: USMCommand {
         let options = MigrationOptions(
             recipe: recipe, plugin: plugin, parameters: parameters, onConflict: onConflict,
             keepUbiquityMetadata: keepUbiquityMetadata, pluginTimeout: pluginTimeout,
-            recipeSearchPath: RecipeCatalog.searchPath(environment: environment, executable: URL(fileURLWithPath: CommandLine.arguments[0])),
-            environment: environment)
+            recipeSearchPath: context.recipeSearchPath, environment: environment)
         let destinationFiles = StoreFileSet(main: URL(fileURLWithPath: (destination as NSString).expandingTildeInPath))
         let request = MigrationRequest(
             source: StoreFileSet(main: URL(fileURLWithPath: (source as NSString).expandingTildeInPath)),
             destination: destinationFiles,
             strategy: strategy ?? (recipe != nil || plugin != nil ? "manual" : StrategyRegistry.defaultID),
             mode: into ? .merge : overwrite ? .overwrite : .create, options: options, dryRun: dryRun,
-            snapshotDirectory: snapshotDir.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath, isDirectory: true) })
+            snapshotDirectory: snapshotDir.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath, isDirectory: true) }
+                ?? context.stateFolder.appendingPathComponent("snapshots", isDirectory: true))
         try context.perform({ _ in
             if overwrite, !dryRun, !yes, !destinationFiles.existingMembers().isEmpty,
                !context.confirm("Replace \(destinationFiles.main.path)? It is snapshotted first.") {

@@ -99,7 +99,8 @@ struct RestoreCommand: USMCommand {
     private func undo(_ context: CommandContext) throws {
         let url = URL(fileURLWithPath: (archive as NSString).expandingTildeInPath)
         try context.perform({ terminal -> SnapshotUndo.Report in
-            let prepared = try SnapshotUndo.prepare(snapshot: url, dryRun: dryRun)
+            let executor = context.executor(snapshotDirectory: snapshotDirectory)
+            let prepared = try SnapshotUndo.prepare(snapshot: url, dryRun: dryRun, executor: executor)
             let preview = SnapshotUndo.report(
                 prepared.plan, paths: prepared.paths, archive: url, result: nil, recovered: prepared.recovered, dryRun: true)
             if dryRun || prepared.plan.isNoOp { return preview }
@@ -109,8 +110,7 @@ struct RestoreCommand: USMCommand {
                 question: "Put the snapshot back? What is there now is snapshotted first.") {
                 UndoPrinter(terminal: terminal, verbose: output.verbose).print(preview)
             }
-            let result = try PlanExecutor(snapshotDirectory: snapshotDirectory ?? Snapshot.defaultDirectory())
-                .run(prepared.plan, progress: { terminal.progressLine($0) })
+            let result = try executor.run(prepared.plan, progress: { terminal.progressLine($0) })
             return SnapshotUndo.report(prepared.plan, paths: prepared.paths, archive: url, result: result, recovered: prepared.recovered, dryRun: false)
         }, text: { report, terminal in
             guard !output.quiet || report.dryRun else { return }

@@ -17,7 +17,9 @@ struct StoresCommand: USMCommand {
 
     func run(_ context: CommandContext) throws {
         try context.perform({ terminal in
-            try StoreList(report: try Inspection(options: layout.options, depth: .status).run(progress: terminal.progress))
+            var inspection = Inspection(options: layout.options, depth: .status)
+            inspection.records = OperationRecords(stateFolder: context.stateFolder)
+            return StoreList(report: try inspection.run(progress: terminal.progress))
         }, text: { list, terminal in
             if list.stores.isEmpty { terminal.out("No cloud store is known here.") }
             for store in list.stores {
@@ -107,8 +109,9 @@ struct RecoverCommand: USMCommand {
 
     func run(_ context: CommandContext) throws {
         try context.perform({ _ in
-            let layout = try Layout.discover(self.layout.options)
-            return Report(recovered: try PlanExecutor.recover(roots: MaintenanceRun.roots(of: layout)))
+            let executor = context.executor(snapshotDirectory: nil)
+            let layout = try Layout.discover(self.layout.options, records: executor.records)
+            return Report(recovered: try executor.recover(roots: layout.planRoots))
         }, text: { report, terminal in
             if report.recovered.isEmpty { terminal.out("Nothing to recover.") }
             for r in report.recovered {

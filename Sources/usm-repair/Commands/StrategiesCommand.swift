@@ -30,8 +30,8 @@ struct StrategiesCommand: USMCommand {
 
     func run(_ context: CommandContext) throws {
         try context.perform({ _ in
-            let environment = ProcessInfo.processInfo.environment
-            let search = RecipeCatalog.searchPath(environment: environment, executable: URL(fileURLWithPath: CommandLine.arguments[0]))
+            let environment = context.environment
+            let search = context.recipeSearchPath
             return Listing(
                 defaultStrategy: StrategyRegistry.defaultID, strategies: context.strategies.descriptions,
                 recipes: RecipeCatalog.list(search: search), recipeFolders: search.map(\.path),

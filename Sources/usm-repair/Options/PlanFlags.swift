@@ -15,8 +15,9 @@ struct PlanFlags: ParsableArguments {
         valueName: "dir"), completion: .directory)
     var snapshotDir: String?
 
-    var snapshotDirectory: URL {
-        snapshotDir.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath, isDirectory: true) } ?? Snapshot.defaultDirectory()
+    /// `--snapshot-dir`, nil for the default (the state folder's `snapshots`).
+    var snapshotDirectory: URL? {
+        snapshotDir.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath, isDirectory: true) }
     }
 }
 

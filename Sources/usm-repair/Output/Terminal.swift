@@ -1,4 +1,5 @@
 import Foundation
+import USMRepairCore
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -23,30 +24,33 @@ final class Terminal {
     private let writeOut: Sink
     private let writeErr: Sink
     private let readAnswer: () -> String?
+    /// The first failure to write stdout (a full disk, an I/O error), if any: the command then
+    /// ends with its exit code once its work is done.
+    let outputFailure: () -> USMError?
     /// The last percentage drawn, so the bar is redrawn only when it moves.
     private var lastPercent = -1
 
     init(colors: Bool, progress: Bool, interactive: Bool, out: @escaping Sink, err: @escaping Sink,
-         readAnswer: @escaping () -> String? = { nil }) {
+         readAnswer: @escaping () -> String? = { nil }, outputFailure: @escaping () -> USMError? = { nil }) {
         self.colors = colors
         progressEnabled = progress
         self.interactive = interactive
         writeOut = out
         writeErr = err
         self.readAnswer = readAnswer
+        self.outputFailure = outputFailure
     }
 
     /// The process's own terminal, as the environment and `isatty` describe it.
-    static func live(quiet: Bool, json: Bool) -> Terminal {
-        let env = ProcessInfo.processInfo.environment
+    static func live(quiet: Bool, json: Bool, environment env: [String: String]) -> Terminal {
         let noColor = env["NO_COLOR"].map { !$0.isEmpty } ?? false
         return Terminal(
             colors: !json && !noColor && env["TERM"] != "dumb" && isatty(STDOUT_FILENO) == 1,
             progress: !quiet && isatty(STDERR_FILENO) == 1,
             interactive: isatty(STDIN_FILENO) == 1,
-            out: { FileHandle.standardOutput.write(Data($0.utf8)) },
-            err: { FileHandle.standardError.write(Data($0.utf8)) },
-            readAnswer: { readLine() })
+            out: { StandardStream.output.write($0) },
+            err: { StandardStream.error.write($0) },
+            readAnswer: { readLine() }, outputFailure: { StandardStream.output.failure })
     }
 
     enum Style: String {
