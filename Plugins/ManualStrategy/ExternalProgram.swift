@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import USMRepairCore
 #if canImport(Glibc)
 import Glibc
@@ -19,8 +18,9 @@ public struct FoundPlugin: Sendable, Encodable, Equatable {
 /// stdin, JSON Lines on stdout, stderr passed through, a timeout, and checks afterwards that the
 /// program changed nothing but its staged destination.
 ///
-/// Run with Foundation's `Process` and a polling deadline rather than swift-subprocess: the engine
-/// is synchronous, and `Process` needs no new dependency for one child at a time.
+/// Run with `posix_spawn` (`ChildProcess`) rather than Foundation's `Process` or swift-subprocess:
+/// the engine is synchronous, and the plugin must start in a process group of its own so that a
+/// deadline stops everything it started.
 public enum ExternalProgram {
     /// Program names start with this.
     public static let prefix = "usm-repair-strategy-"
@@ -92,44 +92,35 @@ public enum ExternalProgram {
             scratch: work.path, parameters: job.options.parameters)
         let requestData = try JSONEncoder().encode(request)
 
-        let process = Process()
-        process.executableURL = program
-        process.arguments = ["migrate"]
         var environment: [String: String] = ["TMPDIR": work.path]
         for key in ["PATH", "HOME", "LANG"] { environment[key] = job.options.environment[key] }
-        process.environment = environment
-        process.currentDirectoryURL = work
-        let input = Pipe(), output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = FileHandle.standardError
-        signal(SIGPIPE, SIG_IGN)
-        do { try process.run() } catch {
-            throw USMError.pluginFailed(program: name, reason: "cannot be started: \(error.localizedDescription)")
+        var outcome = MigrationOutcome(plugin: program.path, steps: [MigrationStep("ran \(program.path) migrate", why: "the external plugin filled the staged store")])
+        var result: PluginMessage.Result?
+        var protocolError: String?
+        var lineNumber = 0
+        // Each line as it comes: memory stays flat however much the program prints.
+        let ending = try ChildProcess(
+            program: program, arguments: ["migrate"], environment: environment, directory: work, timeout: job.options.pluginTimeout
+        ).run(input: requestData) { line in
+            lineNumber += 1
+            guard !line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) else { return true }
+            guard result == nil else {
+                protocolError = "stdout has more after its result line (line \(lineNumber))"
+                return false
+            }
+            guard let message = try? JSONDecoder().decode(PluginMessage.self, from: line),
+                  [message.progress != nil, message.note != nil, message.result != nil].filter({ $0 }).count == 1 else {
+                protocolError = "stdout line \(lineNumber) is not a protocol message: \(String(decoding: line.prefix(80), as: UTF8.self).debugDescription)"
+                return false
+            }
+            if let note = message.note, outcome.notes.count < 1000 { outcome.notes.append("\(name): \(note.prefix(4096))") }
+            if let progress = message.progress { job.progress(progress.done, progress.total) }
+            if let r = message.result { result = r }
+            return true
         }
-        let collected = Collected()
-        let reader = Thread {
-            collected.set(output.fileHandleForReading.readDataToEndOfFile())
-        }
-        reader.start()
-        try? input.fileHandleForWriting.write(contentsOf: requestData)
-        try? input.fileHandleForWriting.close()
-        let deadline = Date().addingTimeInterval(job.options.pluginTimeout)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        var timedOut = false
-        if process.isRunning {
-            timedOut = true
-            process.terminate()
-            let grace = Date().addingTimeInterval(2)
-            while process.isRunning && Date() < grace { usleep(10_000) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        }
-        process.waitUntilExit()
-        while !collected.done { usleep(1_000) }
         let stray = listing(userFolder).subtracting(userBefore)
-
-        if timedOut {
-            throw USMError.pluginFailed(program: name, reason: "timed out after \(Int(job.options.pluginTimeout)) s (--plugin-timeout) and was stopped")
+        if ending == .timedOut {
+            throw USMError.pluginFailed(program: name, reason: "timed out after \(Int(job.options.pluginTimeout)) s (--plugin-timeout) and was stopped with everything it started")
         }
         // What the program may not touch, checked before its answer is believed.
         if !stray.isEmpty {
@@ -145,25 +136,13 @@ public enum ExternalProgram {
         if listing(sourceDir) != ["source.sqlite"] || (try? FileDigest.sha256(of: source)) != sourceHash {
             throw USMError.pluginRefused(program: name, reason: "it changed its read-only copy of the source")
         }
-        guard process.terminationReason == .exit, process.terminationStatus == 0 else {
-            let how = process.terminationReason == .exit ? "exited with status \(process.terminationStatus)" : "was killed by signal \(process.terminationStatus)"
-            throw USMError.pluginFailed(program: name, reason: how)
-        }
-
-        var outcome = MigrationOutcome(plugin: program.path, steps: [MigrationStep("ran \(program.path) migrate", why: "the external plugin filled the staged store")])
-        var result: PluginMessage.Result?
-        let lines = String(decoding: collected.data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: true)
-        for (i, line) in lines.enumerated() {
-            guard result == nil else {
-                throw USMError.pluginFailed(program: name, reason: "stdout has more after its result line (line \(i + 1))")
-            }
-            guard let message = try? JSONDecoder().decode(PluginMessage.self, from: Data(line.utf8)),
-                  [message.progress != nil, message.note != nil, message.result != nil].filter({ $0 }).count == 1 else {
-                throw USMError.pluginFailed(program: name, reason: "stdout line \(i + 1) is not a protocol message: \(String(line.prefix(80)).debugDescription)")
-            }
-            if let note = message.note { outcome.notes.append("\(name): \(note)") }
-            if let progress = message.progress { job.progress(progress.done, progress.total) }
-            if let r = message.result { result = r }
+        switch ending {
+        case .exited(0): break
+        case let .exited(code): throw USMError.pluginFailed(program: name, reason: "exited with status \(code)")
+        case let .signalled(signal): throw USMError.pluginFailed(program: name, reason: "was killed by signal \(signal)")
+        case .refused:
+            throw USMError.pluginFailed(program: name, reason: protocolError ?? "a stdout line is longer than \(ChildProcess.maxLine) bytes; it was stopped")
+        case .timedOut: break
         }
         guard let result else { throw USMError.pluginFailed(program: name, reason: "it printed no result line") }
         outcome.rows = result.rows ?? [:]
@@ -171,10 +150,3 @@ public enum ExternalProgram {
     }
 }
 
-/// Bytes read on another thread, handed over once.
-private final class Collected: Sendable {
-    private let state = Mutex<(Data, Bool)>((Data(), false))
-    var done: Bool { state.withLock { $0.1 } }
-    var data: Data { state.withLock { $0.0 } }
-    func set(_ data: Data) { state.withLock { $0 = (data, true) } }
-}

@@ -1,6 +1,8 @@
 #define _GNU_SOURCE
 #include "csupport.h"
 #include <errno.h>
+#include <signal.h>
+#include <spawn.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -72,4 +74,35 @@ void usm_release_freed_memory(void) {
 #if defined(__GLIBC__)
     malloc_trim(0);
 #endif
+}
+
+int usm_spawn(const char *path, char *const argv[], char *const envp[], const char *cwd, int stdin_fd, int stdout_fd, int *pid) {
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attributes;
+    int rc = posix_spawn_file_actions_init(&actions);
+    if (rc != 0) return rc;
+    rc = posix_spawnattr_init(&attributes);
+    if (rc != 0) { posix_spawn_file_actions_destroy(&actions); return rc; }
+    posix_spawn_file_actions_adddup2(&actions, stdin_fd, 0);
+    posix_spawn_file_actions_adddup2(&actions, stdout_fd, 1);
+    if (stdin_fd != 0) posix_spawn_file_actions_addclose(&actions, stdin_fd);
+    if (stdout_fd != 1) posix_spawn_file_actions_addclose(&actions, stdout_fd);
+    if (cwd) posix_spawn_file_actions_addchdir_np(&actions, cwd);
+    sigset_t empty, defaults;
+    sigemptyset(&empty);
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGPIPE);
+    sigaddset(&defaults, SIGXFSZ);
+    sigaddset(&defaults, SIGTERM);
+    sigaddset(&defaults, SIGINT);
+    posix_spawnattr_setsigmask(&attributes, &empty);
+    posix_spawnattr_setsigdefault(&attributes, &defaults);
+    posix_spawnattr_setpgroup(&attributes, 0);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    pid_t child = 0;
+    rc = posix_spawn(&child, path, &actions, &attributes, argv, envp);
+    posix_spawnattr_destroy(&attributes);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc == 0) *pid = child;
+    return rc;
 }

@@ -78,6 +78,33 @@ struct PluginContractTests {
         if kind == "exit" { #expect(r.stderr.contains("it went wrong"), "stderr is passed through") }
     }
 
+    @Test("--plugin-timeout holds when the plugin's child keeps its output open: exit 10 within the timeout + 2 s, the child gone, nothing kept")
+    func timeoutWithChild() throws {
+        let tmp = try TempDir()
+        let plugin = tmp.path("p")
+        // The shell waits for its child, which holds the plugin's stdout open.
+        try "#!/bin/sh\nsleep 3117\n".write(to: plugin, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: plugin.path)
+        let started = Date()
+        let (r, after) = try run(tmp, plugin: plugin.path, ["--plugin-timeout", "2"])
+        let seconds = Date().timeIntervalSince(started)
+        #expect(r.status == 10, "\(r.stderr)")
+        #expect(r.stderr.contains("timed out"))
+        #expect(seconds < 2 + 2 + 2, "took \(seconds) s")  // the timeout, the 2 s allowed, the run's own work
+        #expect(after?.entries.isEmpty == true, "nothing kept: \(after?.description ?? "")")
+        let survivors = try CLI.shell("ps -eo args | grep -x 'sleep 3117' || true", in: tmp.url)
+        #expect(survivors.stdout.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "the plugin's child outlived it")
+    }
+
+    @Test("a plugin printing without end is read line by line (memory flat) and a line beyond 1 MiB stops it: exit 10")
+    func endlessOutput() throws {
+        let tmp = try TempDir()
+        let plugin = try Self.plugin(in: tmp, "p", extra: "sys.stdout.write('x' * (2 << 20)); sys.stdout.flush()")
+        let (r, after) = try run(tmp, plugin: plugin.path)
+        #expect(r.status == 10, "\(r.stderr)")
+        #expect(after?.entries.isEmpty == true)
+    }
+
     @Test("a plugin that writes outside its destination or changes its source copy is refused, nothing kept",
           arguments: ["beside", "user-folder", "source"])
     func refusals(kind: String) throws {

@@ -90,14 +90,7 @@ public enum Snapshot {
     /// resolved, before anything is created), then creates it (0700) when missing.
     static func prepare(_ directory: URL, protected: [URL]) throws -> URL {
         let folder = directory.standardizedFileURL
-        let resolved = resolvedPath(of: folder)
-        for root in protected {
-            let base = root.standardizedFileURL.resolvingSymlinksInPath().path
-            if Confinement.isInside(resolved, base) {
-                throw USMError.usage(
-                    "the snapshot folder \(folder.path) lies inside \(root.path), which this command changes; choose another with --snapshot-dir")
-            }
-        }
+        try refuseInside(folder, protected: protected, why: "which this command changes")
         if FileStatus.resolve(folder.path) == nil {
             try Folders.create(folder.path, mode: 0o700, purpose: "cannot create the snapshot folder")
         }
@@ -107,16 +100,22 @@ public enum Snapshot {
         return folder
     }
 
+    /// Refuses (usage, 64) a snapshot folder that lies inside one of `protected`, judged on real
+    /// paths (symlinks resolved on both sides, also for a folder that does not exist yet).
+    public static func refuseInside(_ directory: URL, protected: [URL], why: String) throws {
+        let folder = directory.standardizedFileURL
+        let resolved = resolvedPath(of: folder)
+        for root in protected {
+            let base = resolvedPath(of: root.standardizedFileURL)
+            if Confinement.isInside(resolved, base) {
+                throw USMError.usage(
+                    "the snapshot folder \(folder.path) lies inside \(root.path), \(why); choose another with --snapshot-dir")
+            }
+        }
+    }
+
     /// The path with the symlinks of its longest existing prefix resolved and the rest appended.
     static func resolvedPath(of url: URL) -> String {
-        var existing = url
-        var rest: [String] = []
-        while FileStatus.lookup(existing.path) == nil, existing.path != "/" {
-            rest.insert(existing.lastPathComponent, at: 0)
-            existing = existing.deletingLastPathComponent()
-        }
-        var result = existing.resolvingSymlinksInPath()
-        for part in rest { result.appendPathComponent(part) }
-        return result.path
+        FileSystemPath.resolved(url.standardizedFileURL.path)
     }
 }

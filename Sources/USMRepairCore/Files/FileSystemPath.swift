@@ -91,6 +91,32 @@ public enum FileSystemPath {
         return p.count > prefix.count && p.starts(with: prefix)
     }
 
+    /// `path` (absolute) with every symlink on it resolved, component by component, dangling ones
+    /// too (their targets are followed as far as they exist): where a write under `path` would
+    /// really land. Gives up after 40 links, as the kernel does, and returns what it has.
+    public static func resolved(_ path: String) -> String {
+        var pending = components(path)
+        var result: [String] = []
+        var hops = 0
+        while !pending.isEmpty {
+            let part = pending.removeFirst()
+            if part == "." || part.isEmpty { continue }
+            if part == ".." {
+                _ = result.popLast()
+                continue
+            }
+            let candidate = "/" + (result + [part]).joined(separator: "/")
+            if FileStatus.lookup(candidate)?.kind == .symlink, hops < 40, let target = try? DirectoryListing.linkTarget(candidate) {
+                hops += 1
+                if isAbsolute(target) { result = [] }
+                pending = components(target) + pending
+            } else {
+                result.append(part)
+            }
+        }
+        return "/" + result.joined(separator: "/")
+    }
+
     /// True when the bytes hold the UTF-8 lead of U+F700...U+F7FF (EF 9C..9F).
     private static func containsEscapeBlock(_ bytes: [UInt8]) -> Bool {
         var i = 0

@@ -157,6 +157,13 @@ public struct Layout: Sendable {
         return roots
     }
 
+    /// Every folder of the layout: the download searched, the app folder, the ubiquity container,
+    /// the preferences folder. Snapshots (personal data) never go inside any of them: the
+    /// download goes back onto the device, and the ubiquity container syncs to every device.
+    public var folders: [URL] {
+        [options.container, appDirectory, cloudDirectory, preferencesFolder].compactMap { $0 }
+    }
+
     /// True when the layout is a single `--store` or `--document`, not an app's data.
     public var isSingleStore: Bool { options.store != nil || options.document != nil }
 

@@ -103,6 +103,7 @@ struct Discovery {
         }
         if let cloudDir, let cloudRoot {
             let nosync = cloudDir.appendingPathComponent("CloudStore.nosync", isDirectory: true)
+            linkedFolder(nosync, root: cloudRoot)
             leftovers += findLeftovers(in: nosync)
             for file in sqliteFiles(in: nosync) where !Layout.temporaryStoreNames.contains(file) {
                 let files = StoreFileSet(main: nosync.appendingPathComponent(file))
@@ -193,7 +194,18 @@ struct Discovery {
         }
     }
 
+    /// A folder discovery walks that is a symlink: never followed. One leading out of `root` is
+    /// reported (`symlink-escapes`, exit 3): the layout cannot be read through it, and no
+    /// operation may change anything there.
+    private mutating func linkedFolder(_ dir: URL, root: URL) {
+        guard FileStatus.lookup(dir.path)?.kind == .symlink, !Confinement(root: root).contains(dir) else { return }
+        let error = USMError.symlinkEscapes(path: dir.path, target: dir.resolvingSymlinksInPath().path, root: root.path)
+        problems.append(Problem(.symlinkEscapes, error.message, subject: dir.path))
+        status = status.worst(.refused)
+    }
+
     private mutating func readMarkers(_ logs: URL, root: URL) -> [Marker] {
+        linkedFolder(logs, root: root)
         var markers: [Marker] = []
         for name in list(logs, hidden: false) {
             guard let (kind, version) = Marker.parse(fileName: name) else { continue }
@@ -253,14 +265,20 @@ struct Discovery {
     private mutating func ubiquityCopies(in base: URL, root: URL, preferences: Preferences?, usm: Bool) -> [Layout.StoreEntry] {
         let support = base.appendingPathComponent(Layout.ubiquitySupportFolder, isDirectory: true)
         var found: [Layout.StoreEntry] = []
+        linkedFolder(base, root: root)
+        linkedFolder(support, root: root)
         for peer in list(support, hidden: false) {
             let peerDir = support.appendingPathComponent(peer, isDirectory: true)
+            linkedFolder(peerDir, root: root)
             for contentName in list(peerDir, hidden: false) {
                 let contentDir = peerDir.appendingPathComponent(contentName, isDirectory: true)
+                linkedFolder(contentDir, root: root)
                 let listed = preferences?.accountMaps.first { $0.contentName == contentName }?.containerIDs
                 for account in list(contentDir, hidden: false) {
                     let accountDir = contentDir.appendingPathComponent(account, isDirectory: true)
                     let storeDir = accountDir.appendingPathComponent("store", isDirectory: true)
+                    linkedFolder(accountDir, root: root)
+                    linkedFolder(storeDir, root: root)
                     let containerDir = accountDir.appendingPathComponent("container", isDirectory: true)
                     let copy = Layout.UbiquityCopy(
                         peer: peer, contentName: contentName, account: account, accountListed: listed.map { $0.contains(account) },

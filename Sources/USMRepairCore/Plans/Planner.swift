@@ -20,6 +20,15 @@ public struct Planner {
         guard !layout.isSingleStore else {
             throw USMError.usage("\(maintenance.command) works on an app's layout (--container, --app-dir, --cloud-dir), not on --store or --document")
         }
+        // Preferences that cannot be read as the app reads them are bad input, never skipped: the
+        // next launch cannot be predicted, and an edit would leave the keys it must remove.
+        if let error = layout.preferencesError { throw error }
+        // A link leading out of the layout where discovery looked: what lies behind it cannot be
+        // judged, and no plan may walk it (README: refused, exit 3).
+        if let escape = layout.problems.first(where: { $0.code == .symlinkEscapes }), let path = escape.subject {
+            let root = layout.planRoots.first { FileSystemPath.isInside(path, $0.path) }?.path ?? "the layout"
+            throw USMError.symlinkEscapes(path: path, target: URL(fileURLWithPath: path).resolvingSymlinksInPath().path, root: root)
+        }
         // Planning reads the stores it needs; the others only as far as their files and headers,
         // so that an operation's time stays in the size of what it changes.
         var inspection = Inspection(options: options, depth: .light)

@@ -1,0 +1,133 @@
+import CSupport
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One run of an external program (a strategy plugin), held to its deadline whatever it does: it starts in a
+/// process group of its own (so its children are stopped with it), with default signal handling
+/// and an empty signal mask, a minimal environment and its scratch folder as working directory.
+/// Its stdin receives the request; its stdout is read as it comes, one line at a time, and each
+/// line is handed over at once (memory stays flat however much it prints; a line longer than
+/// `maxLine` is refused). At the deadline the whole group is killed and reading stops, even if a
+/// child still holds the output open.
+public struct ChildProcess {
+    /// A protocol line longer than this is not a protocol line.
+    public static let maxLine = 1 << 20
+
+    /// How a run ended.
+    public enum Ending: Equatable, Sendable {
+        case exited(Int32)
+        case signalled(Int32)
+        case timedOut
+        /// A line longer than `maxLine`, or the line handler refused one.
+        case refused
+    }
+
+    public let program: URL
+    public let arguments: [String]
+    public let environment: [String: String]
+    public let directory: URL
+    public let timeout: Double
+
+    public init(program: URL, arguments: [String], environment: [String: String], directory: URL, timeout: Double) {
+        self.program = program
+        self.arguments = arguments
+        self.environment = environment
+        self.directory = directory
+        self.timeout = timeout
+    }
+
+    /// Runs the program with `input` on stdin; `line` receives each stdout line (without its
+    /// line break) and returns false to stop the run.
+    /// - Throws: `pluginFailed` when it cannot be started.
+    public func run(input: Data, line: (Data) -> Bool) throws -> Ending {
+        var stdinPipe: [Int32] = [-1, -1], stdoutPipe: [Int32] = [-1, -1]
+        guard pipe(&stdinPipe) == 0, pipe(&stdoutPipe) == 0 else {
+            throw USMError.pluginFailed(program: program.lastPathComponent, reason: "cannot be started: \(errnoDescription())")
+        }
+        for fd in [stdinPipe[1], stdoutPipe[0]] { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+
+        let argv = ([program.path] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for p in argv + envp { free(p) } }
+        var pid: Int32 = 0
+        let spawned = usm_spawn(program.path, argv, envp, directory.path, stdinPipe[0], stdoutPipe[1], &pid)
+        close(stdinPipe[0])
+        close(stdoutPipe[1])
+        guard spawned == 0 else {
+            close(stdinPipe[1])
+            close(stdoutPipe[0])
+            throw USMError.pluginFailed(program: program.lastPathComponent, reason: "cannot be started: \(String(cString: strerror(spawned)))")
+        }
+        let deadline = Date().addingTimeInterval(timeout)
+        // The request: small; a program that does not read it gets EPIPE, not a stalled host.
+        _ = fcntl(stdinPipe[1], F_SETFL, fcntl(stdinPipe[1], F_GETFL) | O_NONBLOCK)
+        input.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count, Date() < deadline {
+                let n = write(stdinPipe[1], raw.baseAddress! + offset, raw.count - offset)
+                if n > 0 { offset += n } else if errno == EAGAIN || errno == EINTR { usleep(1000) } else { break }
+            }
+        }
+        close(stdinPipe[1])
+
+        var ending: Ending?
+        var pending = Data()
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        reading: while true {
+            let left = deadline.timeIntervalSinceNow
+            guard left > 0 else {
+                ending = .timedOut
+                break
+            }
+            var poller = pollfd(fd: stdoutPipe[0], events: Int16(POLLIN), revents: 0)
+            let ready = poll(&poller, 1, Int32(min(left * 1000, 200)) + 1)
+            if ready < 0, errno == EINTR { continue }
+            guard ready > 0 else { continue }
+            let n = read(stdoutPipe[0], &buffer, buffer.count)
+            if n < 0, errno == EINTR || errno == EAGAIN { continue }
+            guard n > 0 else { break }  // end of output
+            var start = 0
+            for i in 0..<n where buffer[i] == 0x0A {
+                pending.append(contentsOf: buffer[start..<i])
+                start = i + 1
+                guard line(pending) else {
+                    ending = .refused
+                    break reading
+                }
+                pending.removeAll(keepingCapacity: true)
+            }
+            pending.append(contentsOf: buffer[start..<n])
+            if pending.count > Self.maxLine {
+                ending = .refused
+                break
+            }
+        }
+        close(stdoutPipe[0])
+        if ending == nil, !pending.isEmpty, !line(pending) { ending = .refused }
+        // Wait for the program until the deadline; then the whole group goes.
+        var status: Int32 = 0
+        var reaped = false
+        while !reaped {
+            let r = waitpid(pid, &status, WNOHANG)
+            if r == pid { reaped = true; break }
+            if r < 0, errno != EINTR { break }
+            if ending != nil || Date() >= deadline {
+                if ending == nil { ending = .timedOut }
+                break
+            }
+            usleep(5000)
+        }
+        // Nothing of the program outlives its run: its children included.
+        kill(-pid, SIGKILL)
+        if !reaped {
+            while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        }
+        if let ending { return ending }
+        if status & 0x7F == 0 { return .exited((status >> 8) & 0xFF) }
+        return .signalled(status & 0x7F)
+    }
+}
