@@ -153,7 +153,13 @@ struct RecipeRunner {
                     }
                 } catch let error as USMError {
                     switch error {
-                    case .schemaMismatch, .mergeConflict, .usage, .recipeInvalid, .writeFailed: throw error
+                    case .schemaMismatch, .mergeConflict, .usage, .recipeInvalid, .outOfSpace: throw error
+                    case let .sqlite(_, _, message): throw USMError.recipeFailed(recipe: recipe.id, step: number, message: message)
+                    case .writeFailed where step.action == "sql":
+                        // A write the step attempted that the file system refused (the source's
+                        // private copy is read-only): the recipe's failure, not the destination's.
+                        throw USMError.recipeFailed(recipe: recipe.id, step: number, message: error.message)
+                    case .writeFailed: throw error
                     default: throw USMError.recipeFailed(recipe: recipe.id, step: number, message: error.message)
                     }
                 } catch {

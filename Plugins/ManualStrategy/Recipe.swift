@@ -106,6 +106,9 @@ public struct LoadedRecipe: Sendable {
     /// otherwise `<reference>.json` is looked up in `search`, in order.
     /// - Throws: `notFound` when there is no such recipe, `recipeInvalid` when it does not decode
     ///   or has an unsupported format version or malformed steps.
+    /// The largest recipe file read.
+    public static let maxBytes: Int64 = 1 << 20
+
     public static func load(_ reference: String, search: [URL]) throws -> LoadedRecipe {
         let url: URL
         if reference.contains("/") || reference.hasSuffix(".json") {
@@ -117,6 +120,10 @@ public struct LoadedRecipe: Sendable {
                 throw USMError.notFound(path: reference, what: "recipe (looked in \(search.map(\.path).joined(separator: ", ")))")
             }
             url = found
+        }
+        // A recipe is a short list of steps: a file this large is not one (and is never read whole).
+        if let size = FileStatus.resolve(url.path)?.size, size > maxBytes {
+            throw USMError.recipeInvalid(path: url.path, reason: "it is \(size) bytes; a recipe is at most \(maxBytes) bytes")
         }
         let data: Data
         do { data = try Data(contentsOf: url) } catch { throw USMError.wrap(error, path: url.path) }

@@ -306,3 +306,63 @@ final class SQLiteHolder {
         }
     }
 }
+
+/// Recipes are outside input: their SQL works on the staged store and reads the source, nothing else.
+@Suite("hostile recipes")
+struct HostileRecipeTests {
+    /// Runs `migrate-store` with a one-step SQL recipe; returns the result and the folder outside.
+    static func run(_ sql: String, timeout: String = "600") throws -> (CLI.Result, URL, TempDir) {
+        let tmp = try TempDir()
+        let outside = tmp.path("outside")
+        try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
+        try FixtureStore.write(to: tmp.path("src/S.sqlite"))
+        try FileManager.default.createDirectory(at: tmp.path("dst"), withIntermediateDirectories: true)
+        let recipe = tmp.path("r.json")
+        let json: [String: Any] = [
+            "format": "usm-repair-recipe", "formatVersion": 1, "id": "hostile", "version": "1", "summary": "s",
+            "steps": [["copy": "entities", "why": "w"], ["sql": sql.replacingOccurrences(of: "$X", with: outside.path), "why": "w"]],
+        ]
+        try JSONSerialization.data(withJSONObject: json).write(to: recipe)
+        let r = USM.run(["migrate-store", tmp.path("src/S.sqlite").path, tmp.path("dst/D.sqlite").path, "--recipe", recipe.path,
+                         "--plugin-timeout", timeout, "--json"])
+        return (r, outside, tmp)
+    }
+
+    @Test("SQL that would reach another file, change the source or the process: recipe-failed (10) naming the step, nothing made",
+          arguments: [
+            "ATTACH DATABASE '$X/a.sqlite' AS x; CREATE TABLE x.t(a);",
+            "VACUUM INTO '$X/b.sqlite';",
+            "DETACH DATABASE src; ATTACH DATABASE '$X/c.sqlite' AS src; CREATE TABLE src.t(a);",
+            "PRAGMA temp_store_directory = '$X';",
+            "INSERT INTO src.ZSHELF (Z_PK, Z_ENT, Z_OPT) VALUES (999, 1, 1);",
+            "BEGIN; COMMIT;",
+          ])
+    func deniedSQL(sql: String) throws {
+        let (r, outside, tmp) = try Self.run(sql)
+        #expect(r.status == 10, "\(sql): \(r.stderr)")
+        #expect((r.json["error"] as? [String: Any])?["code"] as? String == "recipe-failed", "\(sql)")
+        #expect(r.stderr.contains("step 2"), "\(sql): \(r.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path).isEmpty, "\(sql): a file was made outside")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path("dst").path).isEmpty, "\(sql): staging left behind")
+    }
+
+    @Test("an endless recursive query is stopped at the deadline: recipe-failed (10), nothing left")
+    func endlessQuery() throws {
+        let started = Date()
+        let (r, _, tmp) = try Self.run("WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n;", timeout: "1")
+        #expect(r.status == 10, "\(r.stderr)")
+        #expect(r.stderr.contains("--plugin-timeout"), "\(r.stderr)")
+        #expect(Date().timeIntervalSince(started) < 20)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path("dst").path).isEmpty)
+    }
+
+    @Test("a recipe file too large to be a recipe is refused unread (2)")
+    func hugeRecipe() throws {
+        let tmp = try TempDir()
+        try FixtureStore.write(to: tmp.path("src/S.sqlite"))
+        let recipe = tmp.path("big.json")
+        try Data(repeating: 0x20, count: 2 << 20).write(to: recipe)
+        let r = USM.run(["migrate-store", tmp.path("src/S.sqlite").path, tmp.path("D.sqlite").path, "--recipe", recipe.path])
+        #expect(r.status == 2, "\(r.stderr)")
+    }
+}

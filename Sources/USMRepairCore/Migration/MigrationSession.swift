@@ -15,7 +15,13 @@ public final class MigrationSession {
     /// Whether the staged store already held rows of the destination (a merge).
     public let isMerge: Bool
 
-    init(db: Database, job: MigrationJob, destinationSchema: CoreDataSchema) {
+    /// The guard of recipe SQL, installed on the connection by the first `execute`. It lives as
+    /// long as the connection (the session's `run` holds it past closing), since SQLite calls it.
+    private let sqlGuard: RecipeSQLGuard
+    private var guardInstalled = false
+
+    init(db: Database, job: MigrationJob, destinationSchema: CoreDataSchema, sqlGuard: RecipeSQLGuard) {
+        self.sqlGuard = sqlGuard
         self.db = db
         self.job = job
         self.destinationSchema = destinationSchema
@@ -25,6 +31,11 @@ public final class MigrationSession {
     /// Runs `body` in one transaction on the staged store, the source attached as `src`.
     /// - Throws: what `body` throws (after rolling back); a full or read-only folder as `writeFailed`.
     public static func run<T>(_ job: MigrationJob, _ body: (MigrationSession) throws -> T) throws -> T {
+        let sqlGuard = RecipeSQLGuard()
+        return try withExtendedLifetime(sqlGuard) { try run(job, sqlGuard: sqlGuard, body) }
+    }
+
+    private static func run<T>(_ job: MigrationJob, sqlGuard: RecipeSQLGuard, _ body: (MigrationSession) throws -> T) throws -> T {
         let queue: DatabaseQueue
         do { queue = try StagedStore.open(job.destination) } catch { throw StagedStore.wrapWrite(error, path: job.destination) }
         defer { try? queue.close() }
@@ -37,7 +48,7 @@ public final class MigrationSession {
                 try db.execute(sql: "PRAGMA src.cache_size = -\(StagedStore.cacheKiB)")
                 try db.inTransaction(.immediate) {
                     let triggers = try StoreRewrite.dropTriggers(db, path: job.destination.path)
-                    result = try body(MigrationSession(db: db, job: job, destinationSchema: schema))
+                    result = try body(MigrationSession(db: db, job: job, destinationSchema: schema, sqlGuard: sqlGuard))
                     try StoreRewrite.restoreTriggers(db, triggers, path: job.destination.path)
                     return .commit
                 }
@@ -65,25 +76,56 @@ public final class MigrationSession {
         try db.execute(sql: "ATTACH DATABASE ? AS src", arguments: [source.path])
     }
 
-    /// Runs one SQL text (one or more statements) with named values (`:name`) bound from `arguments`.
+    /// Runs one SQL text (one or more statements) with named values (`:name`) bound from
+    /// `arguments`: a recipe's SQL, held by `RecipeSQLGuard` (no other file, no change to `src`,
+    /// no transaction statements, a deadline of `job.options.pluginTimeout` seconds per statement).
+    /// - Throws: `recipeDenied`-style `usage`/`recipeInvalid` from the caller's mapping: here a
+    ///   `USMError.sqlite` whose message says why a statement was refused or stopped.
     public func execute(_ sql: String, arguments: [String: String] = [:]) throws {
-        let statements = try db.allStatements(sql: sql)
-        while let statement = try statements.next() {
-            let raw = UnsafeMutableRawPointer(statement.sqliteStatement)
-            var bound: [String: (any DatabaseValueConvertible)?] = [:]
-            let count = usm_parameter_count(raw)
-            for index in 0..<count {
-                guard let cName = usm_parameter_name(raw, index + 1) else {
-                    throw USMError.usage("the SQL uses a nameless ? parameter; recipes bind only named ones (:name)")
+        let guarding = sqlGuard
+        if !guardInstalled {
+            guarding.install(on: db)
+            guardInstalled = true
+        }
+        // Statements the recipe ran may have changed the schema behind GRDB's cache.
+        defer { db.clearSchemaCache() }
+        guarding.start(timeout: job.options.pluginTimeout)
+        defer { guarding.stop() }
+        do {
+            let statements = try db.allStatements(sql: sql)
+            while let statement = try statements.next() {
+                let raw = UnsafeMutableRawPointer(statement.sqliteStatement)
+                var bound: [String: (any DatabaseValueConvertible)?] = [:]
+                let count = usm_parameter_count(raw)
+                for index in 0..<count {
+                    guard let cName = usm_parameter_name(raw, index + 1) else {
+                        throw USMError.usage("the SQL uses a nameless ? parameter; recipes bind only named ones (:name)")
+                    }
+                    let name = String(cString: cName)
+                    let key = String(name.dropFirst())
+                    guard let value = arguments[key] else {
+                        throw USMError.usage("the SQL uses \(name), which no --param gives")
+                    }
+                    bound[key] = value
                 }
-                let name = String(cString: cName)
-                let key = String(name.dropFirst())
-                guard let value = arguments[key] else {
-                    throw USMError.usage("the SQL uses \(name), which no --param gives")
-                }
-                bound[key] = value
+                try statement.execute(arguments: StatementArguments(bound))
             }
-            try statement.execute(arguments: StatementArguments(bound))
+        } catch let error as DatabaseError {
+            if guarding.timedOut {
+                throw USMError.sqlite(path: job.destination.path, code: error.resultCode.rawValue,
+                                      message: "it ran longer than \(Int(job.options.pluginTimeout)) s (--plugin-timeout) and was stopped")
+            }
+            if let denied = guarding.denied {
+                throw USMError.sqlite(path: job.destination.path, code: error.resultCode.rawValue, message: "refused: \(denied)")
+            }
+            if error.resultCode.primaryResultCode == .SQLITE_READONLY {
+                throw USMError.sqlite(path: job.destination.path, code: error.resultCode.rawValue, message: "it writes into the read-only source (src)")
+            }
+            if error.resultCode.primaryResultCode == .SQLITE_ERROR, (error.message ?? "").contains("too many attached databases") {
+                throw USMError.sqlite(path: job.destination.path, code: error.resultCode.rawValue,
+                                      message: "refused: it attaches another database (ATTACH, VACUUM INTO); a recipe works on the store and its source only")
+            }
+            throw USMError.sqlite(path: job.destination.path, code: error.resultCode.rawValue, message: error.message ?? "\(error)")
         }
     }
 
