@@ -109,4 +109,77 @@ struct OutOfSpaceTests {
             #expect(!(try TreeSnapshot(folder)).entries.keys.contains { $0.contains(".usm-repair") }, "nothing of ours left")
         }
     }
+
+    @Test("a full file system under the layout, every operation, the file system filled to several levels: exit 0 or 75 naming a folder of the layout, never 2 or 74; the layout as it was",
+          .enabled(if: geteuid() == 0, "mounting a small file system needs root"))
+    func everyOperationOnFullFileSystem() throws {
+        let tmp = try TempDir()
+        let small = tmp.path("small")
+        try FileManager.default.createDirectory(at: small, withIntermediateDirectories: true)
+        let mount = try BundleTests.run("/bin/sh", ["-c", "mount -t tmpfs -o size=8m tmpfs \(Self.quoted(small.path)) 2>&1 && echo mounted"])
+        try #require(mount.contains("mounted"), "cannot mount a tmpfs here: \(mount)")
+        defer { _ = try? BundleTests.run("/bin/umount", [small.path]) }
+        var o = FixtureContainer.Options()
+        o.local.walOnlyBooks = 2
+        o.local.books = 400
+        o.cloud.books = 600
+        let template = tmp.path("template")
+        let templatePaths = try FixtureContainer.write(to: template.appendingPathComponent("Notes.xcappdata"), o)
+        let commands: [[String]] = [
+            ["migrate", "cloud-to-local"], ["migrate", "cloud-to-local", "--merge"], ["rebuild", "--from", "cloud"], ["rebuild", "--from", "local"],
+            ["delete", "container"], ["cloud", "disable"], ["corruption", "mark"], ["switch", o.oldUUID!], ["delete", "local-store"],
+        ]
+        let storeSize = try #require(FileStatus.lookup(templatePaths.localStore.path)?.size)
+        for command in commands {
+            for left in [Int64(0), 4096, 20_000, storeSize / 2, storeSize * 3 / 2] {
+                let work = small.appendingPathComponent("w")
+                _ = try? FileManager.default.removeItem(at: work)
+                try FileManager.default.copyItem(at: template, to: work)
+                let paths = FixtureContainer.paths(work.appendingPathComponent("Notes.xcappdata"), o)
+                var stat = statvfs()
+                #expect(statvfs(small.path, &stat) == 0)
+                let free = Int64(stat.f_bavail) * Int64(stat.f_frsize)
+                let filler = small.appendingPathComponent("filler")
+                try Data(count: Int(max(0, free - left))).write(to: filler)
+                defer { try? FileManager.default.removeItem(at: filler) }
+                let before = try paths.folders.map(TreeSnapshot.init)
+                let r = USM.run(command + ["--container", paths.root.path, "--yes", "--json"])
+                let label = "\(command) with \(left) bytes left"
+                #expect([0, 75].contains(r.status), "\(label): \(r.status) \(r.stderr)")
+                if r.status == 75 {
+                    #expect(r.stderr.contains("out of space writing \(work.path)"), "\(label): \(r.stderr)")
+                    #expect(try paths.folders.map(TreeSnapshot.init) == before, "\(label): the layout as it was")
+                }
+                for folder in paths.folders {
+                    #expect(!(try TreeSnapshot(folder)).entries.keys.contains { $0.contains(".usm-repair") }, "\(label): nothing of ours left")
+                }
+            }
+        }
+    }
+}
+
+/// stdout that cannot be written is an answer, never a crash.
+@Suite("output that cannot be written")
+struct OutputFailureTests {
+    @Test("stdout on a full device: exit 75 with a sentence on stderr, after the work; a reader that went away: the command's own exit code")
+    func fullAndClosedStdout() throws {
+        let f = try OperationTests.Fixture()
+        let flags = f.flags.map(OutOfSpaceTests.quoted).joined(separator: " ")
+        let normal = try f.run(["status", "--json"]).status
+        let full = try CLI.shell("usm-repair status --json \(flags) > /dev/full", in: f.tmp.url)
+        #expect(full.status == 75, "\(full.status) \(full.stderr)")
+        #expect(full.stderr.contains("cannot write the output"), "\(full.stderr)")
+        #expect(!full.stderr.contains("Fatal error"))
+        // The reader closes after one byte: printing stops, the exit code is status's.
+        let closed = try CLI.shell(
+            "( usm-repair status --verbose \(flags); echo $? > code ) | head -c 1 > /dev/null; cat code", in: f.tmp.url)
+        #expect(closed.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "\(normal)", "\(closed.stdout) \(closed.stderr)")
+        // A changing command whose report cannot be written: the change landed, exit 75.
+        let op = try CLI.shell("usm-repair cloud disable --yes --json \(flags) > /dev/full", in: f.tmp.url)
+        #expect(op.status == 75, "\(op.stderr)")
+        #expect(try f.preferences()["USMCloudEnabledKey"] as? Bool == false)
+        // In process, with the failure injected.
+        let injected = USM.run(["status"] + f.flags, outputFailure: .outOfSpace(path: "(standard output)", reason: "no room"))
+        #expect(injected.status == 75)
+    }
 }

@@ -374,6 +374,45 @@ extension USMError {
     }
 }
 
+extension USMError {
+    /// This error, told as what it is when the file system ran out of room: SQLite reports a write
+    /// that found no room as a generic I/O error (`SQLITE_IOERR`, its errno gone by the time the
+    /// error surfaces), and some system calls lose errno on the way. A write failure or an SQLite
+    /// I/O error on a file system with almost nothing left (or under a file size limit) is
+    /// `outOfSpace` naming the folder; anything else stays as it is.
+    public func diagnosingSpace() -> USMError {
+        let path: String
+        switch self {
+        case let .writeFailed(p, _): path = p
+        case let .sqlite(p, code, _) where [10, 13, 14].contains(code & 0xFF): path = p
+        case let .unexpected(text) where text.contains("disk I/O error") || text.contains("database or disk is full"): path = "/"
+        default: return self
+        }
+        guard let room = Self.roomLeft(near: path), room.exhausted else { return self }
+        return .outOfSpace(path: room.folder, reason: room.reason)
+    }
+
+    /// The free space of the file system holding `path` (its nearest existing folder).
+    static func roomLeft(near path: String) -> (folder: String, exhausted: Bool, reason: String)? {
+        var folder = path
+        while FileStatus.lookup(folder)?.kind != .directory, folder != "/", !folder.isEmpty { folder = FileSystemPath.parent(folder) }
+        var stats = statvfs()
+        guard statvfs(folder, &stats) == 0 else { return nil }
+        let free = Int64(stats.f_bavail) * Int64(stats.f_frsize)
+        if free < 1 << 20 { return (folder, true, "the file system holding it has \(free) bytes free") }
+        var limit = rlimit()
+        #if canImport(Glibc)
+        let fileSize = __rlimit_resource_t(RLIMIT_FSIZE.rawValue)
+        #else
+        let fileSize = RLIMIT_FSIZE
+        #endif
+        if getrlimit(fileSize, &limit) == 0, limit.rlim_cur != rlim_t.max {
+            return (folder, true, "a file size limit of \(limit.rlim_cur) bytes is set (ulimit -f)")
+        }
+        return (folder, false, "")
+    }
+}
+
 extension USMError: LocalizedError {
     /// Foundation's description hook, so `error.localizedDescription` is the same sentence.
     public var errorDescription: String? { message }

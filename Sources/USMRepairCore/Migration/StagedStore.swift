@@ -31,11 +31,13 @@ public enum StagedStore {
     public static func wrapWrite(_ error: any Error, path: URL) -> USMError {
         if let error = error as? DatabaseError {
             let primary = error.resultCode.primaryResultCode
-            if [.SQLITE_FULL, .SQLITE_IOERR, .SQLITE_CANTOPEN, .SQLITE_READONLY, .SQLITE_PERM].contains(primary) {
-                return .writeFailed(path: path.deletingLastPathComponent().path, reason: error.message ?? "\(error)")
+            let folder = path.deletingLastPathComponent().path
+            if primary == .SQLITE_FULL { return .outOfSpace(path: folder, reason: "SQLite found the disk full") }
+            if [.SQLITE_IOERR, .SQLITE_CANTOPEN, .SQLITE_READONLY, .SQLITE_PERM].contains(primary) {
+                return USMError.writeFailed(path: folder, reason: error.message ?? "\(error)").diagnosingSpace()
             }
         }
-        return USMError.wrap(error, path: path.path)
+        return USMError.wrap(error, path: path.path).diagnosingSpace()
     }
 
     /// Copies the whole store at `source` (a private copy; its `-wal` is read through SQLite) to a

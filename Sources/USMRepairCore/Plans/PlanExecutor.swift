@@ -114,7 +114,7 @@ public struct PlanExecutor {
             }
         } catch {
             try? purge(plan, journal: nil)
-            throw USMError.wrap(error)
+            throw USMError.wrap(error).diagnosingSpace()
         }
         defer { journal.close() }
         var runs: [Result.StepRun] = []
@@ -174,7 +174,7 @@ public struct PlanExecutor {
                 throw interruption
             } catch {
                 // Nothing after the failing step ran: undo what did, unless the plan had committed.
-                let failure = USMError.wrap(error)
+                let failure = USMError.wrap(error).diagnosingSpace()
                 if !plan.steps[..<index].contains(where: { $0.action == .commit }) {
                     // Undo, then drop staging; if the undo itself fails the operation stays pending
                     // (its trash may hold the user's files) for `recover`.
