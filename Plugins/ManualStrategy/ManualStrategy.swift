@@ -18,6 +18,17 @@ public struct ManualStrategy: MigrationStrategy {
     /// Strategies hold no state.
     public init() {}
 
+    /// A recipe or a plugin must be named, and found: checked at planning, before anything is written.
+    public static func check(_ options: MigrationOptions) throws {
+        if let plugin = options.plugin {
+            _ = try ExternalProgram.locate(plugin, environment: options.environment)
+        } else if let recipe = options.recipe {
+            _ = try LoadedRecipe.load(recipe, search: options.recipeSearchPath)
+        } else {
+            throw USMError.usage("--strategy manual needs --recipe NAME|PATH or --plugin NAME|PATH")
+        }
+    }
+
     /// The steps `--dry-run` prints.
     public func plan(_ job: MigrationJob) throws -> [MigrationStep] {
         if let plugin = job.options.plugin {

@@ -15,13 +15,18 @@ enum BuiltInStrategies {
     /// a verified store whose rows per entity are returned; the executor installs it.
     static func builder(registry: StrategyRegistry, environment: [String: String], recipeSearchPath: [URL]) -> PlanExecutor.Builder {
         { build in
-            let options = MigrationOptions(
-                recipe: build.strategy == "manual" ? build.argument : nil, keepUbiquityMetadata: build.keepUbiquityMetadata,
-                recipeSearchPath: recipeSearchPath, environment: environment)
-            let report = try MigrationEngine(registry: registry).build(
-                source: StoreFileSet(main: URL(fileURLWithPath: build.source)), staged: URL(fileURLWithPath: build.staged),
-                strategy: build.strategy, options: options, mergeInto: build.mergeInto.map { StoreFileSet(main: URL(fileURLWithPath: $0)) })
-            return Dictionary(report.entities.map { ($0.name, $0.after ?? 0) }, uniquingKeysWith: +)
+            let options = build.strategy.options(
+                keepUbiquityMetadata: build.keepUbiquityMetadata, recipeSearchPath: recipeSearchPath, environment: environment)
+            do {
+                return try MigrationEngine(registry: registry).build(
+                    source: StoreFileSet(main: URL(fileURLWithPath: build.source)), staged: URL(fileURLWithPath: build.staged),
+                    strategy: build.strategy.id ?? StrategyRegistry.defaultID, options: options,
+                    mergeInto: build.mergeInto.map { StoreFileSet(main: URL(fileURLWithPath: $0)) })
+            } catch USMError.sourceDamaged(let path, let detail) {
+                // Planning reads only the header of the store the engine reads; what the engine
+                // finds damaged is the operation's precondition failing.
+                throw USMError.preconditionFailed("the store to read, \(path), is damaged (\(detail))")
+            }
         }
     }
 }

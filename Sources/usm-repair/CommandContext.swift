@@ -56,6 +56,11 @@ struct CommandContext {
     /// Where recipes named without a path are looked for.
     var recipeSearchPath: [URL] { RecipeCatalog.searchPath(environment: environment, executable: executable) }
 
+    /// Strategies decided and checked at planning: this registry, these recipe folders, this environment.
+    var strategyResolver: StrategyResolver {
+        StrategyResolver(registry: strategies, recipeSearchPath: recipeSearchPath, environment: environment)
+    }
+
     /// The plan executor every changing command runs with: the snapshot folder (`--snapshot-dir`,
     /// else the state folder's), the migration engine over `strategies`, this machine's record of
     /// operations, the hooks.
@@ -115,7 +120,8 @@ struct CommandContext {
     /// Plans a maintenance operation, prints the plan, asks (or needs `--yes`), runs it, prints the result.
     func runOperation(_ maintenance: Maintenance, layout: LayoutFlags, plan flags: PlanFlags) throws {
         let operation = MaintenanceRun(
-            options: layout.options, maintenance: maintenance, executor: executor(snapshotDirectory: flags.snapshotDirectory))
+            options: layout.options, maintenance: maintenance, executor: executor(snapshotDirectory: flags.snapshotDirectory),
+            strategies: strategyResolver)
         try perform({ terminal -> MaintenanceRun.Report in
             let planned = try operation.plan(dryRun: flags.dryRun)
             let preview = operation.report(

@@ -9,11 +9,20 @@ import TestSupport
 enum Migrate {
     static let engine = MigrationEngine(registry: StrategyRegistry(builtInStrategies))
 
+    /// The state folder the tests' runs use (snapshots, the record of operations).
+    static var state: URL { CLI.stateHome.appendingPathComponent("usm-repair", isDirectory: true) }
+
+    /// `migrate-store` through the core: the plan, run by the executor.
     static func run(_ source: URL, _ destination: URL, strategy: String = "copy-entities", mode: MigrationRequest.Mode = .create,
-                    options: MigrationOptions = MigrationOptions(), snapshots: URL? = nil) throws -> MigrationReport {
-        try engine.run(MigrationRequest(
-            source: StoreFileSet(main: source), destination: StoreFileSet(main: destination), strategy: strategy, mode: mode,
-            options: options, snapshotDirectory: snapshots))
+                    options: MigrationOptions = MigrationOptions(), snapshots: URL? = nil, dryRun: Bool = false) throws -> MigrationReport {
+        let executor = PlanExecutor(
+            snapshotDirectory: snapshots ?? state.appendingPathComponent("snapshots", isDirectory: true),
+            records: OperationRecords(stateFolder: state))
+        return try StoreMigration(
+            request: MigrationRequest(
+                source: StoreFileSet(main: source), destination: StoreFileSet(main: destination), strategy: strategy, mode: mode,
+                options: options, dryRun: dryRun),
+            engine: engine, executor: executor).run()
     }
 
     /// Rows per entity name as a fresh `check` of the store counts them, and its error-level problems.
@@ -41,8 +50,9 @@ enum Migrate {
         ["-wal", "-shm", "-journal"].filter { FileManager.default.fileExists(atPath: store.path + $0) }
     }
 
+    /// What an operation of ours left in `folder` (nothing after a run, whatever its outcome).
     static func staging(in folder: URL) -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter { $0.hasPrefix(".usm-repair-staging") }
+        ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter { $0.hasPrefix(".usm-repair") }
     }
 
     static func uuidAndKeys(_ store: URL) throws -> (uuid: String?, keys: [String]) {

@@ -57,51 +57,47 @@ public struct RestoreResult: Sendable, Encodable {
     public let exitStatus = "ok"
 }
 
-/// Puts a bundle back: verify everything first, extract into a private folder inside the
-/// target, then move each root into place with one rename (an atomic exchange when replacing),
-/// so a kill at any moment leaves the old or the new folder, never a mix. Modes and times come
-/// from the manifest.
+/// Puts a bundle (or a snapshot) into a folder (`restore --to DIR`), as a plan run by
+/// `PlanExecutor` like every change on disk: all roots at once, journaled, so a kill at any
+/// moment is finished or undone by `recover` (`--app-dir DIR`, or the next restore into DIR).
 ///
 /// Steps, each needing the one before:
 /// 1. verify the whole archive (hostile entries, links resolved through the bundle's own links,
 ///    every hash, the stores' `Z_UUID` and rows) — nothing is written before this passes;
-/// 2. check the target and what would be replaced; refuse a snapshot folder inside a root being
-///    replaced, before writing anything;
-/// 3. extract into a private scratch folder inside the target (same file system, so renames are
-///    atomic), checking every file's bytes against the manifest as they are written;
-/// 4. snapshot what will be replaced, fsync it and read it back;
-/// 5. rename each root into place.
+/// 2. plan in DIR (created when missing): `snapshot` of the roots it replaces (outside DIR),
+///    `extract` into the operation's staging folder inside DIR (same file system), each file
+///    checked against the manifest as it is written and every byte flushed, `retire` the roots
+///    that exist, `install` the extracted ones, `commit`, `purge`.
 public struct BundleRestorer {
     public let options: RestoreOptions
 
     public init(options: RestoreOptions) { self.options = options }
 
-    /// Restores. `confirm` is asked before replacing existing folders when `yes` is not set;
-    /// `onEntry` is called with each entry's path as it is written.
-    public func run(confirm: (String) -> Bool = { _ in false }, onEntry: ((String) -> Void)? = nil) throws -> RestoreResult {
+    /// Restores with `executor`. `confirm` is asked before replacing existing folders when `yes`
+    /// is not set; `onEntry` is called with each entry's path as it is written.
+    public func run(executor: PlanExecutor, confirm: (String) -> Bool = { _ in false }, onEntry: ((String) -> Void)? = nil,
+                    progress: (String) -> Void = { _ in }) throws -> RestoreResult {
         // 1. Verify: a bundle that does not match its manifest is not restored at all.
         let scratch = try TemporaryDirectory(prefix: "usm-repair-restore")
         defer { scratch.remove() }
-        let (first, index) = try Self.verified(options.archive, scratch: scratch.url)
+        let (first, _) = try Self.verified(options.archive, scratch: scratch.url)
 
         // 2. The target, and what would be replaced.
         let target = options.target.standardizedFileURL
+        if let status = FileStatus.resolve(target.path), status.kind != .directory {
+            throw USMError.wrongKind(path: target.path, expected: "a folder (--to)")
+        }
+        let roots = first.manifest.roots
         if options.dryRun {
-            if let status = FileStatus.resolve(target.path), status.kind != .directory {
-                throw USMError.wrongKind(path: target.path, expected: "a folder (--to)")
-            }
-            let roots = first.manifest.roots.map { root in
+            let planned = roots.map { root in
                 let path = target.appendingPathComponent(root.name).path
                 return RestoreResult.Root(name: root.name, path: path, replaced: FileStatus.lookup(path) != nil)
             }
-            return RestoreResult(archive: options.archive.path, dryRun: true, to: target.path, roots: roots, snapshot: nil, entries: first.entries, bytes: 0)
+            return RestoreResult(archive: options.archive.path, dryRun: true, to: target.path, roots: planned, snapshot: nil, entries: first.entries, bytes: 0)
         }
-        if let status = FileStatus.resolve(target.path) {
-            guard status.kind == .directory else { throw USMError.wrongKind(path: target.path, expected: "a folder (--to)") }
-        } else {
+        if FileStatus.resolve(target.path) == nil {
             try Folders.create(target.path, mode: 0o755, purpose: "cannot create the folder to restore into")
         }
-        let roots = first.manifest.roots
         let existing = roots.filter { FileStatus.lookup(target.appendingPathComponent($0.name).path) != nil }
         if !existing.isEmpty, !options.yes {
             let names = existing.map { target.appendingPathComponent($0.name).path }.joined(separator: ", ")
@@ -110,55 +106,57 @@ public struct BundleRestorer {
             }
         }
         let replaced = existing.map { target.appendingPathComponent($0.name, isDirectory: true) }
-        var snapshotFolder: URL?
-        if !existing.isEmpty {
-            snapshotFolder = try Snapshot.prepare(options.snapshotDirectory ?? Snapshot.defaultDirectory(), protected: replaced)
+        if !replaced.isEmpty {
+            try Snapshot.refuseInside(executor.snapshotDirectory, protected: replaced, why: "which this command changes")
         }
-
-        // 3. Extract into a private folder inside the target (same file system, so renames are atomic).
-        let staging = try Scratch.shared.makeDirectory(in: target, name: ".usm-restore-\(UUID().uuidString)")
-        defer { Scratch.shared.release(staging) }
-        let (entries, bytes) = try Self.extract(
-            options.archive, first: first, index: index, scratch: scratch.url, place: { (staging.url, $0) }, onEntry: onEntry)
-
-        // Every extracted byte on disk before anything is moved into place.
-        try FileSync.fileSystem(of: staging.url)
-
-        // 4. Snapshot what will be replaced.
-        var snapshot: URL?
-        if let snapshotFolder {
-            snapshot = try Snapshot.take(
-                .init(roots: existing.map { ($0.name, target.appendingPathComponent($0.name, isDirectory: true)) }, items: replaced,
-                      operation: "restore"),
-                into: snapshotFolder, protected: replaced + [staging.url])
-        }
-
-        // 5. Into place, one rename per root.
-        var placed: [RestoreResult.Root] = []
-        for root in roots {
-            let staged = staging.url.appendingPathComponent(root.name)
-            let final = target.appendingPathComponent(root.name)
-            guard FileStatus.lookup(staged.path) != nil else { continue }
-            let replacing = FileStatus.lookup(final.path) != nil
-            if replacing {
-                if !AtomicRename.exchange(staged, final) {
-                    // No atomic exchange on this file system: move the old one aside, then the new in.
-                    let aside = staging.url.appendingPathComponent(".old-\(root.name)")
-                    guard Self.move(final, aside) == 0 else { throw USMError.writing(final.path) }
-                    guard Self.move(staged, final) == 0 else {
-                        let reason = errnoDescription()
-                        _ = Self.move(aside, final)
-                        throw USMError.writeFailed(path: final.path, reason: reason)
-                    }
-                }
-            } else if Self.move(staged, final) != 0 {
-                throw USMError.writing(final.path)
-            }
-            placed.append(.init(name: root.name, path: final.path, replaced: replacing))
-        }
-        FileSync.directory(target)
+        let root = Plan.Root(name: target.lastPathComponent, path: target.path, privateFolder: ".usm-repair")
+        _ = try executor.recoverBeforePlanning(in: [root], dryRun: false)
+        let plan = try Self.plan(archive: options.archive, roots: roots.map(\.name), target: target, root: root)
+        let result = try executor.run(plan, progress: progress, entries: onEntry)
         return RestoreResult(
-            archive: options.archive.path, dryRun: false, to: target.path, roots: placed, snapshot: snapshot?.path, entries: entries, bytes: bytes)
+            archive: options.archive.path, dryRun: false, to: target.path,
+            roots: roots.map { .init(name: $0.name, path: target.appendingPathComponent($0.name).path, replaced: existing.contains($0)) },
+            snapshot: result.snapshot, entries: result.extracted.entries, bytes: result.extracted.bytes)
+    }
+
+    /// The plan of putting the roots `names` of `archive` into `target`.
+    static func plan(archive: URL, roots names: [String], target: URL, root: Plan.Root) throws -> Plan {
+        let id = UUID().uuidString.lowercased()
+        let staging = root.operationURL(id).appendingPathComponent("staging/bundle", isDirectory: true).path
+        var expected: [String: Plan.Fingerprint] = [archive.path: .of(archive.path)]
+        var stores: [String] = []
+        var retires: [Plan.Step] = []
+        var installs: [Plan.Step] = []
+        var items: [String] = []
+        for (n, name) in names.enumerated() {
+            guard BundleScanner.isPlainName(name) else {
+                throw USMError.hostileArchive(path: archive.path, reason: "its root '\(name)' is not a plain folder name")
+            }
+            let final = target.appendingPathComponent(name).path
+            try PlanCheck.linkFree(final, under: root.path)
+            expected[final] = .of(final)
+            if FileStatus.lookup(final) != nil {
+                items.append(final)
+                stores += SnapshotUndo.storeFiles(at: final)
+                retires.append(.init(
+                    .retire(path: final, trash: root.operationURL(id).appendingPathComponent("trash/\(n + 1)/\(name)").path),
+                    "the folder there now makes way for the bundle's (it is in the snapshot)"))
+            }
+            installs.append(.init(.install(staged: staging + "/" + name, path: final, optional: true), "the bundle's \(name) goes into place"))
+        }
+        var steps: [Plan.Step] = []
+        if !items.isEmpty { steps.append(.init(.snapshot, "the folders replaced are archived first, outside this folder; restore puts them back")) }
+        steps.append(.init(.extract(archive: archive.path, items: names, folders: Dictionary(names.map { ($0, staging) }, uniquingKeysWith: { a, _ in a })),
+                           "the bundle's roots are extracted beside their places, each file checked against the manifest, then flushed"))
+        steps += retires + installs
+        steps.append(.init(.commit, "from here the bundle is in place and is never undone"))
+        steps.append(.init(.purge, "the trash, staging and journal are removed"))
+        // The snapshot names each replaced folder as the bundle's root it was (`restore` of it, in
+        // place or `--to`, gives that folder back).
+        let snapshotRoots = items.map { Plan.Root(name: FileSystemPath.lastComponent($0), path: $0, privateFolder: root.privateFolder) }
+        return Plan(
+            id: id, operation: "restore", roots: [root], expected: expected, stores: stores, snapshotItems: items, steps: steps,
+            notes: [], nextLaunchBefore: nil, nextLaunchAfter: nil, snapshotRoots: snapshotRoots)
     }
 
     /// Verifies the whole archive against its manifest (hostile entries, links, hashes, stores)

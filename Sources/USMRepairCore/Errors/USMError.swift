@@ -383,7 +383,12 @@ extension USMError {
     public func diagnosingSpace() -> USMError {
         let path: String
         switch self {
-        case let .writeFailed(p, _): path = p
+        case let .writeFailed(p, reason):
+            // A failure that says why, and it is not room: stays what it is.
+            for code in [EROFS, EACCES, EPERM, ENOTDIR, EISDIR, EEXIST, ENOENT, ELOOP] where reason.contains(String(cString: strerror(code))) {
+                return self
+            }
+            path = p
         case let .sqlite(p, code, _) where [10, 13, 14].contains(code & 0xFF): path = p
         case let .unexpected(text) where text.contains("disk I/O error") || text.contains("database or disk is full"): path = "/"
         default: return self
@@ -399,7 +404,7 @@ extension USMError {
         var stats = statvfs()
         guard statvfs(folder, &stats) == 0 else { return nil }
         let free = Int64(stats.f_bavail) * Int64(stats.f_frsize)
-        if free < 1 << 20 { return (folder, true, "the file system holding it has \(free) bytes free") }
+        if free < 256 << 10 { return (folder, true, "the file system holding it has \(free) bytes free") }
         var limit = rlimit()
         #if canImport(Glibc)
         let fileSize = __rlimit_resource_t(RLIMIT_FSIZE.rawValue)

@@ -40,6 +40,14 @@ public enum FileSync {
         close(fd)
     }
 
+    /// Flushes one file's bytes to disk, so they are there before a rename makes it visible.
+    public static func file(_ url: URL) {
+        let fd = FileSystemPath.withCString(url.path) { open($0, O_RDONLY | O_CLOEXEC) }
+        guard fd >= 0 else { return }
+        _ = fsync(fd)
+        close(fd)
+    }
+
     /// True where one call flushes a whole file system (Linux `syncfs`): many files written in a
     /// row are then flushed together, instead of one `fsync` each.
     public static var flushesWholeFileSystem: Bool {

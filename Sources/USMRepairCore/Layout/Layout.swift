@@ -148,6 +148,7 @@ public struct Layout: Sendable {
     /// `.usm-repair.nosync` in the ubiquity container so that iCloud never uploads it): the app
     /// folder, the ubiquity container, the preferences folder. The one place they are named.
     public var planRoots: [Plan.Root] {
+        if let store = options.store { return Self.roots(ofStore: store) }
         var roots: [Plan.Root] = []
         if let app = appDirectory { roots.append(.init(name: "app", path: app.path, privateFolder: ".usm-repair")) }
         if let cloud = cloudDirectory { roots.append(.init(name: "cloud", path: cloud.path, privateFolder: ".usm-repair.nosync")) }
@@ -155,6 +156,12 @@ public struct Layout: Sendable {
             roots.append(.init(name: "preferences", path: prefs.path, privateFolder: ".usm-repair"))
         }
         return roots
+    }
+
+    /// The folder `migrate-store` works in for a store (its destination's folder).
+    public static func roots(ofStore store: URL) -> [Plan.Root] {
+        let folder = store.standardizedFileURL.deletingLastPathComponent()
+        return [.init(name: folder.lastPathComponent, path: folder.path, privateFolder: ".usm-repair")]
     }
 
     /// Every folder of the layout: the download searched, the app folder, the ubiquity container,

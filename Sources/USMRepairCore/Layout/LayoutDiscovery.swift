@@ -29,11 +29,16 @@ struct Discovery {
 
     mutating func run() throws -> Layout {
         if let store = options.store {
-            guard FileStatus.lookup(store.path) != nil else { throw USMError.notFound(path: store.path, what: "store") }
             let files = StoreFileSet(main: store)
-            return layout(stores: [.init(
+            // A store an interrupted operation moved aside is not "not found": its operation is pending.
+            guard FileStatus.lookup(store.path) != nil || !PlanExecutor.pending(in: Layout.roots(ofStore: store)).isEmpty else {
+                throw USMError.notFound(path: store.path, what: "store")
+            }
+            let single = layout(stores: [.init(
                 files: files, role: .store, location: .file, uuid: nil, cloudVersion: nil, root: files.directory, copy: nil,
                 opens: nil, document: nil)])
+            reportPending(in: Layout.roots(ofStore: store))
+            return layout(stores: single.stores)
         }
         if let document = options.document {
             let root = try Self.requireDirectory(document, flag: "--document")
@@ -130,19 +135,7 @@ struct Discovery {
             options: options, appDirectory: appDir, cloudDirectory: cloudDir, preferencesPath: prefsURL, preferencesFolder: prefsFolder,
             preferencesError: nil, stores: [], cloudStores: [], cloudContent: [], markers: [], preferences: nil, leftovers: [],
             documents: [], problems: [], exitStatus: .ok).planRoots
-        for folder in PlanExecutor.pending(in: candidateRoots) {
-            do {
-                let pending = try PendingOperation.load(folder, allowed: candidateRoots, records: records)
-                problems.append(Problem(
-                    .interruptedOperation,
-                    "an interrupted \(pending.plan.operation) is pending (\(folder.path)): run usm-repair recover with the same folder flags to finish or undo it",
-                    subject: folder.path))
-            } catch USMError.cloudContainerRequired(let operation, let why) {
-                problems.append(Problem(.interruptedOperation, "\(operation) needs the ubiquity container: \(why)", subject: folder.path))
-            } catch {
-                problems.append(Problem(.untrustedOperation, USMError.wrap(error, path: folder.path).message, subject: folder.path))
-            }
-        }
+        reportPending(in: candidateRoots)
         let cloudStores = collectCloudStores(stores: stores, content: content, markers: markers, preferences: preferences)
         for leftover in leftovers {
             problems.append(Problem(
@@ -163,6 +156,24 @@ struct Discovery {
             preferencesError: preferencesError, stores: local + cloud + others,
             cloudStores: cloudStores, cloudContent: content, markers: markers, preferences: preferences, leftovers: leftovers,
             documents: documents, problems: problems, exitStatus: status)
+    }
+
+    /// Reports the operation folders pending in `roots`: interrupted operations of this machine's,
+    /// and folders it did not write (left alone).
+    private mutating func reportPending(in roots: [Plan.Root]) {
+        for folder in PlanExecutor.pending(in: roots) {
+            do {
+                let pending = try PendingOperation.load(folder, allowed: roots, records: records)
+                problems.append(Problem(
+                    .interruptedOperation,
+                    "an interrupted \(pending.plan.operation) is pending (\(folder.path)): run usm-repair recover with the same folder flags to finish or undo it",
+                    subject: folder.path))
+            } catch USMError.cloudContainerRequired(let operation, let why) {
+                problems.append(Problem(.interruptedOperation, "\(operation) needs the ubiquity container: \(why)", subject: folder.path))
+            } catch {
+                problems.append(Problem(.untrustedOperation, USMError.wrap(error, path: folder.path).message, subject: folder.path))
+            }
+        }
     }
 
     private func layout(stores: [Layout.StoreEntry], documents: [Layout.Document] = []) -> Layout {

@@ -125,6 +125,6 @@ extension MigrationEngine {
         guard (try? SQLiteHeader.read(path: staged.main.path))?.isWAL == true else {
             throw USMError.verificationFailed(path: staged.main.path, detail: "the header does not say WAL")
         }
-        MigrationInstall.sync(staged.main)
+        FileSync.file(staged.main)
     }
 }

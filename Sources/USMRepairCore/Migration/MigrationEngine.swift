@@ -25,30 +25,30 @@ public struct MigrationRequest: Sendable {
     public var options: MigrationOptions
     /// Plan only: nothing is written anywhere but a private temporary folder.
     public var dryRun: Bool
-    /// Where the snapshot of a replaced or merged-into destination goes (default `Snapshot.defaultDirectory()`).
-    public var snapshotDirectory: URL?
-    /// Recorded in the snapshot's manifest.
-    public var commandLine: [String]
 
     /// Creates a request.
     public init(source: StoreFileSet, destination: StoreFileSet, strategy: String = StrategyRegistry.defaultID,
-                mode: Mode = .create, options: MigrationOptions = MigrationOptions(), dryRun: Bool = false,
-                snapshotDirectory: URL? = nil, commandLine: [String] = CommandLine.arguments) {
+                mode: Mode = .create, options: MigrationOptions = MigrationOptions(), dryRun: Bool = false) {
         self.source = source
         self.destination = destination
         self.strategy = strategy
         self.mode = mode
         self.options = options
         self.dryRun = dryRun
-        self.snapshotDirectory = snapshotDirectory
-        self.commandLine = commandLine
+    }
+
+    /// The strategy as a plan's build step carries it.
+    public var choice: StrategyChoice {
+        StrategyChoice(
+            id: strategy, recipe: options.recipe, plugin: options.plugin, parameters: options.parameters, onConflict: options.onConflict,
+            timeout: options.pluginTimeout)
     }
 }
 
-/// The migration engine: captures the source, stages the destination beside its final place,
-/// runs the chosen strategy, gives the result its identity, copies its external data, verifies
-/// it, snapshots what it replaces and installs it with renames. On any failure nothing is left
-/// at the destination and the source is untouched.
+/// The migration engine: captures the source, runs the chosen strategy into a staged store,
+/// gives the result its identity, copies its external data and verifies it. It installs nothing:
+/// every change to the user's folders is a plan run by `PlanExecutor` (snapshot, retire, install,
+/// journal, recovery), `migrate-store` (`StoreMigration`) as much as the maintenance operations.
 public struct MigrationEngine: Sendable {
     /// The strategies to choose from.
     public let registry: StrategyRegistry
@@ -58,79 +58,16 @@ public struct MigrationEngine: Sendable {
         self.registry = registry
     }
 
-    /// Runs (or, with `dryRun`, plans) one migration: builds the store in a staging folder beside
-    /// the destination, then snapshots what it replaces and installs it.
-    /// - Throws: `USMError` with a documented exit status; the destination is then as it was.
-    public func run(_ request: MigrationRequest) throws -> MigrationReport {
-        let started = Date()
-        let description = try registry.description(of: request.strategy)
-        let source = request.source, destination = request.destination
-        guard source.main.path != destination.main.path else {
-            throw USMError.usage("the source and the destination are the same store")
-        }
-        guard FileStatus.lookup(source.main.path) != nil else { throw USMError.notFound(path: source.main.path, what: "source store") }
-        guard FileStatus.resolve(destination.directory.path)?.kind == .directory else {
-            throw USMError.notFound(path: destination.directory.path, what: "destination folder")
-        }
-        let exists = !destination.existingMembers().isEmpty
-        let merge = request.mode == .merge
-        if merge {
-            guard description.supportsMerge else {
-                throw USMError.usage("--into merges only with strategies that support it (\(registry.descriptions.filter(\.supportsMerge).map(\.id).joined(separator: ", "))); \(description.id) does not")
-            }
-            guard FileStatus.lookup(destination.main.path) != nil else {
-                throw USMError.notFound(path: destination.main.path, what: "destination store to merge into")
-            }
-        } else if exists && request.mode == .create {
-            throw USMError.destinationExists(path: destination.main.path)
-        }
-        let replacing = merge || (request.mode == .overwrite && exists)
-        let staging = destination.directory.appendingPathComponent(".usm-repair-staging-\(UUID().uuidString)", isDirectory: true)
-        let staged = StoreFileSet(main: staging.appendingPathComponent(destination.fileName))
-
-        if request.dryRun {
-            var (report, _) = try buildStaged(
-                source: source, staged: staged, shownAs: destination, strategy: request.strategy, options: request.options,
-                mergeInto: merge ? destination : nil, mode: request.mode.rawValue, dryRun: true)
-            if replacing {
-                report.steps.append(MigrationStep("snapshot \(destination.main.path)", why: "the old file set goes into a snapshot archive first; restore puts it back"))
-            }
-            report.steps.append(MigrationStep("install \(destination.main.path)", why: "renamed into place from a staging folder beside it, with no -wal or -shm"))
-            report.durations["total"] = Date().timeIntervalSince(started)
-            return report
-        }
-
-        // Staging beside the destination, on the same file system.
-        do {
-            try FileManager.default.createDirectory(at: staging, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw USMError.writeFailed(path: destination.directory.path, reason: "cannot create a staging folder there: \(USMError.wrap(error).message)")
-        }
-        var installed = false
-        defer { if !installed { try? FileManager.default.removeItem(at: staging) } }
-        var (report, destinationSide) = try buildStaged(
-            source: source, staged: staged, shownAs: destination, strategy: request.strategy, options: request.options,
-            mergeInto: merge ? destination : nil, mode: request.mode.rawValue, dryRun: false)
-
-        // Snapshot of what is replaced, then the renames.
-        let installStarted = Date()
-        if replacing {
-            if let destinationSide, !destinationSide.unchanged(destination) {
-                throw USMError.changedWhileReading(path: destination.main.path)
-            }
-            let root = destination.directory
-            let snapshotRequest = Snapshot.Request(
-                roots: [(name: root.lastPathComponent, url: root)], items: destination.allMembers, operation: "migrate-store",
-                commandLine: request.commandLine)
-            report.snapshot = try Snapshot.take(
-                snapshotRequest, into: request.snapshotDirectory ?? Snapshot.defaultDirectory(), protected: [root]).path
-        }
-        try MigrationInstall.install(staged: staged, staging: staging, destination: destination, replacing: exists)
-        installed = true
-        try? FileManager.default.removeItem(at: staging)
-        report.durations["install"] = Date().timeIntervalSince(installStarted)
-        report.durations["total"] = Date().timeIntervalSince(started)
-        return report
+    /// What `build` would do, for `--dry-run`: the source captured and counted, the strategy's
+    /// steps with their SQL, the rows it starts from. Nothing is written but a private scratch folder.
+    public func preview(source: StoreFileSet, shownAs destination: StoreFileSet, strategy: String, options: MigrationOptions,
+                        mergeInto: StoreFileSet?, mode: MigrationRequest.Mode) throws -> MigrationReport {
+        let scratch = try TemporaryDirectory(prefix: "usm-repair-preview")
+        defer { scratch.remove() }
+        let staged = StoreFileSet(main: scratch.url.appendingPathComponent(destination.fileName))
+        return try buildStaged(
+            source: source, staged: staged, shownAs: destination, strategy: strategy, options: options, mergeInto: mergeInto,
+            mode: mode.rawValue, dryRun: true).0
     }
 
     /// Builds a verified store at `staged` from `source` and installs nothing: the entry point for
@@ -138,8 +75,9 @@ public struct MigrationEngine: Sendable {
     /// folder of `staged` must exist; only `staged` and its `_SUPPORT` folder are written (removed
     /// again on failure). With `mergeInto`, the staged store starts as a copy of that store.
     /// Rows per entity of the result are the report's `entities[].after`.
-    public func build(source: StoreFileSet, staged: URL, strategy: String = StrategyRegistry.defaultID,
-                      options: MigrationOptions = MigrationOptions(), mergeInto: StoreFileSet? = nil) throws -> MigrationReport {
+    public func build(source: StoreFileSet, staged: URL, shownAs destination: StoreFileSet? = nil, strategy: String = StrategyRegistry.defaultID,
+                      options: MigrationOptions = MigrationOptions(), mergeInto: StoreFileSet? = nil,
+                      mode: MigrationRequest.Mode? = nil) throws -> MigrationReport {
         let files = StoreFileSet(main: staged)
         guard FileStatus.lookup(source.main.path) != nil else { throw USMError.notFound(path: source.main.path, what: "source store") }
         if let mergeInto, !(try registry.description(of: strategy)).supportsMerge || FileStatus.lookup(mergeInto.main.path) == nil {
@@ -148,8 +86,8 @@ public struct MigrationEngine: Sendable {
         guard files.existingMembers().isEmpty else { throw USMError.destinationExists(path: staged.path) }
         do {
             return try buildStaged(
-                source: source, staged: files, shownAs: files, strategy: strategy, options: options, mergeInto: mergeInto,
-                mode: mergeInto == nil ? MigrationRequest.Mode.create.rawValue : MigrationRequest.Mode.merge.rawValue, dryRun: false).0
+                source: source, staged: files, shownAs: destination ?? files, strategy: strategy, options: options, mergeInto: mergeInto,
+                mode: (mode ?? (mergeInto == nil ? .create : .merge)).rawValue, dryRun: false).0
         } catch {
             for member in files.existingMembers() { try? FileManager.default.removeItem(at: member) }
             throw error

@@ -11,10 +11,18 @@ public protocol MigrationStrategy: Sendable {
     static var description: StrategyDescription { get }
     /// Strategies hold no state: one is made per run.
     init()
+    /// Checks what the user chose for this strategy before anything is planned or written (a
+    /// recipe that must exist and decode, a plugin that must be found). Default: nothing to check.
+    static func check(_ options: MigrationOptions) throws
     /// The steps the strategy would take, for `--dry-run` (nothing is written).
     func plan(_ job: MigrationJob) throws -> [MigrationStep]
     /// Fills (or, for a merge, changes) the staged store at `job.destination`.
     func migrate(_ job: MigrationJob) throws -> MigrationOutcome
+}
+
+extension MigrationStrategy {
+    /// Nothing to check beyond the registry's own checks.
+    public static func check(_ options: MigrationOptions) throws {}
 }
 
 /// A strategy's self-description.

@@ -38,4 +38,46 @@ public struct StrategyRegistry: Sendable {
         }
         return type.description
     }
+
+    /// The choice checked and decided, before anything is planned or written: a recipe or plugin
+    /// means `manual` (and only `manual` takes one); the id must be registered; a merge needs a
+    /// strategy that merges; the strategy checks its own arguments (a recipe found and valid, a
+    /// plugin found). `defaultID` is used when the choice names no strategy.
+    /// - Throws: `unknownStrategy`/`usage` (64), `notFound` (66), `recipeInvalid` (2).
+    public func resolve(_ choice: StrategyChoice, defaultID: String, merge: Bool, recipeSearchPath: [URL],
+                        environment: [String: String]) throws -> StrategyChoice {
+        var resolved = choice
+        let namesProgram = choice.recipe != nil || choice.plugin != nil
+        if choice.recipe != nil, choice.plugin != nil { throw USMError.usage("--recipe and --plugin cannot be used together") }
+        if let id = choice.id, namesProgram, id != "manual" {
+            throw USMError.usage("--recipe and --plugin go with --strategy manual, not \(id)")
+        }
+        resolved.id = choice.id ?? (namesProgram ? "manual" : defaultID)
+        let id = resolved.id ?? defaultID
+        let description = try self.description(of: id)
+        if merge, !description.supportsMerge {
+            throw USMError.usage("a merge works only with strategies that support it (\(descriptions.filter(\.supportsMerge).map(\.id).joined(separator: ", "))); \(id) does not")
+        }
+        guard let type = types.first(where: { $0.description.id == id }) else { throw USMError.unknownStrategy(id, known: ids) }
+        try type.check(resolved.options(keepUbiquityMetadata: false, recipeSearchPath: recipeSearchPath, environment: environment))
+        return resolved
+    }
+}
+
+/// How planning decides a strategy: the registry, and where recipes and plugins are looked up.
+public struct StrategyResolver: Sendable {
+    public let registry: StrategyRegistry
+    public let recipeSearchPath: [URL]
+    public let environment: [String: String]
+
+    public init(registry: StrategyRegistry, recipeSearchPath: [URL], environment: [String: String]) {
+        self.registry = registry
+        self.recipeSearchPath = recipeSearchPath
+        self.environment = environment
+    }
+
+    /// `registry.resolve` with these folders and this environment.
+    public func resolve(_ choice: StrategyChoice, defaultID: String, merge: Bool) throws -> StrategyChoice {
+        try registry.resolve(choice, defaultID: defaultID, merge: merge, recipeSearchPath: recipeSearchPath, environment: environment)
+    }
 }

@@ -47,16 +47,32 @@ public enum Maintenance: Sendable, Codable, Equatable {
     }
 }
 
-/// A migration strategy by id, with its argument (a recipe, a plugin).
+/// A migration strategy as the user chose it (`--strategy`, `--recipe`, `--plugin`, `--param`,
+/// `--on-conflict`, `--plugin-timeout`), and, once `StrategyRegistry.resolve` has checked it at
+/// planning, as the plan's build step runs it.
 public struct StrategyChoice: Sendable, Codable, Equatable {
-    /// The strategy; nil for the one the app's UbiquityStoreManager uses by default
-    /// (`StrategyChoice.appDefault(for:merge:)`).
+    /// The strategy; nil until resolved: the one the app's UbiquityStoreManager uses by default
+    /// (`appDefault(for:merge:)`) for an operation, `manual` when a recipe or plugin is named.
     public var id: String?
-    public var argument: String?
+    /// `--recipe NAME|PATH` (manual).
+    public var recipe: String?
+    /// `--plugin NAME|PATH` (manual).
+    public var plugin: String?
+    /// `--param KEY=VALUE`.
+    public var parameters: [String: String]
+    /// `--on-conflict` for merges.
+    public var onConflict: ConflictPolicy
+    /// `--plugin-timeout`: seconds an external plugin, or one statement of a recipe, may take.
+    public var timeout: Double
 
-    public init(id: String? = nil, argument: String? = nil) {
+    public init(id: String? = nil, recipe: String? = nil, plugin: String? = nil, parameters: [String: String] = [:],
+                onConflict: ConflictPolicy = .refuse, timeout: Double = 600) {
         self.id = id
-        self.argument = argument
+        self.recipe = recipe
+        self.plugin = plugin
+        self.parameters = parameters
+        self.onConflict = onConflict
+        self.timeout = timeout
     }
 
     /// The strategy UbiquityStoreManager picks when the app sets none (usm-behaviour.md §2,
@@ -67,9 +83,11 @@ public struct StrategyChoice: Sendable, Codable, Equatable {
         merge || source.location == .nosync ? "copy-entities" : "ios"
     }
 
-    /// This choice with its strategy decided for `source`.
-    func resolved(for source: Layout.StoreEntry, merge: Bool) -> StrategyChoice {
-        StrategyChoice(id: id ?? Self.appDefault(for: source, merge: merge), argument: argument)
+    /// The options the migration engine runs the strategy with.
+    public func options(keepUbiquityMetadata: Bool, recipeSearchPath: [URL], environment: [String: String]) -> MigrationOptions {
+        MigrationOptions(
+            recipe: recipe, plugin: plugin, parameters: parameters, onConflict: onConflict, keepUbiquityMetadata: keepUbiquityMetadata,
+            pluginTimeout: timeout, recipeSearchPath: recipeSearchPath, environment: environment)
     }
 }
 

@@ -51,11 +51,14 @@ public struct MaintenanceRun {
     /// Runs the plan (and recovers what a kill left pending): snapshot folder, migration engine,
     /// the record of operations, hooks.
     public let executor: PlanExecutor
+    /// Decides and checks the strategy of a build step, at planning.
+    public let strategies: StrategyResolver
 
-    public init(options: LayoutOptions, maintenance: Maintenance, executor: PlanExecutor) {
+    public init(options: LayoutOptions, maintenance: Maintenance, executor: PlanExecutor, strategies: StrategyResolver) {
         self.options = options
         self.maintenance = maintenance
         self.executor = executor
+        self.strategies = strategies
     }
 
     /// A plan with what it was made on.
@@ -75,7 +78,7 @@ public struct MaintenanceRun {
         let layout = try Layout.discover(options, records: executor.records)
         try Snapshot.refuseInside(executor.snapshotDirectory, protected: layout.folders, why: "a folder of the layout")
         let recovered = try executor.recoverBeforePlanning(in: layout.planRoots, dryRun: dryRun)
-        let prepared = try Planner.prepare(options, maintenance, records: executor.records)
+        let prepared = try Planner.prepare(options, maintenance, strategies: strategies, records: executor.records)
         return Prepared(plan: prepared.plan, report: prepared.report, roots: prepared.layout.planRoots, recovered: recovered)
     }
 

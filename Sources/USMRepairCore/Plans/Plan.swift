@@ -61,9 +61,8 @@ public struct Plan: Sendable, Codable {
         public let source: String
         /// The staged main file.
         public let staged: String
-        /// The strategy id (`copy-entities`, `ios`, `manual`, `none`) and its argument.
-        public let strategy: String
-        public let argument: String?
+        /// The strategy, resolved at planning (`id` set, its recipe or plugin found).
+        public let strategy: StrategyChoice
         /// Merge into a copy of this existing store instead of building a new one.
         public let mergeInto: String?
         /// Keep the source's iCloud metadata (false for a local store: it is stripped).
@@ -127,6 +126,24 @@ public struct Plan: Sendable, Codable {
     /// What the app will do at its next launch now, and after the plan has run.
     public let nextLaunchBefore: NextLaunch?
     public let nextLaunchAfter: NextLaunch?
+    /// The folders the snapshot names its items by, when not the plan's own (`restore --to`
+    /// snapshots each replaced folder as a root of its own).
+    public let snapshotRoots: [Root]?
+
+    public init(id: String, operation: String, roots: [Root], expected: [String: Fingerprint], stores: [String], snapshotItems: [String],
+                steps: [Step], notes: [String], nextLaunchBefore: NextLaunch?, nextLaunchAfter: NextLaunch?, snapshotRoots: [Root]? = nil) {
+        self.id = id
+        self.operation = operation
+        self.roots = roots
+        self.expected = expected
+        self.stores = stores
+        self.snapshotItems = snapshotItems
+        self.steps = steps
+        self.notes = notes
+        self.nextLaunchBefore = nextLaunchBefore
+        self.nextLaunchAfter = nextLaunchAfter
+        self.snapshotRoots = snapshotRoots
+    }
 
     /// True when the end state already holds: nothing to do.
     public var isNoOp: Bool { steps.isEmpty }

@@ -108,8 +108,8 @@ struct PlanBuilder {
     mutating func buildLocal(from source: StoreFileSet, local: StoreFileSet, strategy: StrategyChoice, merge: Bool, _ reason: String) throws {
         let staged = try privatePath("staging", for: local.main.path)
         let stagedFiles = StoreFileSet(main: URL(fileURLWithPath: staged))
-        staging.append(.init(.build(.init(
-            source: source.main.path, staged: staged, strategy: strategy.id ?? StrategyRegistry.defaultID, argument: strategy.argument,
+        staging.append(.init(.build(Plan.StoreBuild(
+            source: source.main.path, staged: staged, strategy: strategy,
             mergeInto: merge && FileStatus.lookup(local.main.path) != nil ? local.main.path : nil, keepUbiquityMetadata: false)), reason))
         if !stores.contains(source.main.path) { stores.append(source.main.path) }
         expected[source.main.path] = .of(source.main.path)

@@ -79,7 +79,9 @@ public enum PlanCheck {
             case let .checkpoint(source, staged):
                 found = user(source) ?? own(staged, "staging")
             case let .build(build):
-                found = user(build.source) ?? build.mergeInto.flatMap(user) ?? own(build.staged, "staging")
+                // The source is only read, through a private copy, and never by recovery.
+                found = (isClean(build.source) ? nil : "its source \(build.source.debugDescription) is not a clean absolute path")
+                    ?? build.mergeInto.flatMap(user) ?? own(build.staged, "staging")
             case let .writeMarker(_, staged):
                 found = own(staged, "staging")
             case let .writePreferences(source, _, staged):
@@ -97,7 +99,7 @@ public enum PlanCheck {
             }
             if let found { return found }
         }
-        for path in plan.stores {
+        for path in plan.stores + (plan.snapshotRoots ?? []).map(\.path) {
             if let found = user(path) { return found }
         }
         return nil

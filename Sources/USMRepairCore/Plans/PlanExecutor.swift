@@ -21,8 +21,9 @@ import Darwin
 /// Recovery never removes what it could not put back: an item whose place holds something new is
 /// a `recoveryConflict`, and the operation stays pending with the original in its trash.
 public struct PlanExecutor {
-    /// Fills a staged store from a source (the migration engine); returns rows per entity of the result.
-    public typealias Builder = @Sendable (Plan.StoreBuild) throws -> [String: Int]
+    /// Fills a staged store from a source (the migration engine); returns the engine's report
+    /// (rows per entity of the source and the result, verification, what was left out).
+    public typealias Builder = @Sendable (Plan.StoreBuild) throws -> MigrationReport
 
     /// What the caller wants to see (or do) between steps.
     public struct Hooks: Sendable {
@@ -58,6 +59,16 @@ public struct PlanExecutor {
         public let steps: [StepRun]
         /// Rows per entity of every store written, by its final path.
         public let rows: [String: [String: Int]]
+        /// The migration engine's report of every store built, by its final path.
+        public let builds: [String: MigrationReport]
+        /// Entries and bytes extracted from an archive (`restore`).
+        public let extracted: Extracted
+
+        /// What an `extract` step wrote.
+        public struct Extracted: Sendable, Encodable, Equatable {
+            public var entries = 0
+            public var bytes: Int64 = 0
+        }
         /// Operations a kill had left pending, finished or undone first.
         public let recovered: [Recovery]
         public let seconds: Double
@@ -85,9 +96,16 @@ public struct PlanExecutor {
         self.hooks = hooks
     }
 
+    /// This executor with another migration engine behind its `build` steps.
+    public func with(builder: @escaping Builder) -> PlanExecutor {
+        PlanExecutor(snapshotDirectory: snapshotDirectory, builder: builder, records: records, hooks: hooks)
+    }
+
     /// Runs `plan`. `progress` receives a line before each step. `allowed` are the folders the
     /// user named (a pending operation found first is obeyed only inside them); by default the plan's own.
-    public func run(_ plan: Plan, allowed: [Plan.Root]? = nil, progress: (String) -> Void = { _ in }) throws -> Result {
+    /// `entries` receives each archive entry an `extract` step writes (`restore --verbose`).
+    public func run(_ plan: Plan, allowed: [Plan.Root]? = nil, progress: (String) -> Void = { _ in },
+                    entries: ((String) -> Void)? = nil) throws -> Result {
         let started = Date()
         let lock = try OperationLock(roots: plan.roots)
         defer { lock.release() }
@@ -120,6 +138,8 @@ public struct PlanExecutor {
         var runs: [Result.StepRun] = []
         var snapshot: String?
         var rows: [String: [String: Int]] = [:]
+        var builds: [String: MigrationReport] = [:]
+        var extracted = Result.Extracted()
         for (index, step) in plan.steps.enumerated() {
             progress(step.reason)
             let stepStart = Date()
@@ -129,7 +149,7 @@ public struct PlanExecutor {
                 switch step.action {
                 case .snapshot:
                     let file = try Snapshot.take(
-                        .init(roots: plan.roots.map { ($0.name, URL(fileURLWithPath: $0.path, isDirectory: true)) },
+                        .init(roots: (plan.snapshotRoots ?? plan.roots).map { ($0.name, URL(fileURLWithPath: $0.path, isDirectory: true)) },
                               items: plan.snapshotItems.map { URL(fileURLWithPath: $0) }, operation: plan.operation),
                         into: snapshotDirectory, protected: plan.roots.map { URL(fileURLWithPath: $0.path, isDirectory: true) })
                     snapshot = file.path
@@ -139,13 +159,9 @@ public struct PlanExecutor {
                 case let .build(build):
                     guard let builder else { throw USMError.unexpected("no migration engine was given to build \(build.staged)") }
                     try Self.makeFolder(URL(fileURLWithPath: build.staged).deletingLastPathComponent())
-                    do {
-                        rows[build.staged] = try builder(build)
-                    } catch USMError.sourceDamaged(let path, let detail) {
-                        // Planning reads only the header of the store the engine reads; what the
-                        // engine finds damaged is the operation's precondition failing.
-                        throw USMError.preconditionFailed("the store to read, \(path), is damaged (\(detail))")
-                    }
+                    let report = try builder(build)
+                    builds[build.staged] = report
+                    rows[build.staged] = Dictionary(report.entities.map { ($0.name, $0.after ?? 0) }, uniquingKeysWith: +)
                 case let .writeMarker(uuid, staged):
                     try Self.makeFolder(URL(fileURLWithPath: staged).deletingLastPathComponent())
                     try FileWrite.create(URL(fileURLWithPath: staged), contents: try FileWrite.markerContents(uuid))
@@ -153,7 +169,9 @@ public struct PlanExecutor {
                     try Self.makeFolder(URL(fileURLWithPath: staged).deletingLastPathComponent())
                     try edit.apply(from: URL(fileURLWithPath: source), to: URL(fileURLWithPath: staged))
                 case let .extract(archive, items, folders):
-                    try SnapshotUndo.extract(archive: URL(fileURLWithPath: archive), items: items, folders: folders)
+                    let (count, bytes) = try SnapshotUndo.extract(archive: URL(fileURLWithPath: archive), items: items, folders: folders, onEntry: entries)
+                    extracted.entries += count
+                    extracted.bytes += bytes
                 case let .retire(path, trash):
                     try Self.makeFolder(URL(fileURLWithPath: trash).deletingLastPathComponent())
                     try Self.move(path, to: trash, in: plan)
@@ -188,10 +206,15 @@ public struct PlanExecutor {
             runs.append(.init(index: index, action: step.action.name, reason: step.reason, seconds: Date().timeIntervalSince(stepStart)))
         }
         var finalRows: [String: [String: Int]] = [:]
+        var finalBuilds: [String: MigrationReport] = [:]
         for step in plan.steps {
-            if case let .install(staged, path, _) = step.action, let counted = rows[staged] { finalRows[path] = counted }
+            guard case let .install(staged, path, _) = step.action else { continue }
+            if let counted = rows[staged] { finalRows[path] = counted }
+            if let report = builds[staged] { finalBuilds[path] = report }
         }
-        return Result(snapshot: snapshot, steps: runs, rows: finalRows, recovered: recovered, seconds: Date().timeIntervalSince(started))
+        return Result(
+            snapshot: snapshot, steps: runs, rows: finalRows, builds: finalBuilds, extracted: extracted, recovered: recovered,
+            seconds: Date().timeIntervalSince(started))
     }
 
     /// Refuses when a path changed since planning, or a store is in use by another process.
@@ -247,7 +270,8 @@ public struct PlanExecutor {
         for folder in Self.pending(in: roots) {
             let pending = try PendingOperation.load(folder, allowed: allowed, records: records)
             let plan = pending.plan
-            let extra = try OperationLock(roots: plan.roots.filter { !roots.contains($0) })
+            // Folders are the same folder whatever a plan calls them (`app`, the folder's name...).
+            let extra = try OperationLock(roots: plan.roots.filter { root in !roots.contains { $0.path.pathKey == root.path.pathKey } })
             defer { extra.release() }
             if pending.committed {
                 let journal = try Journal.reopen(folder)

@@ -7,10 +7,7 @@ extension Planner {
     func migrateCloudToLocal(_ b: inout PlanBuilder, uuid: String?, strategy: StrategyChoice, merge: Bool, copy: CopyChoice) throws {
         guard let local else { throw USMError.preconditionFailed("no app folder was given (--app-dir or --container)") }
         let source = try healthyActiveCopy(uuid?.uppercased(), copy)
-        let strategy = strategy.resolved(for: source, merge: merge)
-        if merge, !["copy-entities", "manual"].contains(strategy.id ?? "") {
-            throw USMError.usage("--merge works with --strategy copy-entities or manual")
-        }
+        let strategy = try strategies.resolve(strategy, defaultID: StrategyChoice.appDefault(for: source, merge: merge), merge: merge)
         try b.buildLocal(
             from: source.files, local: local.files, strategy: strategy, merge: merge && localExists,
             "the cloud store's data into a new local store (\(strategy.id ?? "")\(merge && localExists ? ", merged with the old local store" : "")), its iCloud metadata stripped")
@@ -42,7 +39,7 @@ extension Planner {
         let cloud = try requireCloud("rebuild --from cloud", "its markers decide what the app does")
         guard let local else { throw USMError.preconditionFailed("no app folder was given (--app-dir or --container)") }
         let source = try healthyActiveCopy(nil, copy)
-        let strategy = strategy.resolved(for: source, merge: false)
+        let strategy = try strategies.resolve(strategy, defaultID: StrategyChoice.appDefault(for: source, merge: false), merge: false)
         try b.buildLocal(
             from: source.files, local: local.files, strategy: strategy, merge: false,
             "the active cloud store's data into a new local store (\(strategy.id ?? "")), its iCloud metadata stripped: the seed of the new cloud store")

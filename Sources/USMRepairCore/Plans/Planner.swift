@@ -6,14 +6,18 @@ import Foundation
 public struct Planner {
     public let layout: Layout
     public let report: StatusReport
+    /// Decides and checks the strategy of a build step.
+    public let strategies: StrategyResolver
 
-    public init(layout: Layout, report: StatusReport) {
+    public init(layout: Layout, report: StatusReport, strategies: StrategyResolver) {
         self.layout = layout
         self.report = report
+        self.strategies = strategies
     }
 
     /// Discovers the layout, inspects it (`status` depth) and plans `maintenance`.
-    public static func prepare(_ options: LayoutOptions, _ maintenance: Maintenance, records: OperationRecords = OperationRecords()) throws
+    public static func prepare(_ options: LayoutOptions, _ maintenance: Maintenance, strategies: StrategyResolver,
+                               records: OperationRecords = OperationRecords()) throws
         -> (plan: Plan, report: StatusReport, layout: Layout)
     {
         let layout = try Layout.discover(options, records: records)
@@ -40,7 +44,7 @@ public struct Planner {
         for store in report.stores where inspection.deeper.contains(store.path) {
             if let failure = store.readFailure, [.outOfSpace, .ioError].contains(failure.exitStatus) { throw failure }
         }
-        return (try Planner(layout: layout, report: report).plan(maintenance), report, layout)
+        return (try Planner(layout: layout, report: report, strategies: strategies).plan(maintenance), report, layout)
     }
 
     /// The stores whose content an operation depends on at planning: the local store it checkpoints

@@ -142,18 +142,21 @@ public enum SnapshotUndo {
 
     /// Runs the `extract` step: the snapshot verified again and its items written into the
     /// operation's staging folders, checked against the manifest, then flushed.
-    static func extract(archive: URL, items: [String], folders: [String: String]) throws {
+    static func extract(archive: URL, items: [String], folders: [String: String], onEntry: ((String) -> Void)? = nil) throws
+        -> (entries: Int, bytes: Int64)
+    {
         let scratch = try TemporaryDirectory(prefix: "usm-repair-undo")
         defer { scratch.remove() }
         let (first, index) = try BundleRestorer.verified(archive, scratch: scratch.url)
         for folder in Set(folders.values) { try PlanExecutor.makeFolder(URL(fileURLWithPath: folder, isDirectory: true)) }
-        _ = try BundleRestorer.extract(archive, first: first, index: index, scratch: scratch.url, place: { path in
+        let written = try BundleRestorer.extract(archive, first: first, index: index, scratch: scratch.url, place: { path in
             guard let name = FileSystemPath.components(path).first, let folder = folders[name],
                   items.contains(where: { FileSystemPath.isInside(path, $0) })
             else { return nil }
             return (URL(fileURLWithPath: folder, isDirectory: true), path)
-        })
+        }, onEntry: onEntry)
         for folder in Set(folders.values) { try FileSync.fileSystem(of: URL(fileURLWithPath: folder, isDirectory: true)) }
+        return written
     }
 
     /// The paths of `paths` that lie inside no other one of them.

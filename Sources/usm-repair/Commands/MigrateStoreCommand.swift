@@ -35,29 +35,10 @@ struct MigrateStoreCommand: USMCommand {
     @Argument(help: ArgumentHelp("The destination store's main file.", valueName: "dst"), completion: .file())
     var destination: String
 
-    @Option(name: .customLong("strategy"), help: ArgumentHelp(
-        "ios, copy-entities (default), manual or none (usm-repair strategies lists them).", valueName: "id"))
-    var strategy: String?
+    @OptionGroup(title: "Strategy") var strategy: StrategyFlags
 
     @Flag(name: .customLong("into"), help: "Merge into the existing store DST (copy-entities and manual).")
     var into = false
-
-    @Option(name: .customLong("recipe"), help: ArgumentHelp("A recipe name (Recipes/) or path; implies --strategy manual.", valueName: "name|path"))
-    var recipe: String?
-
-    @Option(name: .customLong("plugin"), help: ArgumentHelp(
-        "An external plugin: usm-repair-strategy-<name> on PATH, or a path; implies --strategy manual.", valueName: "name|path"))
-    var plugin: String?
-
-    @Option(name: .customLong("param"), help: ArgumentHelp("A recipe or plugin parameter (repeatable).", valueName: "key=value"))
-    var params: [String] = []
-
-    @Option(name: .customLong("on-conflict"), help: ArgumentHelp(
-        "Rows breaking a uniqueness constraint in a merge: refuse (default), keep-destination or keep-source.", valueName: "policy"))
-    var onConflict: ConflictPolicy = .refuse
-
-    @Option(name: .customLong("plugin-timeout"), help: ArgumentHelp("Seconds before an external plugin is stopped (default 600).", valueName: "seconds"))
-    var pluginTimeout: Double = 600
 
     @Flag(name: .customLong("dry-run"), help: "Print the plan (steps and their SQL) and change nothing.")
     var dryRun = false
@@ -80,45 +61,33 @@ struct MigrateStoreCommand: USMCommand {
 
     func validate() throws {
         if into && overwrite { throw ValidationError("--into and --overwrite cannot be used together") }
-        if recipe != nil && plugin != nil { throw ValidationError("--recipe and --plugin cannot be used together") }
-        if let strategy, strategy != "manual", recipe != nil || plugin != nil {
-            throw ValidationError("--recipe and --plugin go with --strategy manual, not \(strategy)")
-        }
-        if pluginTimeout <= 0 { throw ValidationError("--plugin-timeout must be a positive number of seconds") }
-        for param in params where !param.contains("=") || param.hasPrefix("=") {
-            throw ValidationError("--param takes KEY=VALUE, not \(param.debugDescription)")
-        }
     }
 
     func run(_ context: CommandContext) throws {
-        let environment = context.environment
-        var parameters: [String: String] = [:]
-        for param in params {
-            let parts = param.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            parameters[String(parts[0])] = parts.count > 1 ? String(parts[1]) : ""
-        }
-        let options = MigrationOptions(
-            recipe: recipe, plugin: plugin, parameters: parameters, onConflict: onConflict,
-            keepUbiquityMetadata: keepUbiquityMetadata, pluginTimeout: pluginTimeout,
-            recipeSearchPath: context.recipeSearchPath, environment: environment)
+        let choice = strategy.choice
+        let options = choice.options(
+            keepUbiquityMetadata: keepUbiquityMetadata, recipeSearchPath: context.recipeSearchPath, environment: context.environment)
         let destinationFiles = StoreFileSet(main: URL(fileURLWithPath: (destination as NSString).expandingTildeInPath))
         let request = MigrationRequest(
             source: StoreFileSet(main: URL(fileURLWithPath: (source as NSString).expandingTildeInPath)),
             destination: destinationFiles,
-            strategy: strategy ?? (recipe != nil || plugin != nil ? "manual" : StrategyRegistry.defaultID),
-            mode: into ? .merge : overwrite ? .overwrite : .create, options: options, dryRun: dryRun,
-            snapshotDirectory: snapshotDir.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath, isDirectory: true) }
-                ?? context.stateFolder.appendingPathComponent("snapshots", isDirectory: true))
-        try context.perform({ _ in
-            if overwrite, !dryRun, !yes, !destinationFiles.existingMembers().isEmpty,
-               !context.confirm("Replace \(destinationFiles.main.path)? It is snapshotted first.") {
-                throw USMError.confirmationRequired("\(destinationFiles.main.path) exists; replacing it needs --yes (it is snapshotted first)")
+            strategy: choice.id ?? (choice.recipe != nil || choice.plugin != nil ? "manual" : StrategyRegistry.defaultID),
+            mode: into ? .merge : overwrite ? .overwrite : .create, options: options, dryRun: dryRun)
+        let migration = StoreMigration(
+            request: request, engine: MigrationEngine(registry: context.strategies),
+            executor: context.executor(snapshotDirectory: snapshotDir.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath, isDirectory: true) }))
+        try context.perform({ terminal in
+            if overwrite, !dryRun, !destinationFiles.existingMembers().isEmpty {
+                try context.consent(
+                    yes: yes, terminal: terminal,
+                    unattended: "\(destinationFiles.main.path) exists; replacing it needs --yes (it is snapshotted first)",
+                    question: "Replace \(destinationFiles.main.path)? It is snapshotted first.") {}
             }
-            return try MigrationEngine(registry: context.strategies).run(request)
+            return try migration.run(progress: { terminal.progressLine($0) })
         }, text: { report, terminal in
             MigrationPrinter(terminal: terminal, verbose: output.verbose, quiet: output.quiet).print(report)
         })
     }
 }
 
-extension ConflictPolicy: ExpressibleByArgument {}
+

@@ -76,7 +76,9 @@ struct RestoreCommand: USMCommand {
         let verbose = output.verbose && !output.json
         try context.perform({ terminal in
             // --verbose: every entry as it is written into the private folder.
-            try BundleRestorer(options: options).run(confirm: context.confirm, onEntry: verbose ? { terminal.out("extracted: \($0)") } : nil)
+            try BundleRestorer(options: options).run(
+                executor: context.executor(snapshotDirectory: snapshotDirectory), confirm: context.confirm,
+                onEntry: verbose ? { terminal.out("extracted: \($0)") } : nil, progress: { terminal.progressLine($0) })
         }, text: { result, terminal in
             guard !output.quiet || result.dryRun else { return }
             for root in result.roots {

@@ -90,11 +90,19 @@ struct RecoverCommand: USMCommand {
             a clean run leaves them, and no staging, journal, lock or trash remains. Every changing \
             command does this first by itself.
 
-            Example:
-              usm-repair recover --container Notes.xcappdata --cloud-dir C
+            An operation is recovered with the folder flags it ran with: --container (or --app-dir, \
+            --cloud-dir, --prefs) for the maintenance operations and restore SNAPSHOT; --store DST for \
+            migrate-store; --app-dir DIR for restore --to DIR. Only operations this machine recorded \
+            writing are obeyed (anything else in a layout is reported and left alone, exit 3); an item \
+            whose place was taken meanwhile stops recovery (exit 3), the original kept.
 
-            Exit codes: 0 recovered (or nothing to recover); 6 another run holds the folders; 64 usage; \
-            66 not found; 74 I/O error.
+            Examples:
+              usm-repair recover --container Notes.xcappdata --cloud-dir C
+              usm-repair recover --store ~/Cases/4711/Local.sqlite
+
+            Exit codes: 0 recovered (or nothing to recover); 3 refused (an operation folder this machine \
+            did not write, or a recovery conflict); 4 the operation also works in a ubiquity container \
+            not given; 6 another run holds the folders; 64 usage; 66 not found; 74 I/O error.
             """)
     @OptionGroup(title: "Layout") var layout: LayoutFlags
     @OptionGroup(title: "Output") var output: OutputFlags

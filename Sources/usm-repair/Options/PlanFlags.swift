@@ -32,15 +32,59 @@ struct CopyFlags: ParsableArguments {
     var choice: CopyChoice { CopyChoice(peer: peer, account: account) }
 }
 
-/// The migration strategy of commands that move data.
+/// The migration strategy of every command that moves data (`migrate cloud-to-local`,
+/// `rebuild --from cloud`, `migrate-store`): one set of flags, resolved once at planning by the
+/// registry (an unknown id, a recipe or plugin that is not found, a recipe with another strategy,
+/// a strategy that cannot merge: refused before anything is written).
 struct StrategyFlags: ParsableArguments {
     @Option(name: .customLong("strategy"), help: ArgumentHelp(
-        "How the data moves: ios, copy-entities, manual, none (usm-repair strategies lists them). Default: what the app's UbiquityStoreManager uses, ios from an iOS 7+ store, copy-entities from an iOS 6 one or for --merge.",
+        "How the data moves: ios, copy-entities, manual, none (usm-repair strategies lists them and each command's default).",
         valueName: "id"))
     var strategy: String?
 
-    @Option(name: .customLong("recipe"), help: ArgumentHelp("For --strategy manual: a recipe name or file.", valueName: "recipe"))
+    @Option(name: .customLong("recipe"), help: ArgumentHelp("A recipe name (Recipes/) or path; implies --strategy manual.", valueName: "name|path"))
     var recipe: String?
 
-    var choice: StrategyChoice { StrategyChoice(id: strategy, argument: recipe) }
+    @Option(name: .customLong("plugin"), help: ArgumentHelp(
+        "An external plugin: usm-repair-strategy-<name> on PATH, or a path; implies --strategy manual.", valueName: "name|path"))
+    var plugin: String?
+
+    @Option(name: .customLong("param"), help: ArgumentHelp("A recipe or plugin parameter (repeatable).", valueName: "key=value"))
+    var params: [String] = []
+
+    @Option(name: .customLong("on-conflict"), help: ArgumentHelp(
+        "Rows breaking a uniqueness constraint in a merge: refuse (default), keep-destination or keep-source.", valueName: "policy"))
+    var onConflict: ConflictPolicy = .refuse
+
+    @Option(name: .customLong("plugin-timeout"), help: ArgumentHelp(
+        "Seconds an external plugin (with everything it started), or one statement of a recipe, may take (default 600).",
+        valueName: "seconds"))
+    var pluginTimeout: Double = 600
+
+    func validate() throws {
+        if recipe != nil && plugin != nil { throw ValidationError("--recipe and --plugin cannot be used together") }
+        if let strategy, strategy != "manual", recipe != nil || plugin != nil {
+            throw ValidationError("--recipe and --plugin go with --strategy manual, not \(strategy)")
+        }
+        if !(pluginTimeout > 0) { throw ValidationError("--plugin-timeout must be a positive number of seconds") }
+        for param in params where !param.contains("=") || param.hasPrefix("=") {
+            throw ValidationError("--param takes KEY=VALUE, not \(param.debugDescription)")
+        }
+    }
+
+    /// `--param` values by key.
+    var parameters: [String: String] {
+        var values: [String: String] = [:]
+        for param in params {
+            let parts = param.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            values[String(parts[0])] = parts.count > 1 ? String(parts[1]) : ""
+        }
+        return values
+    }
+
+    var choice: StrategyChoice {
+        StrategyChoice(id: strategy, recipe: recipe, plugin: plugin, parameters: parameters, onConflict: onConflict, timeout: pluginTimeout)
+    }
 }
+
+extension ConflictPolicy: ExpressibleByArgument {}

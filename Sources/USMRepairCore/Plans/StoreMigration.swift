@@ -1,0 +1,138 @@
+import Foundation
+
+/// `migrate-store SRC DST` as a plan run by `PlanExecutor`, like every other change on disk: a
+/// kill at any instant is finished or undone by `recover` (or the next run in DST's folder), and
+/// nothing of it is left beside DST.
+///
+/// The plan works in DST's folder (`<folder>/.usm-repair/`):
+/// 1. `snapshot` — when DST exists (`--overwrite`, `--into`): its file set, outside that folder;
+/// 2. `build` — the engine fills and verifies a staged store from a private copy of SRC (merging
+///    into a copy of DST for `--into`);
+/// 3. `retire` — DST's old members, when it exists;
+/// 4. `install` — the staged main file and its external-data folder;
+/// 5. `commit`, `purge`.
+public struct StoreMigration {
+    /// What a dry run or a run answers: the engine's report, with the plan's snapshot and timings.
+    public let request: MigrationRequest
+    public let engine: MigrationEngine
+    /// The executor (snapshot folder, record of operations, hooks); its builder is this migration's.
+    public let executor: PlanExecutor
+
+    public init(request: MigrationRequest, engine: MigrationEngine, executor: PlanExecutor) {
+        self.request = request
+        self.engine = engine
+        self.executor = executor
+    }
+
+    /// The folder the plan works in: DST's.
+    public var root: Plan.Root {
+        let folder = request.destination.directory
+        return Plan.Root(name: folder.lastPathComponent, path: folder.path, privateFolder: ".usm-repair")
+    }
+
+    /// Checks the request and plans it; recovers first what a kill left pending in DST's folder
+    /// (a dry run refuses then, exit 7).
+    /// - Throws: `usage`, `notFound`, `destinationExists`, `unknownStrategy`, `recipeInvalid`...
+    public func plan() throws -> (plan: Plan, recovered: [PlanExecutor.Recovery]) {
+        let source = request.source, destination = request.destination
+        guard source.main.path != destination.main.path else { throw USMError.usage("the source and the destination are the same store") }
+        guard FileStatus.lookup(source.main.path) != nil else { throw USMError.notFound(path: source.main.path, what: "source store") }
+        guard FileStatus.resolve(destination.directory.path)?.kind == .directory else {
+            throw USMError.notFound(path: destination.directory.path, what: "destination folder")
+        }
+        let merge = request.mode == .merge
+        _ = try engine.registry.resolve(
+            request.choice, defaultID: request.strategy, merge: merge, recipeSearchPath: request.options.recipeSearchPath,
+            environment: request.options.environment)
+        try Snapshot.refuseInside(executor.snapshotDirectory, protected: [destination.directory], why: "the folder this command changes")
+        let recovered = try executor.recoverBeforePlanning(in: [root], dryRun: request.dryRun)
+        let exists = !destination.existingMembers().isEmpty
+        if merge {
+            guard FileStatus.lookup(destination.main.path) != nil else {
+                throw USMError.notFound(path: destination.main.path, what: "destination store to merge into")
+            }
+        } else if exists && request.mode == .create {
+            throw USMError.destinationExists(path: destination.main.path)
+        }
+        let replacing = merge || (request.mode == .overwrite && exists)
+        let id = UUID().uuidString.lowercased()
+        let operation = root.operationURL(id)
+        let staged = operation.appendingPathComponent("staging/1/\(destination.fileName)").path
+        let stagedFiles = StoreFileSet(main: URL(fileURLWithPath: staged))
+        var steps: [Plan.Step] = []
+        var expected: [String: Plan.Fingerprint] = [:]
+        for member in destination.allMembers { expected[member.path] = .of(member.path) }
+        if replacing {
+            steps.append(.init(.snapshot, "the old file set goes into a snapshot archive first; restore puts it back"))
+        }
+        steps.append(.init(.build(.init(
+            source: source.main.path, staged: staged, strategy: request.choice, mergeInto: merge ? destination.main.path : nil,
+            keepUbiquityMetadata: request.options.keepUbiquityMetadata)),
+            "the \(request.strategy) strategy fills a staged store from a private copy of the source; it is verified before anything is installed"))
+        var counter = 1
+        for member in destination.existingMembers() where replacing {
+            counter += 1
+            try PlanCheck.linkFree(member.path, under: root.path)
+            steps.append(.init(.retire(path: member.path, trash: operation.appendingPathComponent("trash/\(counter)/\(member.lastPathComponent)").path),
+                               "the old \(member.lastPathComponent) makes way for the new store (it is in the snapshot)"))
+        }
+        steps.append(.init(.install(staged: staged, path: destination.main.path, optional: false),
+                           "renamed into place from the staging folder beside it, with no -wal or -shm"))
+        steps.append(.init(.install(staged: stagedFiles.supportDirectory.path, path: destination.supportDirectory.path, optional: true),
+                           "its external-data folder goes with it"))
+        steps.append(.init(.commit, "from here the new store is in place and is never undone"))
+        steps.append(.init(.purge, "the trash, staging and journal are removed"))
+        let plan = Plan(
+            id: id, operation: "migrate-store", roots: [root], expected: expected,
+            stores: FileStatus.lookup(destination.main.path) != nil ? [destination.main.path] : [],
+            snapshotItems: replacing ? destination.allMembers.map(\.path) : [], steps: steps, notes: [], nextLaunchBefore: nil,
+            nextLaunchAfter: nil)
+        return (plan, recovered)
+    }
+
+    /// Plans and (unless `dryRun`) runs; returns the engine's report of the build, with the
+    /// snapshot, the install's duration and the total.
+    public func run(progress: (String) -> Void = { _ in }) throws -> MigrationReport {
+        let started = Date()
+        let (plan, _) = try plan()
+        let merge = request.mode == .merge
+        if request.dryRun {
+            var report = try engine.preview(
+                source: request.source, shownAs: request.destination, strategy: request.choice.id ?? request.strategy,
+                options: request.options, mergeInto: merge ? request.destination : nil, mode: request.mode)
+            for step in plan.steps {
+                switch step.action {
+                case .snapshot: report.steps.append(MigrationStep("snapshot \(request.destination.main.path)", why: step.reason))
+                case let .install(_, path, false): report.steps.append(MigrationStep("install \(path)", why: step.reason))
+                default: break
+                }
+            }
+            report.durations["total"] = Date().timeIntervalSince(started)
+            return report
+        }
+        let engine = self.engine, request = self.request
+        let executor = self.executor.with(builder: { build in
+            try engine.build(
+                source: StoreFileSet(main: URL(fileURLWithPath: build.source)), staged: URL(fileURLWithPath: build.staged),
+                shownAs: request.destination, strategy: build.strategy.id ?? request.strategy,
+                options: build.strategy.options(
+                    keepUbiquityMetadata: build.keepUbiquityMetadata, recipeSearchPath: request.options.recipeSearchPath,
+                    environment: request.options.environment),
+                mergeInto: build.mergeInto.map { StoreFileSet(main: URL(fileURLWithPath: $0)) }, mode: request.mode)
+        })
+        let result = try executor.run(plan, progress: progress)
+        guard var report = result.builds[request.destination.main.path] else {
+            throw USMError.unexpected("the migration's plan ran without building \(request.destination.main.path)")
+        }
+        report.snapshot = result.snapshot
+        let installing = Set(plan.steps.indices.filter {
+            switch plan.steps[$0].action {
+            case .retire, .install, .commit, .purge: true
+            default: false
+            }
+        })
+        report.durations["install"] = result.steps.filter { installing.contains($0.index) }.map(\.seconds).reduce(0, +)
+        report.durations["total"] = Date().timeIntervalSince(started)
+        return report
+    }
+}
