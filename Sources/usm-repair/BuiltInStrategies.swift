@@ -16,7 +16,8 @@ enum BuiltInStrategies {
     static func builder(registry: StrategyRegistry, environment: [String: String], recipeSearchPath: [URL]) -> PlanExecutor.Builder {
         { build in
             let options = build.strategy.options(
-                keepUbiquityMetadata: build.keepUbiquityMetadata, recipeSearchPath: recipeSearchPath, environment: environment)
+                keepUbiquityMetadata: build.keepUbiquityMetadata, recipeSearchPath: recipeSearchPath, environment: environment,
+                operation: build.operation)
             do {
                 return try MigrationEngine(registry: registry).build(
                     source: StoreFileSet(main: URL(fileURLWithPath: build.source)), staged: URL(fileURLWithPath: build.staged),

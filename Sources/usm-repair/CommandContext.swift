@@ -118,14 +118,14 @@ struct CommandContext {
     }
 
     /// Plans a maintenance operation, prints the plan, asks (or needs `--yes`), runs it, prints the result.
-    func runOperation(_ maintenance: Maintenance, layout: LayoutFlags, plan flags: PlanFlags) throws {
+    func runOperation(_ maintenance: Maintenance, layout: LayoutFlags, plan flags: PlanFlags, data: DataConsent = DataConsent()) throws {
         let operation = MaintenanceRun(
             options: layout.options, maintenance: maintenance, executor: executor(snapshotDirectory: flags.snapshotDirectory),
-            strategies: strategyResolver)
+            strategies: strategyResolver, consent: data)
         try perform({ terminal -> MaintenanceRun.Report in
             let planned = try operation.plan(dryRun: flags.dryRun)
             let preview = operation.report(
-                planned.plan, before: planned.report, result: nil, after: nil, recovered: planned.recovered, dryRun: true)
+                planned.plan, before: planned.report, result: nil, after: nil, recovered: planned.recovered, dryRun: flags.dryRun)
             if flags.dryRun || planned.plan.isNoOp { return preview }
             try consent(
                 yes: flags.yes, terminal: terminal,
@@ -135,6 +135,9 @@ struct CommandContext {
         }, text: { report, terminal in
             guard !output.quiet || report.dryRun else { return }
             PlanPrinter(terminal: terminal, verbose: output.verbose).print(report)
+        }, status: { report in
+            // --detailed-exitcode: a deployment script tells "done" (20) from "nothing to do" (0).
+            flags.detailedExitCode && !report.noOp ? .applied : .ok
         })
     }
 

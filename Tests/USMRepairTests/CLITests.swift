@@ -1,5 +1,7 @@
+import ArgumentParser
 import Foundation
 import Testing
+@testable import usm_repair
 import TestSupport
 @testable import USMRepairCore
 
@@ -88,11 +90,17 @@ struct CLITests {
             #expect(readme.contains("| `\(code.rawValue)` | \(code.severity.rawValue) |"), "problem code \(code.rawValue) with its severity")
         }
         for status in ExitStatus.allCases { #expect(readme.contains("| \(status.rawValue) |"), "exit code \(status.rawValue)") }
-        for flag in ["--container", "--app-dir", "--cloud-dir", "--store-name", "--prefs", "--store", "--json", "--ignore", "--quiet",
-                     "--verbose", "--strict", "--document", "--output", "--format", "--redact", "--metadata-only", "--max-size", "--overwrite",
-                     "--to", "--yes", "--snapshot-dir", "--strategy", "--into", "--recipe", "--plugin", "--param", "--on-conflict",
-                     "--plugin-timeout", "--dry-run", "--keep-ubiquity-metadata", "--peer", "--account", "--local-only", "--uuid",
-                     "--keep-old", "--with-older-markers", "--from", "--in-app", "--merge"] {
+        // Every flag of every command, read from the commands' own help: a new flag the README does
+        // not name fails here.
+        var flags: Set<String> = []
+        func walk(_ command: ParsableCommand.Type) {
+            let help = USMRepairCommand.helpMessage(for: command)
+            for match in help.matches(of: /--[a-z][a-z0-9-]*/) { flags.insert(String(match.output)) }
+            for sub in command.configuration.subcommands { walk(sub) }
+        }
+        for sub in USMRepairCommand.configuration.subcommands { walk(sub) }
+        #expect(flags.count > 40)
+        for flag in flags.subtracting(["--help", "--version", "--generate-completion-script", "--experimental-dump-help"]).sorted() {
             #expect(readme.contains("`\(flag)"), "flag \(flag)")
         }
         let changelog = try String(contentsOf: Self.packageRoot.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)

@@ -55,7 +55,7 @@ struct HostileLayoutTests {
         #expect(codes.contains("untrusted-operation"))
         // Every changing command recovers first: each refuses the same way, nothing changed.
         let layout = try f.snapshot()
-        for command in [["delete", "local-store"], ["cloud", "disable"], ["corruption", "clear"], ["rebuild", "--from", "local"]] {
+        for command in [["delete", "local-store"], ["cloud", "disable"], ["corruption", "clear"], ["rebuild", "--from", "local", "--discard-cloud"]] {
             let refused = try f.run(command + ["--yes"])
             #expect(refused.status == 3, "\(command): \(refused.stderr)")
             let dry = try f.run(command + ["--dry-run"])
@@ -160,11 +160,11 @@ struct HostileLayoutTests {
         let before = try TreeSnapshot(dir)
         var commands: [[String]] = [
             ["delete", "container"], ["delete", "container", "--local-only"], ["delete", "cloud-store", "--uuid", f.options.activeUUID],
-            ["migrate", "local-to-cloud"], ["rebuild", "--from", "local"], ["corruption", "mark", f.options.activeUUID],
+            ["migrate", "local-to-cloud", "--discard-cloud"], ["rebuild", "--from", "local", "--discard-cloud"], ["corruption", "mark", f.options.activeUUID],
             ["switch", f.options.oldUUID!],
         ]
         if folder == "CloudStore" {
-            commands += [["delete", "cloud-store", "--local-only", "--uuid", f.options.activeUUID], ["rebuild", "--from", "cloud"]]
+            commands += [["delete", "cloud-store", "--local-only", "--uuid", f.options.activeUUID], ["rebuild", "--from", "cloud", "--replace"]]
         }
         for command in commands {
             let r = try f.run(command + ["--yes"])
@@ -197,7 +197,7 @@ struct HostileLayoutTests {
         defer { holder.stop() }
         let layout = try f.snapshot()
         for command in [["delete", "container"], ["delete", "container", "--local-only"], ["delete", "cloud-store"],
-                        ["delete", "cloud-store", "--local-only"], ["migrate", "local-to-cloud"], ["rebuild", "--from", "local"]] {
+                        ["delete", "cloud-store", "--local-only"], ["migrate", "local-to-cloud", "--discard-cloud"], ["rebuild", "--from", "local", "--discard-cloud"]] {
             let r = try f.run(command + ["--yes"])
             #expect(r.status == 5, "\(command): \(r.status) \(r.stderr)")
         }
@@ -218,7 +218,7 @@ struct HostileLayoutTests {
         let inCloud = f.paths.cloudDir.appendingPathComponent("snaps").path
         let inApp = f.paths.appDir.appendingPathComponent("snaps").path
         let cases: [([String], String)] = [
-            (["migrate", "cloud-to-local"], inCloud), (["cloud", "disable"], inCloud), (["delete", "local-store"], inCloud),
+            (["migrate", "cloud-to-local", "--replace"], inCloud), (["cloud", "disable"], inCloud), (["delete", "local-store"], inCloud),
             (["corruption", "mark"], inApp), (["switch", f.options.oldUUID!], inApp), (["delete", "local-store"], f.paths.root.path),
         ]
         for (command, folder) in cases {

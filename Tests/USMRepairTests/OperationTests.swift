@@ -93,8 +93,8 @@ struct OperationTests {
         let before = try f.snapshot()
         let commands: [[String]] = [
             ["delete", "container"], ["delete", "container", "--local-only"], ["delete", "cloud-store"],
-            ["delete", "cloud-store", "--local-only"], ["delete", "local-store"], ["rebuild", "--from", "local"],
-            ["migrate", "local-to-cloud"], ["rebuild", "--from", "cloud", "--in-app"], ["switch", f.options.oldUUID!],
+            ["delete", "cloud-store", "--local-only"], ["delete", "local-store"], ["rebuild", "--from", "local", "--discard-cloud"],
+            ["migrate", "local-to-cloud", "--discard-cloud"], ["rebuild", "--from", "cloud", "--in-app"], ["switch", f.options.oldUUID!],
             ["cloud", "disable"], ["corruption", "clear"], ["corruption", "mark"],
         ]
         for command in commands {
@@ -174,7 +174,7 @@ struct OperationTests {
     }
 
     @Test("rebuild --from local and migrate local-to-cloud: no marker, no cache, iCloud on, the local store merged (E2)",
-          arguments: [["rebuild", "--from", "local"], ["migrate", "local-to-cloud"]])
+          arguments: [["rebuild", "--from", "local", "--discard-cloud"], ["migrate", "local-to-cloud", "--discard-cloud"]])
     func rebuildFromLocal(command: [String]) throws {
         let f = try Fixture { $0.corruptedUUID = $0.activeUUID; $0.cloudEnabled = false; $0.local.walOnlyBooks = 3 }
         let json = try Self.apply(f, command)
@@ -250,14 +250,14 @@ struct OperationTests {
         func mode(_ url: URL) throws -> Int {
             try #require(try FileManager.default.attributesOfItem(atPath: url.path)[.posixPermissions] as? NSNumber).intValue
         }
-        try Self.apply(f, ["migrate", "cloud-to-local", "--strategy", "ios"])
+        try Self.apply(f, ["migrate", "cloud-to-local", "--replace", "--strategy", "ios"])
         #expect(try mode(f.paths.localStore) == 0o640, "the local store built by the engine")
         #expect(try mode(f.paths.prefs) == 0o604, "the edited preferences")
         try Self.apply(f, ["switch", f.options.oldUUID!])
         #expect(try mode(marker) == 0o664)
         let g = try Fixture { $0.local.walOnlyBooks = 2 }
         try FileManager.default.setAttributes([.posixPermissions: 0o640], ofItemAtPath: g.paths.localStore.path)
-        let rebuilt = try Self.apply(g, ["rebuild", "--from", "local"])
+        let rebuilt = try Self.apply(g, ["rebuild", "--from", "local", "--discard-cloud"])
         #expect(((rebuilt["steps"] as? [[String: Any]]) ?? []).contains { $0["action"] as? String == "checkpoint" })
         #expect(try mode(g.paths.localStore) == 0o640, "the checkpointed local store")
     }
@@ -267,7 +267,7 @@ struct OperationTests {
         // The ubiquity container is needed but not there.
         let download = try Fixture { $0.cloudLocation = .none }
         var before = try download.snapshot()
-        #expect(try download.run(["rebuild", "--from", "local", "--yes"]).status == 4)
+        #expect(try download.run(["rebuild", "--from", "local", "--discard-cloud", "--yes"]).status == 4)
         #expect(try download.run(["delete", "container", "--yes"]).status == 4)
         #expect(try download.snapshot() == before)
 
@@ -296,7 +296,7 @@ struct OperationTests {
         }())
         try queue.read { _ = try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM ZITEM") }
         // (a real process: SQLite's POSIX locks are invisible within the process holding them)
-        let inUse = try CLI.run(["rebuild", "--from", "local", "--yes"] + f.flags)
+        let inUse = try CLI.run(["rebuild", "--from", "local", "--discard-cloud", "--yes"] + f.flags)
         try queue.close()
         #expect(inUse.status == 5, "\(inUse.stderr)")
         // Reading through SQLite rewrote the -shm's index header: compare everything else.
@@ -310,19 +310,19 @@ struct OperationTests {
     func crashAfterEveryStep() throws {
         let template = try Fixture { $0.local.walOnlyBooks = 2; $0.corruptedUUID = $0.activeUUID }
         let clean = try Fixture(copying: template)
-        let steps = try #require((try clean.run(["rebuild", "--from", "local", "--dry-run", "--json"]).json["steps"] as? [[String: Any]]))
-        try Self.apply(clean, ["rebuild", "--from", "local"])
+        let steps = try #require((try clean.run(["rebuild", "--from", "local", "--discard-cloud", "--dry-run", "--json"]).json["steps"] as? [[String: Any]]))
+        try Self.apply(clean, ["rebuild", "--from", "local", "--discard-cloud"])
         let newState = try clean.snapshot()
         let commitIndex = try #require(steps.firstIndex { $0["action"] as? String == "commit" })
         for n in 0..<(steps.count - 1) {
             let f = try Fixture(copying: template)
             let oldState = try f.snapshot()
-            let killed = try f.run(["rebuild", "--from", "local", "--yes"], hooks: .interrupt(after: n))
+            let killed = try f.run(["rebuild", "--from", "local", "--discard-cloud", "--yes"], hooks: .interrupt(after: n))
             #expect(killed.status == PlanExecutor.Hooks.interruptedStatus, "step \(n): \(killed.stderr)")
             let status = try f.run(["status", "--json"])
             let codes = ((status.json["problems"] as? [[String: Any]]) ?? []).compactMap { $0["code"] as? String }
             #expect(codes.contains("interrupted-operation"), "step \(n): status reports it")
-            #expect(try f.run(["rebuild", "--from", "local", "--dry-run"]).status == 7, "a dry run refuses while one is pending")
+            #expect(try f.run(["rebuild", "--from", "local", "--discard-cloud", "--dry-run"]).status == 7, "a dry run refuses while one is pending")
             let recovered = try f.run(["recover", "--json"])
             #expect(recovered.status == 0, "\(recovered.stderr)")
             let outcome = ((recovered.json["recovered"] as? [[String: Any]])?.first?["outcome"] as? String)
@@ -396,7 +396,7 @@ struct KillTests {
         }
         let clean = try OperationTests.Fixture(copying: template)
         let started = Date()
-        try OperationTests.apply(clean, ["rebuild", "--from", "local"])
+        try OperationTests.apply(clean, ["rebuild", "--from", "local", "--discard-cloud"])
         let duration = Date().timeIntervalSince(started)
         let newState = try clean.snapshot()
         var rng = SeededRandom(seed: 7)
@@ -406,7 +406,7 @@ struct KillTests {
             let oldState = try f.snapshot()
             let process = Process()
             process.executableURL = CLI.binary
-            process.arguments = ["rebuild", "--from", "local", "--yes"] + f.flags
+            process.arguments = ["rebuild", "--from", "local", "--discard-cloud", "--yes"] + f.flags
             var env = ProcessInfo.processInfo.environment
             env["XDG_STATE_HOME"] = CLI.stateHome.path
             process.environment = env
@@ -473,7 +473,7 @@ struct DataOperationTests {
         let cloudRows = Self.rows(before, role: .cloud)
         let cloudSide = try TreeSnapshot(f.paths.cloudDir)
         let copyBefore = try TreeSnapshot(f.paths.cloudStore(f.options.activeUUID).deletingLastPathComponent())
-        let json = try OperationTests.apply(f, ["migrate", "cloud-to-local", "--strategy", strategy])
+        let json = try OperationTests.apply(f, ["migrate", "cloud-to-local", "--replace", "--strategy", strategy])
         #expect(OperationTests.state(json) == "E1")
         let after = try f.status()
         let local = try #require(after.stores.first { $0.role == .local })
@@ -496,19 +496,18 @@ struct DataOperationTests {
             let r = try f.run(args + ["--dry-run", "--json"])
             #expect(r.status == 0, "\(args): \(r.stderr)")
             let build = ((r.json["steps"] as? [[String: Any]]) ?? []).first { $0["action"] as? String == "build" }
-            let reason = build?["reason"] as? String ?? ""
-            return ["ios", "copy-entities"].first { reason.contains("(\($0)") }
+            return build?["strategy"] as? String
         }
         let f = try Fixture()
-        #expect(try strategy(f, ["migrate", "cloud-to-local"]) == "ios")
-        #expect(try strategy(f, ["rebuild", "--from", "cloud"]) == "ios")
-        #expect(try strategy(f, ["migrate", "cloud-to-local", "--merge"]) == "copy-entities")
-        #expect(try strategy(f, ["migrate", "cloud-to-local", "--strategy", "copy-entities"]) == "copy-entities")
+        #expect(try strategy(f, ["migrate", "cloud-to-local", "--replace"]) == "ios")
+        #expect(try strategy(f, ["rebuild", "--from", "cloud", "--replace"]) == "ios")
+        #expect(try strategy(f, ["migrate", "cloud-to-local", "--merge", "--allow-duplicates"]) == "copy-entities")
+        #expect(try strategy(f, ["migrate", "cloud-to-local", "--replace", "--strategy", "copy-entities"]) == "copy-entities")
         let v0 = "5D4C3B2A-1908-4756-A5B4-C3D2E1F00F1E"
         let old = try Fixture { $0.ios6UUID = v0 }
-        #expect(try strategy(old, ["migrate", "cloud-to-local", "--uuid", v0]) == "copy-entities")
+        #expect(try strategy(old, ["migrate", "cloud-to-local", "--replace", "--uuid", v0]) == "copy-entities")
         // And it runs: the default on the iOS 7 fixture keeps every row.
-        let json = try OperationTests.apply(f, ["migrate", "cloud-to-local"])
+        let json = try OperationTests.apply(f, ["migrate", "cloud-to-local", "--replace"])
         #expect(OperationTests.state(json) == "E1")
         #expect(Self.rows(try f.status(), role: .local)["Book"] == f.options.cloud.books + f.options.cloud.walOnlyBooks)
     }
@@ -518,7 +517,10 @@ struct DataOperationTests {
         let f = try Fixture()
         let before = try f.status()
         let books = (Self.rows(before, role: .local)["Book"] ?? 0) + (Self.rows(before, role: .cloud)["Book"] ?? 0)
-        try OperationTests.apply(f, ["migrate", "cloud-to-local", "--merge"])
+        // The fixtures' shelves and magazines are the same objects in both stores: a merge refuses
+        // to duplicate them unless told to.
+        #expect(try f.run(["migrate", "cloud-to-local", "--merge", "--yes"]).status == 8)
+        try OperationTests.apply(f, ["migrate", "cloud-to-local", "--merge", "--allow-duplicates"])
         #expect(Self.rows(try f.status(), role: .local)["Book"] == books)
         let check = try f.run(["check", "--json"])
         let localProblems = ((check.json["stores"] as? [[String: Any]])?.first?["problems"] as? [[String: Any]]) ?? []
@@ -528,7 +530,7 @@ struct DataOperationTests {
     @Test("rebuild --from cloud: the cloud data becomes the seed of a new cloud store (E2)")
     func rebuildFromCloud() throws {
         let f = try Fixture { $0.corruptedUUID = $0.activeUUID }
-        let json = try OperationTests.apply(f, ["rebuild", "--from", "cloud"])
+        let json = try OperationTests.apply(f, ["rebuild", "--from", "cloud", "--replace"])
         #expect(OperationTests.state(json) == "E2")
         let after = try f.status()
         #expect(after.stores.first { $0.role == .local }?.entities.first { $0.name == "Book" }?.rows
@@ -545,11 +547,11 @@ struct DataOperationTests {
         let size = try #require(FileStatus.lookup(copy.path)?.size)
         #expect(truncate(copy.path, off_t(size / 2)) == 0, "cut short: a damaged store")
         let before = try f.snapshot()
-        #expect(try f.run(["rebuild", "--from", "cloud", "--yes"]).status == 8)
-        #expect(try f.run(["migrate", "cloud-to-local", "--yes"]).status == 8)
+        #expect(try f.run(["rebuild", "--from", "cloud", "--replace", "--yes"]).status == 8)
+        #expect(try f.run(["migrate", "cloud-to-local", "--replace", "--yes"]).status == 8)
         #expect(try f.snapshot() == before)
         let none = try Fixture { $0.activeStoreCopy = false }
-        #expect(try none.run(["migrate", "cloud-to-local", "--yes"]).status == 8)
+        #expect(try none.run(["migrate", "cloud-to-local", "--replace", "--yes"]).status == 8)
         // Damage inside the pages (the header holds): planning reads only the header of a store the
         // engine reads, and the engine's verification of its source refuses it; nothing changes.
         let pages = try Fixture { $0.cloud.walOnlyBooks = 0 }
@@ -559,7 +561,7 @@ struct DataOperationTests {
         try handle.write(contentsOf: Data(repeating: 0xAB, count: 4096))
         try handle.close()
         let pagesBefore = try pages.snapshot()
-        for command in [["migrate", "cloud-to-local"], ["rebuild", "--from", "cloud"]] {
+        for command in [["migrate", "cloud-to-local", "--replace"], ["rebuild", "--from", "cloud", "--replace"]] {
             let r = try pages.run(command + ["--yes", "--json"])
             #expect(r.status == 8, "\(command): \(r.stdout)")
             #expect(try pages.snapshot() == pagesBefore)
@@ -570,14 +572,14 @@ struct DataOperationTests {
     func crashDuringBuild() throws {
         let template = try Fixture { $0.corruptedUUID = $0.activeUUID }
         let clean = try Fixture(copying: template)
-        let steps = try #require((try clean.run(["rebuild", "--from", "cloud", "--dry-run", "--json"]).json["steps"] as? [[String: Any]]))
-        try OperationTests.apply(clean, ["rebuild", "--from", "cloud"])
+        let steps = try #require((try clean.run(["rebuild", "--from", "cloud", "--replace", "--dry-run", "--json"]).json["steps"] as? [[String: Any]]))
+        try OperationTests.apply(clean, ["rebuild", "--from", "cloud", "--replace"])
         let newState = try clean.snapshot()
         let commit = try #require(steps.firstIndex { $0["action"] as? String == "commit" })
         for n in [0, 1, 2, commit - 1, commit] {
             let f = try Fixture(copying: template)
             let oldState = try f.snapshot()
-            #expect(try f.run(["rebuild", "--from", "cloud", "--yes"], hooks: .interrupt(after: n)).status == PlanExecutor.Hooks.interruptedStatus)
+            #expect(try f.run(["rebuild", "--from", "cloud", "--replace", "--yes"], hooks: .interrupt(after: n)).status == PlanExecutor.Hooks.interruptedStatus)
             #expect(try f.run(["recover"]).status == 0)
             let state = try f.snapshot()
             if n < commit {
@@ -602,7 +604,7 @@ struct DataOperationTests {
             try FileManager.default.moveItem(atPath: copied.path + suffix, toPath: f.paths.cloudStore(f.options.activeUUID).path + suffix)
         }
         let source = try Inspection(options: LayoutOptions(store: store), depth: .status).run().stores[0]
-        let json = try OperationTests.apply(f, ["migrate", "cloud-to-local"])
+        let json = try OperationTests.apply(f, ["migrate", "cloud-to-local", "--replace"])
         #expect(OperationTests.state(json) == "E1")
         let local = try #require(try f.status().stores.first { $0.role == .local })
         let user = { (report: StoreReport) in report.entities.filter { !$0.system }.map { ($0.name, $0.rows) } }

@@ -43,7 +43,7 @@ struct OutOfSpaceTests {
             let f = try OperationTests.Fixture { $0.local.walOnlyBooks = 2; $0.corruptedUUID = $0.oldUUID }
             let before = try f.snapshot()
             let r = try CLI.shell(
-                "ulimit -f \(blocks); usm-repair rebuild --from local --container \(Self.quoted(f.paths.root.path)) --yes --json", in: f.tmp.url)
+                "ulimit -f \(blocks); usm-repair rebuild --from local --discard-cloud --container \(Self.quoted(f.paths.root.path)) --yes --json", in: f.tmp.url)
             #expect([0, 75].contains(r.status), "limit \(blocks): \(r.status) \(r.stderr)")
             if r.status == 75 {
                 failures += 1
@@ -101,7 +101,7 @@ struct OutOfSpaceTests {
         let filler = small.appendingPathComponent("filler")
         try Data(count: Int(max(0, free - storeSize / 2))).write(to: filler)
         let before = try paths.folders.map(TreeSnapshot.init)
-        let r = try CLI.run(["rebuild", "--from", "local", "--container", paths.root.path, "--yes", "--json"])
+        let r = try CLI.run(["rebuild", "--from", "local", "--discard-cloud", "--container", paths.root.path, "--yes", "--json"])
         #expect(r.status == 75, "\(r.status): \(r.stderr)")
         #expect((r.json["error"] as? [String: Any])?["code"] as? String == "out-of-space")
         #expect(try paths.folders.map(TreeSnapshot.init) == before, "the layout as it was")
@@ -126,7 +126,7 @@ struct OutOfSpaceTests {
         let template = tmp.path("template")
         let templatePaths = try FixtureContainer.write(to: template.appendingPathComponent("Notes.xcappdata"), o)
         let commands: [[String]] = [
-            ["migrate", "cloud-to-local"], ["migrate", "cloud-to-local", "--merge"], ["rebuild", "--from", "cloud"], ["rebuild", "--from", "local"],
+            ["migrate", "cloud-to-local", "--replace"], ["migrate", "cloud-to-local", "--merge", "--allow-duplicates"], ["rebuild", "--from", "cloud", "--replace"], ["rebuild", "--from", "local", "--discard-cloud"],
             ["delete", "container"], ["cloud", "disable"], ["corruption", "mark"], ["switch", o.oldUUID!], ["delete", "local-store"],
         ]
         let storeSize = try #require(FileStatus.lookup(templatePaths.localStore.path)?.size)

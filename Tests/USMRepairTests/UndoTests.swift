@@ -14,10 +14,10 @@ struct UndoTests {
     /// Every changing command, on a fixture where each one changes something.
     static let commands: [[String]] = [
         ["delete", "container"], ["delete", "container", "--local-only"], ["delete", "cloud-store"],
-        ["delete", "cloud-store", "--local-only"], ["delete", "local-store"], ["rebuild", "--from", "local"],
-        ["rebuild", "--from", "local", "--keep-old"], ["migrate", "local-to-cloud"], ["rebuild", "--from", "cloud", "--in-app"],
-        ["rebuild", "--from", "cloud"], ["migrate", "cloud-to-local"], ["migrate", "cloud-to-local", "--merge"],
-        ["migrate", "cloud-to-local", "--strategy", "ios"], ["switch", "OLD"], ["cloud", "disable"], ["corruption", "clear"],
+        ["delete", "cloud-store", "--local-only"], ["delete", "local-store"], ["rebuild", "--from", "local", "--discard-cloud"],
+        ["rebuild", "--from", "local", "--discard-cloud", "--keep-old"], ["migrate", "local-to-cloud", "--discard-cloud"], ["rebuild", "--from", "cloud", "--in-app"],
+        ["rebuild", "--from", "cloud", "--replace"], ["migrate", "cloud-to-local", "--replace"], ["migrate", "cloud-to-local", "--merge", "--allow-duplicates"],
+        ["migrate", "cloud-to-local", "--replace", "--strategy", "ios"], ["switch", "OLD"], ["cloud", "disable"], ["corruption", "clear"],
         ["corruption", "mark"],
     ]
 
@@ -46,7 +46,7 @@ struct UndoTests {
         let dry = try CLI.run(["restore", snapshot, "--dry-run", "--json"])
         #expect(dry.status == 0, "\(dry.stderr)")
         #expect(dry.json["dryRun"] as? Bool == true && dry.json["inPlace"] as? Bool == true)
-        #expect(dry.json["undoes"] as? String == json["command"] as? String)
+        #expect(dry.json["undoes"] as? String == json["operation"] as? String)
         #expect((dry.json["restored"] as? [String])?.isEmpty == false || (dry.json["removed"] as? [String])?.isEmpty == false)
         #expect(try f.snapshot() == changed, "\(command): the dry run changed nothing")
 
@@ -126,7 +126,7 @@ struct UndoTests {
         #expect(notSnapshot.status == 64, "\(notSnapshot.stderr)")
         #expect(notSnapshot.stderr.contains("--to"))
 
-        let result = try OperationTests.apply(f, ["rebuild", "--from", "local"])
+        let result = try OperationTests.apply(f, ["rebuild", "--from", "local", "--discard-cloud"])
         let snapshot = try #require(result["snapshot"] as? String)
         let changed = try f.snapshot()
 

@@ -33,6 +33,9 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, Codable {
     /// A migration ran but did not produce a store that passed verification (a strategy, recipe
     /// step or external plugin failed, or the staged store broke an invariant); nothing was installed.
     case migrationFailed = 10
+    /// With `--detailed-exitcode`: a changing command changed files (or, in a dry run, would);
+    /// 0 then means there was nothing to do.
+    case applied = 20
     /// Command-line usage error (unknown flag, bad value, conflicting options).
     case usage = 64
     /// A path named on the command line does not exist.
@@ -46,7 +49,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, Codable {
     /// How serious the status is when several stores give different answers: the worst one wins.
     var rank: Int {
         switch self {
-        case .ok: 0
+        case .ok, .applied: 0
         case .problemsFound: 1
         case .badInput: 2
         case .migrationFailed: 3
@@ -81,6 +84,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, Codable {
         case .interrupted: "interrupted"
         case .preconditionFailed: "precondition-failed"
         case .changedSincePlanning: "changed"
+        case .applied: "applied"
         }
     }
 }

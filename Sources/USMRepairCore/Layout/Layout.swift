@@ -204,6 +204,24 @@ public struct Layout: Sendable {
         preferences?.cachedStoreUUIDs.filter { $0.cloudVersion == version } ?? []
     }
 
+    /// The ubiquity container path (as a preferences cache key spells it) of the device this layout
+    /// was taken from, among `paths`, when the files say: an iOS download (its Core Data copies
+    /// sit in `mobile~…` peer folders, or it is an `.xcappdata`) reads the key of its iOS path
+    /// (`/private/var/mobile/…` or `/var/mobile/…`); a Mac's folders the key under `/Users/`.
+    public func ownContainerPath(among paths: [String]) -> String? {
+        let unique = Array(Set(paths))
+        let iOS = stores.contains { $0.copy?.peer.hasPrefix("mobile~") == true }
+            || options.container.map { $0.pathExtension == "xcappdata" || FileStatus.lookup($0.appendingPathComponent("AppData").path) != nil } == true
+        let matching = unique.filter { path in
+            let device = path.hasPrefix("/private/var/mobile/") || path.hasPrefix("/var/mobile/")
+            return iOS ? device : path.hasPrefix("/Users/")
+        }
+        // /var is a link to /private/var on iOS: both spellings are the same container.
+        let canonical = Set(matching.map { $0.hasPrefix("/var/") ? "/private" + $0 : $0 })
+        guard canonical.count == 1 else { return nil }
+        return matching.first { $0.hasPrefix("/private/") } ?? matching.first
+    }
+
     /// The cloud store with `uuid`, if the layout refers to it.
     public func cloudStore(_ uuid: String) -> CloudStore? { cloudStores.first { $0.uuid == uuid } }
 

@@ -49,6 +49,10 @@ public struct NextLaunch: Sendable, Codable, Equatable {
     public let unknowns: [String]
     /// What happens instead when the device has no iCloud account (E11), when iCloud is on.
     @NullEncoded public var withoutAccount: String?
+    /// What the customer sees once the launch has settled: the objects in the store the app ends
+    /// up showing (the local store's for a seeded store; 0 for an empty one). Null when the files
+    /// cannot say (a copy rebuilt from its logs, a store not read, an unknown launch).
+    @NullEncoded public var objects: Int?
 
     static let baseAssumptions = [
         "an iOS 7 or later device (cloud version 1)",
@@ -94,7 +98,30 @@ private struct Prediction {
         return NextLaunch(
             state: state, rows: all, outcome: outcome, store: store, seedFrom: seedFrom, cloudVersion: layout.activeVersion, then: then,
             summary: summary, reasoning: reasoning, assumptions: NextLaunch.baseAssumptions, dependsOnDelegate: dependsOnDelegate,
-            unknowns: unknowns, withoutAccount: withoutAccount)
+            unknowns: unknowns, withoutAccount: withoutAccount, objects: objectsShown(outcome, store: store))
+    }
+
+    /// The objects the customer sees after a launch ending in `outcome` on `store`.
+    func objectsShown(_ outcome: NextLaunch.Outcome, store: String?) -> Int? {
+        func counted(_ report: StoreReport?) -> Int? {
+            guard let report else { return nil }
+            if !report.exists { return 0 }
+            return report.health == .ok ? Ledger.counts(report)?.total : nil
+        }
+        switch outcome {
+        case .openLocalStore:
+            guard let local else { return nil }
+            return localExists ? counted(localReport) : 0
+        case .seedNewCloudStore:
+            return counted(localReport)
+        case .createEmptyCloudStore, .openEmptyCloudStore, .failAndWait:
+            return 0
+        case .openCloudStore:
+            guard let store, let copy = layout.copies(of: store).first(where: { $0.opens != false }) else { return nil }
+            return counted(report(copy))
+        case .rebuildFromLogs, .unknown:
+            return nil
+        }
     }
 
     mutating func run() -> NextLaunch {
@@ -136,8 +163,14 @@ private struct Prediction {
         let withoutAccount = "without an iCloud account the app opens the local store instead and writes USMCloudEnabledKey = NO (E11)"
         let version = layout.activeVersion ?? Marker.desiredVersion
         // 4.1: the cache first, then the marker.
-        let cached = layout.cachedStoreUUIDs(version: version)
-        let cachedValues = Set(cached.compactMap { $0.value }.filter { !$0.isEmpty })
+        var cached = layout.cachedStoreUUIDs(version: version)
+        var cachedValues = Set(cached.compactMap { $0.value }.filter { !$0.isEmpty })
+        if cachedValues.count > 1, let own = layout.ownContainerPath(among: cached.map(\.containerPath)) {
+            // The download says which device it came from: that device reads the key of its own path.
+            reasoning.append("4.1 cached StoreUUIDs under several container paths; this download is from the device whose container is \(own)")
+            cached = cached.filter { $0.containerPath == own }
+            cachedValues = Set(cached.compactMap { $0.value }.filter { !$0.isEmpty })
+        }
         if cachedValues.count > 1 {
             unknowns.append("the preferences cache different StoreUUIDs under the keys of several container paths (\(cached.map(\.containerPath).joined(separator: ", "))); the app reads the key of its own path")
             reasoning.append("4.1 cached StoreUUID: ambiguous")
@@ -188,6 +221,27 @@ private struct Prediction {
         }
         if cachedUUID != nil, layout.cloudDirectory == nil {
             unknowns.append("the cached StoreUUID is taken as the active store; the marker file, which the app re-reads after the load, was not available")
+        }
+        if let cachedUUID, markerUUID == nil, layout.cloudDirectory != nil {
+            // 4.7c: after a successful load the app re-reads the marker in the background: there
+            // is none, so the cache is removed, and the reload finds no StoreUUID at all.
+            reasoning.append("4.1 the cache names \(cachedUUID) but no StoreUUID marker exists: the cached store is loaded first")
+            let first = describeLoad(of: cachedUUID, version: version)
+            if case .failAndWait = first.outcome {
+                return result(first.state, .failAndWait, store: cachedUUID, summary: first.summary, withoutAccount: withoutAccount)
+            }
+            then.append("after that load (\(first.summary)), the app re-reads the StoreUUID marker in the background: there is none, so it removes the cached StoreUUID and reloads (usm-behaviour.md §2, 4.7c)")
+            var second = self
+            second.reasoning = []
+            second.then = []
+            let final = second.tentative(withoutAccount: withoutAccount)
+            then += second.reasoning.map { "then: " + $0 } + second.then
+            rows += [final.state].compactMap { $0 }.filter { !rows.contains($0) }
+            dependsOnDelegate = true
+            return result(
+                final.state, final.outcome, store: final.store,
+                summary: "loads the cached store \(cachedUUID) first (\(first.summary)); with no StoreUUID marker the app then drops the cache and reloads: \(final.summary)",
+                seedFrom: final.seedFrom, withoutAccount: withoutAccount)
         }
         let load = describeLoad(of: uuid, version: version)
         healthCheck(uuid: uuid, version: version, loaded: load.outcome)

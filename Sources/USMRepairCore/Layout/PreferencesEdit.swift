@@ -9,17 +9,35 @@ public struct PreferencesEdit: Sendable, Codable, Equatable {
     public var removeCachedStoreUUIDs: Bool
     /// Account-map keys (Core Data's `<UUID>` keys) to remove.
     public var removeAccountMaps: [String]
+    /// Remove only the cached StoreUUID keys holding one of these UUIDs (a store that is not the
+    /// active one: the cache of the active store stays).
+    public var removeCachedValues: [String]
 
-    public init(cloudEnabled: Bool? = nil, removeCachedStoreUUIDs: Bool = false, removeAccountMaps: [String] = []) {
+    public init(cloudEnabled: Bool? = nil, removeCachedStoreUUIDs: Bool = false, removeAccountMaps: [String] = [],
+                removeCachedValues: [String] = []) {
         self.cloudEnabled = cloudEnabled
         self.removeCachedStoreUUIDs = removeCachedStoreUUIDs
         self.removeAccountMaps = removeAccountMaps
+        self.removeCachedValues = removeCachedValues
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        cloudEnabled = try c.decodeIfPresent(Bool.self, forKey: .cloudEnabled)
+        removeCachedStoreUUIDs = try c.decode(Bool.self, forKey: .removeCachedStoreUUIDs)
+        removeAccountMaps = try c.decode([String].self, forKey: .removeAccountMaps)
+        removeCachedValues = try c.decodeIfPresent([String].self, forKey: .removeCachedValues) ?? []
+    }
+
+    /// True when the edit removes the cache key `cached`.
+    func removes(_ cached: Preferences.CachedStoreUUID) -> Bool {
+        removeCachedStoreUUIDs || cached.value.map(removeCachedValues.contains) == true
     }
 
     /// True when the edit would change nothing in `preferences`.
     public func isNoOp(on preferences: Preferences) -> Bool {
         (cloudEnabled == nil || cloudEnabled == preferences.cloudEnabled)
-            && (!removeCachedStoreUUIDs || preferences.cachedStoreUUIDs.isEmpty)
+            && !preferences.cachedStoreUUIDs.contains(where: removes)
             && Set(removeAccountMaps).isDisjoint(with: preferences.accountMaps.map(\.contentName))
     }
 
@@ -29,9 +47,7 @@ public struct PreferencesEdit: Sendable, Codable, Equatable {
         if let cloudEnabled, cloudEnabled != preferences.cloudEnabled {
             lines.append("\(Preferences.cloudEnabledKey) = \(cloudEnabled ? "YES" : "NO")")
         }
-        if removeCachedStoreUUIDs {
-            lines += preferences.cachedStoreUUIDs.map { "remove \($0.key)" }
-        }
+        lines += preferences.cachedStoreUUIDs.filter(removes).map { "remove \($0.key)" }
         for key in removeAccountMaps where preferences.accountMaps.contains(where: { $0.contentName == key }) {
             lines.append("remove \(key) (Core Data's account map)")
         }
@@ -50,8 +66,9 @@ public struct PreferencesEdit: Sendable, Codable, Equatable {
             throw USMError.wrongKind(path: source.path, expected: "a property list dictionary (binary or XML)")
         }
         if let cloudEnabled { dict[Preferences.cloudEnabledKey] = cloudEnabled }
-        if removeCachedStoreUUIDs {
-            for key in dict.keys where Preferences.cachedStoreUUID(key: key, value: dict[key] as Any) != nil { dict[key] = nil }
+        for key in dict.keys {
+            guard let cached = Preferences.cachedStoreUUID(key: key, value: dict[key] as Any), removes(cached) else { continue }
+            dict[key] = nil
         }
         for key in removeAccountMaps { dict[key] = nil }
         let output: Data

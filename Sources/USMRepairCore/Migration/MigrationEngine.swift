@@ -131,6 +131,16 @@ public struct MigrationEngine: Sendable {
             return (report, destinationSide)
         }
         if let destinationSide { try StagedStore.copyWhole(from: destinationSide.copy, to: staged.main) }
+        // Where the result's data comes from, recorded in its metadata: a second run of the same
+        // migration or merge recognises its own end state (a strategy that moves no rows records nothing).
+        var provenance: Provenance.Entry?
+        if description.rows != .none {
+            let digest = try Provenance.digest(ofCopy: sourceSide.copy, schema: sourceSide.schema)
+            report.source.digest = digest
+            provenance = Provenance.Entry(
+                operation: options.operation, mode: mode, sourceStoreUUID: sourceSide.report.storeUUID, sourceDigest: digest,
+                strategy: description.id, date: FileTime.now.iso8601, tool: "usm-repair \(USMRepair.version)")
+        }
 
         // 2. The strategy.
         let outcome: MigrationOutcome
@@ -163,7 +173,7 @@ public struct MigrationEngine: Sendable {
             try Self.deleteJournalMode(staged.main)
             let identity = try StoreIdentity.apply(
                 to: staged.main, sourcePlist: merge ? sourceSide.plist : nil, merge: merge,
-                keepUbiquity: options.keepUbiquityMetadata, edits: outcome.metadataEdits)
+                keepUbiquity: options.keepUbiquityMetadata, edits: outcome.metadataEdits, provenance: provenance)
             report.destination.storeUUID = identity.storeUUID
             report.notes += identity.notes
             let stagedSchema = try CoreDataSchema.load(from: staged.main)

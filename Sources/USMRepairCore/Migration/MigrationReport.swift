@@ -25,6 +25,14 @@ public struct MigrationReport: Sendable, Encodable {
         public let path: String
         /// `Z_METADATA.Z_UUID`.
         @NullEncoded public var storeUUID: String?
+        /// The content digest recorded in the result's provenance (the source's; null for the destination).
+        @NullEncoded public var digest: String?
+
+        public init(path: String, storeUUID: String?, digest: String? = nil) {
+            self.path = path
+            self.storeUUID = storeUUID
+            self.digest = digest
+        }
     }
 
     /// What verification found.

@@ -99,6 +99,8 @@ public struct MigrationOptions: Sendable {
     public var recipeSearchPath: [URL]
     /// The environment an external plugin is looked up in (`PATH`) and given (`PATH`, `HOME`, `LANG`).
     public var environment: [String: String]
+    /// The command recorded in the result's provenance (`USMRepairProvenance`).
+    public var operation: String = "migrate-store"
 
     /// Creates options with the defaults of `migrate-store`.
     public init(recipe: String? = nil, plugin: String? = nil, parameters: [String: String] = [:],

@@ -16,7 +16,10 @@ enum StoreIdentity {
     /// - Parameters:
     ///   - sourcePlist: the source's `Z_PLIST` (merges only; a new store already holds the source's row).
     ///   - merge: keep the staged store's UUID and let its keys win.
-    static func apply(to staged: URL, sourcePlist: Data?, merge: Bool, keepUbiquity: Bool, edits: [MetadataEdit]) throws -> Result {
+    /// - Parameter provenance: the entry recorded under `USMRepairProvenance` (after the entries the
+    ///   staged store's metadata already holds: the destination's in a merge, the source's otherwise).
+    static func apply(to staged: URL, sourcePlist: Data?, merge: Bool, keepUbiquity: Bool, edits: [MetadataEdit],
+                      provenance: Provenance.Entry? = nil) throws -> Result {
         let queue = try StagedStore.open(staged)
         defer { try? queue.close() }
         return try queue.write { db in
@@ -54,6 +57,10 @@ enum StoreIdentity {
                     case let .remove(pattern):
                         dict = dict.filter { !MigrationSession.matches($0.key, pattern) }
                     }
+                }
+                if let provenance {
+                    let kept = merge ? Provenance.entries(inPlist: stagedPlist) : Provenance.entries(in: dict)
+                    dict[Provenance.metadataKey] = Provenance.value(kept + [provenance])
                 }
                 let data = try PropertyListSerialization.data(fromPropertyList: dict, format: .binary, options: 0)
                 result = dict

@@ -14,8 +14,8 @@ public enum Maintenance: Sendable, Codable, Equatable {
     /// The active cloud store's data into the local store (replaced, or merged with `merge`); iCloud off.
     case migrateCloudToLocal(uuid: String?, strategy: StrategyChoice, merge: Bool, copy: CopyChoice)
     /// The state in which the app seeds a new cloud store from the local store at its next launch
-    /// (`migrate local-to-cloud`, `rebuild --from local`).
-    case rebuildFromLocal(keepOld: Bool, withOlderMarkers: Bool)
+    /// (`rebuild --from local`, or `migrate local-to-cloud` when `asMigrate`).
+    case rebuildFromLocal(keepOld: Bool, withOlderMarkers: Bool, asMigrate: Bool = false)
     /// The active cloud store's data into the local store, then as `rebuildFromLocal`.
     case rebuildFromCloud(strategy: StrategyChoice, copy: CopyChoice, keepOld: Bool, withOlderMarkers: Bool)
     /// The active store marked corrupt so that the app rebuilds it from its own copy 30 s after launch.
@@ -29,14 +29,30 @@ public enum Maintenance: Sendable, Codable, Equatable {
     /// Every `CorruptedUUID` marker removed.
     case clearCorruption
 
-    /// The command as typed, for reports, journals and snapshots.
+    /// The command's path, without flags (`delete container`, `rebuild`): the JSON `command`.
+    public var commandPath: String {
+        switch self {
+        case .deleteContainer: "delete container"
+        case .deleteCloudStore: "delete cloud-store"
+        case .deleteLocalStore: "delete local-store"
+        case .migrateCloudToLocal: "migrate cloud-to-local"
+        case let .rebuildFromLocal(_, _, asMigrate): asMigrate ? "migrate local-to-cloud" : "rebuild"
+        case .rebuildFromCloud, .rebuildInApp: "rebuild"
+        case .switchActive: "switch"
+        case let .setCloud(enabled): "cloud \(enabled ? "enable" : "disable")"
+        case .markCorruption: "corruption mark"
+        case .clearCorruption: "corruption clear"
+        }
+    }
+
+    /// The command as typed (with the flags that choose what it does), for reports, journals and snapshots.
     public var command: String {
         switch self {
         case let .deleteContainer(localOnly): "delete container" + (localOnly ? " --local-only" : "")
         case let .deleteCloudStore(_, localOnly, _, _): "delete cloud-store" + (localOnly ? " --local-only" : "")
         case .deleteLocalStore: "delete local-store"
         case let .migrateCloudToLocal(_, _, merge, _): "migrate cloud-to-local" + (merge ? " --merge" : "")
-        case .rebuildFromLocal: "rebuild --from local"
+        case let .rebuildFromLocal(_, _, asMigrate): asMigrate ? "migrate local-to-cloud" : "rebuild --from local"
         case .rebuildFromCloud: "rebuild --from cloud"
         case .rebuildInApp: "rebuild --from cloud --in-app"
         case .switchActive: "switch"
@@ -84,10 +100,31 @@ public struct StrategyChoice: Sendable, Codable, Equatable {
     }
 
     /// The options the migration engine runs the strategy with.
-    public func options(keepUbiquityMetadata: Bool, recipeSearchPath: [URL], environment: [String: String]) -> MigrationOptions {
-        MigrationOptions(
+    public func options(keepUbiquityMetadata: Bool, recipeSearchPath: [URL], environment: [String: String],
+                        operation: String = "migrate-store") -> MigrationOptions {
+        var options = MigrationOptions(
             recipe: recipe, plugin: plugin, parameters: parameters, onConflict: onConflict, keepUbiquityMetadata: keepUbiquityMetadata,
             pluginTimeout: timeout, recipeSearchPath: recipeSearchPath, environment: environment)
+        options.operation = operation
+        return options
+    }
+}
+
+/// What the user allows an operation to do to the data, beyond what its command says: every loss or
+/// duplication a plan would cause needs one of these, named in the refusal (`--replace`,
+/// `--discard-cloud`, `--allow-duplicates`).
+public struct DataConsent: Sendable, Codable, Equatable {
+    /// Replace a local store that holds objects the incoming data lacks (or that cannot be compared).
+    public var replace: Bool
+    /// Abandon an active cloud store that holds objects the local store lacks (the app seeds a new one from the local store).
+    public var discardCloud: Bool
+    /// Merge objects the destination already holds.
+    public var allowDuplicates: Bool
+
+    public init(replace: Bool = false, discardCloud: Bool = false, allowDuplicates: Bool = false) {
+        self.replace = replace
+        self.discardCloud = discardCloud
+        self.allowDuplicates = allowDuplicates
     }
 }
 

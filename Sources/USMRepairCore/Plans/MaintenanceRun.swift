@@ -12,15 +12,27 @@ public struct MaintenanceRun {
             /// The paths it touches (source → destination for moves).
             public let paths: [String]
             public let reason: String
+            /// For a `build` step, the strategy (`ios`, `copy-entities`, `manual`, `none`); else null.
+            @NullEncoded public var strategy: String?
             /// Seconds it took (null in a dry run).
             @NullEncoded public var seconds: Double?
         }
 
         public let schemaVersion = 1
+        /// The command's path, without flags (`rebuild`, `delete container`).
         public let command: String
+        /// The operation with the flags that choose it (`rebuild --from local`).
+        public let operation: String
         public let dryRun: Bool
         /// True when the end state already held: nothing was (or would be) changed.
         public let noOp: Bool
+        /// True when this run changed files (never in a dry run or a no-op).
+        public let changed: Bool
+        /// What the plan does to the customer's data: every store it reads or touches, objects
+        /// per entity now and after, where the data goes, and what the app shows before and after.
+        @NullEncoded public var ledger: Ledger?
+        /// The ledger's first line, for people.
+        @NullEncoded public var headline: String?
         public let planID: String
         public let roots: [Plan.Root]
         public let steps: [Step]
@@ -53,12 +65,16 @@ public struct MaintenanceRun {
     public let executor: PlanExecutor
     /// Decides and checks the strategy of a build step, at planning.
     public let strategies: StrategyResolver
+    /// The losses and duplications the user allowed.
+    public let consent: DataConsent
 
-    public init(options: LayoutOptions, maintenance: Maintenance, executor: PlanExecutor, strategies: StrategyResolver) {
+    public init(options: LayoutOptions, maintenance: Maintenance, executor: PlanExecutor, strategies: StrategyResolver,
+                consent: DataConsent = DataConsent()) {
         self.options = options
         self.maintenance = maintenance
         self.executor = executor
         self.strategies = strategies
+        self.consent = consent
     }
 
     /// A plan with what it was made on.
@@ -78,7 +94,7 @@ public struct MaintenanceRun {
         let layout = try Layout.discover(options, records: executor.records)
         try Snapshot.refuseInside(executor.snapshotDirectory, protected: layout.folders, why: "a folder of the layout")
         let recovered = try executor.recoverBeforePlanning(in: layout.planRoots, dryRun: dryRun)
-        let prepared = try Planner.prepare(options, maintenance, strategies: strategies, records: executor.records)
+        let prepared = try Planner.prepare(options, maintenance, strategies: strategies, consent: consent, records: executor.records)
         return Prepared(plan: prepared.plan, report: prepared.report, roots: prepared.layout.planRoots, recovered: recovered)
     }
 
@@ -108,9 +124,20 @@ public struct MaintenanceRun {
                 rows[build.source] = Dictionary(source.entities.map { ($0.name, $0.rows) }, uniquingKeysWith: +)
             }
         }
+        // After a run, a built store's objects are the ones counted in the result.
+        var ledger = plan.ledger
+        if let result, var updated = ledger {
+            for index in updated.stores.indices {
+                guard let actual = result.rows[updated.stores[index].path] else { continue }
+                let names = Set((updated.stores[index].now?.entities.keys).map(Array.init) ?? []).union(updated.stores[index].after?.entities.keys ?? [:].keys)
+                updated.stores[index].after = Ledger.Counts(names.isEmpty ? actual : actual.filter { names.contains($0.key) })
+            }
+            ledger = updated
+        }
         return Report(
-            command: plan.operation, dryRun: dryRun, noOp: plan.isNoOp, planID: plan.id, roots: plan.roots, steps: steps,
-            notes: plan.notes, snapshot: result?.snapshot, rows: rows,
+            command: maintenance.commandPath, operation: plan.operation, dryRun: dryRun, noOp: plan.isNoOp,
+            changed: result != nil && !plan.isNoOp, ledger: ledger, headline: ledger?.headline, planID: plan.id, roots: plan.roots,
+            steps: steps, notes: plan.notes, snapshot: result?.snapshot, rows: rows,
             nextLaunch: NextLaunchChange(before: plan.nextLaunchBefore, predicted: plan.nextLaunchAfter, after: after?.nextLaunch),
             recovered: recovered, seconds: result?.seconds ?? 0)
     }
@@ -121,7 +148,10 @@ extension MaintenanceRun.Report.Step {
     static func list(_ plan: Plan, result: PlanExecutor.Result?) -> [Self] {
         let timings = Dictionary((result?.steps ?? []).map { ($0.index, $0.seconds) }, uniquingKeysWith: { a, _ in a })
         return plan.steps.enumerated().map { index, step in
-            Self(index: index + 1, action: step.action.name, paths: step.action.paths, reason: step.reason, seconds: timings[index])
+            var strategy: String?
+            if case let .build(build) = step.action { strategy = build.strategy.id }
+            return Self(index: index + 1, action: step.action.name, paths: step.action.paths, reason: step.reason, strategy: strategy,
+                        seconds: timings[index])
         }
     }
 }

@@ -67,6 +67,8 @@ public struct Plan: Sendable, Codable {
         public let mergeInto: String?
         /// Keep the source's iCloud metadata (false for a local store: it is stripped).
         public let keepUbiquityMetadata: Bool
+        /// The command, recorded in the result's provenance.
+        public var operation: String = "migrate-store"
     }
 
     /// One thing the executor does.
@@ -129,9 +131,12 @@ public struct Plan: Sendable, Codable {
     /// The folders the snapshot names its items by, when not the plan's own (`restore --to`
     /// snapshots each replaced folder as a root of its own).
     public let snapshotRoots: [Root]?
+    /// What the plan does to the customer's data (maintenance operations).
+    public let ledger: Ledger?
 
     public init(id: String, operation: String, roots: [Root], expected: [String: Fingerprint], stores: [String], snapshotItems: [String],
-                steps: [Step], notes: [String], nextLaunchBefore: NextLaunch?, nextLaunchAfter: NextLaunch?, snapshotRoots: [Root]? = nil) {
+                steps: [Step], notes: [String], nextLaunchBefore: NextLaunch?, nextLaunchAfter: NextLaunch?, snapshotRoots: [Root]? = nil,
+                ledger: Ledger? = nil) {
         self.id = id
         self.operation = operation
         self.roots = roots
@@ -143,6 +148,7 @@ public struct Plan: Sendable, Codable {
         self.nextLaunchBefore = nextLaunchBefore
         self.nextLaunchAfter = nextLaunchAfter
         self.snapshotRoots = snapshotRoots
+        self.ledger = ledger
     }
 
     /// True when the end state already holds: nothing to do.

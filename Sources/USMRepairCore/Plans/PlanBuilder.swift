@@ -5,6 +5,8 @@ import Foundation
 /// but `lstat`.
 struct PlanBuilder {
     let layout: Layout
+    /// The command, recorded in the provenance of the stores it builds.
+    let operation: String
     let id = UUID().uuidString.lowercased()
     private(set) var roots: [Plan.Root] = []
     private var staging: [Plan.Step] = []
@@ -16,9 +18,14 @@ struct PlanBuilder {
     var notes: [String] = []
     /// What the layout will look like, for the prediction of the next launch after the plan.
     var after = AfterState()
+    /// Where each store's data goes (by main file path), for the ledger.
+    var fates: [String: (fate: Ledger.Fate, detail: String, after: Ledger.Counts?)] = [:]
     private var counter = 0
 
-    init(layout: Layout) { self.layout = layout }
+    init(layout: Layout, operation: String) {
+        self.layout = layout
+        self.operation = operation
+    }
 
     /// True when nothing would change.
     var isEmpty: Bool { staging.isEmpty && retires.isEmpty && installs.isEmpty }
@@ -62,12 +69,18 @@ struct PlanBuilder {
         snapshotItems.append(path)
         retires.append(.init(.retire(path: path, trash: trash), reason))
         after.removed.insert(path)
+        for store in layout.stores where Confinement.isInside(store.files.main.path, path) && fates[store.files.main.path] == nil {
+            fates[store.files.main.path] = (.discarded, "removed (\(reason)); its objects are only in the snapshot", nil)
+        }
     }
 
     /// Moves a store's whole file set aside (main, -wal, -shm, -journal, .<Name>_SUPPORT).
     mutating func retireFileSet(_ files: StoreFileSet, _ reason: String) throws {
         if FileStatus.lookup(files.main.path) != nil, !stores.contains(files.main.path) { stores.append(files.main.path) }
         for member in files.allMembers { try retire(member.path, reason) }
+        if fates[files.main.path] == nil, FileStatus.lookup(files.main.path) != nil {
+            fates[files.main.path] = (.discarded, "removed (\(reason)); its objects are only in the snapshot", nil)
+        }
     }
 
     /// Writes a marker (replacing the one there).
@@ -102,15 +115,19 @@ struct PlanBuilder {
         installs.append(.init(.install(staged: staged, path: local.main.path, optional: false), "the merged local store goes into place"))
         after.removed.remove(local.main.path)
         after.localRebuilt = true
+        fates[local.main.path] = (.checkpointed, "its -wal is merged into its main file: the same objects", nil)
     }
 
     /// Builds a new local store from `source` with a strategy, replacing the old file set.
-    mutating func buildLocal(from source: StoreFileSet, local: StoreFileSet, strategy: StrategyChoice, merge: Bool, _ reason: String) throws {
+    /// `expected`: the local store's objects after, as far as planning can tell.
+    mutating func buildLocal(from source: StoreFileSet, local: StoreFileSet, strategy: StrategyChoice, merge: Bool, expected counts: Ledger.Counts?,
+                             sourceLabel: String, _ reason: String) throws {
         let staged = try privatePath("staging", for: local.main.path)
         let stagedFiles = StoreFileSet(main: URL(fileURLWithPath: staged))
+        let merging = merge && FileStatus.lookup(local.main.path) != nil
         staging.append(.init(.build(Plan.StoreBuild(
             source: source.main.path, staged: staged, strategy: strategy,
-            mergeInto: merge && FileStatus.lookup(local.main.path) != nil ? local.main.path : nil, keepUbiquityMetadata: false)), reason))
+            mergeInto: merging ? local.main.path : nil, keepUbiquityMetadata: false, operation: operation)), reason))
         if !stores.contains(source.main.path) { stores.append(source.main.path) }
         expected[source.main.path] = .of(source.main.path)
         expected[source.wal.path] = .of(source.wal.path)
@@ -123,6 +140,14 @@ struct PlanBuilder {
             "its external-data folder goes with it"))
         after.removed.remove(local.main.path)
         after.localRebuilt = true
+        after.localReplaced = true
+        after.localCounts = counts
+        let existed = FileStatus.lookup(local.main.path) != nil
+        fates[local.main.path] = merging
+            ? (.merged, "receives the objects of \(sourceLabel); its own objects stay", counts)
+            : existed ? (.replaced, "replaced by the data of \(sourceLabel); its old objects are only in the snapshot", counts)
+            : (.created, "made from the data of \(sourceLabel)", counts)
+        fates[source.main.path] = (.read, "its data is read (through a private copy); it is not changed", nil)
     }
 
     /// An install of a new item at `path`, made in staging by `make`.
@@ -135,7 +160,7 @@ struct PlanBuilder {
     }
 
     /// The plan: snapshot first, staging, retire, install, commit, purge.
-    func plan(operation: String, before: NextLaunch?, after: NextLaunch?) -> Plan {
+    func plan(operation: String, before: NextLaunch?, after: NextLaunch?, ledger: Ledger) -> Plan {
         var steps: [Plan.Step] = []
         if !isEmpty {
             steps.append(.init(.snapshot, "everything this changes or removes is archived first, outside the layout; `restore` puts it back"))
@@ -145,7 +170,7 @@ struct PlanBuilder {
         }
         return Plan(
             id: id, operation: operation, roots: isEmpty ? [] : roots, expected: expected, stores: stores,
-            snapshotItems: snapshotItems, steps: steps, notes: notes, nextLaunchBefore: before, nextLaunchAfter: after)
+            snapshotItems: snapshotItems, steps: steps, notes: notes, nextLaunchBefore: before, nextLaunchAfter: after, ledger: ledger)
     }
 }
 
@@ -158,6 +183,10 @@ struct AfterState {
     var preferences: PreferencesEdit?
     /// The local store replaced by a fresh, merged one.
     var localRebuilt = false
+    /// Its data replaced or merged (not only its -wal merged in).
+    var localReplaced = false
+    /// Its objects, when planning can tell.
+    var localCounts: Ledger.Counts?
 
     private func isRemoved(_ path: String) -> Bool {
         removed.contains { Confinement.isInside(path, $0) }
@@ -175,6 +204,15 @@ struct AfterState {
                 report.exists = true
                 report.health = .ok
                 report.walPresent = false
+                if let localCounts {
+                    report.entities = localCounts.entities.sorted { $0.key < $1.key }.map {
+                        StoreReport.EntityCount(name: $0.key, parent: nil, rows: $0.value, number: 0, table: nil, system: false)
+                    }
+                    report.objects = localCounts.total
+                    report.counted = true
+                } else if localReplaced {
+                    report.counted = false
+                }
                 reports[entry.files.main.path] = report
             } else if isRemoved(entry.files.main.path) {
                 reports[entry.files.main.path] = StoreReport(role: .local, path: entry.files.main.path, location: "local")
@@ -191,7 +229,7 @@ struct AfterState {
         if let edit = self.preferences, let old = preferences {
             preferences = Preferences(
                 path: old.path, cloudEnabled: edit.cloudEnabled ?? old.cloudEnabled, hasKey: old.hasKey || edit.cloudEnabled != nil,
-                isXML: old.isXML, cachedStoreUUIDs: edit.removeCachedStoreUUIDs ? [] : old.cachedStoreUUIDs,
+                isXML: old.isXML, cachedStoreUUIDs: old.cachedStoreUUIDs.filter { !edit.removes($0) },
                 accountMaps: old.accountMaps.filter { !edit.removeAccountMaps.contains($0.contentName) })
         }
         let next = Layout(

@@ -4,33 +4,132 @@ extension Planner {
     /// `migrate cloud-to-local`: the local store replaced by (or merged with) the active cloud
     /// store's data from this device's copy, iCloud metadata stripped, WAL merged; iCloud off.
     /// The cloud side is untouched. Next launch: the local store (E1).
+    ///
+    /// The data first: a local store holding objects the cloud store lacks is not replaced without
+    /// `--replace` (the merge route is offered); a merge of objects the local store already holds
+    /// is nothing to do, and one that would duplicate some of them needs `--allow-duplicates`; a
+    /// local store that already holds this cloud store's data (its provenance says so) is left as it is.
     func migrateCloudToLocal(_ b: inout PlanBuilder, uuid: String?, strategy: StrategyChoice, merge: Bool, copy: CopyChoice) throws {
         guard let local else { throw USMError.preconditionFailed("no app folder was given (--app-dir or --container)") }
         let source = try healthyActiveCopy(uuid?.uppercased(), copy)
         let strategy = try strategies.resolve(strategy, defaultID: StrategyChoice.appDefault(for: source, merge: merge), merge: merge)
-        try b.buildLocal(
-            from: source.files, local: local.files, strategy: strategy, merge: merge && localExists,
-            "the cloud store's data into a new local store (\(strategy.id ?? "")\(merge && localExists ? ", merged with the old local store" : "")), its iCloud metadata stripped")
+        let label = "cloud store \(source.uuid ?? "?")"
+        if let expected = try incoming(from: source, label: label, strategy: strategy, merge: merge,
+                                       command: "migrate cloud-to-local", b: &b) {
+            try b.buildLocal(
+                from: source.files, local: local.files, strategy: strategy, merge: merge && localExists, expected: expected, sourceLabel: label,
+                "the cloud store's data into a new local store (\(strategy.id ?? "")\(merge && localExists ? ", merged with the old local store" : "")), its iCloud metadata stripped")
+        }
         try b.editPreferences(PreferencesEdit(cloudEnabled: false), "iCloud off: the app opens the local store (E1)")
-        b.notes.append("the cloud store, its logs and markers stay as they are; other devices are not affected")
+        if !b.isEmpty { b.notes.append("the cloud store, its logs and markers stay as they are; other devices are not affected") }
+    }
+
+    /// Decides whether the data of `source` must move into the local store, and what the local
+    /// store holds after: nil when it already holds that data (nothing to build). Refuses the
+    /// loss or the duplication the user did not allow (exit 8, naming the flag).
+    func incoming(from source: Layout.StoreEntry, label: String, strategy: StrategyChoice, merge: Bool, command: String,
+                  b: inout PlanBuilder) throws -> Ledger.Counts?? {
+        let sourceCounts = counts(source)
+        let description = try strategies.registry.description(of: strategy.id ?? StrategyRegistry.defaultID)
+        let keepsNothing = description.rows == .none
+        func expectedAfterReplace() -> Ledger.Counts? {
+            keepsNothing ? Ledger.Counts([:]) : description.rows == .reported ? nil
+                : sourceCounts
+        }
+        guard let local, localExists else { return .some(expectedAfterReplace()) }
+        let localCounts = counts(local)
+        guard reports[local.files.main.path]?.health == .ok else {
+            // A damaged local store cannot be compared: replacing it is the user's call.
+            if !consent.replace || merge {
+                throw USMError.preconditionFailed(
+                    "the local store \(local.files.main.path) is \(reports[local.files.main.path]?.health.rawValue ?? "unreadable"): its objects cannot be compared with the \(label)'s\(merge ? ", so nothing can be merged into it" : "")\(merge ? "" : "; --replace replaces it (it stays in the snapshot; usm-repair salvage can take its readable rows out)")")
+            }
+            return .some(expectedAfterReplace())
+        }
+        let comparison = try StoreComparison.compare(local.files, source.files)
+        // The local store already holds this very data: a second run has nothing to do.
+        if let done = comparison.provenanceA.last(where: {
+            $0.sourceDigest == comparison.digestB && ($0.sourceStoreUUID == nil || $0.sourceStoreUUID == comparison.storeUUIDB)
+        }) {
+            b.notes.append("the local store already holds the data of \(label) as it is now (\(done.operation) on \(done.date), recorded in its \(Provenance.metadataKey)): it is left as it is")
+            return nil
+        }
+        if merge {
+            let total = comparison.totalB
+            if total > 0, comparison.duplicateCount >= total {
+                b.notes.append("every object of \(label) is already in the local store: nothing to merge")
+                return nil
+            }
+            if comparison.duplicateCount > 0, !consent.allowDuplicates {
+                throw USMError.preconditionFailed(
+                    "\(comparison.duplicateCount) of the \(total) objects of \(label) are already in the local store (\(Self.list(comparison.presentInA))): merging would duplicate them; --allow-duplicates merges them anyway")
+            }
+            var after = localCounts?.entities ?? [:]
+            for (name, n) in sourceCounts?.entities ?? [:] {
+                after[name, default: 0] += n - (consent.allowDuplicates ? 0 : (comparison.presentInA[name] ?? 0))
+            }
+            return .some(description.rows == .reported ? nil : Ledger.Counts(after))
+        }
+        let localTotal = localCounts?.total ?? 0
+        if keepsNothing, localTotal > 0, !consent.replace {
+            throw USMError.preconditionFailed(
+                "--strategy \(strategy.id ?? "none") moves no objects: it would replace the local store's \(localTotal) objects with none; --replace does it anyway (the old store stays in the snapshot)")
+        }
+        if comparison.lostCount > 0, !consent.replace {
+            throw USMError.preconditionFailed(
+                "the local store holds \(comparison.lostCount) objects \(label) lacks (\(Self.list(comparison.missingFromB))): replacing it would lose them (they would be only in the snapshot). Keep them with usm-repair \(command) --merge \(layout.options.commandLineFlags), or replace the local store anyway with --replace")
+        }
+        if comparison.lostCount > 0 || (keepsNothing && localTotal > 0) {
+            b.notes.append("the local store's \(comparison.lostCount) objects that \(label) lacks are replaced (--replace): they are only in the snapshot")
+        }
+        return .some(expectedAfterReplace())
     }
 
     /// `migrate local-to-cloud`, `rebuild --from local`: the local store checkpointed; every
     /// StoreUUID and CorruptedUUID marker and every cached StoreUUID removed; iCloud on; the old
     /// store's copies and logs removed unless `keepOld`. Next launch: a new cloud store seeded from
     /// the local store (E2). A cloud store cannot be built offline: the app builds it.
+    ///
+    /// The data first: an active cloud store holding objects the local store lacks is not
+    /// abandoned without `--discard-cloud` (the app would stop showing them); the refusal names the
+    /// route that keeps them (`migrate cloud-to-local --merge`, then `rebuild --from local`).
     func rebuildFromLocal(_ b: inout PlanBuilder, keepOld: Bool, withOlderMarkers: Bool) throws {
         let cloud = try requireCloud("rebuild --from local", "its markers decide what the app does")
         guard let local, localExists, reports[local.files.main.path]?.health == .ok else {
             throw USMError.preconditionFailed("there is no healthy local store to seed the new cloud store from")
         }
+        try refuseAbandoning(local: local)
         try clearCloudSide(&b, cloud: cloud, keepOld: keepOld, withOlderMarkers: withOlderMarkers)
         try b.checkpointLocal(local.files, "the app seeds the new cloud store from the local store's main file only: its WAL is merged into it first")
         try b.editPreferences(
             PreferencesEdit(cloudEnabled: true, removeCachedStoreUUIDs: true),
             "iCloud on, and no cached StoreUUID: the app makes a new store and seeds it from the local store (E2)")
+        guard !b.isEmpty else { return }
         b.notes.append("the app seeds the new store only if its delegate does not veto it (shouldMigrate); with a veto the new store starts empty (E3)")
         b.notes.append(Self.otherDevicesOnMarkerRemoval)
+    }
+
+    /// Refuses to leave behind an active cloud store whose objects the local store lacks (the app
+    /// would seed a new store from the local store and never show them again), unless `--discard-cloud`.
+    func refuseAbandoning(local: Layout.StoreEntry) throws {
+        guard let active = activeUUID, !consent.discardCloud else { return }
+        let copies = layout.copies(of: active).filter { $0.opens != false }
+        guard let copy = copies.first else {
+            if layout.cloudContent.contains(where: { $0.uuid == active }) {
+                throw USMError.preconditionFailed(
+                    "the active cloud store \(active) has no copy on this device, only its logs: its objects cannot be compared with the local store's, and the app would stop showing them; --discard-cloud proceeds anyway")
+            }
+            return
+        }
+        guard reports[copy.files.main.path]?.health == .ok else {
+            throw USMError.preconditionFailed(
+                "this device's copy of the active cloud store \(active) is \(reports[copy.files.main.path]?.health.rawValue ?? "unreadable"): its objects cannot be compared with the local store's; --discard-cloud proceeds anyway")
+        }
+        let comparison = try StoreComparison.compare(copy.files, local.files)
+        guard comparison.lostCount > 0 else { return }
+        let flags = layout.options.commandLineFlags
+        throw USMError.preconditionFailed(
+            "the active cloud store \(active) holds \(comparison.lostCount) objects the local store lacks (\(Self.list(comparison.missingFromB))): the app would seed a new cloud store from the local store and stop showing them. Bring them into the local store first (usm-repair migrate cloud-to-local --merge \(flags), then usm-repair rebuild --from local \(flags)), or abandon them with --discard-cloud")
     }
 
     /// `rebuild --from cloud`: the active store's data migrated into the local store (the old one is
@@ -38,15 +137,27 @@ extension Planner {
     func rebuildFromCloud(_ b: inout PlanBuilder, strategy: StrategyChoice, copy: CopyChoice, keepOld: Bool, withOlderMarkers: Bool) throws {
         let cloud = try requireCloud("rebuild --from cloud", "its markers decide what the app does")
         guard let local else { throw USMError.preconditionFailed("no app folder was given (--app-dir or --container)") }
+        if activeUUID == nil, storeMarkers.isEmpty, layout.preferences?.cloudEnabled == true, localExists {
+            // The end state of a rebuild: no active store, iCloud on: the app seeds a new cloud
+            // store from the local store (a second run has nothing to do).
+            b.notes.append("no active cloud store is known and iCloud is on: the app already seeds a new cloud store from the local store at its next launch (E2)")
+            return
+        }
         let source = try healthyActiveCopy(nil, copy)
         let strategy = try strategies.resolve(strategy, defaultID: StrategyChoice.appDefault(for: source, merge: false), merge: false)
-        try b.buildLocal(
-            from: source.files, local: local.files, strategy: strategy, merge: false,
-            "the active cloud store's data into a new local store (\(strategy.id ?? "")), its iCloud metadata stripped: the seed of the new cloud store")
+        let label = "cloud store \(source.uuid ?? "?")"
+        if let expected = try incoming(from: source, label: label, strategy: strategy, merge: false, command: "migrate cloud-to-local", b: &b) {
+            try b.buildLocal(
+                from: source.files, local: local.files, strategy: strategy, merge: false, expected: expected, sourceLabel: label,
+                "the active cloud store's data into a new local store (\(strategy.id ?? "")), its iCloud metadata stripped: the seed of the new cloud store")
+        } else {
+            try b.checkpointLocal(local.files, "the app seeds the new cloud store from the local store's main file only: its WAL is merged into it first")
+        }
         try clearCloudSide(&b, cloud: cloud, keepOld: keepOld, withOlderMarkers: withOlderMarkers)
         try b.editPreferences(
             PreferencesEdit(cloudEnabled: true, removeCachedStoreUUIDs: true),
             "iCloud on, and no cached StoreUUID: the app makes a new store and seeds it from the local store (E2)")
+        guard !b.isEmpty else { return }
         b.notes.append("the app seeds the new store only if its delegate does not veto it (shouldMigrate); with a veto the new store starts empty (E3)")
         b.notes.append(Self.otherDevicesOnMarkerRemoval)
     }

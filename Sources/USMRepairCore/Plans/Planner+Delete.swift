@@ -54,6 +54,14 @@ extension Planner {
         guard Marker.isValidUUID(uuid) else { throw USMError.usage("--uuid '\(uuid)' is not a store UUID") }
         let active = uuid == activeUUID
         if localOnly {
+            // Nothing of it on this device (a second run, or a store this device never opened):
+            // nothing to delete, as long as the store is known at all.
+            if layout.copies(of: uuid).isEmpty {
+                b.notes.append(layout.cloudStore(uuid) == nil
+                    ? "no cloud store \(uuid) is known here (no copy, logs, marker or cache names it): nothing to delete"
+                    : "this device holds no copy of \(uuid): nothing to delete")
+                return
+            }
             let entry = try chooseCopy(of: uuid, copy)
             if entry.location == .nosync { _ = try requireCloud("delete cloud-store --local-only", "the iOS 6 store lives in CloudStore.nosync there") }
             try b.retireFileSet(entry.files, "this device's copy of \(uuid): Core Data rebuilds it from the logs")
@@ -64,8 +72,11 @@ extension Planner {
             return
         }
         let cloud = try requireCloud("delete cloud-store", "its logs and markers live there")
-        guard layout.cloudStore(uuid) != nil else {
-            throw USMError.preconditionFailed("no cloud store \(uuid) is known here (no copy, logs, marker or cache names it)")
+        guard layout.cloudStore(uuid) != nil || layout.cachedStoreUUIDs(version: Marker.desiredVersion).contains(where: { $0.value == uuid })
+                || layout.preferences?.accountMaps.contains(where: { $0.contentName == uuid }) == true else {
+            // Nothing names it any more (a second run): the end state holds.
+            b.notes.append("no cloud store \(uuid) is known here (no copy, logs, marker or cache names it): nothing to delete")
+            return
         }
         try b.retire(cloud.appendingPathComponent("CloudLogs/\(uuid)").path, "the store's transaction logs, for every device")
         for marker in storeMarkers + corruptionMarkers where marker.raw == uuid {
@@ -82,9 +93,11 @@ extension Planner {
         for store in layout.stores where store.uuid == uuid && (store.location == .nominal || store.location == .nosync || (store.location == .coreDataCopy && store.cloudVersion == 0)) {
             try b.retireFileSet(store.files, "a file of the removed store (\(store.location.rawValue))")
         }
+        // The active store's cache goes with it; for another store, only cache keys naming it (the
+        // active store's cache stays: the app keeps loading it).
         try b.editPreferences(
-            PreferencesEdit(removeCachedStoreUUIDs: true, removeAccountMaps: [uuid]),
-            "a cached StoreUUID would make the app load the removed store (E5)")
+            PreferencesEdit(removeCachedStoreUUIDs: active, removeAccountMaps: [uuid], removeCachedValues: active ? [] : [uuid]),
+            "a cached StoreUUID naming the removed store would make the app load it (E5)")
         if active {
             try checkpointLocalForSeeding(&b)
             b.notes.append(Self.otherDevicesOnMarkerRemoval)

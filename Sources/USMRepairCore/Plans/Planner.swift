@@ -8,16 +8,22 @@ public struct Planner {
     public let report: StatusReport
     /// Decides and checks the strategy of a build step.
     public let strategies: StrategyResolver
+    /// The losses and duplications the user allowed (`--replace`, `--discard-cloud`, `--allow-duplicates`).
+    public let consent: DataConsent
+    /// The reports by main file path, indexed once.
+    let reports: [String: StoreReport]
 
-    public init(layout: Layout, report: StatusReport, strategies: StrategyResolver) {
+    public init(layout: Layout, report: StatusReport, strategies: StrategyResolver, consent: DataConsent = DataConsent()) {
         self.layout = layout
         self.report = report
         self.strategies = strategies
+        self.consent = consent
+        reports = Dictionary(report.stores.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
     }
 
     /// Discovers the layout, inspects it (`status` depth) and plans `maintenance`.
     public static func prepare(_ options: LayoutOptions, _ maintenance: Maintenance, strategies: StrategyResolver,
-                               records: OperationRecords = OperationRecords()) throws
+                               consent: DataConsent = DataConsent(), records: OperationRecords = OperationRecords()) throws
         -> (plan: Plan, report: StatusReport, layout: Layout)
     {
         let layout = try Layout.discover(options, records: records)
@@ -44,33 +50,22 @@ public struct Planner {
         for store in report.stores where inspection.deeper.contains(store.path) {
             if let failure = store.readFailure, [.outOfSpace, .ioError].contains(failure.exitStatus) { throw failure }
         }
-        return (try Planner(layout: layout, report: report, strategies: strategies).plan(maintenance), report, layout)
+        return (try Planner(layout: layout, report: report, strategies: strategies, consent: consent).plan(maintenance), report, layout)
     }
 
-    /// The stores whose content an operation depends on at planning: the local store it checkpoints
-    /// or merges into, the copy `--in-app` relies on. (A store the migration engine reads is
-    /// verified by the engine itself.)
+    /// The stores read (health and objects per entity) at planning: the local store and this
+    /// device's copies of the cloud stores, whose objects the ledger counts and whose health the
+    /// plan depends on. (Stray nominal files and the other layouts' stores are read as far as
+    /// their files and headers.)
     static func readStores(_ maintenance: Maintenance, layout: Layout) -> [URL] {
-        let local = layout.stores.first { $0.role == .local }.map { [$0.files.main] } ?? []
-        switch maintenance {
-        case .rebuildFromLocal, .deleteContainer(localOnly: false), .deleteCloudStore(_, false, _, _):
-            return local
-        case let .migrateCloudToLocal(_, _, merge, _):
-            return merge ? local : []
-        case .rebuildInApp:
-            return layout.stores.filter { $0.location == .coreDataCopy || $0.location == .nosync }.map(\.files.main)
-        default:
-            return []
-        }
+        layout.stores.filter { $0.role == .local || $0.location == .coreDataCopy || $0.location == .nosync }.map(\.files.main)
     }
-
-    var reports: [String: StoreReport] { Dictionary(report.stores.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a }) }
     var local: Layout.StoreEntry? { layout.stores.first { $0.role == .local } }
     var localExists: Bool { local.map { reports[$0.files.main.path]?.exists ?? false } ?? false }
 
     /// Plans `maintenance`.
     public func plan(_ maintenance: Maintenance) throws -> Plan {
-        var b = PlanBuilder(layout: layout)
+        var b = PlanBuilder(layout: layout, operation: maintenance.command)
         switch maintenance {
         case let .deleteContainer(localOnly):
             try deleteContainer(&b, localOnly: localOnly)
@@ -80,7 +75,7 @@ public struct Planner {
             try deleteLocalStore(&b)
         case let .migrateCloudToLocal(uuid, strategy, merge, copy):
             try migrateCloudToLocal(&b, uuid: uuid, strategy: strategy, merge: merge, copy: copy)
-        case let .rebuildFromLocal(keepOld, older):
+        case let .rebuildFromLocal(keepOld, older, _):
             try rebuildFromLocal(&b, keepOld: keepOld, withOlderMarkers: older)
         case let .rebuildFromCloud(strategy, copy, keepOld, older):
             try rebuildFromCloud(&b, strategy: strategy, copy: copy, keepOld: keepOld, withOlderMarkers: older)
@@ -97,7 +92,42 @@ public struct Planner {
         }
         let (afterLayout, afterReports) = b.after.apply(to: layout, reports: reports)
         let after = b.isEmpty ? report.nextLaunch : NextLaunch.predict(afterLayout, reports: afterReports)
-        return b.plan(operation: maintenance.command, before: report.nextLaunch, after: after)
+        return b.plan(operation: maintenance.command, before: report.nextLaunch, after: after, ledger: ledger(b, after: after))
+    }
+
+    // MARK: - The ledger
+
+    /// Every store the plan reads or touches, and the stores the app shows before and after, with
+    /// their objects now and after and where their data goes.
+    func ledger(_ b: PlanBuilder, after: NextLaunch?) -> Ledger {
+        let before = Ledger.Shows(report.nextLaunch), shown = Ledger.Shows(after)
+        var stores: [Ledger.Store] = []
+        for entry in layout.stores where entry.role == .local || entry.location == .coreDataCopy || entry.location == .nosync {
+            let path = entry.files.main.path
+            let now = Ledger.counts(reports[path])
+            let label = entry.role == .local ? "local store" : "cloud store \(entry.uuid ?? "?") (\(entry.location == .nosync ? "iOS 6 file" : "this device's copy"))"
+            if let fate = b.fates[path] {
+                let afterCounts: Ledger.Counts? = switch fate.fate {
+                case .kept, .read, .checkpointed, .abandoned: now
+                case .discarded: nil
+                case .replaced, .merged, .created: fate.after
+                }
+                stores.append(.init(path: path, label: label, fate: fate.fate, now: now, after: afterCounts, detail: fate.detail))
+            } else if entry.role == .local ? [before.store, shown.store].contains("local") || before.store == "new" || shown.store == "new"
+                : entry.uuid != nil && [before.store, shown.store].contains(entry.uuid) && entry.opens != false {
+                stores.append(.init(path: path, label: label, fate: .kept, now: now, after: now, detail: "left as it is"))
+            }
+        }
+        return Ledger(stores: stores, before: before, after: shown)
+    }
+
+    /// Objects per entity of a store as read at planning.
+    func counts(_ entry: Layout.StoreEntry?) -> Ledger.Counts? { entry.flatMap { Ledger.counts(reports[$0.files.main.path]) } }
+
+    /// A list of entities and counts for a message: `Book 3, Author 1`.
+    static func list(_ counts: [String: Int]) -> String {
+        counts.filter { $0.value > 0 }.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.prefix(8).map { "\($0.key) \($0.value)" }
+            .joined(separator: ", ") + (counts.filter { $0.value > 0 }.count > 8 ? ", ..." : "")
     }
 
     // MARK: - Facts

@@ -124,6 +124,8 @@ public struct StoreReport: Sendable, Encodable {
     public var problems: [Problem]
     /// Set when the store could not be read at all; decides the exit code.
     public var readFailure: USMError?
+    /// True when its rows were counted (`objects`, `entities`): read at `status` depth or deeper.
+    public var counted = false
 
     // readFailure decides the exit code; its sentence is already among the problems.
     enum CodingKeys: String, CodingKey {

@@ -221,6 +221,7 @@ public struct StoreInspector: Sendable {
                 rows: counts.rows[entity.number] ?? 0, number: entity.number, table: entity.table, system: entity.isSystem)
         }
         report.objects = report.entities.reduce(0) { $0 + $1.rows } + counts.unknownRows
+        report.counted = true
         report.problems += try StoreChecks.primaryKeyProblems(db, schema: schema)
 
         let external = ExternalData(files: files)

@@ -27,6 +27,7 @@ struct RebuildCommand: USMCommand {
     @OptionGroup(title: "Strategy") var strategy: StrategyFlags
     @OptionGroup(title: "Copy") var copy: CopyFlags
     @OptionGroup(title: "Plan") var plan: PlanFlags
+    @OptionGroup(title: "Data") var data: DataFlags
     @OptionGroup(title: "Output") var output: OutputFlags
     @Option(name: .customLong("from"), help: ArgumentHelp("local or cloud: the healthy store the new cloud content comes from.", valueName: "source"))
     var from: Source
@@ -39,6 +40,16 @@ struct RebuildCommand: USMCommand {
 
     func validate() throws {
         if inApp, from != .cloud { throw ValidationError("--in-app goes with --from cloud") }
+        if from == .local || inApp {
+            let given = [strategy.strategy.map { _ in "--strategy" }, strategy.recipe.map { _ in "--recipe" }, strategy.plugin.map { _ in "--plugin" },
+                         strategy.params.isEmpty ? nil : "--param"].compactMap { $0 }
+            if let flag = given.first {
+                throw ValidationError("\(flag) chooses how data moves into the local store: it goes with rebuild --from cloud, not \(inApp ? "--in-app" : "--from local")")
+            }
+        }
+        if data.allowDuplicates { throw ValidationError("--allow-duplicates goes with migrate cloud-to-local --merge") }
+        if data.replace, from != .cloud || inApp { throw ValidationError("--replace goes with rebuild --from cloud (which replaces the local store)") }
+        if data.discardCloud, from != .local { throw ValidationError("--discard-cloud goes with rebuild --from local") }
     }
 
     func run(_ context: CommandContext) throws {
@@ -47,6 +58,6 @@ struct RebuildCommand: USMCommand {
         case (.cloud, true): .rebuildInApp(copy: copy.choice)
         case (.cloud, false): .rebuildFromCloud(strategy: strategy.choice, copy: copy.choice, keepOld: keepOld, withOlderMarkers: withOlderMarkers)
         }
-        try context.runOperation(maintenance, layout: layout, plan: plan)
+        try context.runOperation(maintenance, layout: layout, plan: plan, data: data.consent)
     }
 }

@@ -15,10 +15,28 @@ struct PlanFlags: ParsableArguments {
         valueName: "dir"), completion: .directory)
     var snapshotDir: String?
 
+    @Flag(name: .customLong("detailed-exitcode"), help: ArgumentHelp(
+        "Exit 20 when files were changed (or, with --dry-run, would be) and 0 when there was nothing to do (refusals and failures keep their codes)."))
+    var detailedExitCode = false
+
     /// `--snapshot-dir`, nil for the default (the state folder's `snapshots`).
     var snapshotDirectory: URL? {
         snapshotDir.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath, isDirectory: true) }
     }
+}
+
+/// The losses and duplications a command may cause only when the user names them.
+struct DataFlags: ParsableArguments {
+    @Flag(name: .customLong("replace"), help: "Replace the local store even when it holds objects the incoming data lacks (they stay only in the snapshot).")
+    var replace = false
+
+    @Flag(name: .customLong("discard-cloud"), help: "Abandon the active cloud store even when it holds objects the local store lacks (the app stops showing them).")
+    var discardCloud = false
+
+    @Flag(name: .customLong("allow-duplicates"), help: "Merge objects the destination already holds (they appear twice).")
+    var allowDuplicates = false
+
+    var consent: DataConsent { DataConsent(replace: replace, discardCloud: discardCloud, allowDuplicates: allowDuplicates) }
 }
 
 /// Which copy of a cloud store to use when this device holds several.

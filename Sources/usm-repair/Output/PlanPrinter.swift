@@ -8,14 +8,19 @@ struct PlanPrinter {
 
     func print(_ report: MaintenanceRun.Report) {
         if report.noOp {
-            terminal.out("\(report.command): nothing to do, the end state already holds")
+            terminal.out("\(report.operation): nothing to do, the end state already holds")
+            for note in report.notes { terminal.out("  - \(note)") }
             if let next = report.nextLaunch.before { terminal.out("Next launch:  \(next.summary)\(next.state.map { " (\($0))" } ?? "")") }
             return
         }
         for recovery in report.recovered {
             terminal.out("Recovered an interrupted \(recovery.operation): \(recovery.outcome)")
         }
-        terminal.out(terminal.paint("\(report.dryRun ? "Plan" : "Done"): \(report.command)", .bold))
+        terminal.out(terminal.paint("\(report.dryRun ? "Plan" : "Done"): \(report.operation)", .bold))
+        if let ledger = report.ledger {
+            terminal.out(terminal.paint(ledger.headline, .bold))
+            Self.printLedger(ledger, to: terminal)
+        }
         Self.printSteps(report.steps, reasons: verbose || report.dryRun, to: terminal)
         let next = report.nextLaunch
         if let before = next.before { terminal.out("Next launch before: \(before.summary)\(before.state.map { " (\($0))" } ?? "")") }
@@ -28,14 +33,33 @@ struct PlanPrinter {
             terminal.out("Notes")
             for note in report.notes { terminal.out("  - \(note)") }
         }
-        for (path, rows) in report.rows.sorted(by: { $0.key < $1.key }) {
-            terminal.out("Rows in \(path): " + rows.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+        if verbose {
+            for (path, rows) in report.rows.sorted(by: { $0.key < $1.key }) {
+                terminal.out("Rows in \(path): " + rows.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+            }
         }
         if let snapshot = report.snapshot {
             terminal.out("Snapshot: \(snapshot)")
             terminal.out("  to undo: usm-repair restore '\(snapshot)' --yes")
         }
         if report.dryRun { terminal.out("Dry run: nothing was changed.") }
+    }
+
+    /// The stores the plan reads or touches: objects now → after, and where their data goes.
+    static func printLedger(_ ledger: Ledger, to terminal: Terminal) {
+        guard !ledger.stores.isEmpty else { return }
+        terminal.out("Data")
+        func objects(_ counts: Ledger.Counts?) -> String { counts.map { "\($0.total)" } ?? "?" }
+        for store in ledger.stores {
+            let change: String = switch store.fate {
+            case .kept, .read, .checkpointed, .abandoned: "\(objects(store.now)) objects"
+            case .discarded: "\(objects(store.now)) → gone"
+            case .replaced, .merged, .created: "\(store.fate == .created ? "none" : objects(store.now)) → \(objects(store.after)) objects"
+            }
+            terminal.out("  \(store.label): \(change), \(store.fate.rawValue): \(store.detail)")
+            let entities = (store.after ?? store.now)?.entities.filter { $0.value > 0 }.sorted { $0.key < $1.key } ?? []
+            if !entities.isEmpty { terminal.out("    " + entities.map { "\($0.key) \($0.value)" }.joined(separator: ", ")) }
+        }
     }
 
     /// One line per step (the path it acts on, its time once run), and its reason when asked.
