@@ -192,6 +192,39 @@ struct DataFirstTests {
         #expect(next["store"] as? String == f.options.activeUUID)
     }
 
+    @Test("a ubiquity container found beside a download is used only when it shares a peer or a store with it")
+    func rightContainer() throws {
+        // Customer A's download and container; customer B's download dropped in the same folder.
+        let a = try Fixture()
+        let b = try Fixture {
+            $0.cloudLocation = .none
+            $0.peer = "mobile~11111111-2222-4333-8444-555555555555"
+            $0.activeUUID = "99999999-8888-4777-8666-555555555555"
+            $0.oldUUID = "77777777-6666-4555-8444-333333333333"
+        }
+        let download = a.tmp.path("Customer-B.xcappdata")
+        try FileManager.default.copyItem(at: b.paths.root, to: download)
+        let containerA = try TreeSnapshot(a.paths.cloudDir)
+        let status = USM.run(["status", "--container", download.path, "--json"])
+        let layout = status.json["layout"] as? [String: Any]
+        #expect(layout?["cloudSource"] as? String == "beside-unconfirmed", "\(String(describing: layout?["cloudDir"]))")
+        let codes = ((status.json["problems"] as? [[String: Any]]) ?? []).compactMap { $0["code"] as? String }
+        #expect(codes.contains("cloud-container-unconfirmed"))
+        for command in [["rebuild", "--from", "local", "--discard-cloud"], ["delete", "container"], ["corruption", "clear"]] {
+            let r = USM.run(command + ["--container", download.path, "--yes"])
+            #expect(r.status == 4, "\(command): \(r.stderr)")
+            #expect(r.stderr.contains("--cloud-dir"), "\(r.stderr)")
+        }
+        #expect(try TreeSnapshot(a.paths.cloudDir) == containerA, "customer A's container untouched")
+        // Customer A's own download corroborates it (same peer, same stores).
+        let own = try #require(try a.run(["status", "--json"]).json["layout"] as? [String: Any])
+        #expect(own["cloudSource"] as? String == "beside")
+        // Named explicitly, it is used, with a warning in the plan.
+        let named = USM.run(["corruption", "mark", "--container", download.path, "--cloud-dir", a.paths.cloudDir.path, "--dry-run", "--json"])
+        #expect(named.status == 0, "\(named.stderr)")
+        #expect(((named.json["notes"] as? [String]) ?? []).contains { $0.contains("shares nothing") })
+    }
+
     static func metadata(_ store: URL) throws -> [String: Any] {
         let queue = try DatabaseQueue(path: store.path, configuration: { var c = Configuration(); c.readonly = true; return c }())
         defer { try? queue.close() }

@@ -106,7 +106,8 @@ public struct Inspection: Sendable {
         let mode = layout.options.store != nil ? "store" : layout.options.document != nil ? "document" : "layout"
         let summaryLayout = StatusReport.LayoutSummary(
             mode: mode, container: layout.options.container?.path, appDir: layout.appDirectory?.path,
-            cloudDir: layout.cloudDirectory?.path, preferences: layout.preferencesPath?.path, storeName: options.storeName,
+            cloudDir: layout.cloudDirectory?.path, cloudSource: layout.cloudSource?.rawValue, preferences: layout.preferencesPath?.path,
+            storeName: options.storeName,
             markers: layout.markers, cloudContent: layout.cloudContent, cloudStores: layout.cloudStores,
             cachedStoreUUIDs: layout.preferences?.cachedStoreUUIDs ?? [], accountMaps: layout.preferences?.accountMaps ?? [],
             leftovers: layout.leftovers, documents: layout.documents)

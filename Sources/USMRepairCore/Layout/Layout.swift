@@ -92,6 +92,19 @@ public struct Layout: Sendable {
         public let bytes: Int64
     }
 
+    /// How the ubiquity container was found.
+    public enum CloudSource: String, Sendable, Codable {
+        /// `--cloud-dir`.
+        case given
+        /// Inside the folder `--container` names.
+        case inside
+        /// Beside the download, and it shares a peer folder or a store UUID with it.
+        case beside
+        /// Beside the download, sharing nothing with it: maybe another customer's; changing
+        /// commands refuse it until `--cloud-dir` names it.
+        case besideUnconfirmed = "beside-unconfirmed"
+    }
+
     /// A temporary store UbiquityStoreManager leaves behind after a crash.
     public struct Leftover: Sendable, Encodable, Equatable {
         /// `MigrationSource` or `CopyMigrationStore`.
@@ -123,6 +136,8 @@ public struct Layout: Sendable {
     /// The folders actually used (after searching a container).
     public let appDirectory: URL?
     public let cloudDirectory: URL?
+    /// How the ubiquity container was found, and whether it is confirmed to be this download's.
+    public let cloudSource: CloudSource?
     public let preferencesPath: URL?
     /// The folder the app's preferences live in, also when no plist was found there (an
     /// interrupted operation may have moved it aside): one of the folders operations work in.

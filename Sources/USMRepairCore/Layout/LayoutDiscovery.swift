@@ -132,11 +132,34 @@ struct Discovery {
         // An operation a kill interrupted: its journal waits in a private folder of ours (the
         // preferences folder's too, also when the plist itself is what it moved aside).
         let candidateRoots = Layout(
-            options: options, appDirectory: appDir, cloudDirectory: cloudDir, preferencesPath: prefsURL, preferencesFolder: prefsFolder,
+            options: options, appDirectory: appDir, cloudDirectory: cloudDir, cloudSource: nil, preferencesPath: prefsURL, preferencesFolder: prefsFolder,
             preferencesError: nil, stores: [], cloudStores: [], cloudContent: [], markers: [], preferences: nil, leftovers: [],
             documents: [], problems: [], exitStatus: .ok).planRoots
         reportPending(in: candidateRoots)
         let cloudStores = collectCloudStores(stores: stores, content: content, markers: markers, preferences: preferences)
+        // A ubiquity container found beside a download is used only when it shares something with
+        // it: it may be another customer's of the same app (two downloads in one folder).
+        var cloudSource: Layout.CloudSource?
+        if let cloudDir {
+            cloudSource = options.cloudDirectory != nil ? .given
+                : containerRoot.map { Confinement.isInside(cloudDir.path, $0.path) } == true ? .inside : .beside
+            // An empty container (no logs, markers or iOS 6 files: one just emptied, or never
+            // used) holds nothing of anyone to confirm or to harm.
+            let empty = content.isEmpty && markers.isEmpty && !stores.contains { $0.location == .nosync }
+            let shared = empty || Self.corroborates(stores: stores, content: content, markers: markers, preferences: preferences)
+            if !shared, cloudSource == .beside {
+                cloudSource = .besideUnconfirmed
+                problems.append(Problem(
+                    .cloudContainerUnconfirmed,
+                    "the ubiquity container found beside the download, \(cloudDir.path), shares nothing with it (no peer folder of this device in its logs, no store UUID both name): it may be another customer's; changing commands refuse it until --cloud-dir names it",
+                    subject: cloudDir.path))
+            } else if !shared, cloudSource == .given, !(stores.isEmpty && preferences == nil) {
+                problems.append(Problem(
+                    .cloudContainerUnconfirmed,
+                    "the ubiquity container given with --cloud-dir, \(cloudDir.path), shares nothing with the app's folders (no peer folder of this device in its logs, no store UUID both name): make sure it is this customer's",
+                    subject: cloudDir.path))
+            }
+        }
         for leftover in leftovers {
             problems.append(Problem(
                 .leftoverTempStore,
@@ -152,8 +175,8 @@ struct Discovery {
         }
         let others = stores.filter { $0.role != .local && $0.role != .cloud }
         return Layout(
-            options: options, appDirectory: appDir, cloudDirectory: cloudDir, preferencesPath: prefsURL, preferencesFolder: prefsFolder,
-            preferencesError: preferencesError, stores: local + cloud + others,
+            options: options, appDirectory: appDir, cloudDirectory: cloudDir, cloudSource: cloudSource, preferencesPath: prefsURL,
+            preferencesFolder: prefsFolder, preferencesError: preferencesError, stores: local + cloud + others,
             cloudStores: cloudStores, cloudContent: content, markers: markers, preferences: preferences, leftovers: leftovers,
             documents: documents, problems: problems, exitStatus: status)
     }
@@ -178,7 +201,7 @@ struct Discovery {
 
     private func layout(stores: [Layout.StoreEntry], documents: [Layout.Document] = []) -> Layout {
         Layout(
-            options: options, appDirectory: nil, cloudDirectory: nil, preferencesPath: nil, preferencesFolder: nil, preferencesError: nil,
+            options: options, appDirectory: nil, cloudDirectory: nil, cloudSource: nil, preferencesPath: nil, preferencesFolder: nil, preferencesError: nil,
             stores: stores, cloudStores: [],
             cloudContent: [], markers: [], preferences: nil, leftovers: [], documents: documents, problems: problems,
             exitStatus: status)
@@ -453,6 +476,28 @@ struct Discovery {
 
     private mutating func sqliteFiles(in dir: URL) -> [String] {
         list(dir, hidden: false).filter { $0.hasSuffix(".sqlite") }
+    }
+
+    /// True when the app's folders and the ubiquity container name something in common: a peer
+    /// folder of this device in the container's logs (`mobile~<id>` copies, `mobile.<id>` logs), or
+    /// a store UUID the device side names (its cache, its copies, its account maps) and the
+    /// container names too (its markers, its logs, its iOS 6 files).
+    static func corroborates(stores: [Layout.StoreEntry], content: [Layout.CloudContent], markers: [Marker], preferences: Preferences?) -> Bool {
+        func device(_ peer: String) -> String? {
+            guard let cut = peer.firstIndex(where: { $0 == "~" || $0 == "." }) else { return nil }
+            let id = peer[peer.index(after: cut)...].uppercased()
+            return id.isEmpty ? nil : id
+        }
+        let ownPeers = Set(stores.compactMap { $0.copy?.peer }.compactMap(device))
+        let logPeers = Set(content.flatMap(\.peers).compactMap(device))
+        if !ownPeers.isDisjoint(with: logPeers) { return true }
+        var named = Set(stores.filter { $0.location == .coreDataCopy }.compactMap(\.uuid))
+        named.formUnion(preferences?.cachedStoreUUIDs.compactMap(\.value) ?? [])
+        named.formUnion(preferences?.accountMaps.map(\.contentName) ?? [])
+        var theirs = Set(content.map(\.uuid))
+        theirs.formUnion(markers.compactMap(\.raw))
+        theirs.formUnion(stores.filter { $0.location == .nosync }.compactMap(\.uuid))
+        return !named.isDisjoint(with: theirs)
     }
 
     private func findLeftovers(in dir: URL) -> [Layout.Leftover] {

@@ -233,7 +233,7 @@ struct AfterState {
                 accountMaps: old.accountMaps.filter { !edit.removeAccountMaps.contains($0.contentName) })
         }
         let next = Layout(
-            options: layout.options, appDirectory: layout.appDirectory, cloudDirectory: layout.cloudDirectory,
+            options: layout.options, appDirectory: layout.appDirectory, cloudDirectory: layout.cloudDirectory, cloudSource: layout.cloudSource,
             preferencesPath: layout.preferencesPath, preferencesFolder: layout.preferencesFolder, preferencesError: layout.preferencesError,
             stores: stores, cloudStores: layout.cloudStores,
             cloudContent: layout.cloudContent.filter { !isRemoved($0.path) }, markers: markers, preferences: preferences,

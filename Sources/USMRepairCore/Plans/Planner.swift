@@ -39,6 +39,13 @@ public struct Planner {
             let root = layout.planRoots.first { FileSystemPath.isInside(path, $0.path) }?.path ?? "the layout"
             throw USMError.symlinkEscapes(path: path, target: URL(fileURLWithPath: path).resolvingSymlinksInPath().path, root: root)
         }
+        // A ubiquity container found beside the download that shares nothing with it may be
+        // another customer's: it is used only once --cloud-dir names it.
+        if layout.cloudSource == .besideUnconfirmed, let cloud = layout.cloudDirectory {
+            throw USMError.cloudContainerRequired(
+                operation: maintenance.command,
+                why: "the ubiquity container found beside the download, \(cloud.path), shares no peer folder or store UUID with it and may be another customer's; if it is this one, name it with --cloud-dir")
+        }
         // Planning reads the stores it needs; the others only as far as their files and headers,
         // so that an operation's time stays in the size of what it changes.
         var inspection = Inspection(options: options, depth: .light)
@@ -89,6 +96,9 @@ public struct Planner {
             try markCorruption(&b, uuid: uuid)
         case .clearCorruption:
             try clearCorruption(&b)
+        }
+        if !b.isEmpty, layout.cloudSource == .given, let problem = layout.problems.first(where: { $0.code == .cloudContainerUnconfirmed }) {
+            b.notes.append(problem.message)
         }
         let (afterLayout, afterReports) = b.after.apply(to: layout, reports: reports)
         let after = b.isEmpty ? report.nextLaunch : NextLaunch.predict(afterLayout, reports: afterReports)

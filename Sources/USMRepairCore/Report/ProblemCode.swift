@@ -53,6 +53,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
     case severalCopies = "several-copies"
     case seedLosesWALFrames = "seed-loses-wal-frames"
     case cloudContainerMissing = "cloud-container-missing"
+    case cloudContainerUnconfirmed = "cloud-container-unconfirmed"
     case interruptedOperation = "interrupted-operation"
     case untrustedOperation = "untrusted-operation"
     case walInvalid = "wal-invalid"
@@ -82,7 +83,8 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
             .error
         case .strayWal, .hotJournal, .orphanSidecar, .metadataPlistNull,
              .entityTableMissing, .externalDataOrphan, .layoutNotFound, .staleMarker, .leftoverTempStore, .modelCacheTooLarge,
-             .markerVersionIgnored, .corruptionMarkerIgnored, .cachedUUIDOtherVersion, .cachedUUIDAmbiguous, .severalCopies:
+             .markerVersionIgnored, .corruptionMarkerIgnored, .cachedUUIDOtherVersion, .cachedUUIDAmbiguous, .severalCopies,
+             .cloudContainerUnconfirmed:
             .warning
         case .walHeaderWithoutWal, .cloudContainerMissing:
             .info
@@ -152,6 +154,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
         case .seedLosesWALFrames: "the next launch seeds from the local store, whose -wal holds frames the seeding (main file only) would lose"
         case .interruptedOperation: "a usm-repair operation was interrupted (killed): run usm-repair recover to finish or undo it"
         case .untrustedOperation: "an operation folder of usm-repair's that this machine has no record of writing, or whose plan was altered: left alone, never obeyed"
+        case .cloudContainerUnconfirmed: "the ubiquity container found beside a download (or given) shares no peer folder or store UUID with it: maybe another customer's; changing commands refuse one found beside until --cloud-dir names it"
         case .cloudContainerMissing: "the ubiquity container was not given or found: markers and logs cannot be read"
         case .leftoverTempStore: "MigrationSource.sqlite / CopyMigrationStore.sqlite left by an interrupted migration"
         case .walInvalid: "a non-empty -wal SQLite cannot read (wrong magic, version, page size or header checksum): all of it is ignored"

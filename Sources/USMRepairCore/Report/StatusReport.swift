@@ -43,6 +43,9 @@ public struct StatusReport: Sendable, Encodable {
         @NullEncoded public var container: String?
         @NullEncoded public var appDir: String?
         @NullEncoded public var cloudDir: String?
+        /// How the ubiquity container was found: `given` (--cloud-dir), `inside` the download,
+        /// `beside` it (sharing a peer folder or a store UUID with it), `beside-unconfirmed`.
+        @NullEncoded public var cloudSource: String?
         @NullEncoded public var preferences: String?
         public let storeName: String
         public let markers: [Marker]
