@@ -110,6 +110,7 @@ struct CommandContext {
     func report(_ inspection: Inspection) throws {
         var inspection = inspection
         inspection.records = OperationRecords(stateFolder: stateFolder)
+        inspection.strategies = strategyResolver
         try perform({ terminal in
             try inspection.run(progress: terminal.progress)
         }, text: { report, terminal in

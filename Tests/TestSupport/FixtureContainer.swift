@@ -82,6 +82,11 @@ public struct FixtureContainer {
             return o
         }()
 
+        /// The old store's copy (nil: as `cloud`, without WAL-only rows).
+        public var old: FixtureStore.Options?
+        /// The extra copies of the active store (nil: as `cloud`, without WAL-only rows).
+        public var extra: FixtureStore.Options?
+
         public init() {}
     }
 
@@ -148,13 +153,13 @@ public struct FixtureContainer {
         }
         if o.activeStoreCopy { try copy(o.activeUUID, peer: o.peer, account: o.account, options: o.cloud) }
         for (index, extra) in o.extraCopies.enumerated() {
-            var cloud = o.cloud
+            var cloud = o.extra ?? o.cloud
             cloud.seed = UInt64(10 + index)
             cloud.walOnlyBooks = 0
             try copy(o.activeUUID, peer: extra.peer, account: extra.account, options: cloud)
         }
         if let old = o.oldUUID {
-            var cloud = o.cloud
+            var cloud = o.old ?? o.cloud
             cloud.walOnlyBooks = 0
             cloud.storeUUID = "99999999-8888-4777-A666-555555555555"
             try copy(old, peer: o.peer, account: o.account, options: cloud)

@@ -225,6 +225,75 @@ struct DataFirstTests {
         #expect(((named.json["notes"] as? [String]) ?? []).contains { $0.contains("shares nothing") })
     }
 
+    static func problems(_ r: CLI.Result, _ code: String) -> [[String: Any]] {
+        ((r.json["problems"] as? [[String: Any]]) ?? []).filter { $0["code"] as? String == code }
+    }
+
+    @Test("status names what the customer will see: an empty store shown while the local store holds the data")
+    func emptyCloudStoreShown() throws {
+        let f = try Fixture { $0.cloud = FixtureContainer.emptyStore; $0.cloud.ubiquityMetadata = true; $0.oldUUID = nil }
+        let r = try f.run(["status", "--json"])
+        #expect(r.status == 0, "a warning: \(r.stderr)")
+        let found = Self.problems(r, "data-elsewhere")
+        #expect(found.count == 1, "\(r.json["problems"] ?? [])")
+        #expect(found.first?["subject"] as? String == f.paths.localStore.path)
+        #expect(found.first?["count"] as? Int == 18)
+        #expect((found.first?["message"] as? String)?.contains("0 objects") == true)
+        let advice = r.json["advice"] as? [String] ?? []
+        #expect(advice.contains { $0.contains("usm-repair rebuild --from local") && $0.contains("--dry-run") }, "\(advice)")
+        #expect(advice.contains { $0.contains("usm-repair cloud disable") }, "\(advice)")
+        #expect(!advice.contains { $0.contains("cloud-to-local --merge") }, "nothing to merge from an empty store: \(advice)")
+        // The healthy example: nothing of the kind.
+        let healthy = try Fixture()
+        #expect(Self.problems(try healthy.run(["status", "--json"]), "data-elsewhere").isEmpty)
+    }
+
+    @Test("the account switch (seed 002): the copy the app opens is nearly empty while another account's copy on the device holds the data")
+    func otherAccountHoldsTheData() throws {
+        let other = "11112222-3333-4444-8555-666677778888"
+        let f = try Fixture {
+            var nearlyEmpty = FixtureContainer.emptyStore
+            nearlyEmpty.books = 1
+            nearlyEmpty.ubiquityMetadata = true
+            $0.extra = $0.cloud
+            $0.cloud = nearlyEmpty
+            $0.extraCopies = [(peer: $0.peer, account: other)]
+            $0.oldUUID = nil
+            $0.local = FixtureContainer.emptyStore
+        }
+        let r = try f.run(["status", "--json"])
+        let found = Self.problems(r, "data-elsewhere")
+        let copy = f.paths.cloudStore(f.options.activeUUID, account: other).path
+        #expect(found.map { $0["subject"] as? String } == [copy], "\(found)")
+        #expect((found.first?["message"] as? String)?.contains("another copy of cloud store") == true)
+        let advice = r.json["advice"] as? [String] ?? []
+        let merge = advice.first { $0.contains("usm-repair migrate cloud-to-local --merge") && $0.contains(other) }
+        #expect(merge != nil, "\(advice)")
+        // The advised merge brings the other account's objects into the local store.
+        let dry = try f.run(["migrate", "cloud-to-local", "--merge", "--uuid", f.options.activeUUID, "--peer", f.options.peer, "--account", other,
+                             "--dry-run", "--json"])
+        #expect(dry.status == 0, "\(dry.stderr)")
+        #expect((Self.ledger(dry)["after"] as? [String: Any])?["objects"] as? Int == 18, "the local store (empty) receives the other copy's 18 objects")
+    }
+
+    @Test("a cached StoreUUID without a marker is a warning with its outcome; several cache keys resolved by the device are only information")
+    func cacheDiagnosis() throws {
+        let f = try Fixture { $0.markers = [:] }
+        let r = try f.run(["status", "--json"])
+        let found = Self.problems(r, "cached-uuid-without-marker")
+        #expect(found.count == 1 && (found.first?["message"] as? String)?.contains("4.7c") == true, "\(r.json["problems"] ?? [])")
+        let advice = r.json["advice"] as? [String] ?? []
+        #expect(advice.contains { $0.contains("usm-repair switch \(f.options.activeUUID)") }, "\(advice)")
+        let g = try Fixture()
+        var dict = try g.preferences()
+        dict["/Users/someone/Library/Mobile Documents/ABCDE12345~com~example~notes/CloudLogs/StoreUUID+"] = g.options.oldUUID!
+        try PropertyListSerialization.data(fromPropertyList: dict, format: .binary, options: 0).write(to: g.paths.prefs)
+        let s = try g.run(["status", "--json"])
+        #expect(Self.problems(s, "cached-uuid-several-keys").count == 1)
+        #expect(Self.problems(s, "cached-uuid-ambiguous").isEmpty)
+        #expect(s.status == 0)
+    }
+
     static func metadata(_ store: URL) throws -> [String: Any] {
         let queue = try DatabaseQueue(path: store.path, configuration: { var c = Configuration(); c.readonly = true; return c }())
         defer { try? queue.close() }

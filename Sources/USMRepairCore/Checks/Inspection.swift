@@ -21,6 +21,9 @@ public struct Inspection: Sendable {
     /// This machine's record of the operations it wrote: a pending operation folder it did not
     /// write is reported as `untrusted-operation`.
     public var records = OperationRecords()
+    /// The strategies a changing command resolves: when set, the advice's changing commands are
+    /// planned and kept only when they hold (`Advice.verified`).
+    public var strategies: StrategyResolver?
 
     /// Creates an inspection.
     public init(options: LayoutOptions, depth: StoreInspector.Depth, ignoredCodes: Set<ProblemCode> = [], strict: Bool = false) {
@@ -112,20 +115,25 @@ public struct Inspection: Sendable {
             cachedStoreUUIDs: layout.preferences?.cachedStoreUUIDs ?? [], accountMaps: layout.preferences?.accountMaps ?? [],
             leftovers: layout.leftovers, documents: layout.documents)
         let cloudEnabled = layout.preferences?.cloudEnabled
-        let advice = Advice.lines(
-            layout: layout, stores: stores, active: active, corruption: corruption, problems: layoutProblems,
-            cloudEnabled: cloudEnabled, isCheck: forCheck)
-        return StatusReport(
+        let suggestions = Advice.suggestions(
+            layout: layout, stores: stores, next: next, corruption: corruption, problems: layoutProblems, isCheck: forCheck)
+        var report = StatusReport(
             command: forCheck ? "check" : "status", cloudEnabled: cloudEnabled, activeStore: active, corruption: corruption,
-            nextLaunch: next, stores: stores, layout: summaryLayout, problems: layoutProblems, advice: advice, summary: summary,
-            exitCode: exit)
+            nextLaunch: next, stores: stores, layout: summaryLayout, problems: layoutProblems, advice: Advice.lines(suggestions),
+            summary: summary, exitCode: exit)
+        // Each changing command the advice gives is planned as its dry run would be, and kept only
+        // when it holds (verified advice needs the strategies, which the command layer supplies).
+        if let strategies, !layout.isSingleStore {
+            report.advice = Advice.verified(suggestions, layout: layout, report: report, strategies: strategies)
+        }
+        return report
     }
 
     /// The active store as the app finds it (usm-behaviour.md §1.4): the cache first, then the marker.
     static func activeStore(layout: Layout, next: NextLaunch?) -> StatusReport.ActiveStore? {
         guard !layout.isSingleStore else { return nil }
         let version = layout.activeVersion ?? Marker.desiredVersion
-        let cached = Set(layout.cachedStoreUUIDs(version: version).compactMap(\.value).filter { !$0.isEmpty })
+        let cached = Set(layout.deviceCachedStoreUUIDs(version: version).cached.compactMap(\.value).filter { !$0.isEmpty })
         let cachedUUID = cached.count == 1 ? cached.first : nil
         let marker = layout.activeMarker
         guard let uuid = marker?.raw ?? cachedUUID else { return nil }

@@ -219,6 +219,16 @@ public struct Layout: Sendable {
         preferences?.cachedStoreUUIDs.filter { $0.cloudVersion == version } ?? []
     }
 
+    /// The cached StoreUUIDs the app on the device this layout came from reads under the key of
+    /// `version`: all of them, or, when they disagree across container paths and the files say
+    /// which device this is (`ownContainerPath`), only that device's own (`ownPath` set).
+    public func deviceCachedStoreUUIDs(version: Int) -> (cached: [Preferences.CachedStoreUUID], ownPath: String?) {
+        let cached = cachedStoreUUIDs(version: version)
+        let values = Set(cached.compactMap(\.value).filter { !$0.isEmpty })
+        guard values.count > 1, let own = ownContainerPath(among: cached.map(\.containerPath)) else { return (cached, nil) }
+        return (cached.filter { $0.containerPath == own }, own)
+    }
+
     /// The ubiquity container path (as a preferences cache key spells it) of the device this layout
     /// was taken from, among `paths`, when the files say: an iOS download (its Core Data copies
     /// sit in `mobile~…` peer folders, or it is an `.xcappdata`) reads the key of its iOS path

@@ -53,11 +53,7 @@ public struct LayoutOptions: Sendable, Equatable {
 extension LayoutOptions {
     /// The flags that name this layout again, for advice such as "run usm-repair check <flags>".
     public var commandLineFlags: String {
-        func quoted(_ url: URL) -> String {
-            let path = url.path
-            return path.rangeOfCharacter(from: CharacterSet(charactersIn: " '\"$`\\!*?&;|<>()")) == nil
-                ? path : "'" + path.replacingOccurrences(of: "'", with: "'\\''") + "'"
-        }
+        func quoted(_ url: URL) -> String { ShellWords.quote(url.path) }
         var parts: [String] = []
         if let store { parts.append("--store \(quoted(store))") }
         if let document { parts.append("--document \(quoted(document))") }
@@ -65,7 +61,7 @@ extension LayoutOptions {
         if let appDirectory { parts.append("--app-dir \(quoted(appDirectory))") }
         if let cloudDirectory { parts.append("--cloud-dir \(quoted(cloudDirectory))") }
         if let preferences { parts.append("--prefs \(quoted(preferences))") }
-        if storeName != LayoutOptions.defaultStoreName { parts.append("--store-name \(storeName)") }
+        if storeName != LayoutOptions.defaultStoreName { parts.append("--store-name \(ShellWords.quote(storeName))") }
         return parts.joined(separator: " ")
     }
 }

@@ -71,7 +71,10 @@ enum LayoutTraps {
 
         // The cache the app reads before the marker.
         let cacheVersion = version ?? Marker.desiredVersion
-        for cached in layout.preferences?.cachedStoreUUIDs ?? [] {
+        let device = layout.deviceCachedStoreUUIDs(version: cacheVersion)
+        // When the download says which device it came from, keys of other container paths are
+        // never read there: they are reported once below (cached-uuid-several-keys), not as stale.
+        for cached in layout.preferences?.cachedStoreUUIDs ?? [] where device.ownPath.map({ $0 == cached.containerPath }) ?? true {
             if cached.cloudVersion != cacheVersion {
                 problems.append(Problem(
                     .cachedUUIDOtherVersion,
@@ -88,12 +91,30 @@ enum LayoutTraps {
                     subject: cached.key))
             }
         }
-        let values = Set((layout.preferences?.cachedStoreUUIDs ?? []).filter { $0.cloudVersion == cacheVersion }.compactMap(\.value))
+        let all = layout.cachedStoreUUIDs(version: cacheVersion)
+        let values = Set(all.compactMap(\.value))
         if values.count > 1 {
+            let listed = all.map { "\($0.containerPath): \($0.value ?? "a non-string")" }.joined(separator: "; ")
+            if let own = device.ownPath {
+                let read = Set(device.cached.compactMap(\.value)).sorted().joined(separator: ", ")
+                problems.append(Problem(
+                    .cachedUUIDSeveralKeys,
+                    "the preferences cache \(values.count) different StoreUUIDs under keys of different container paths (\(listed)); this download comes from the device whose container is \(own), and the app there reads only its own key: \(read)",
+                    subject: device.cached.first?.key))
+            } else {
+                problems.append(Problem(
+                    .cachedUUIDAmbiguous,
+                    "the preferences cache \(values.count) different StoreUUIDs under keys of different container paths (\(listed)); the app reads only the key of its own container path, and the files do not say which device they came from",
+                    subject: layout.preferencesPath?.path))
+            }
+        }
+        // 4.7c: a cache without a marker is loaded, then dropped.
+        let deviceValues = Set(device.cached.compactMap(\.value).filter { !$0.isEmpty })
+        if layout.cloudDirectory != nil, layout.activeMarker?.raw == nil, deviceValues.count == 1, let cachedUUID = deviceValues.first {
             problems.append(Problem(
-                .cachedUUIDAmbiguous,
-                "the preferences cache \(values.count) different StoreUUIDs under keys of different container paths; the app reads only its own",
-                subject: layout.preferencesPath?.path))
+                .cachedUUIDWithoutMarker,
+                "the preferences cache StoreUUID \(cachedUUID) but no StoreUUID marker exists: the app loads \(cachedUUID) first, then finds no marker, removes the cache and reloads, seeding a new cloud store from the local store (usm-behaviour.md §2, 4.7c)",
+                subject: device.cached.first { $0.value == cachedUUID }?.key))
         }
 
         // Store files where the app does not look for them.
@@ -121,11 +142,47 @@ enum LayoutTraps {
                 "the next launch seeds a new cloud store from the local store, copying its main file only, and its -wal holds \(pending) committed frame(s) not merged into the main file: those changes would be lost",
                 subject: local.files.wal.path, count: pending))
         }
+        problems += dataElsewhere(layout, reports: reports, next: next)
         if layout.cloudDirectory == nil, !layout.isSingleStore {
             problems.append(Problem(
                 .cloudContainerMissing,
                 "the ubiquity container was not given or found (--cloud-dir): markers and transaction logs cannot be read, and the prediction takes the cached StoreUUID as the best evidence",
                 subject: nil))
+        }
+        return problems
+    }
+
+    /// The customer's "my data is gone": the store the app will show at its next launch holds no
+    /// objects, or fewer than a tenth of another store's here (the local store, another account's
+    /// or peer's copy of the same store, another store's copy), whose data it will not show.
+    static func dataElsewhere(_ layout: Layout, reports: [String: StoreReport], next: NextLaunch) -> [Problem] {
+        guard let shown = next.objects else { return [] }
+        let local = layout.stores.first { $0.role == .local }
+        // The store whose objects the app shows, when it is one of these files.
+        let shownPath: String? = switch next.outcome {
+        case .openLocalStore, .seedNewCloudStore: local?.files.main.path
+        case .openCloudStore: next.store.flatMap { layout.copies(of: $0).first { $0.opens != false }?.files.main.path }
+        default: nil
+        }
+        var problems: [Problem] = []
+        for entry in layout.stores where entry.role == .local || entry.location == .coreDataCopy || entry.location == .nosync {
+            let path = entry.files.main.path
+            guard path != shownPath, let report = reports[path], report.exists, report.health == .ok,
+                  let counts = Ledger.counts(report), counts.total > 0, shown * 10 < counts.total else { continue }
+            let what: String
+            if entry.role == .local {
+                what = "the local store \(path)"
+            } else if let uuid = entry.uuid, uuid == next.store {
+                what = "another copy of cloud store \(uuid)\(entry.copy.map { " (peer \($0.peer), account \($0.account))" } ?? "") \(path)"
+            } else {
+                what = "cloud store \(entry.uuid ?? "?")'s copy\(entry.copy.map { " (peer \($0.peer), account \($0.account))" } ?? "") \(path)"
+            }
+            let shows = Ledger.Shows(next).text
+            let entities = counts.entities.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+            problems.append(Problem(
+                .dataElsewhere,
+                "the app will show \(shows) at its next launch, while \(what) holds \(counts.total) (\(entities)): the customer will not see them",
+                subject: path, count: counts.total))
         }
         return problems
     }

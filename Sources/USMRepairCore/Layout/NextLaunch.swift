@@ -163,13 +163,11 @@ private struct Prediction {
         let withoutAccount = "without an iCloud account the app opens the local store instead and writes USMCloudEnabledKey = NO (E11)"
         let version = layout.activeVersion ?? Marker.desiredVersion
         // 4.1: the cache first, then the marker.
-        var cached = layout.cachedStoreUUIDs(version: version)
-        var cachedValues = Set(cached.compactMap { $0.value }.filter { !$0.isEmpty })
-        if cachedValues.count > 1, let own = layout.ownContainerPath(among: cached.map(\.containerPath)) {
+        let (cached, own) = layout.deviceCachedStoreUUIDs(version: version)
+        let cachedValues = Set(cached.compactMap { $0.value }.filter { !$0.isEmpty })
+        if let own {
             // The download says which device it came from: that device reads the key of its own path.
             reasoning.append("4.1 cached StoreUUIDs under several container paths; this download is from the device whose container is \(own)")
-            cached = cached.filter { $0.containerPath == own }
-            cachedValues = Set(cached.compactMap { $0.value }.filter { !$0.isEmpty })
         }
         if cachedValues.count > 1 {
             unknowns.append("the preferences cache different StoreUUIDs under the keys of several container paths (\(cached.map(\.containerPath).joined(separator: ", "))); the app reads the key of its own path")

@@ -138,3 +138,73 @@ public struct CopyChoice: Sendable, Codable, Equatable {
         self.account = account
     }
 }
+
+extension Maintenance {
+    /// The words to type for this request, without the layout flags (`rebuild --from local
+    /// --keep-old`, `switch <UUID>`), with `consent`'s flags: what the advice prints and verifies.
+    public func commandLine(consent: DataConsent = DataConsent()) -> String {
+        var words: [String]
+        func copyFlags(_ copy: CopyChoice) {
+            if let peer = copy.peer { words += ["--peer", peer] }
+            if let account = copy.account { words += ["--account", account] }
+        }
+        func strategyFlags(_ strategy: StrategyChoice) {
+            if let id = strategy.id { words += ["--strategy", id] }
+            if let recipe = strategy.recipe { words += ["--recipe", recipe] }
+            if let plugin = strategy.plugin { words += ["--plugin", plugin] }
+        }
+        switch self {
+        case let .deleteContainer(localOnly):
+            words = ["delete", "container"] + (localOnly ? ["--local-only"] : [])
+        case let .deleteCloudStore(uuid, localOnly, copy, older):
+            words = ["delete", "cloud-store"]
+            if let uuid { words += ["--uuid", uuid] }
+            if localOnly { words.append("--local-only") }
+            copyFlags(copy)
+            if older { words.append("--with-older-markers") }
+        case .deleteLocalStore:
+            words = ["delete", "local-store"]
+        case let .migrateCloudToLocal(uuid, strategy, merge, copy):
+            words = ["migrate", "cloud-to-local"] + (merge ? ["--merge"] : [])
+            if let uuid { words += ["--uuid", uuid] }
+            copyFlags(copy)
+            strategyFlags(strategy)
+        case let .rebuildFromLocal(keepOld, older, asMigrate):
+            words = asMigrate ? ["migrate", "local-to-cloud"] : ["rebuild", "--from", "local"]
+            if keepOld { words.append("--keep-old") }
+            if older { words.append("--with-older-markers") }
+        case let .rebuildFromCloud(strategy, copy, keepOld, older):
+            words = ["rebuild", "--from", "cloud"]
+            copyFlags(copy)
+            strategyFlags(strategy)
+            if keepOld { words.append("--keep-old") }
+            if older { words.append("--with-older-markers") }
+        case let .rebuildInApp(copy):
+            words = ["rebuild", "--from", "cloud", "--in-app"]
+            copyFlags(copy)
+        case let .switchActive(uuid):
+            words = ["switch", uuid]
+        case let .setCloud(enabled):
+            words = ["cloud", enabled ? "enable" : "disable"]
+        case let .markCorruption(uuid):
+            words = ["corruption", "mark"] + (uuid.map { [$0] } ?? [])
+        case .clearCorruption:
+            words = ["corruption", "clear"]
+        }
+        if consent.replace { words.append("--replace") }
+        if consent.discardCloud { words.append("--discard-cloud") }
+        if consent.allowDuplicates { words.append("--allow-duplicates") }
+        return words.map(ShellWords.quote).joined(separator: " ")
+    }
+}
+
+/// Words of a command line as a POSIX shell reads them.
+public enum ShellWords {
+    /// `word` as one shell word: as it is when nothing in it is special, else in single quotes.
+    public static func quote(_ word: String) -> String {
+        guard word.isEmpty || word.hasPrefix("~") || word.rangeOfCharacter(from: special) != nil else { return word }
+        return "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+
+    static let special = CharacterSet(charactersIn: " \t\n'\"$`\\!*?&;|<>()[]{}#")
+}

@@ -56,7 +56,11 @@ extension Planner {
         }
         if merge {
             let total = comparison.totalB
-            if total > 0, comparison.duplicateCount >= total {
+            if total == 0 {
+                b.notes.append("\(label) holds no objects: nothing to merge")
+                return nil
+            }
+            if comparison.duplicateCount >= total {
                 b.notes.append("every object of \(label) is already in the local store: nothing to merge")
                 return nil
             }

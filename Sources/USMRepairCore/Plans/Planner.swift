@@ -30,6 +30,25 @@ public struct Planner {
         guard !layout.isSingleStore else {
             throw USMError.usage("\(maintenance.command) works on an app's layout (--container, --app-dir, --cloud-dir), not on --store or --document")
         }
+        try refuseLayout(layout, operation: maintenance.command)
+        // Planning reads the stores it needs; the others only as far as their files and headers,
+        // so that an operation's time stays in the size of what it changes.
+        var inspection = Inspection(options: options, depth: .light)
+        inspection.records = records
+        inspection.deeper = Set(readStores(maintenance, layout: layout).map(\.path))
+        let report = try inspection.run(layout: layout)
+        // A store the plan depends on that could not be read for want of room or through an I/O
+        // error is that error, not a damaged store (which would refuse with a wrong reason).
+        for store in report.stores where inspection.deeper.contains(store.path) {
+            if let failure = store.readFailure, [.outOfSpace, .ioError].contains(failure.exitStatus) { throw failure }
+        }
+        return (try Planner(layout: layout, report: report, strategies: strategies, consent: consent).plan(maintenance), report, layout)
+    }
+
+    /// What refuses every changing command on this layout before planning: preferences that
+    /// cannot be read as the app reads them, a link leading out of it, a ubiquity container found
+    /// beside the download that does not corroborate it.
+    public static func refuseLayout(_ layout: Layout, operation: String) throws {
         // Preferences that cannot be read as the app reads them are bad input, never skipped: the
         // next launch cannot be predicted, and an edit would leave the keys it must remove.
         if let error = layout.preferencesError { throw error }
@@ -43,21 +62,9 @@ public struct Planner {
         // another customer's: it is used only once --cloud-dir names it.
         if layout.cloudSource == .besideUnconfirmed, let cloud = layout.cloudDirectory {
             throw USMError.cloudContainerRequired(
-                operation: maintenance.command,
+                operation: operation,
                 why: "the ubiquity container found beside the download, \(cloud.path), shares no peer folder or store UUID with it and may be another customer's; if it is this one, name it with --cloud-dir")
         }
-        // Planning reads the stores it needs; the others only as far as their files and headers,
-        // so that an operation's time stays in the size of what it changes.
-        var inspection = Inspection(options: options, depth: .light)
-        inspection.records = records
-        inspection.deeper = Set(readStores(maintenance, layout: layout).map(\.path))
-        let report = try inspection.run(layout: layout)
-        // A store the plan depends on that could not be read for want of room or through an I/O
-        // error is that error, not a damaged store (which would refuse with a wrong reason).
-        for store in report.stores where inspection.deeper.contains(store.path) {
-            if let failure = store.readFailure, [.outOfSpace, .ioError].contains(failure.exitStatus) { throw failure }
-        }
-        return (try Planner(layout: layout, report: report, strategies: strategies, consent: consent).plan(maintenance), report, layout)
     }
 
     /// The stores read (health and objects per entity) at planning: the local store and this

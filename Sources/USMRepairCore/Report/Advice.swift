@@ -1,81 +1,214 @@
 import Foundation
 
-/// What to run next, derived from the state found. Each line is a sentence for a person, with the
-/// exact command to type where there is one; it never names a command that does not exist.
-enum Advice {
-    static func lines(
-        layout: Layout, stores: [StoreReport], active: StatusReport.ActiveStore?, corruption: StatusReport.Corruption?,
-        problems: [Problem], cloudEnabled: Bool?, isCheck: Bool
-    ) -> [String] {
-        let flags = layout.options.commandLineFlags
+/// What to run next, derived from the state found. Each suggestion is a sentence for a person,
+/// with the exact command to type where there is one; it never names a command that does not
+/// exist. A suggestion that changes files names a `Maintenance` request: `verified` plans each
+/// one as its `--dry-run` would, and keeps it only when the plan is accepted, changes something
+/// and does not leave the app showing fewer objects than today; a refused one is replaced by the
+/// reason, or dropped when it was only one option among others.
+public enum Advice {
+    /// One piece of advice.
+    public struct Suggestion: Sendable {
+        /// The sentence, with the command typed out.
+        public var text: String
+        /// The changing command it proposes, planned by `verified`.
+        public var command: Maintenance?
+        /// The data flags the command is proposed with.
+        public var consent = DataConsent()
+        /// What the command is for, for the sentence that replaces a refused one (nil: dropped when refused).
+        public var goal: String?
+
+        init(_ text: String) { self.text = text }
+
+        init(goal: String, command: Maintenance, consent: DataConsent = DataConsent(), flags: String, explainRefusal: Bool = true,
+             then: String = "") {
+            let typed = ["usm-repair", command.commandLine(consent: consent), flags, "--dry-run"].filter { !$0.isEmpty }.joined(separator: " ")
+            text = "\(goal): \(typed)\(then)"
+            self.command = command
+            self.consent = consent
+            self.goal = explainRefusal ? goal : nil
+        }
+    }
+
+    /// The advice as plain sentences, unverified (for callers that cannot plan: a bundle's report).
+    static func lines(_ suggestions: [Suggestion]) -> [String] { suggestions.map(\.text) }
+
+    /// The suggestions whose commands hold: each changing command planned on this layout and
+    /// report as its dry run would be; refused ones replaced by the reason (or dropped), ones that
+    /// change nothing or that leave the app showing fewer objects than today dropped. While an
+    /// operation is pending every changing command is refused, so only `recover` is advised.
+    public static func verified(_ suggestions: [Suggestion], layout: Layout, report: StatusReport, strategies: StrategyResolver)
+        -> [String]
+    {
+        let pending = !PlanExecutor.pending(in: layout.planRoots).isEmpty
         var lines: [String] = []
+        for suggestion in suggestions {
+            guard let command = suggestion.command else {
+                lines.append(suggestion.text)
+                continue
+            }
+            if pending { continue }
+            do {
+                try Planner.refuseLayout(layout, operation: command.command)
+                let plan = try Planner(layout: layout, report: report, strategies: strategies, consent: suggestion.consent).plan(command)
+                if plan.isNoOp || Self.worse(plan) { continue }
+                lines.append(suggestion.text)
+            } catch {
+                guard let goal = suggestion.goal else { continue }
+                let reason = (error as? USMError)?.message ?? String(describing: error)
+                lines.append("\(goal): not as things are, since `\(command.commandLine(consent: suggestion.consent))` refuses: \(reason)")
+            }
+        }
+        return lines
+    }
+
+    /// True when the plan leaves the app showing fewer objects than it shows now (or a number the
+    /// files cannot give, where today's is known).
+    static func worse(_ plan: Plan) -> Bool {
+        guard let ledger = plan.ledger, let before = ledger.before.objects, before > 0 else { return false }
+        guard let after = ledger.after.objects else { return true }
+        return after < before
+    }
+
+    /// The advice for a layout, before verification.
+    static func suggestions(
+        layout: Layout, stores: [StoreReport], next: NextLaunch?, corruption: StatusReport.Corruption?, problems: [Problem], isCheck: Bool
+    ) -> [Suggestion] {
+        let flags = layout.options.commandLineFlags
+        var advice: [Suggestion] = []
+        func say(_ text: String) { advice.append(Suggestion(text)) }
+        func propose(_ goal: String, _ command: Maintenance, consent: DataConsent = DataConsent(), explain: Bool = true, then: String = "") {
+            advice.append(Suggestion(goal: goal, command: command, consent: consent, flags: flags, explainRefusal: explain, then: then))
+        }
         let present = stores.filter(\.exists)
         let codes = Set(problems.map(\.code) + stores.flatMap { $0.problems.map(\.code) })
+        let typed = { (words: String) in ["usm-repair", words, flags].filter { !$0.isEmpty }.joined(separator: " ") }
 
         if !layout.isSingleStore, present.isEmpty, layout.cloudContent.isEmpty {
-            lines.append("No store was found. Check the folders (--app-dir, --cloud-dir, --container) and --store-name (now '\(layout.options.storeName)').")
+            say("No store was found. Check the folders (--app-dir, --cloud-dir, --container) and --store-name (now '\(layout.options.storeName)').")
         }
         let needsRepair = stores.contains { $0.health == .damaged } || problems.contains { $0.severity == .error }
             || stores.contains { $0.problems.contains { $0.severity == .error } }
-        if needsRepair {
-            lines.append("Take a bundle of everything before anything changes: usm-repair archive \(flags) -o usm-bundle.tar.zst")
+        let dataElsewhere = problems.filter { $0.code == .dataElsewhere }
+        if needsRepair || !dataElsewhere.isEmpty {
+            say("Take a bundle of everything before anything changes: \(typed("archive")) -o usm-bundle.tar.zst")
         }
         if codes.contains(.interruptedOperation) {
-            lines.append("An operation was interrupted: finish or undo it first: usm-repair recover \(flags)")
+            say("An operation was interrupted: finish or undo it first: \(typed("recover"))")
+        }
+        if codes.contains(.cloudContainerUnconfirmed), layout.cloudSource == .besideUnconfirmed {
+            say("The ubiquity container found beside the download shares nothing with it and may be another customer's: compare it, then name the right one with --cloud-dir (changing commands refuse until then).")
         }
         if codes.contains(.cachedUUIDStale) {
-            lines.append("The preferences cache a StoreUUID that the marker no longer names: the app loads the old store first. Removing the stale key (every other key kept): usm-repair cloud enable \(flags) --dry-run")
+            propose(
+                "The preferences cache a StoreUUID that the marker no longer names: the app loads the old store first. Removing the stale key (every other key kept)",
+                .setCloud(enabled: true))
         }
         if let corruption, corruption.affectsActiveStore {
-            lines.append("The active cloud store \(corruption.uuid) is marked corrupt (\(corruption.marker)): every healthy device rebuilds it 30 s after launch. If no device can, rebuild the cloud content from the healthy local store: usm-repair rebuild --from local \(flags) --dry-run (or from this device's copy: rebuild --from cloud); if the mark is a false alarm: usm-repair corruption clear \(flags) --dry-run")
+            say("The active cloud store \(corruption.uuid) is marked corrupt (\(corruption.marker)): every healthy device rebuilds it 30 s after launch.")
+            propose("If no device can, rebuild the cloud content from the healthy local store", .rebuildFromLocal(keepOld: false, withOlderMarkers: false))
+            propose("Or from this device's copy of it", .rebuildFromCloud(strategy: StrategyChoice(), copy: CopyChoice(), keepOld: false, withOlderMarkers: false))
+            propose("If the mark is a false alarm", .clearCorruption)
         }
         if codes.contains(.markerEmpty) || codes.contains(.markerTrailingNewline) || codes.contains(.markerMalformed) {
-            let candidate = layout.cloudStores.first { !$0.copies.isEmpty || $0.content }?.uuid ?? "<UUID>"
-            lines.append("A marker holds something other than 36 upper-case characters of a UUID: UbiquityStoreManager reads it byte for byte and opens the wrong store. Write a valid one for a store that exists: usm-repair switch \(candidate) \(flags) --dry-run")
+            say("A marker holds something other than 36 upper-case characters of a UUID: UbiquityStoreManager reads it byte for byte and opens the wrong store.")
+            let candidates = layout.cloudStores.filter { !$0.copies.isEmpty || $0.content }.map(\.uuid)
+            for uuid in candidates.prefix(3) {
+                propose("Write a valid marker for \(uuid), which this device holds", .switchActive(uuid: uuid))
+            }
+        }
+        if codes.contains(.cachedUUIDWithoutMarker),
+           let uuid = layout.deviceCachedStoreUUIDs(version: layout.activeVersion ?? Marker.desiredVersion).cached.compactMap(\.value).first(where: Marker.isValidUUID) {
+            propose(
+                "The app will drop its cached StoreUUID \(uuid) and seed a new cloud store from the local store; if \(uuid) is the store the customer uses, write its marker instead",
+                .switchActive(uuid: uuid), explain: false)
+        }
+        // "My list is empty": the data is in another store here.
+        for problem in dataElsewhere {
+            advice += suggestionsForData(problem, layout: layout, next: next, flags: flags)
         }
         if codes.contains(.nominalStoreFile) {
-            lines.append("A plain store file sits at CloudStore/<UUID>.sqlite, where iOS 7+ keeps no store: Core Data ignores it and a later rebuild does nothing. Bundle it, then move it out of CloudStore/ (rebuild --from cloud --in-app removes it for the active store).")
+            say("A plain store file sits at CloudStore/<UUID>.sqlite, where iOS 7+ keeps no store: Core Data ignores it and a later rebuild does nothing. Bundle it, then move it out of CloudStore/ (rebuild --from cloud --in-app removes it for the active store).")
         }
         if codes.contains(.seedLosesWALFrames) {
-            lines.append("The next launch seeds from the local store's main file only, so its -wal must be merged first; this merges it and leaves the same next launch: usm-repair rebuild --from local \(flags) --keep-old --dry-run")
+            propose(
+                "The next launch seeds from the local store's main file only, so its -wal must be merged first; this merges it and leaves the same next launch",
+                .rebuildFromLocal(keepOld: true, withOlderMarkers: false))
         }
         if codes.contains(.severalCopies) {
-            lines.append("Several copies of the active store exist on this device; which one the app opens depends on its peer folder and iCloud account. Compare them with usm-repair stores \(flags); the operations take --peer and --account to name one.")
+            say("Several copies of the active store exist on this device; which one the app opens depends on its peer folder and iCloud account. Compare them with \(typed("stores")); the operations take --peer and --account to name one.")
+        }
+        if codes.contains(.cachedUUIDAmbiguous) {
+            say("The preferences cache StoreUUIDs for several devices' container paths and the files do not say which device this is: the prediction cannot tell which store the app opens. A download with its Core Data copies (mobile~ peer folders) or the device's own preferences says it.")
         }
         if layout.cloudDirectory == nil, !layout.isSingleStore {
-            lines.append("The ubiquity container was not given: an .xcappdata download does not hold it. Add --cloud-dir with the container (a Mac's ~/Library/Mobile Documents/<TEAM>~<bundle id>) to read the markers and logs.")
+            say("The ubiquity container was not given: an .xcappdata download does not hold it. Add --cloud-dir with the container (a Mac's ~/Library/Mobile Documents/<TEAM>~<bundle id>) to read the markers and logs.")
         }
         for store in present {
             let label = store.uuid.map { "cloud store \($0)" } ?? (store.role == .local ? "local store" : store.path)
             switch store.health {
             case .damaged:
-                lines.append("The \(label) is damaged (\(store.problems.first?.code.rawValue ?? "integrity")). Do not let the app open it before taking a copy of its whole file set; recover from a healthy store.")
+                say("The \(label) is damaged (\(store.problems.first?.code.rawValue ?? "integrity")). Do not let the app open it before taking a copy of its whole file set; recover from a healthy store.")
             case .notCoreData:
-                lines.append("The \(label) is not a Core Data store: \(store.problems.first?.message ?? "unknown format").")
+                say("The \(label) is not a Core Data store: \(store.problems.first?.message ?? "unknown format").")
             case .unreadable:
-                lines.append("The \(label) could not be read: \(store.problems.first?.message ?? "unknown reason").")
+                say("The \(label) could not be read: \(store.problems.first?.message ?? "unknown reason").")
             case .ok, .missing:
                 break
             }
             let storeCodes = Set(store.problems.map(\.code))
             if storeCodes.contains(.walMissing) {
-                lines.append("The \(label) is in WAL mode with its -shm but no -wal. If it was copied from a device, fetch \(store.fileName)-wal with it, or the newest rows are missing.")
+                say("The \(label) is in WAL mode with its -shm but no -wal. If it was copied from a device, fetch \(store.fileName)-wal with it, or the newest rows are missing.")
             }
             if storeCodes.contains(.ubiquityMetadataInLocalStore) {
-                lines.append("The local store still carries iCloud metadata; Core Data will treat it as tied to an iCloud account.")
+                say("The local store still carries iCloud metadata; Core Data will treat it as tied to an iCloud account.")
             }
         }
         if !layout.leftovers.isEmpty {
-            lines.append("Temporary stores from an interrupted migration are present (\(layout.leftovers.map { URL(fileURLWithPath: $0.path).lastPathComponent }.joined(separator: ", "))); they hold no live data but may be the only copy after a failed rebuild: bundle them before removing anything.")
+            say("Temporary stores from an interrupted migration are present (\(layout.leftovers.map { URL(fileURLWithPath: $0.path).lastPathComponent }.joined(separator: ", "))); they hold no live data but may be the only copy after a failed rebuild: bundle them before removing anything.")
         }
         if !isCheck, !present.isEmpty {
-            lines.append("For every Core Data invariant (keys, relationships, external data): usm-repair check \(flags)")
+            say("For every Core Data invariant (keys, relationships, external data): \(typed("check"))")
         }
         if isCheck, !needsRepair, stores.allSatisfy({ $0.problems.allSatisfy { $0.severity == .info } }),
            problems.allSatisfy({ $0.severity == .info }) {
-            lines.append("All invariants hold.")
+            say("All invariants hold.")
         }
-        return lines
+        return advice
+    }
+
+    /// The ways to show the customer the data another store here holds (a `data-elsewhere`
+    /// problem), each a command whose plan is then verified.
+    static func suggestionsForData(
+        _ problem: Problem, layout: Layout, next: NextLaunch?, flags: String
+    ) -> [Suggestion] {
+        guard let path = problem.subject, let entry = layout.stores.first(where: { $0.files.main.path == path }) else { return [] }
+        var advice: [Suggestion] = []
+        func propose(_ goal: String, _ command: Maintenance, consent: DataConsent = DataConsent(), explain: Bool = true, then: String = "") {
+            advice.append(Suggestion(goal: goal, command: command, consent: consent, flags: flags, explainRefusal: explain, then: then))
+        }
+        let objects = problem.count.map { "its \($0) objects" } ?? "its objects"
+        if entry.role == .local {
+            // The app shows a cloud store (or seeds an empty one) while the local store holds the data.
+            propose("To share the local store's data through iCloud again (the app seeds a new cloud store from it at its next launch)",
+                    .rebuildFromLocal(keepOld: false, withOlderMarkers: false))
+            if (next?.objects ?? 0) > 0 {
+                propose("To keep what the cloud store holds as well, merge it into the local store first (iCloud is then off)",
+                        .migrateCloudToLocal(uuid: nil, strategy: StrategyChoice(), merge: true, copy: CopyChoice()), explain: false,
+                        then: "; then rebuild --from local shares the result")
+            }
+            propose("To show the local store's data now, without iCloud", .setCloud(enabled: false), explain: false)
+        } else if let uuid = entry.uuid {
+            let copy = CopyChoice(peer: entry.copy?.peer, account: entry.copy?.account)
+            let which = entry.copy.map { "the copy of \(uuid) under peer \($0.peer), account \($0.account)" } ?? "cloud store \(uuid)'s file"
+            propose("To bring \(objects) into the local store, merged with what it holds (iCloud is then off)",
+                    .migrateCloudToLocal(uuid: uuid, strategy: StrategyChoice(), merge: true, copy: copy),
+                    then: "; then rebuild --from local shares the result through iCloud")
+            if uuid != next?.store, entry.location == .coreDataCopy, entry.opens != false {
+                propose("Or make \(uuid) the active store again, so that every device opens \(which)", .switchActive(uuid: uuid), explain: false)
+            }
+        }
+        return advice
     }
 }
 

@@ -49,6 +49,9 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
     case cachedUUIDOtherVersion = "cached-uuid-other-version"
     case cachedUUIDMalformed = "cached-uuid-malformed"
     case cachedUUIDAmbiguous = "cached-uuid-ambiguous"
+    case cachedUUIDSeveralKeys = "cached-uuid-several-keys"
+    case cachedUUIDWithoutMarker = "cached-uuid-without-marker"
+    case dataElsewhere = "data-elsewhere"
     case nominalStoreFile = "nominal-store-file"
     case severalCopies = "several-copies"
     case seedLosesWALFrames = "seed-loses-wal-frames"
@@ -84,9 +87,9 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
         case .strayWal, .hotJournal, .orphanSidecar, .metadataPlistNull,
              .entityTableMissing, .externalDataOrphan, .layoutNotFound, .staleMarker, .leftoverTempStore, .modelCacheTooLarge,
              .markerVersionIgnored, .corruptionMarkerIgnored, .cachedUUIDOtherVersion, .cachedUUIDAmbiguous, .severalCopies,
-             .cloudContainerUnconfirmed:
+             .cloudContainerUnconfirmed, .cachedUUIDWithoutMarker, .dataElsewhere:
             .warning
-        case .walHeaderWithoutWal, .cloudContainerMissing:
+        case .walHeaderWithoutWal, .cloudContainerMissing, .cachedUUIDSeveralKeys:
             .info
         }
     }
@@ -148,7 +151,10 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
         case .cachedUUIDStale: "the preferences' cached StoreUUID differs from the marker: the app loads the cached store first (E5)"
         case .cachedUUIDOtherVersion: "a cached StoreUUID under another marker version's key: read again, stale, when the markers change"
         case .cachedUUIDMalformed: "the cached StoreUUID is not 36 upper-case characters of a UUID"
-        case .cachedUUIDAmbiguous: "cached StoreUUIDs of several container paths disagree"
+        case .cachedUUIDAmbiguous: "cached StoreUUIDs of several container paths disagree, and the files do not say which device they came from"
+        case .cachedUUIDSeveralKeys: "cached StoreUUIDs of several container paths disagree; the download says which device it came from, and that device reads its own key"
+        case .cachedUUIDWithoutMarker: "the preferences cache a StoreUUID but no StoreUUID marker exists: the app loads the cached store, then drops the cache and seeds a new cloud store from the local store (4.7c)"
+        case .dataElsewhere: "the app will show an empty or nearly empty store at its next launch while another store here holds the data (the local store, another account's copy, another store's copy)"
         case .nominalStoreFile: "a plain file at CloudStore/<UUID>.sqlite: ignored by Core Data on iOS 7+, and it turns a later rebuild into a no-op (E13)"
         case .severalCopies: "several copies of the active store (peers or accounts): which one the device opens cannot be known"
         case .seedLosesWALFrames: "the next launch seeds from the local store, whose -wal holds frames the seeding (main file only) would lose"

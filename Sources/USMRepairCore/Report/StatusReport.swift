@@ -83,7 +83,8 @@ public struct StatusReport: Sendable, Encodable {
     public let layout: LayoutSummary
     /// Findings about the layout itself (markers, preferences, leftovers, symlinks, traps).
     public let problems: [Problem]
-    public let advice: [String]
+    /// What to run next (verified: every changing command in it is accepted by its dry run).
+    public internal(set) var advice: [String]
     public let summary: Summary
     /// The process exit code this report leads to, and its name.
     public let exitCode: ExitStatus
