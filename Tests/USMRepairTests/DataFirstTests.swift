@@ -156,6 +156,24 @@ struct DataFirstTests {
         #expect(try f.snapshot() == before)
     }
 
+    @Test("strategies lists each command's default as its help states it, in the JSON envelope of every command")
+    func strategyDefaults() throws {
+        let r = USM.run(["strategies", "--json"])
+        #expect(r.status == 0)
+        #expect(r.json["schemaVersion"] as? Int == 1 && r.json["command"] as? String == "strategies")
+        #expect(r.json["exitCode"] as? Int == 0 && r.json["exitStatus"] as? String == "ok")
+        let defaults = try #require(r.json["defaults"] as? [[String: Any]])
+        let rules = Dictionary(uniqueKeysWithValues: defaults.compactMap { d in (d["command"] as? String).map { ($0, d["rule"] as? String ?? "") } })
+        #expect(Set(rules.keys) == ["migrate-store", "migrate cloud-to-local", "rebuild --from cloud"])
+        func flat(_ s: String) -> String { s.split(whereSeparator: \.isWhitespace).joined(separator: " ") }
+        let text = flat(USM.run(["strategies"]).stdout)
+        for (command, rule) in rules {
+            #expect(text.contains(flat("\(command): \(rule)")), "\(command)")
+            let help = flat(USM.run(command.split(separator: " ").filter { $0 != "--from" && $0 != "cloud" }.map(String.init) + ["--help"]).stdout)
+            #expect(help.contains(flat(rule)), "the help of \(command) states its default: \(help.prefix(300))")
+        }
+    }
+
     @Test("delete cloud-store --local-only twice: nothing to do; deleting another store keeps the active store's cache")
     func deleteIdempotent() throws {
         let f = try Fixture()

@@ -99,6 +99,14 @@ public struct StrategyChoice: Sendable, Codable, Equatable {
         merge || source.location == .nosync ? "copy-entities" : "ios"
     }
 
+    /// `migrate-store`'s default in words, for its help and `strategies`.
+    public static let migrateStoreDefaultRule = "\(StrategyRegistry.defaultID), into a new store or with --into"
+
+    /// `appDefault` in words, for help and `strategies`.
+    public static let appDefaultRule =
+        "the strategy the app's UbiquityStoreManager uses when it sets none: ios from an iOS 7+ copy (cloud version 1), copy-entities from an iOS 6 store (CloudStore.nosync) and with --merge"
+
+
     /// The options the migration engine runs the strategy with.
     public func options(keepUbiquityMetadata: Bool, recipeSearchPath: [URL], environment: [String: String],
                         operation: String = "migrate-store") -> MigrationOptions {

@@ -23,6 +23,8 @@ struct MigrateCloudToLocalCommand: USMCommand {
             several; --uuid for another store), through a migration strategy; iCloud metadata is \
             stripped and the WAL merged. The cloud side is left as it is. Next launch: the local store (E1).
 
+            Default strategy: \(StrategyChoice.appDefaultRule).
+
             Examples:
               usm-repair migrate cloud-to-local --container Notes.xcappdata --dry-run
               usm-repair migrate cloud-to-local --container Notes.xcappdata --merge --yes --json

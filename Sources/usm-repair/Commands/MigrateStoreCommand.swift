@@ -17,6 +17,8 @@ struct MigrateStoreCommand: USMCommand {
             failure nothing is left at DST. DST must not exist unless --into (merge; copy-entities \
             and manual) or --overwrite --yes (the old file set is snapshotted first).
 
+            Default strategy: \(StrategyChoice.migrateStoreDefaultRule).
+
             Exit codes: 0 migrated; 2 bad input (not a Core Data store, damaged, schema mismatch, \
             invalid recipe); 3 refused (DST exists, uniqueness conflict, plugin touched what it \
             must not, --yes missing); 10 migration failed (strategy, recipe step, plugin or \

@@ -17,6 +17,8 @@ struct RebuildCommand: USMCommand {
             --from cloud --in-app: the active store marked corrupt instead, so that the app rebuilds it \
             from its own copy 30 s after launch (E9; depends on the app's delegate; the local store is untouched).
 
+            Default strategy of --from cloud: \(StrategyChoice.appDefaultRule).
+
             Examples:
               usm-repair rebuild --from local --container Notes.xcappdata --cloud-dir C --dry-run
               usm-repair rebuild --from cloud --container Notes.xcappdata --cloud-dir C --strategy ios --yes --json

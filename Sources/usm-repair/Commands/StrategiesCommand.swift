@@ -18,10 +18,30 @@ struct StrategiesCommand: USMCommand {
 
     @OptionGroup(title: "Output") var output: OutputFlags
 
+    /// The strategy a command uses when none is named.
+    struct CommandDefault: Encodable {
+        /// The command path (`migrate-store`, `migrate cloud-to-local`...).
+        let command: String
+        /// The strategy id, when it is always the same.
+        let strategy: String?
+        /// How it is chosen, as its help says it.
+        let rule: String
+    }
+
+    /// Each command's default, as the commands' help states it (one source: `StrategyChoice.appDefault`).
+    static let defaults: [CommandDefault] = [
+        CommandDefault(command: "migrate-store", strategy: StrategyRegistry.defaultID, rule: StrategyChoice.migrateStoreDefaultRule),
+        CommandDefault(command: "migrate cloud-to-local", strategy: nil, rule: StrategyChoice.appDefaultRule),
+        CommandDefault(command: "rebuild --from cloud", strategy: nil, rule: StrategyChoice.appDefaultRule),
+    ]
+
     struct Listing: Encodable {
         let schemaVersion = 1
         let command = "strategies"
+        let exitCode = 0
+        let exitStatus = "ok"
         let defaultStrategy: String
+        let defaults: [CommandDefault]
         let strategies: [StrategyDescription]
         let recipes: [RecipeCatalog.Entry]
         let recipeFolders: [String]
@@ -33,16 +53,18 @@ struct StrategiesCommand: USMCommand {
             let environment = context.environment
             let search = context.recipeSearchPath
             return Listing(
-                defaultStrategy: StrategyRegistry.defaultID, strategies: context.strategies.descriptions,
+                defaultStrategy: StrategyRegistry.defaultID, defaults: Self.defaults, strategies: context.strategies.descriptions,
                 recipes: RecipeCatalog.list(search: search), recipeFolders: search.map(\.path),
                 plugins: ExternalProgram.discover(environment: environment))
         }, text: { listing, terminal in
             for s in listing.strategies {
-                terminal.out(terminal.paint(s.id, .bold) + (s.id == listing.defaultStrategy ? " (default)" : "") + ": " + s.summary)
+                terminal.out(terminal.paint(s.id, .bold) + (s.id == listing.defaultStrategy ? " (default of migrate-store)" : "") + ": " + s.summary)
                 terminal.out("    keeps: \(s.keeps)")
                 terminal.out("    limits: \(s.limits)")
                 if !s.parameters.isEmpty { terminal.out("    parameters: \(s.parameters.joined(separator: "; "))") }
             }
+            terminal.out("defaults (when no --strategy, --recipe or --plugin is given):")
+            for d in listing.defaults { terminal.out("    \(d.command): \(d.rule)") }
             terminal.out("recipes (--strategy manual --recipe NAME):" + (listing.recipes.isEmpty ? " none found" : ""))
             for r in listing.recipes { terminal.out("    \(r.id) \(r.version): \(r.summary)") }
             terminal.out("plugins on PATH (--strategy manual --plugin NAME):" + (listing.plugins.isEmpty ? " none found" : ""))
