@@ -255,7 +255,9 @@ public struct PlanExecutor {
         roots.flatMap { root -> [URL] in
             let operations = root.privateURL.appendingPathComponent("operations", isDirectory: true)
             guard FileStatus.lookup(root.privateURL.path)?.kind == .directory, FileStatus.lookup(operations.path)?.kind == .directory else { return [] }
-            let names = (try? DirectoryListing.names(operations.path)) ?? []
+            // A `.purging-<id>` folder is one a kill left half removed (its plan may still be in
+            // it): not pending, only to be removed (`recoverPending`).
+            let names = ((try? DirectoryListing.names(operations.path)) ?? []).filter { !$0.hasPrefix(purgingPrefix) }
             return names.sorted().map { operations.appendingPathComponent($0, isDirectory: true) }
                 .filter { FileStatus.lookup($0.appendingPathComponent(Journal.planName).path)?.kind == .file }
         }
@@ -340,8 +342,10 @@ public struct PlanExecutor {
     static let purgingPrefix = ".purging-"
 
     private static func discard(_ folder: URL) throws {
-        guard FileStatus.lookup(folder.path) != nil else { return }
         let doomed = folder.deletingLastPathComponent().appendingPathComponent(purgingPrefix + folder.lastPathComponent)
+        // A kill in an earlier purge may have left the renamed folder half removed: finish it.
+        if FileStatus.lookup(doomed.path) != nil { try SafeRemove.tree(doomed) }
+        guard FileStatus.lookup(folder.path) != nil else { return }
         try move(folder.path, to: doomed.path)
         try SafeRemove.tree(doomed)
     }

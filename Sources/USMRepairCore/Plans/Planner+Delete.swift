@@ -49,7 +49,13 @@ extension Planner {
     /// and U's account map. When U was active, the next launch seeds a new store from the local store.
     func deleteCloudStore(_ b: inout PlanBuilder, uuid: String?, localOnly: Bool, copy: CopyChoice, withOlderMarkers: Bool) throws {
         guard let uuid = (uuid?.uppercased()) ?? activeUUID else {
-            throw USMError.preconditionFailed("no active cloud store is known; name the store with --uuid")
+            // With the container at hand, no marker and no cache means no active store: the end
+            // state of deleting it (a second run). Without the container, the marker cannot be read.
+            guard layout.cloudDirectory != nil else {
+                throw USMError.preconditionFailed("no active cloud store is known (no cached StoreUUID, and no ubiquity container to read the marker from); name the store with --uuid or give --cloud-dir")
+            }
+            b.notes.append("no active cloud store is known (no StoreUUID marker, no cached StoreUUID): nothing to delete; name another store with --uuid")
+            return
         }
         guard Marker.isValidUUID(uuid) else { throw USMError.usage("--uuid '\(uuid)' is not a store UUID") }
         let active = uuid == activeUUID
