@@ -69,6 +69,11 @@ struct USMRepairCommand: ParsableCommand {
         do {
             if let command = command as? any USMCommand {
                 try command.run(context(type(of: command), command.output))
+            } else if !arguments.contains(where: { ["--help", "-h", "--version", "help"].contains($0) }) {
+                // A group named without a subcommand (or no arguments at all, as when the runtime
+                // could not read them) does nothing: a usage error, never a silent success.
+                err(helpMessage(for: type(of: command)) + "\n")
+                return report(ValidationError("a subcommand is needed (listed above)"), arguments: arguments, out: out, err: err)
             } else {
                 var command = command
                 try command.run()

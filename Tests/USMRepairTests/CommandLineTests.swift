@@ -278,6 +278,8 @@ struct CommandLineTests {
             .schemaMismatch(path: "p", detail: "d"), .mergeConflict(entity: "e", count: 1, values: "v"), .recipeInvalid(path: "p", reason: "r"),
             .recipeFailed(recipe: "r", step: 1, message: "m"), .pluginFailed(program: "p", reason: "r"), .pluginRefused(program: "p", reason: "r"),
             .verificationFailed(path: "p", detail: "d"), .unexpected("u"),
+            .operationPending(operation: "o", committed: true, reason: "r", underlying: .ioError),
+            .operationPending(operation: "o", committed: false, reason: "r", underlying: .outOfSpace),
         ]
         // Every case once: a case added without a sample above stops this switch from compiling.
         for sample in samples {
@@ -287,7 +289,7 @@ struct CommandLineTests {
                  .changedWhileReading, .cloudContainerRequired, .storeBusy, .layoutBusy, .interruptedOperation, .untrustedOperation,
                  .recoveryConflict, .preconditionFailed,
                  .changedSincePlanning, .unknownStrategy, .destinationExists, .sourceDamaged, .schemaMismatch, .mergeConflict,
-                 .recipeInvalid, .recipeFailed, .pluginFailed, .pluginRefused, .verificationFailed, .unexpected:
+                 .recipeInvalid, .recipeFailed, .pluginFailed, .pluginRefused, .verificationFailed, .unexpected, .operationPending:
                 break
             }
         }

@@ -23,7 +23,7 @@ struct MigrationCLITests {
         let recipes = Set((r.json["recipes"] as? [[String: Any]])?.compactMap { $0["id"] as? String } ?? [])
         #expect(recipes.isSuperset(of: ["rename-entity", "drop-history", "fix-counters", "strip-cloudkit", "strip-ubiquity"]))
         let text = try CLI.run(["strategies"])
-        #expect(text.stdout.contains("copy-entities (default)"))
+        #expect(text.stdout.contains("copy-entities (default of migrate-store)"))
     }
 
     @Test("migrate-store --json: the report's keys; the text names what moved")

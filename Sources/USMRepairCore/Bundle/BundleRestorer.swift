@@ -53,6 +53,8 @@ public struct RestoreResult: Sendable, Encodable {
     public let entries: Int
     /// Bytes of file content written (0 in a dry run).
     public let bytes: Int64
+    /// What is worth knowing (usm-repair's own folders it could not remove).
+    public var notes: [String] = []
     public let exitCode = 0
     public let exitStatus = "ok"
 }
@@ -113,10 +115,12 @@ public struct BundleRestorer {
         _ = try executor.recoverBeforePlanning(in: [root], dryRun: false)
         let plan = try Self.plan(archive: options.archive, roots: roots.map(\.name), target: target, root: root)
         let result = try executor.run(plan, progress: progress, entries: onEntry)
-        return RestoreResult(
+        var restored = RestoreResult(
             archive: options.archive.path, dryRun: false, to: target.path,
             roots: roots.map { .init(name: $0.name, path: target.appendingPathComponent($0.name).path, replaced: existing.contains($0)) },
             snapshot: result.snapshot, entries: result.extracted.entries, bytes: result.extracted.bytes)
+        restored.notes = result.leftovers.map(MaintenanceRun.leftoverNote)
+        return restored
     }
 
     /// The plan of putting the roots `names` of `archive` into `target`.

@@ -168,6 +168,10 @@ public enum USMError: Error, Sendable, Equatable {
     case verificationFailed(path: String, detail: String)
     /// A failure no other case describes (a library error without a path); the text says what it was.
     case unexpected(String)
+    /// An operation failed and could not be left clean: it had committed (its change is in place)
+    /// and removing its working files failed, or it had not and undoing it failed too; either
+    /// way it is pending and `recover` finishes or undoes it. The exit code is the failure's.
+    case operationPending(operation: String, committed: Bool, reason: String, underlying: ExitStatus)
 
     /// The documented exit code for this error.
     public var exitStatus: ExitStatus {
@@ -196,6 +200,7 @@ public enum USMError: Error, Sendable, Equatable {
         case .destinationExists, .mergeConflict, .pluginRefused: .refused
         case .sourceDamaged, .schemaMismatch, .recipeInvalid: .badInput
         case .recipeFailed, .pluginFailed, .verificationFailed: .migrationFailed
+        case let .operationPending(_, _, _, underlying): underlying
         }
     }
 
@@ -239,6 +244,7 @@ public enum USMError: Error, Sendable, Equatable {
         case .pluginFailed: "plugin-failed"
         case .pluginRefused: "plugin-refused"
         case .verificationFailed: "verification-failed"
+        case let .operationPending(_, committed, _, _): committed ? "cleanup-failed" : "undo-failed"
         }
     }
 
@@ -297,6 +303,10 @@ public enum USMError: Error, Sendable, Equatable {
             "\(path) changed while it was being read (is the app still running?); close the app and try again"
         case let .unexpected(text):
             text
+        case let .operationPending(operation, committed, reason, _):
+            committed
+                ? "\(operation) is complete (its change is in place), but removing its working files failed: \(reason); run usm-repair recover with the same folder flags to finish"
+                : "\(operation) failed (\(reason)) and undoing what it had done failed too: it is pending; run usm-repair recover with the same folder flags to undo it"
         case let .cloudContainerRequired(operation, why):
             "\(operation) needs the ubiquity container (\(why)); give it with --cloud-dir (an .xcappdata download does not hold it); nothing was changed"
         case let .storeBusy(path, reason, pid):

@@ -203,15 +203,23 @@ final class OperationLock {
         throw USMError.layoutBusy(path: root.path, pid: nil)
     }
 
-    /// Removes the lock files (while holding them) and the private folders left empty, then unlocks.
-    func release() {
+    /// Removes the lock files (while holding them) and the private folders left empty, then
+    /// unlocks. Returns what could not be removed and why (a folder still holding a pending
+    /// operation is not a failure): the next run in that folder removes it.
+    @discardableResult
+    func release() -> [String] {
+        var left: [String] = []
         for entry in held.reversed() {
-            unlink(entry.path)
-            rmdir(entry.folder.appendingPathComponent("operations").path)
-            rmdir(entry.folder.path)
+            if unlink(entry.path) != 0, errno != ENOENT { left.append("\(entry.path): \(errnoDescription())") }
+            let operations = entry.folder.appendingPathComponent("operations").path
+            if rmdir(operations) != 0, ![ENOENT, ENOTEMPTY, EEXIST].contains(errno) { left.append("\(operations): \(errnoDescription())") }
+            if rmdir(entry.folder.path) != 0, ![ENOENT, ENOTEMPTY, EEXIST].contains(errno), left.isEmpty {
+                left.append("\(entry.folder.path): \(errnoDescription())")
+            }
             close(entry.fd)
         }
         held = []
+        return left
     }
 
     deinit { release() }

@@ -137,9 +137,16 @@ public struct MaintenanceRun {
         return Report(
             command: maintenance.commandPath, operation: plan.operation, dryRun: dryRun, noOp: plan.isNoOp,
             changed: result != nil && !plan.isNoOp, ledger: ledger, headline: ledger?.headline, planID: plan.id, roots: plan.roots,
-            steps: steps, notes: plan.notes, snapshot: result?.snapshot, rows: rows,
+            steps: steps, notes: plan.notes + (result?.leftovers ?? []).map(Self.leftoverNote), snapshot: result?.snapshot, rows: rows,
             nextLaunch: NextLaunchChange(before: plan.nextLaunchBefore, predicted: plan.nextLaunchAfter, after: after?.nextLaunch),
             recovered: recovered, seconds: result?.seconds ?? 0)
+    }
+}
+
+extension MaintenanceRun {
+    /// The note for a lock file or empty private folder of usm-repair's that could not be removed.
+    public static func leftoverNote(_ leftover: String) -> String {
+        "usm-repair could not remove its own lock or empty folder \(leftover); the change is complete, and the next usm-repair run in this folder (recover, status's advice) removes it"
     }
 }
 

@@ -66,6 +66,12 @@ public struct OperationRecords: Sendable {
         return record
     }
 
+    /// Every record this machine holds (at most `limit`, in name order).
+    func all(limit: Int = 10_000) -> [Record] {
+        let names = ((try? DirectoryListing.names(folder.path)) ?? []).filter { $0.hasSuffix(".json") }.sorted().prefix(limit)
+        return names.compactMap { read(String($0.dropLast(5))) }
+    }
+
     /// Forgets `id` (its operation is finished and purged).
     func remove(_ id: String) {
         guard PlanCheck.isPlainID(id) else { return }

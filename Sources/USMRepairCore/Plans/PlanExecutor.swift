@@ -72,6 +72,9 @@ public struct PlanExecutor {
         /// Operations a kill had left pending, finished or undone first.
         public let recovered: [Recovery]
         public let seconds: Double
+        /// usm-repair's own lock files or empty private folders that could not be removed (with
+        /// why): the change is complete; the next run in those folders removes them.
+        public var leftovers: [String] = []
     }
 
     /// An interrupted operation found and dealt with.
@@ -193,14 +196,21 @@ public struct PlanExecutor {
             } catch {
                 // Nothing after the failing step ran: undo what did, unless the plan had committed.
                 let failure = USMError.wrap(error).diagnosingSpace()
-                if !plan.steps[..<index].contains(where: { $0.action == .commit }) {
-                    // Undo, then drop staging; if the undo itself fails the operation stays pending
-                    // (its trash may hold the user's files) for `recover`.
-                    let state = Journal.state(in: journal.folder, stepCount: plan.steps.count)
-                    if (try? Self.undo(plan, begun: state.begun)) != nil {
-                        try? purge(plan, journal: journal)
-                    }
+                if plan.steps[..<index].contains(where: { $0.action == .commit }) {
+                    // The change is in place; only the cleanup failed: say so, `recover` finishes it.
+                    throw USMError.operationPending(operation: plan.operation, committed: true, reason: failure.message, underlying: failure.exitStatus)
                 }
+                // Undo, then drop staging; if the undo itself fails the operation stays pending
+                // (its trash may hold the user's files) for `recover`.
+                let state = Journal.state(in: journal.folder, stepCount: plan.steps.count)
+                do {
+                    try Self.undo(plan, begun: state.begun)
+                } catch {
+                    throw USMError.operationPending(
+                        operation: plan.operation, committed: false, reason: "\(failure.message); then: \(USMError.wrap(error).message)",
+                        underlying: failure.exitStatus)
+                }
+                try? purge(plan, journal: journal)
                 throw failure
             }
             runs.append(.init(index: index, action: step.action.name, reason: step.reason, seconds: Date().timeIntervalSince(stepStart)))
@@ -212,9 +222,11 @@ public struct PlanExecutor {
             if let counted = rows[staged] { finalRows[path] = counted }
             if let report = builds[staged] { finalBuilds[path] = report }
         }
-        return Result(
+        var result = Result(
             snapshot: snapshot, steps: runs, rows: finalRows, builds: finalBuilds, extracted: extracted, recovered: recovered,
             seconds: Date().timeIntervalSince(started))
+        result.leftovers = lock.release()
+        return result
     }
 
     /// Refuses when a path changed since planning, or a store is in use by another process.
@@ -307,6 +319,16 @@ public struct PlanExecutor {
                     }
                 }
             }
+        }
+        // A record whose operation never reached the layout (a kill right after the record was
+        // written): every folder it names is locked here and none holds its operation.
+        for record in records.all() {
+            let folders = record.roots.compactMap { path in roots.first { $0.path.pathKey == path.pathKey } }
+            guard folders.count == record.roots.count,
+                  !folders.contains(where: { FileStatus.lookup($0.operationURL(record.id).path) != nil
+                      || FileStatus.lookup($0.privateURL.appendingPathComponent("operations/\(Self.purgingPrefix)\(record.id)").path) != nil })
+            else { continue }
+            records.remove(record.id)
         }
         return done
     }

@@ -58,6 +58,14 @@ public struct Planner {
             let root = layout.planRoots.first { FileSystemPath.isInside(path, $0.path) }?.path ?? "the layout"
             throw USMError.symlinkEscapes(path: path, target: URL(fileURLWithPath: path).resolvingSymlinksInPath().path, root: root)
         }
+        // A marker or folder of the layout that could not be read: what it holds cannot be
+        // judged (a marker missed would be left in place, logs missed would be left behind), so
+        // no change is planned on a partial reading (exit 74, naming it).
+        if layout.exitStatus == .ioError, let unreadable = layout.problems.first(where: { $0.code == .unreadable }) {
+            let path = unreadable.subject ?? "the layout"
+            let reason = unreadable.message.replacingOccurrences(of: "cannot read \(path): ", with: "")
+            throw USMError.unreadable(path: path, reason: "\(reason); no change is planned on a layout read in part, nothing was changed")
+        }
         // A ubiquity container found beside the download that shares nothing with it may be
         // another customer's: it is used only once --cloud-dir names it.
         if layout.cloudSource == .besideUnconfirmed, let cloud = layout.cloudDirectory {

@@ -232,7 +232,7 @@ extension SnapshotUndo {
         let steps = MaintenanceRun.Report.Step.list(plan, result: result)
         return Report(
             archive: archive.path, undoes: paths.undoes, dryRun: dryRun, noOp: plan.isNoOp, planID: plan.id, roots: plan.roots,
-            steps: steps, notes: plan.notes, restored: paths.restored, removed: paths.removed, snapshot: result?.snapshot,
+            steps: steps, notes: plan.notes + (result?.leftovers ?? []).map(MaintenanceRun.leftoverNote), restored: paths.restored, removed: paths.removed, snapshot: result?.snapshot,
             recovered: recovered + (result?.recovered ?? []), seconds: result?.seconds ?? 0)
     }
 }

@@ -125,6 +125,7 @@ public struct StoreMigration {
             throw USMError.unexpected("the migration's plan ran without building \(request.destination.main.path)")
         }
         report.snapshot = result.snapshot
+        report.notes += result.leftovers.map(MaintenanceRun.leftoverNote)
         let installing = Set(plan.steps.indices.filter {
             switch plan.steps[$0].action {
             case .retire, .install, .commit, .purge: true

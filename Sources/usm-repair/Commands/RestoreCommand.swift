@@ -89,6 +89,7 @@ struct RestoreCommand: USMCommand {
                 }
             }
             if let snapshot = result.snapshot { terminal.out("What was replaced is in \(snapshot) (usm-repair restore it to undo)") }
+            for note in result.notes { terminal.out("Note: \(note)") }
             if result.dryRun {
                 terminal.out("\(result.entries) entries verified against the manifest. Dry run: nothing was changed.")
             } else {

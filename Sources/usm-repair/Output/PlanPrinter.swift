@@ -96,6 +96,10 @@ struct UndoPrinter {
         PlanPrinter.printSteps(report.steps, reasons: verbose || report.dryRun, to: terminal)
         for path in report.restored { terminal.out("\(report.dryRun ? "Would put back" : "Put back"): \(path)") }
         for path in report.removed { terminal.out("\(report.dryRun ? "Would remove" : "Removed"): \(path)") }
+        if !report.notes.isEmpty {
+            terminal.out("Notes")
+            for note in report.notes { terminal.out("  - \(note)") }
+        }
         if let snapshot = report.snapshot { terminal.out("Snapshot of what was there: \(snapshot) (restore it to redo)") }
         if report.dryRun { terminal.out("Dry run: nothing was changed.") }
     }
