@@ -48,5 +48,8 @@ struct ExampleContainerTests {
         let text = try CLI.run(["status", "--container", Self.root.path])
         #expect(text.status == 1, "the active store marked corrupt makes status exit 1")
         #expect(text.stdout.contains("Next launch:  opens the cloud store \(Self.options.activeUUID) from this device's copy (peer \(Self.options.peer), account \(Self.options.account)) (E4)"))
+        // The objects the app shows, as the ledger counts them: history rows said apart.
+        #expect(text.stdout.contains("6 entities, 20 objects, 12 history rows, store UUID"), "\(text.stdout)")
+        #expect(text.stdout.contains("6 entities, 18 objects, store UUID"), "\(text.stdout)")
     }
 }
