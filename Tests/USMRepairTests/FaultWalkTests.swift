@@ -33,6 +33,7 @@ struct FaultWalkTests {
         #expect(report.failures.isEmpty, "\(command): \(report.failures.prefix(10).joined(separator: "\n"))")
         #expect(report.walked > 0)
         print("failure walk \(command): \(report.walked) points, outcomes \(report.outcomes)")
+        for (outcome, example) in report.examples.sorted(by: { $0.key < $1.key }) { print("  \(outcome), first at: \(example)") }
     }
 }
 
@@ -155,6 +156,8 @@ struct FaultWalk {
         var walked = 0
         var outcomes: [String: Int] = [:]
         var failures: [String] = []
+        /// For each outcome, the first call that led to it (what was made to fail).
+        var examples: [String: String] = [:]
     }
 
     /// How many times the clean run calls each of `calls`.
@@ -240,7 +243,9 @@ struct FaultWalk {
                 }
                 if r.status > 128 || r.status < 0 { problems.append("killed by a signal (\(r.status)): \(r.stderr.suffix(400))") }
                 if r.status == 124 { problems.append("hung (stopped after the time limit)") }
-                if ![0, 2, 3, 5, 7, 8, 9, 10, 74, 75].contains(r.status) { problems.append("exit \(r.status) is not a code this command documents: \(r.stderr.suffix(300))") }
+                // An I/O error or a full disk is never the input's fault: not bad input (2).
+                if r.status == 2 { problems.append("an injected \(error) reported as bad input (exit 2): \(r.stderr.suffix(300))") }
+                if ![0, 3, 5, 7, 8, 9, 10, 74, 75].contains(r.status) { problems.append("exit \(r.status) is not a code this command documents: \(r.stderr.suffix(300))") }
                 var (outcome, judged) = try judge(f, old: old)
                 // A failure must leave the old files; it may have left an operation pending only
                 // when its own undo failed too (then `recover` must give the old state).
@@ -263,6 +268,7 @@ struct FaultWalk {
                 problems += judged
                 report.walked += 1
                 report.outcomes["\(r.status) \(outcome)", default: 0] += 1
+                if report.examples["\(r.status) \(outcome)"] == nil { report.examples["\(r.status) \(outcome)"] = "\(call)=\(error) #\(k) \(injected)" }
                 report.failures += problems.map { "\(call)=\(error) #\(k) [\(injected)]: \($0)" }
             }
         }
