@@ -79,6 +79,11 @@ struct MigrationVerifier {
             throw USMError.verificationFailed(path: staged.path, detail: "integrity_check failed")
         }
         let errors = result.problems.filter { $0.severity == .error }
+        // A part of the staged store that could not be read (its external data folder...) is an
+        // I/O error of this machine's, not a broken promise of the migration.
+        if let unreadable = errors.first(where: { $0.code == .unreadable }) {
+            throw USMError.unreadable(path: unreadable.subject ?? staged.path, reason: unreadable.message).diagnosingSpace()
+        }
         let known: Set<ProblemCode> = errors.isEmpty ? [] : Set(([source.fullCheck()] + (destination.map { [$0.fullCheck()] } ?? []))
             .flatMap(\.problems).filter { $0.severity == .error }.map(\.code))
         report.verification.problems = errors.filter { !known.contains($0.code) }

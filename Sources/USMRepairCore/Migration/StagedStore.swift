@@ -26,6 +26,15 @@ public enum StagedStore {
         return try DatabaseQueue(path: url.path, configuration: config)
     }
 
+    /// Sets the journal mode of the connection's store and checks that SQLite did: it answers a
+    /// switch it could not make (a write the file system refused) with the old mode, not an error.
+    static func setJournalMode(_ db: Database, _ mode: String) throws {
+        let now = try String.fetchOne(db, sql: "PRAGMA journal_mode = \(mode)")
+        guard now?.uppercased() == mode.uppercased() else {
+            throw DatabaseError(resultCode: .SQLITE_IOERR, message: "SQLite could not put the store in \(mode) journal mode (it stayed \(now ?? "unknown"))")
+        }
+    }
+
     /// Translates an SQLite error on the staged store: a full, read-only or unwritable folder is a
     /// write failure (exit 74), anything else stays an SQLite error.
     public static func wrapWrite(_ error: any Error, path: URL) -> USMError {
@@ -51,7 +60,7 @@ public enum StagedStore {
             let output = try open(destination)
             defer { try? output.close() }
             try input.backup(to: output)
-            try output.writeWithoutTransaction { db in _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE") }
+            try output.writeWithoutTransaction { db in try setJournalMode(db, "DELETE") }
         } catch {
             throw wrapWrite(error, path: destination)
         }
@@ -91,7 +100,7 @@ public enum StagedStore {
                 if let encoding = pragmas["encoding"], ["UTF-8", "UTF-16le", "UTF-16be"].contains(encoding) {
                     try db.execute(sql: "PRAGMA encoding = \(SQLName.literal(encoding))")
                 }
-                _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE")
+                try setJournalMode(db, "DELETE")
                 try db.inTransaction {
                     for statement in statements {
                         try validate(db, statement, path: source.path)

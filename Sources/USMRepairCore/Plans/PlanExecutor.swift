@@ -162,7 +162,11 @@ public struct PlanExecutor {
                 case let .build(build):
                     guard let builder else { throw USMError.unexpected("no migration engine was given to build \(build.staged)") }
                     try Self.makeFolder(URL(fileURLWithPath: build.staged).deletingLastPathComponent())
-                    let report = try builder(build)
+                    let report: MigrationReport
+                    do { report = try builder(build) } catch let error as DatabaseError {
+                        // An SQLite error escaping the engine names the store being built.
+                        throw StagedStore.wrapWrite(error, path: URL(fileURLWithPath: build.staged))
+                    }
                     builds[build.staged] = report
                     rows[build.staged] = Dictionary(report.entities.map { ($0.name, $0.after ?? 0) }, uniquingKeysWith: +)
                 case let .writeMarker(uuid, staged):

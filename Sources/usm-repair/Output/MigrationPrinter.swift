@@ -39,7 +39,9 @@ struct MigrationPrinter {
             terminal.out("  \(name): \(n) rows not duplicated (uniqueness constraint)")
         }
         for line in report.leftOut { terminal.out("Left out: \(line)") }
-        for line in report.notes where verbose { terminal.out("Note: \(line)") }
+        // Notes say what a person must know (values not copied, keys moved, files left behind):
+        // never only with --verbose.
+        for line in report.notes { terminal.out("Note: \(line)") }
         for problem in report.verification.inherited { terminal.out("Inherited from the source: \(problem.code.rawValue): \(problem.message)") }
         if let snapshot = report.snapshot {
             terminal.out("The old destination is in \(snapshot); usm-repair restore \(snapshot) --to DIR puts its file set back under DIR/\(URL(fileURLWithPath: report.destination.path).deletingLastPathComponent().lastPathComponent)/")
