@@ -68,7 +68,7 @@ struct USMRepairCommand: ParsableCommand {
         }
         do {
             if let command = command as? any USMCommand {
-                try command.run(context(type(of: command), command.output))
+                try command.run(in: context(type(of: command), command.output))
             } else if !arguments.contains(where: { ["--help", "-h", "--version", "help"].contains($0) }) {
                 // A group named without a subcommand (or no arguments at all, as when the runtime
                 // could not read them) does nothing: a usage error, never a silent success.

@@ -202,6 +202,12 @@ struct HostileLayoutTests {
             #expect(r.status == 5, "\(command): \(r.status) \(r.stderr)")
         }
         holder.stop()
+        // The local store merely open (a reader between transactions) in another process: refused too.
+        let reader = try SQLiteHolder(f.paths.localStore, transaction: false)
+        defer { reader.stop() }
+        let inUse = try f.run(["rebuild", "--from", "local", "--discard-cloud", "--yes"])
+        #expect(inUse.status == 5, "\(inUse.stderr)")
+        reader.stop()
         let after = try f.snapshot()
         #expect(Self.contentOnly(after) == Self.contentOnly(layout), "\(zip(after, layout).map { $0.differences(from: $1) }.joined())")
     }
@@ -280,22 +286,27 @@ struct HostileLayoutTests {
     }
 }
 
-/// Another process holding `BEGIN IMMEDIATE` on a store (python3's sqlite3), until `stop`.
+/// Another process holding `BEGIN IMMEDIATE` on a store (python3's sqlite3), or only its
+/// connection open after a read (`transaction: false`), until `stop`.
 final class SQLiteHolder {
-    let process = Process()
+    let process: Process
 
-    init(_ store: URL) throws {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", """
+    init(_ store: URL, transaction: Bool = true) throws {
+        // Another process: SQLite's POSIX locks are per process, so a lock this process held
+        // would not be seen by the checks under test.
+        let out = Pipe()
+        process = try Launcher.start(
+            URL(fileURLWithPath: "/usr/bin/env"),
+            ["python3", "-c", """
             import sqlite3, sys, time
             c = sqlite3.connect(sys.argv[1], isolation_level=None)
-            c.execute("BEGIN IMMEDIATE")
+            if sys.argv[2] == "1":
+                c.execute("BEGIN IMMEDIATE")
+            else:
+                c.execute("SELECT COUNT(*) FROM sqlite_master").fetchall()
             print("held", flush=True)
             time.sleep(60)
-            """, store.path]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
+            """, store.path, transaction ? "1" : "0"], stdout: out)
         _ = out.fileHandleForReading.readData(ofLength: 5)
     }
 

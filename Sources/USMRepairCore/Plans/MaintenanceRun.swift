@@ -8,7 +8,7 @@ public struct MaintenanceRun {
         /// One step of the plan, for people and scripts.
         public struct Step: Sendable, Encodable {
             public let index: Int
-            public let action: String
+            public let action: Plan.Action.Kind
             /// The paths it touches (source → destination for moves).
             public let paths: [String]
             public let reason: String
@@ -157,7 +157,7 @@ extension MaintenanceRun.Report.Step {
         return plan.steps.enumerated().map { index, step in
             var strategy: String?
             if case let .build(build) = step.action { strategy = build.strategy.id }
-            return Self(index: index + 1, action: step.action.name, paths: step.action.paths, reason: step.reason, strategy: strategy,
+            return Self(index: index + 1, action: step.action.kind, paths: step.action.paths, reason: step.reason, strategy: strategy,
                         seconds: timings[index])
         }
     }
