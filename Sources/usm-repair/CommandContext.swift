@@ -15,12 +15,14 @@ protocol USMCommand: ParsableCommand {
 
 extension USMCommand {
     func run() throws {
-        Scratch.shared.cleanUpAbandoned()
-        try run(CommandContext.live(output: output, command: Self.commandPath))
+        try run(in: CommandContext.live(output: output, command: Self.commandPath))
     }
 
-    /// Runs the command in `context`, with the context's scratch registry and plugin stderr as the run's.
+    /// Runs the command in `context`, with the context's scratch registry and plugin stderr as the
+    /// run's. What earlier runs were killed leaving in that registry (private copies, partial
+    /// archives, extraction folders) goes first: only items their records prove theirs.
     func run(in context: CommandContext) throws {
+        context.scratch.cleanUpAbandoned()
         try Scratch.$current.withValue(context.scratch) {
             try ChildProcess.$standardError.withValue(context.childStandardError) { try run(context) }
         }

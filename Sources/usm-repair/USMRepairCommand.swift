@@ -45,10 +45,7 @@ struct USMRepairCommand: ParsableCommand {
         let status = execute(
             Array(CommandLine.arguments.dropFirst()), out: { StandardStream.output.write($0) }, err: { StandardStream.error.write($0) }
         ) { command, output in
-            // What earlier runs of this tool left when they were killed (private copies, partial
-            // archives, extraction folders) goes first: only items their records prove theirs.
-            Scratch.shared.cleanUpAbandoned()
-            return CommandContext.live(output: output, command: command.commandPath)
+            CommandContext.live(output: output, command: command.commandPath)
         }
         Foundation.exit(status)
     }

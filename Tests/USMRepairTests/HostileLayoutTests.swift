@@ -189,7 +189,7 @@ struct HostileLayoutTests {
         #expect(try TreeSnapshot(dir) == before)
     }
 
-    @Test("a store copy held in a write transaction by another process: every operation that would move it refuses (5)")
+    @Test("a store held by another process (a copy in a write transaction, the local store open for reading): every operation that would move it, and the undo, refuse (5)")
     func copyInUse() throws {
         let f = try Fixture()
         let copy = f.paths.cloudStore(f.options.activeUUID)
@@ -202,14 +202,22 @@ struct HostileLayoutTests {
             #expect(r.status == 5, "\(command): \(r.status) \(r.stderr)")
         }
         holder.stop()
-        // The local store merely open (a reader between transactions) in another process: refused too.
+        var after = try f.snapshot()
+        #expect(Self.contentOnly(after) == Self.contentOnly(layout), "\(zip(after, layout).map { $0.differences(from: $1) }.joined())")
+        // The local store merely open (a reader between transactions) in another process: an
+        // operation that moves it and the undo that would put it back refuse too.
+        let rebuilt = try OperationTests.apply(f, ["rebuild", "--from", "local", "--discard-cloud"])
+        let snapshot = try #require(rebuilt["snapshot"] as? String)
+        let changed = try f.snapshot()
         let reader = try SQLiteHolder(f.paths.localStore, transaction: false)
         defer { reader.stop() }
-        let inUse = try f.run(["rebuild", "--from", "local", "--discard-cloud", "--yes"])
+        let inUse = try f.run(["delete", "local-store", "--yes"])
         #expect(inUse.status == 5, "\(inUse.stderr)")
+        let undo = USM.run(["restore", snapshot, "--yes"])
+        #expect(undo.status == 5, "\(undo.stderr)")
         reader.stop()
-        let after = try f.snapshot()
-        #expect(Self.contentOnly(after) == Self.contentOnly(layout), "\(zip(after, layout).map { $0.differences(from: $1) }.joined())")
+        after = try f.snapshot()
+        #expect(Self.contentOnly(after) == Self.contentOnly(changed), "\(zip(after, changed).map { $0.differences(from: $1) }.joined())")
     }
 
     /// Snapshots compared without the -shm and -wal files (the holder's connection makes them).
