@@ -18,7 +18,7 @@ import GRDB
 /// their system entities 16001-16003.
 public struct FixtureStore {
     /// What to put in the store.
-    public struct Options: Sendable {
+    public struct Options: Sendable, Hashable {
         public var books = 6
         public var magazines = 3
         public var authors = 3
@@ -52,8 +52,32 @@ public struct FixtureStore {
     public static let entityNumbers = ["Item": 1, "Book": 2, "Magazine": 3, "Author": 4, "Shelf": 5, "Tag": 6]
 
     /// Writes a store at `url` (its -wal beside it when `walOnlyBooks` > 0, its _SUPPORT folder when
-    /// there is external data). The destination's file set must not exist.
+    /// there is external data). The destination's file set must not exist. Each set of options is
+    /// built once per test run (`FixtureCache`) and copied: every store written with the same
+    /// options is the same bytes.
     public static func write(to url: URL, _ o: Options = Options()) throws {
+        let template = try FixtureCache.template("store", o) { folder in
+            try build(to: folder.appendingPathComponent("store.sqlite"), o)
+        }
+        let directory = url.deletingLastPathComponent()
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        for suffix in ["", "-wal", "-shm"] {
+            try FileManager.default.copyItem(atPath: template.appendingPathComponent("store.sqlite").path + suffix, toPath: url.path + suffix)
+        }
+        let external = template.appendingPathComponent(".store_SUPPORT/_EXTERNAL_DATA", isDirectory: true)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: external.path)) ?? []
+        if !names.isEmpty {
+            let baseName = url.deletingPathExtension().lastPathComponent
+            let externalDir = directory.appendingPathComponent(".\(baseName)_SUPPORT/_EXTERNAL_DATA", isDirectory: true)
+            try FileManager.default.createDirectory(at: externalDir, withIntermediateDirectories: true)
+            for name in names {
+                try FileManager.default.copyItem(at: external.appendingPathComponent(name), to: externalDir.appendingPathComponent(name))
+            }
+        }
+    }
+
+    /// Builds the store at `url` with SQLite (what `write` copies).
+    static func build(to url: URL, _ o: Options) throws {
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("usm-fixture-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }
@@ -100,8 +124,9 @@ public struct FixtureStore {
                 try insertItem(db, pk: pk, ent: 3, title: "Magazine \(pk)", o: o, cover: nil, position: o.books + m, issue: m + 1)
             }
             if o.tags > 0 {
+                let insert = try db.cachedStatement(sql: "INSERT INTO Z_1TAGS (Z_1ITEMS, Z_6TAGS) VALUES (?, ?)")
                 for item in 1...max(pk, 1) where item <= pk {
-                    try db.execute(sql: "INSERT INTO Z_1TAGS (Z_1ITEMS, Z_6TAGS) VALUES (?, ?)", arguments: [item, (item % o.tags) + 1])
+                    try insert.execute(arguments: [item, (item % o.tags) + 1])
                 }
             }
             if o.history { try insertHistory(db, items: pk) }
@@ -199,21 +224,21 @@ public struct FixtureStore {
     ) throws {
         let author: Int? = ent == 2 && o.authors > 0 ? (pk % o.authors) + 1 : nil
         let shelf: Int? = o.shelves > 0 ? (pk % o.shelves) + 1 : nil
-        try db.execute(
-            sql: """
-                INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZAUTHOR, ZSHELF, Z_FOK_SHELF, ZISSUE, ZCREATED, ZTITLE, ZCOVER)
-                VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?)
-                """,
+        // One prepared statement for every row (rows by the ten thousand in the larger fixtures).
+        try db.cachedStatement(sql: """
+            INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZAUTHOR, ZSHELF, Z_FOK_SHELF, ZISSUE, ZCREATED, ZTITLE, ZCOVER)
+            VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?)
+            """).execute(
             arguments: [pk, ent, author, shelf, shelf.map { _ in (position + 1) * 1024 }, issue, 743_906_532.0 + Double(pk), title, cover])
     }
 
     static func insertHistory(_ db: Database, items: Int) throws {
         try db.execute(sql: "INSERT INTO ATRANSACTIONSTRING VALUES (1, 16003, 1, 'com.example.app'), (2, 16003, 1, 'Example')")
         try db.execute(sql: "INSERT INTO ATRANSACTION (Z_PK, Z_ENT, Z_OPT, ZBUNDLEIDTS, ZPROCESSIDTS, ZTIMESTAMP) VALUES (1, 16002, 1, 1, 2, 743906532.0)")
+        let insert = try db.cachedStatement(
+            sql: "INSERT INTO ACHANGE (Z_PK, Z_ENT, Z_OPT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID) VALUES (?, 16001, 1, 0, 2, ?, 1)")
         for item in 1...max(items, 1) where item <= items {
-            try db.execute(
-                sql: "INSERT INTO ACHANGE (Z_PK, Z_ENT, Z_OPT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID) VALUES (?, 16001, 1, 0, 2, ?, 1)",
-                arguments: [item, item])
+            try insert.execute(arguments: [item, item])
         }
     }
 

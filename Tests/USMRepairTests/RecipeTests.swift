@@ -138,13 +138,13 @@ struct RecipeTests {
                         parameters: #"[{"name": "skip", "summary": "an entity"}]"#), 64, "usage"),
         ]
         for (path, status, code) in cases {
-            let r = try CLI.run(["migrate-store", tmp.path("src/S.sqlite").path, tmp.path("dst/D.sqlite").path, "--recipe", path, "--json"])
+            let r = USM.run(["migrate-store", tmp.path("src/S.sqlite").path, tmp.path("dst/D.sqlite").path, "--recipe", path, "--json"])
             #expect(r.status == status, "\(path): \(r.stderr)")
             #expect((r.json["error"] as? [String: Any])?["code"] as? String == code, "\(path)")
             #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path("dst").path).isEmpty, "\(path): nothing left")
         }
         let bound = try recipe("bound", #"[{"copy": "entities", "why": "x"}, {"sql": "UPDATE main.ZTAG SET ZNAME = :label", "why": "x"}]"#)
-        let r = try CLI.run(["migrate-store", tmp.path("src/S.sqlite").path, tmp.path("dst/D.sqlite").path, "--recipe", bound,
+        let r = USM.run(["migrate-store", tmp.path("src/S.sqlite").path, tmp.path("dst/D.sqlite").path, "--recipe", bound,
                              "--param", "label=renamed", "--json"])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(try Self.count(tmp.path("dst/D.sqlite"), "SELECT COUNT(*) FROM ZTAG WHERE ZNAME = 'renamed'") == 4)

@@ -158,6 +158,11 @@ public struct Layout: Sendable {
     public let problems: [Problem]
     /// The worst exit status the layout's own findings call for.
     public let exitStatus: ExitStatus
+    /// This device's Core Data folders of the app's cloud stores, as discovery listed them:
+    /// `<app>/CloudStore/CoreDataUbiquitySupport/<peer>/<content>` (planning reads no folder itself).
+    public internal(set) var copyFolders: [URL] = []
+    /// Every name at the top of the ubiquity container, hidden ones included, as discovery listed them.
+    public internal(set) var cloudEntries: [String] = []
 
     /// The folders an operation on this layout works in, each with its private folder (`.usm-repair`,
     /// `.usm-repair.nosync` in the ubiquity container so that iCloud never uploads it): the app

@@ -141,7 +141,7 @@ public final class MigrationSession {
         var changed: [String: Int64] = [:]
         for table in schema.entityTables {
             let members = schema.entities.filter { $0.table == table }
-            let maxPK = try Int64.fetchOne(db, sql: "SELECT IFNULL(MAX(Z_PK), 0) FROM main.\(SQLName.quote(table))") ?? 0
+            let maxPK = try Int64.fetchOne(db, sql: "SELECT IFNULL(MAX(Z_PK), 0) FROM main.\(table.sqlIdentifier)") ?? 0
             for member in members where member.max < maxPK {
                 try db.execute(sql: "UPDATE main.Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?", arguments: [maxPK, member.number])
                 changed[member.name] = maxPK
@@ -158,8 +158,8 @@ public final class MigrationSession {
         var cleared: [(String, Int)] = []
         for table in schema.tables.keys.sorted() where patterns.contains(where: { Self.matches(table, $0) }) {
             guard !["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"].contains(table.uppercased()) else { continue }
-            let rows = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM main.\(SQLName.quote(table))") ?? 0
-            try db.execute(sql: "DELETE FROM main.\(SQLName.quote(table))")
+            let rows = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM main.\(table.sqlIdentifier)") ?? 0
+            try db.execute(sql: "DELETE FROM main.\(table.sqlIdentifier)")
             for entity in schema.entities where entity.table == table {
                 try db.execute(sql: "UPDATE main.Z_PRIMARYKEY SET Z_MAX = 0 WHERE Z_ENT = ?", arguments: [entity.number])
             }

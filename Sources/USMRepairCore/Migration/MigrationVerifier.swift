@@ -26,9 +26,9 @@ struct ContentDigest: Equatable, Sendable {
                 // SQLite functions take at most 127 arguments: wide tables are hashed in chunks.
                 let chunks = stride(from: 0, to: attributes.count, by: 100).map { Array(attributes[$0..<min($0 + 100, attributes.count)]) }
                 let list = chunks.count <= 1
-                    ? attributes.map(SQLName.quote).joined(separator: ", ")
-                    : chunks.map { "usm_rowhash(" + $0.map(SQLName.quote).joined(separator: ", ") + ")" }.joined(separator: ", ")
-                let rows = try Row.fetchAll(db, sql: "SELECT Z_ENT AS ent, COUNT(*) AS n, usm_digest(\(list)) AS d FROM \(SQLName.quote(table)) GROUP BY Z_ENT")
+                    ? attributes.map(\.sqlIdentifier).joined(separator: ", ")
+                    : chunks.map { "usm_rowhash(" + $0.map(\.sqlIdentifier).joined(separator: ", ") + ")" }.joined(separator: ", ")
+                let rows = try Row.fetchAll(db, sql: "SELECT Z_ENT AS ent, COUNT(*) AS n, usm_digest(\(list)) AS d FROM \(table.sqlIdentifier) GROUP BY Z_ENT")
                 for row in rows {
                     guard let ent = Int.fromDatabaseValue(row["ent"] as DatabaseValue),
                           let name = entities.first(where: { $0.number == ent })?.name else { continue }

@@ -110,7 +110,7 @@ public enum StagedStore {
                     for table in ["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"] {
                         guard let name = statements.first(where: { $0.type == "table" && $0.name.uppercased() == table })?.name
                         else { continue }
-                        try db.execute(sql: "INSERT INTO main.\(SQLName.quote(name)) SELECT * FROM src.\(SQLName.quote(name))")
+                        try db.execute(sql: "INSERT INTO main.\(name.sqlIdentifier) SELECT * FROM src.\(name.sqlIdentifier)")
                     }
                     let counter = keepCounters ? "CASE WHEN Z_ENT >= 16000 THEN 0 ELSE Z_MAX END" : "0"
                     try db.execute(sql: "UPDATE main.Z_PRIMARYKEY SET Z_MAX = \(counter)")

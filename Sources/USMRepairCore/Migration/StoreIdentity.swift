@@ -90,9 +90,9 @@ enum ExternalDataCopy {
         try queue.read { db in
             for table in schema.entityTables {
                 for column in schema.tables[table] ?? [] where column.type.uppercased().contains("BLOB") {
-                    let c = SQLName.quote(column.name)
+                    let c = column.name.sqlIdentifier
                     let cursor = try Data.fetchCursor(db, sql: """
-                        SELECT \(c) FROM \(SQLName.quote(table)) WHERE typeof(\(c)) = 'blob' AND substr(\(c), 1, 1) = x'02'
+                        SELECT \(c) FROM \(table.sqlIdentifier) WHERE typeof(\(c)) = 'blob' AND substr(\(c), 1, 1) = x'02'
                           AND length(\(c)) BETWEEN 37 AND 40
                         """)
                     while let blob = try cursor.next() {

@@ -8,7 +8,7 @@ public struct MaintenanceRun {
         /// One step of the plan, for people and scripts.
         public struct Step: Sendable, Encodable {
             public let index: Int
-            public let action: String
+            public let action: Plan.Action.Kind
             /// The paths it touches (source → destination for moves).
             public let paths: [String]
             public let reason: String
@@ -91,10 +91,12 @@ public struct MaintenanceRun {
     /// Plans (recovering first what a kill left pending, unless `dryRun`, which refuses then) and
     /// returns the plan with the report of the layout it was made on.
     public func plan(dryRun: Bool) throws -> Prepared {
-        let layout = try Layout.discover(options, records: executor.records)
+        var layout = try Layout.discover(options, records: executor.records)
         try Snapshot.refuseInside(executor.snapshotDirectory, protected: layout.folders, why: "a folder of the layout")
         let recovered = try executor.recoverBeforePlanning(in: layout.planRoots, dryRun: dryRun)
-        let prepared = try Planner.prepare(options, maintenance, strategies: strategies, consent: consent, records: executor.records)
+        // One read of the layout plans it, unless recovery has just changed the files.
+        if !recovered.isEmpty { layout = try Layout.discover(options, records: executor.records) }
+        let prepared = try Planner.prepare(layout, maintenance, strategies: strategies, consent: consent, records: executor.records)
         return Prepared(plan: prepared.plan, report: prepared.report, roots: prepared.layout.planRoots, recovered: recovered)
     }
 
@@ -157,7 +159,7 @@ extension MaintenanceRun.Report.Step {
         return plan.steps.enumerated().map { index, step in
             var strategy: String?
             if case let .build(build) = step.action { strategy = build.strategy.id }
-            return Self(index: index + 1, action: step.action.name, paths: step.action.paths, reason: step.reason, strategy: strategy,
+            return Self(index: index + 1, action: step.action.kind, paths: step.action.paths, reason: step.reason, strategy: strategy,
                         seconds: timings[index])
         }
     }

@@ -49,7 +49,7 @@ public struct PlanExecutor {
         /// One step as run.
         public struct StepRun: Sendable, Encodable {
             public let index: Int
-            public let action: String
+            public let action: Plan.Action.Kind
             public let reason: String
             public let seconds: Double
         }
@@ -79,10 +79,17 @@ public struct PlanExecutor {
 
     /// An interrupted operation found and dealt with.
     public struct Recovery: Sendable, Encodable, Equatable {
+        /// What recovery did to an interrupted operation.
+        public enum Outcome: String, Sendable, Encodable, Equatable {
+            /// It had not committed: the old state is back.
+            case undone
+            /// It had: the new state stays.
+            case finished
+        }
+
         public let operation: String
         public let id: String
-        /// `undone` (it had not committed: the old state is back) or `finished` (it had: the new state stays).
-        public let outcome: String
+        public let outcome: Outcome
         public let journal: String
     }
 
@@ -91,17 +98,23 @@ public struct PlanExecutor {
     /// Where this machine records the plans it writes (the only ones it ever recovers).
     public let records: OperationRecords
     public let hooks: Hooks
+    /// The command line recorded in every snapshot's manifest.
+    public let commandLine: [String]
 
-    public init(snapshotDirectory: URL, builder: Builder? = nil, records: OperationRecords = OperationRecords(), hooks: Hooks = .none) {
+    public init(
+        snapshotDirectory: URL, builder: Builder? = nil, records: OperationRecords = OperationRecords(), hooks: Hooks = .none,
+        commandLine: [String] = CommandLine.arguments
+    ) {
         self.snapshotDirectory = snapshotDirectory
         self.builder = builder
         self.records = records
         self.hooks = hooks
+        self.commandLine = commandLine
     }
 
     /// This executor with another migration engine behind its `build` steps.
     public func with(builder: @escaping Builder) -> PlanExecutor {
-        PlanExecutor(snapshotDirectory: snapshotDirectory, builder: builder, records: records, hooks: hooks)
+        PlanExecutor(snapshotDirectory: snapshotDirectory, builder: builder, records: records, hooks: hooks, commandLine: commandLine)
     }
 
     /// Runs `plan`. `progress` receives a line before each step. `allowed` are the folders the
@@ -153,7 +166,8 @@ public struct PlanExecutor {
                 case .snapshot:
                     let file = try Snapshot.take(
                         .init(roots: (plan.snapshotRoots ?? plan.roots).map { ($0.name, URL(fileURLWithPath: $0.path, isDirectory: true)) },
-                              items: plan.snapshotItems.map { URL(fileURLWithPath: $0) }, operation: plan.operation),
+                              items: plan.snapshotItems.map { URL(fileURLWithPath: $0) }, operation: plan.operation,
+                              commandLine: commandLine),
                         into: snapshotDirectory, protected: plan.roots.map { URL(fileURLWithPath: $0.path, isDirectory: true) })
                     snapshot = file.path
                     done.snapshot = file.path
@@ -217,7 +231,7 @@ public struct PlanExecutor {
                 try? purge(plan, journal: journal)
                 throw failure
             }
-            runs.append(.init(index: index, action: step.action.name, reason: step.reason, seconds: Date().timeIntervalSince(stepStart)))
+            runs.append(.init(index: index, action: step.action.kind, reason: step.reason, seconds: Date().timeIntervalSince(stepStart)))
         }
         var finalRows: [String: [String: Int]] = [:]
         var finalBuilds: [String: MigrationReport] = [:]
@@ -299,7 +313,7 @@ public struct PlanExecutor {
                 try Self.undo(plan, begun: pending.journal.begun)
                 try purge(plan, journal: nil)
             }
-            done.append(Recovery(operation: plan.operation, id: plan.id, outcome: pending.committed ? "finished" : "undone", journal: folder.path))
+            done.append(Recovery(operation: plan.operation, id: plan.id, outcome: pending.committed ? .finished : .undone, journal: folder.path))
         }
         // What a kill left half removed: a folder being purged (its operation had finished), or
         // one killed while its plan was being written (nothing of the user's can be in it: the
@@ -418,19 +432,26 @@ public struct PlanExecutor {
 }
 
 extension Plan.Action {
-    /// The action's name, for reports.
-    public var name: String {
+    /// What kind of action a step is, as reports and printers name it (the JSON `action`).
+    public enum Kind: String, Sendable, Encodable, Equatable {
+        case snapshot, checkpoint, build, extract, retire, install, commit, purge
+        case writeMarker = "write-marker"
+        case writePreferences = "write-preferences"
+    }
+
+    /// The action's kind, for reports.
+    public var kind: Kind {
         switch self {
-        case .snapshot: "snapshot"
-        case .checkpoint: "checkpoint"
-        case .build: "build"
-        case .writeMarker: "write-marker"
-        case .writePreferences: "write-preferences"
-        case .extract: "extract"
-        case .retire: "retire"
-        case .install: "install"
-        case .commit: "commit"
-        case .purge: "purge"
+        case .snapshot: .snapshot
+        case .checkpoint: .checkpoint
+        case .build: .build
+        case .writeMarker: .writeMarker
+        case .writePreferences: .writePreferences
+        case .extract: .extract
+        case .retire: .retire
+        case .install: .install
+        case .commit: .commit
+        case .purge: .purge
         }
     }
 }

@@ -180,7 +180,7 @@ extension Planner {
         }
         if !keepOld, let old = activeUUID {
             try b.retire(cloud.appendingPathComponent("CloudLogs/\(old)").path, "the old store's logs (--keep-old keeps them)")
-            for folder in try copyFolders(contentNames: [old]) {
+            for folder in copyFolders(contentNames: [old]) {
                 try b.retire(folder.path, "this device's copies of the old store (--keep-old keeps them)")
             }
             for store in layout.stores where store.uuid == old && store.location == .nominal {

@@ -48,6 +48,6 @@ struct CheckCommand: USMCommand {
 
     func run(_ context: CommandContext) throws {
         try context.report(Inspection(
-            options: layout.options, depth: .check, ignoredCodes: Set(ignore.compactMap(ProblemCode.init(rawValue:))), strict: strict))
+            options: layout.options(context.paths), depth: .check, ignoredCodes: Set(ignore.compactMap(ProblemCode.init(rawValue:))), strict: strict))
     }
 }

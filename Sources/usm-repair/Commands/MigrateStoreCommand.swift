@@ -69,15 +69,15 @@ struct MigrateStoreCommand: USMCommand {
         let choice = strategy.choice
         let options = choice.options(
             keepUbiquityMetadata: keepUbiquityMetadata, recipeSearchPath: context.recipeSearchPath, environment: context.environment)
-        let destinationFiles = StoreFileSet(main: URL(fileURLWithPath: (destination as NSString).expandingTildeInPath))
+        let destinationFiles = StoreFileSet(main: context.paths.url(destination))
         let request = MigrationRequest(
-            source: StoreFileSet(main: URL(fileURLWithPath: (source as NSString).expandingTildeInPath)),
+            source: StoreFileSet(main: context.paths.url(source)),
             destination: destinationFiles,
             strategy: choice.id ?? (choice.recipe != nil || choice.plugin != nil ? "manual" : StrategyRegistry.defaultID),
             mode: into ? .merge : overwrite ? .overwrite : .create, options: options, dryRun: dryRun)
         let migration = StoreMigration(
             request: request, engine: MigrationEngine(registry: context.strategies),
-            executor: context.executor(snapshotDirectory: snapshotDir.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath, isDirectory: true) }))
+            executor: context.executor(snapshotDirectory: snapshotDir.map { context.paths.url($0, directory: true) }))
         try context.perform({ terminal in
             if overwrite, !dryRun, !destinationFiles.existingMembers().isEmpty {
                 try context.consent(

@@ -20,8 +20,8 @@ struct PlanFlags: ParsableArguments {
     var detailedExitCode = false
 
     /// `--snapshot-dir`, nil for the default (the state folder's `snapshots`).
-    var snapshotDirectory: URL? {
-        snapshotDir.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath, isDirectory: true) }
+    func snapshotDirectory(_ paths: PathResolver) -> URL? {
+        snapshotDir.map { paths.url($0, directory: true) }
     }
 }
 

@@ -107,9 +107,9 @@ struct ReportPrinter {
             if let listed = copy.accountListed { where_.append(listed ? "listed in the preferences" : "not in the preferences' account map") }
             if let opens = store.opens { where_.append(opens ? "the copy the app opens" : "not the copy the app opens") }
             terminal.out("            " + where_.joined(separator: ", "))
-        } else if store.location == "nominal" {
+        } else if store.location == .nominal {
             terminal.out("            a plain file at the nominal store URL (ignored by Core Data on iOS 7+)")
-        } else if store.location == "nosync" {
+        } else if store.location == .nosync {
             terminal.out("            an iOS 6 cloud store (CloudStore.nosync)")
         }
         guard store.exists, store.metadata != nil || store.objects > 0 else { return }
