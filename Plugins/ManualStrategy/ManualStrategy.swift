@@ -128,6 +128,8 @@ struct RecipeRunner {
             }
             try StagedStore.copyWhole(from: job.source, to: job.destination)
             steps = steps.dropFirst()
+            // A whole copy then changes to it: the same store, repaired (it keeps its identity).
+            outcome.keepsSourceIdentity = true
         } else if !job.isMerge {
             try StagedStore.cloneSchema(from: job.source, to: job.destination, keepCounters: true)
         }
@@ -143,6 +145,7 @@ struct RecipeRunner {
                         for (name, n) in copied.deduplicated { outcome.deduplicated[name, default: 0] += n }
                         outcome.leftOut += copied.leftOut
                         outcome.notes += copied.notes
+                        outcome.carried.formUnion(copied.carried)
                     case "sql":
                         try session.execute(step.sql ?? "", arguments: values)
                     case "setMetadata":
@@ -157,14 +160,14 @@ struct RecipeRunner {
                         }
                     case "clearTables":
                         for (table, rows) in try session.clearTables(matching: (step.clearTables ?? []).map { substitute($0, values) }) {
-                            outcome.leftOut.append("\(table): \(rows) rows removed by the recipe (\(step.why))")
+                            outcome.leftOut.append("\(table): \(rows) rows removed by the recipe (\(step.why)); its entities keep their Z_MAX")
                         }
                     default:
                         break
                     }
                 } catch let error as USMError {
                     switch error {
-                    case .schemaMismatch, .mergeConflict, .usage, .recipeInvalid, .outOfSpace: throw error
+                    case .schemaMismatch, .mergeConflict, .usage, .recipeInvalid, .outOfSpace, .preconditionFailed: throw error
                     case let .sqlite(_, _, message): throw USMError.recipeFailed(recipe: recipe.id, step: number, message: message)
                     case .writeFailed where step.action == "sql":
                         // A write the step attempted that the file system refused (the source's
