@@ -129,6 +129,8 @@ struct RecipeRunner {
             }
             try StagedStore.copyWhole(from: job.source, to: job.destination)
             steps = steps.dropFirst()
+            // A whole copy then changes to it: the same store, repaired (it keeps its identity).
+            outcome.keepsSourceIdentity = true
         } else if !job.isMerge {
             try StagedStore.cloneSchema(from: job.source, to: job.destination, keepCounters: true)
         }
@@ -144,6 +146,7 @@ struct RecipeRunner {
                         for (name, n) in copied.deduplicated { outcome.deduplicated[name, default: 0] += n }
                         outcome.leftOut += copied.leftOut
                         outcome.notes += copied.notes
+                        outcome.carried.formUnion(copied.carried)
                     case .sql?:
                         try session.execute(step.sql ?? "", arguments: values)
                     case .setMetadata?:
@@ -158,7 +161,7 @@ struct RecipeRunner {
                         }
                     case .clearTables?:
                         for (table, rows) in try session.clearTables(matching: (step.clearTables ?? []).map { substitute($0, values) }) {
-                            outcome.leftOut.append("\(table): \(rows) rows removed by the recipe (\(step.why))")
+                            outcome.leftOut.append("\(table): \(rows) rows removed by the recipe (\(step.why)); its entities keep their Z_MAX")
                         }
                     case nil:
                         // Loading refuses a step that names no action or several.
@@ -166,7 +169,7 @@ struct RecipeRunner {
                     }
                 } catch let error as USMError {
                     switch error {
-                    case .schemaMismatch, .mergeConflict, .usage, .recipeInvalid, .outOfSpace: throw error
+                    case .schemaMismatch, .mergeConflict, .usage, .recipeInvalid, .outOfSpace, .preconditionFailed: throw error
                     case let .sqlite(_, _, message): throw USMError.recipeFailed(recipe: recipe.id, step: number, message: message)
                     case .writeFailed where step.action == .sql:
                         // A write the step attempted that the file system refused (the source's

@@ -15,9 +15,11 @@ enum BuiltInStrategies {
     /// a verified store whose rows per entity are returned; the executor installs it.
     static func builder(registry: StrategyRegistry, environment: [String: String], recipeSearchPath: [URL]) -> PlanExecutor.Builder {
         { build in
-            let options = build.strategy.options(
+            var options = build.strategy.options(
                 keepUbiquityMetadata: build.keepUbiquityMetadata, recipeSearchPath: recipeSearchPath, environment: environment,
                 operation: build.operation)
+            // A store a maintenance operation builds is a new store to the app (a merge keeps its own).
+            options.newIdentity = true
             do {
                 return try MigrationEngine(registry: registry).build(
                     source: StoreFileSet(main: URL(fileURLWithPath: build.source)), staged: URL(fileURLWithPath: build.staged),

@@ -129,6 +129,9 @@ public struct Layout: Sendable {
 
     /// The names UbiquityStoreManager gives its temporary stores.
     public static let temporaryStoreNames = ["MigrationSource.sqlite", "CopyMigrationStore.sqlite"]
+    /// The copy of the local store UbiquityStoreManager seeds a new cloud store from, beside it
+    /// (usm-behaviour.md §1.2).
+    public static let seedingCopyName = "CopyMigrationStore.sqlite"
     /// The folder Core Data keeps its iOS 7+ ubiquity copies in.
     public static let ubiquitySupportFolder = "CoreDataUbiquitySupport"
 

@@ -46,6 +46,31 @@ public struct EntityCopy {
         public var notes: [String] = []
         /// The SQL run, in order (for the report's steps).
         public var sql: [String] = []
+        /// System entities whose rows were carried whole (CloudKit mirroring into a new store).
+        public var carried: Set<String> = []
+    }
+
+    /// The refusal to leave NSPersistentCloudKitContainer's mirroring rows behind without the
+    /// user's word: a store with objects and no mirroring state makes CloudKit upload every object
+    /// again, duplicating them on every device.
+    public static func cloudKitRefusal(_ tables: [(table: String, rows: Int)], why: String) -> USMError {
+        let listed = tables.map { "\($0.table) (\($0.rows) rows)" }.joined(separator: ", ")
+        return USMError.preconditionFailed(
+            "the source holds CloudKit mirroring rows tying its objects to their CloudKit records: \(listed); \(why), and without them CloudKit uploads those objects again as new records (duplicates on every device). --drop-cloudkit leaves them out anyway; the strip-cloudkit recipe empties them on purpose")
+    }
+
+    /// CloudKit mirroring tables of the source copy `url` that hold rows, with their counts.
+    public static func cloudKitRows(_ url: URL, schema: CoreDataSchema) throws -> [(table: String, rows: Int)] {
+        let tables = schema.systemTables.filter { $0.uppercased().hasPrefix("ANSCK") }
+        guard !tables.isEmpty else { return [] }
+        let queue = try StagedStore.open(url, readonly: true)
+        defer { try? queue.close() }
+        return try queue.read { db in
+            try tables.compactMap { table in
+                let rows = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table.sqlIdentifier)") ?? 0
+                return rows > 0 ? (table, rows) : nil
+            }
+        }
     }
 
     let session: MigrationSession
@@ -102,10 +127,33 @@ public struct EntityCopy {
             throw USMError.schemaMismatch(path: session.job.destination.path,
                 detail: "two source hierarchies map into one destination table (\(plans.values.map(\.table).sorted().joined(separator: ", ")))")
         }
+        // System tables: persistent history is not copied (Core Data records the app's own
+        // changes from here on); CloudKit mirroring rows are carried with the objects they name
+        // where keys stay as they are, and otherwise left out only when the user names the loss.
+        let keysKept = !session.isMerge && map == .identity
+        var carry: [String] = []
+        var refused: [(table: String, rows: Int)] = []
         for system in source.systemTables {
             let rows = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM src.\(system.sqlIdentifier)") ?? 0
-            let kind = system.uppercased().hasPrefix("ANSCK") ? "CloudKit mirroring" : "persistent history"
-            result.leftOut.append("\(system) (\(kind), \(rows) rows): holds no objects; not copied, its Z_PRIMARYKEY rows keep Z_MAX \(session.isMerge ? "as the destination has it" : "0")")
+            let counters = session.isMerge ? "as the destination has them" : "the source's Z_MAX"
+            guard system.uppercased().hasPrefix("ANSCK") else {
+                result.leftOut.append("\(system) (persistent history, \(rows) rows): not copied; its entities keep \(counters)")
+                continue
+            }
+            if rows == 0 {
+                result.leftOut.append("\(system) (CloudKit mirroring): empty in the source; its entities keep \(counters)")
+            } else if keysKept, (destination.tables[system] ?? []).map(\.name) == (source.tables[system] ?? []).map(\.name) {
+                carry.append(system)
+            } else if session.job.options.dropCloudKit {
+                result.leftOut.append("\(system) (CloudKit mirroring, \(rows) rows tying objects to their CloudKit records): dropped (--drop-cloudkit); CloudKit exports those objects again as new records")
+            } else {
+                refused.append((system, rows))
+            }
+        }
+        if !refused.isEmpty {
+            throw Self.cloudKitRefusal(refused, why: session.isMerge
+                ? "in a merge the objects' keys move, so these rows cannot come along"
+                : "the recipe copies only some entities or renames them, so these rows cannot come along")
         }
 
         // 2. Key offsets per destination table.
@@ -312,11 +360,24 @@ public struct EntityCopy {
             }
         }
 
+        // 7b. CloudKit mirroring rows, as they are: every object they name kept its entity number
+        // and key (a new store, every entity copied under its own name).
+        for system in carry {
+            let rows = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM src.\(system.sqlIdentifier)") ?? 0
+            try exec("INSERT INTO main.\(system.sqlIdentifier) SELECT * FROM src.\(system.sqlIdentifier)", &result)
+            for entity in source.entities where entity.table == system {
+                result.carried.insert(entity.name)
+            }
+            result.notes.append("\(system) (CloudKit mirroring, \(rows) rows): carried as it is, with the keys of the objects it names")
+        }
+
         // 8. Indexes back, counters on, temp tables gone.
         for index in rebuild { try exec(index.sql, &result) }
+        // A hierarchy's counter lives on its root entity's row (Core Data leaves the sub-entities' at 0).
         for plan in plans.values {
-            let members = destination.entities.filter { $0.table == plan.table }.map { String($0.number) }.joined(separator: ",")
-            try exec("UPDATE main.Z_PRIMARYKEY SET Z_MAX = MAX(IFNULL(Z_MAX, 0), (SELECT IFNULL(MAX(Z_PK), 0) FROM main.\(plan.table.sqlIdentifier))) WHERE Z_ENT IN (\(members))", &result)
+            let members = destination.entities.filter { $0.table == plan.table }
+            guard let root = members.first(where: { $0.number == $0.rootNumber }) ?? members.first else { continue }
+            try exec("UPDATE main.Z_PRIMARYKEY SET Z_MAX = MAX(IFNULL(Z_MAX, 0), (SELECT IFNULL(MAX(Z_PK), 0) FROM main.\(plan.table.sqlIdentifier))) WHERE Z_ENT = \(root.number)", &result)
         }
         for temp in Array(remap.values) + Array(dropped.values) { try db.execute(sql: "DROP TABLE temp.\(temp)") }
         return result

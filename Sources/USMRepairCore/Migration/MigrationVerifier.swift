@@ -112,7 +112,7 @@ struct MigrationVerifier {
             let dedup = outcome.deduplicated[name] ?? 0
             let expected: Int? = switch policy {
             case .all: s + b
-            case .userEntities: system.contains(name) ? b : s + b - dedup
+            case .userEntities: system.contains(name) && !outcome.carried.contains(name) ? b : s + b - dedup
             case .none: b
             case .reported: outcome.rows[name].map { $0 + (destinationBefore == nil ? 0 : b) }
             }
@@ -137,7 +137,7 @@ struct MigrationVerifier {
             let (beforeDigests, beforeColumns) = (set.before, set.beforeColumns)
             for i in entities.indices {
                 let name = entities[i].name
-                guard !(policy == .userEntities && system.contains(name)) else { entities[i].digest = "not-copied"; continue }
+                guard !(policy == .userEntities && system.contains(name) && !outcome.carried.contains(name)) else { entities[i].digest = "not-copied"; continue }
                 guard (outcome.deduplicated[name] ?? 0) == 0, !outcome.altered.contains(name) else { entities[i].digest = "skipped-changed-rows"; continue }
                 guard resultColumns[name] == sourceColumns[name], destinationCopy == nil || beforeColumns[name] == resultColumns[name] else {
                     entities[i].digest = "skipped-columns-differ"

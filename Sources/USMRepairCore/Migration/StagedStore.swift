@@ -70,8 +70,9 @@ public enum StagedStore {
     /// views, each checked to be one `CREATE` statement), its page size, auto-vacuum mode and text
     /// encoding, and its `Z_PRIMARYKEY`, `Z_METADATA` and `Z_MODELCACHE` rows, and no other row.
     /// Costs the same at any store size: nothing is copied but the schema.
-    /// - Parameter keepCounters: keep the source's `Z_MAX` for user entities (the rows follow with
-    ///   their keys); otherwise every `Z_MAX` is 0. System entities always get 0.
+    /// - Parameter keepCounters: keep the source's `Z_MAX` of every entity, user and system alike:
+    ///   rows copied later follow with their keys, and the counters of entities whose rows are left
+    ///   out do not drop (Core Data's key generator only raises them). Otherwise every `Z_MAX` is 0.
     public static func cloneSchema(from source: URL, to destination: URL, keepCounters: Bool) throws {
         let input = try open(source, readonly: true)
         defer { try? input.close() }
@@ -112,8 +113,7 @@ public enum StagedStore {
                         else { continue }
                         try db.execute(sql: "INSERT INTO main.\(name.sqlIdentifier) SELECT * FROM src.\(name.sqlIdentifier)")
                     }
-                    let counter = keepCounters ? "CASE WHEN Z_ENT >= 16000 THEN 0 ELSE Z_MAX END" : "0"
-                    try db.execute(sql: "UPDATE main.Z_PRIMARYKEY SET Z_MAX = \(counter)")
+                    if !keepCounters { try db.execute(sql: "UPDATE main.Z_PRIMARYKEY SET Z_MAX = 0") }
                     return .commit
                 }
                 try db.execute(sql: "DETACH DATABASE src")

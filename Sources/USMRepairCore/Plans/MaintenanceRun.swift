@@ -139,13 +139,21 @@ public struct MaintenanceRun {
         return Report(
             command: maintenance.commandPath, operation: plan.operation, dryRun: dryRun, noOp: plan.isNoOp,
             changed: result != nil && !plan.isNoOp, ledger: ledger, headline: ledger?.headline, planID: plan.id, roots: plan.roots,
-            steps: steps, notes: plan.notes + (result?.leftovers ?? []).map(Self.leftoverNote), snapshot: result?.snapshot, rows: rows,
+            steps: steps, notes: plan.notes + Self.buildNotes(result) + (result?.leftovers ?? []).map(Self.leftoverNote), snapshot: result?.snapshot, rows: rows,
             nextLaunch: NextLaunchChange(before: plan.nextLaunchBefore, predicted: plan.nextLaunchAfter, after: after?.nextLaunch),
             recovered: recovered, seconds: result?.seconds ?? 0)
     }
 }
 
 extension MaintenanceRun {
+    /// What the migration engine said about each store it built (counters raised, what was left
+    /// out and why), named by the store's final path.
+    static func buildNotes(_ result: PlanExecutor.Result?) -> [String] {
+        (result?.builds ?? [:]).sorted { $0.key < $1.key }.flatMap { path, build in
+            (build.notes + build.leftOut).map { "\(URL(fileURLWithPath: path).lastPathComponent): \($0)" }
+        }
+    }
+
     /// The note for a lock file or empty private folder of usm-repair's that could not be removed.
     public static func leftoverNote(_ leftover: String) -> String {
         "usm-repair could not remove its own lock or empty folder \(leftover); the change is complete, and the next usm-repair run in this folder (recover, status's advice) removes it"

@@ -200,6 +200,7 @@ public struct PlanExecutor {
                     if optional, FileStatus.lookup(staged) == nil { break }
                     guard FileStatus.lookup(path) == nil else { throw USMError.changedSincePlanning(path: path) }
                     Self.keepMode(of: plan, replacedAt: path, on: staged)
+                    Self.keepOwner(of: plan, replacedAt: path, on: staged)
                     try Self.move(staged, to: path, in: plan)
                 case .commit:
                     try journal.append(.init(event: .committed))
@@ -402,6 +403,22 @@ public struct PlanExecutor {
             _ = FileSystemPath.withCString(staged) { chmod($0, mode_t(old.mode & 0o1777)) }
             return
         }
+    }
+
+    /// What is installed belongs to whoever owned what it replaces (the retired item, in the
+    /// operation's trash), or, when nothing was there, whoever owns the folder it goes into: a
+    /// store, preferences or marker written by a run as root stays the app's user's (Core Data and
+    /// UbiquityStoreManager write them as that user). Folders installed whole (a store's
+    /// `_SUPPORT` folder) take that owner throughout.
+    static func keepOwner(of plan: Plan, replacedAt path: String, on staged: String) {
+        var owner: Ownership?
+        for step in plan.steps {
+            guard case let .retire(retired, trash) = step.action, retired == path, let old = Ownership.of(trash) else { continue }
+            owner = old
+            break
+        }
+        guard let owner = owner ?? Ownership.of(URL(fileURLWithPath: path).deletingLastPathComponent().path) else { return }
+        owner.apply(toTree: staged)
     }
 
     /// Moves within `plan`'s folders, after checking that no folder on either way is a link.

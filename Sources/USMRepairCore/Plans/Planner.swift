@@ -125,9 +125,35 @@ public struct Planner {
         if !b.isEmpty, layout.cloudSource == .given, let problem = layout.problems.first(where: { $0.code == .cloudContainerUnconfirmed }) {
             b.notes.append(problem.message)
         }
-        let (afterLayout, afterReports) = b.after.apply(to: layout, reports: reports)
-        let after = b.isEmpty ? report.nextLaunch : NextLaunch.predict(afterLayout, reports: afterReports)
+        var (afterLayout, afterReports) = b.after.apply(to: layout, reports: reports)
+        var after = b.isEmpty ? report.nextLaunch : NextLaunch.predict(afterLayout, reports: afterReports)
+        // A plan that ends in a seeding from the local store leaves no temporary store of an
+        // earlier seeding or rebuild behind: the seeding's copy would be opened with its -wal.
+        if after?.outcome == .seedNewCloudStore, !b.isEmpty || maintenance.preparesSeeding {
+            try retireSeedingLeftovers(&b)
+            (afterLayout, afterReports) = b.after.apply(to: layout, reports: reports)
+            after = b.isEmpty ? report.nextLaunch : NextLaunch.predict(afterLayout, reports: afterReports)
+        }
         return b.plan(operation: maintenance.command, before: report.nextLaunch, after: after, ledger: ledger(b, after: after))
+    }
+
+    /// UbiquityStoreManager's temporary stores beside the local store (`CopyMigrationStore.sqlite`)
+    /// and in `CloudStore/` (`MigrationSource.sqlite`), retired as whole file sets. The seeding
+    /// removes the copy's main file only, copies the local store's main file there and opens it
+    /// (usm-behaviour.md §1.2, §5 "Traps"): a -wal or -journal of an earlier seeding would be applied
+    /// to the new copy.
+    func retireSeedingLeftovers(_ b: inout PlanBuilder) throws {
+        guard let local else { return }
+        let folders = Set([local.files.directory, local.files.directory.appendingPathComponent("CloudStore", isDirectory: true)]
+            .map { $0.standardizedFileURL.path })
+        let found = layout.leftovers.filter { folders.contains(URL(fileURLWithPath: $0.path).deletingLastPathComponent().standardizedFileURL.path) }
+        guard !found.isEmpty else { return }
+        for leftover in found {
+            try b.retireFileSet(
+                StoreFileSet(main: URL(fileURLWithPath: leftover.path)),
+                "a temporary store of an earlier seeding or rebuild (\(leftover.files.map { URL(fileURLWithPath: $0).lastPathComponent }.joined(separator: ", "))): the next seeding must not find it")
+        }
+        b.notes.append("UbiquityStoreManager's temporary stores are removed as whole file sets (\(found.flatMap(\.files).map { URL(fileURLWithPath: $0).lastPathComponent }.joined(separator: ", "))): the app seeds by copying the local store's main file over \(Layout.seedingCopyName)'s main file only and opening the copy, and SQLite would apply a -wal or -journal left there to it")
     }
 
     // MARK: - The ledger
