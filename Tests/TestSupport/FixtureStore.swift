@@ -71,14 +71,16 @@ public struct FixtureStore {
         for suffix in ["", "-wal", "-shm"] {
             try FileManager.default.copyItem(atPath: template.appendingPathComponent("store.sqlite").path + suffix, toPath: url.path + suffix)
         }
-        let external = template.appendingPathComponent(".store_SUPPORT/_EXTERNAL_DATA", isDirectory: true)
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: external.path)) ?? []
-        if !names.isEmpty {
-            let baseName = url.deletingPathExtension().lastPathComponent
-            let externalDir = directory.appendingPathComponent(".\(baseName)_SUPPORT/_EXTERNAL_DATA", isDirectory: true)
-            try FileManager.default.createDirectory(at: externalDir, withIntermediateDirectories: true)
+        // The support folder's files (external storage, file-backed futures) under the store's own name.
+        let baseName = url.deletingPathExtension().lastPathComponent
+        for folder in ["_EXTERNAL_DATA", "_FBF"] {
+            let source = template.appendingPathComponent(".store_SUPPORT/\(folder)", isDirectory: true)
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: source.path)) ?? []
+            guard !names.isEmpty else { continue }
+            let target = directory.appendingPathComponent(".\(baseName)_SUPPORT/\(folder)", isDirectory: true)
+            try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true)
             for name in names {
-                try FileManager.default.copyItem(at: external.appendingPathComponent(name), to: externalDir.appendingPathComponent(name))
+                try FileManager.default.copyItem(at: source.appendingPathComponent(name), to: target.appendingPathComponent(name))
             }
         }
     }
