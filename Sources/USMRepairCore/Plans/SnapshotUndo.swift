@@ -133,10 +133,11 @@ public enum SnapshotUndo {
         let notes = [
             "puts back what `\(record.operation)` changed, as the snapshot of \(archive.lastPathComponent) recorded it",
         ]
-        let plan = Plan(
+        var plan = Plan(
             id: id, operation: "restore", roots: steps.isEmpty ? [] : planRoots, expected: expected, stores: stores,
             snapshotItems: itemPaths.map(\.path) + absentPaths.map(\.path), steps: steps, notes: notes,
             nextLaunchBefore: nil, nextLaunchAfter: nil)
+        plan.label = planRoots.first.flatMap { Layout.label(ofFolder: URL(fileURLWithPath: $0.path, isDirectory: true)) }
         return (plan, Paths(undoes: record.operation, restored: itemPaths.map(\.path), removed: absentPaths.map(\.path).filter { FileStatus.lookup($0) != nil }))
     }
 

@@ -64,7 +64,7 @@ struct ArchiveCommand: USMCommand {
             layout: layout.options, output: outputPath.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath) },
             format: chosen, content: content, maxSize: maxSize?.bytes, overwrite: overwrite)
         try context.perform({ terminal in
-            try BundleWriter(options: options).run(progress: terminal.progressBytes)
+            try BundleWriter(options: options).run(progress: terminal.progressBytes, phase: { terminal.progressLine($0) })
         }, text: { result, terminal in
             guard !output.quiet else { return }
             terminal.out("Wrote \(result.output) (\(result.format), \(result.bytes) bytes, \(result.entries) entries, \(result.stores) stores)")
