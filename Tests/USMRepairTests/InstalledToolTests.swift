@@ -100,6 +100,10 @@ struct InstalledToolTests {
         #expect(missing.status == 66)
         #expect(missing.stderr.contains(prefix.appendingPathComponent("share/usm-repair/recipes").path), "\(missing.stderr)")
 
+        // The shell asks the binary for recipe names (as the bash script does): those it ships.
+        let completion = try Self.run(bin, ["---completion", "migrate-store", "--", "--recipe", "3", "0"], environment: env)
+        #expect(completion.stdout.split(separator: "\n").contains("rename-entity"), "\(completion.stdout)\(completion.stderr)")
+
         // The help topics come from the binary itself.
         let codes = try Self.run(bin, ["help", "exit-codes"], environment: env)
         #expect(codes.status == 0 && codes.stdout.contains("store-in-use"), "\(codes.stdout)")

@@ -50,6 +50,23 @@ struct JourneyTests {
         #expect(NextStep.arrival(LayoutOptions(macApp: "com.example.notes")) == .macApp)
     }
 
+    @Test("the undo ends with the next step too; a Mac's own Library folders given with --app-dir are a Mac in place")
+    func undoNextStep() throws {
+        let tmp = try TempDir()
+        let paths = try FixtureContainer.write(to: tmp.path("Notes.xcappdata"))
+        let r = USM.run(["cloud", "disable", "--container", paths.root.path, "--snapshot-dir", tmp.path("s").path, "--yes", "--json"])
+        let snapshot = try #require(r.json["snapshot"] as? String)
+        let undo = USM.run(["restore", snapshot, "--yes", "--json"])
+        #expect(undo.status == 0, "\(undo.stderr)")
+        #expect((undo.json["nextStep"] as? String ?? "").contains("Replace Container"), "\(undo.stdout)")
+        let text = USM.run(["restore", snapshot, "--dry-run"])
+        #expect(text.stdout.contains("Next step: After running it:"), "\(text.stdout)")
+        let mac = LayoutOptions(appDirectory: URL(fileURLWithPath: "/Users/jo/Library/Containers/com.x/Data/Library/Application Support/com.x"))
+        #expect(NextStep.arrival(mac, home: "/Users/jo") == .macApp)
+        let copy = LayoutOptions(appDirectory: URL(fileURLWithPath: "/Users/jo/Cases/jo/Library/Application Support/com.x"))
+        #expect(NextStep.arrival(copy, home: "/Users/jo") == .folder)
+    }
+
     @Test("snapshots: listed with command, time, folders and size; pruned by age or count, with --dry-run and --yes; other files never")
     func snapshots() throws {
         let tmp = try TempDir()

@@ -52,10 +52,23 @@ public enum NextStep {
         device (that is how delete container acts everywhere).
         """
 
+    /// The folders a plan works in, as layout options (for a plan made from a snapshot, whose
+    /// roots are the only record of where the data lies).
+    public static func options(of plan: Plan) -> LayoutOptions {
+        func root(_ name: String) -> URL? { plan.roots.first { $0.name == name }.map { URL(fileURLWithPath: $0.path, isDirectory: true) } }
+        return LayoutOptions(appDirectory: root("app") ?? root("preferences") ?? root("container"), cloudDirectory: root("cloud"))
+    }
+
     /// How the layout's data arrived.
-    public static func arrival(_ options: LayoutOptions) -> Arrival {
+    public static func arrival(_ options: LayoutOptions, home: String = NSHomeDirectory()) -> Arrival {
         if options.macApp != nil { return .macApp }
         let folders = [options.container, options.appDirectory, options.preferences].compactMap { $0 }
+        // A Mac app's own folders, named with --app-dir: `~/Library/Application Support/...` or
+        // a sandbox's `~/Library/Containers/...`.
+        let library = URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent("Library").path
+        if !folders.isEmpty, folders.allSatisfy({ path in
+            ["Application Support", "Containers", "Preferences"].contains { Confinement.isInside(path.path, library + "/" + $0) }
+        }) { return .macApp }
         if folders.contains(where: { $0.pathComponents.contains { $0.hasPrefix("AppDomain-") } }) { return .backup }
         if let container = options.container,
            container.pathExtension == "xcappdata" || FileStatus.lookup(container.appendingPathComponent("AppData").path)?.kind == .directory {
@@ -100,7 +113,10 @@ public enum NextStep {
         if cloud, arrival != .macApp {
             let bundleID = options.preferences?.deletingPathExtension().lastPathComponent
                 ?? preferencesPath?.deletingPathExtension().lastPathComponent ?? "BUNDLE_ID"
-            sentences.append("The ubiquity container \(cloudFolder) was changed here, but it does not travel with the app's folder: iCloud syncs it, and a copy reaches no device. Make the same change on the customer's Mac, signed in to their iCloud account: quit the app there and run usm-repair \(plan.operation) --mac-app \(bundleID) --yes; iCloud then uploads it to every device.")
+            let how = plan.operation == "restore"
+                ? "put back there what the change had changed, with the app quit"
+                : "quit the app there and run usm-repair \(plan.operation) --mac-app \(bundleID) --yes"
+            sentences.append("The ubiquity container \(cloudFolder) was changed here, but it does not travel with the app's folder: iCloud syncs it, and a copy reaches no device. Make the same change on the customer's Mac, signed in to their iCloud account: \(how); iCloud then uploads it to every device.")
         }
         if sentences.isEmpty { sentences.append("Return the changed folders the way they came.") }
         return (dryRun ? "After running it: " : "") + sentences.joined(separator: " ")

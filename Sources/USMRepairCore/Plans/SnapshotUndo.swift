@@ -210,6 +210,8 @@ extension SnapshotUndo {
         /// Interrupted operations in these folders finished or undone first.
         public let recovered: [PlanExecutor.Recovery]
         public let seconds: Double
+        /// What to do next, in words: the folders put back go to the device as they came (see `NextStep`).
+        public let nextStep: String
         public let exitCode: Int32 = 0
         public let exitStatus = "ok"
     }
@@ -233,7 +235,9 @@ extension SnapshotUndo {
         let steps = MaintenanceRun.Report.Step.list(plan, result: result)
         return Report(
             archive: archive.path, undoes: paths.undoes, dryRun: dryRun, noOp: plan.isNoOp, planID: plan.id, roots: plan.roots,
-            steps: steps, notes: plan.notes + (result?.leftovers ?? []).map(MaintenanceRun.leftoverNote), restored: paths.restored, removed: paths.removed, snapshot: result?.snapshot,
-            recovered: recovered + (result?.recovered ?? []), seconds: result?.seconds ?? 0)
+            steps: steps, notes: plan.notes + (result?.leftovers ?? []).map(MaintenanceRun.leftoverNote) + (result?.notes ?? []),
+            restored: paths.restored, removed: paths.removed, snapshot: result?.snapshot,
+            recovered: recovered + (result?.recovered ?? []), seconds: result?.seconds ?? 0,
+            nextStep: NextStep.describe(plan, options: NextStep.options(of: plan), preferencesPath: nil, dryRun: dryRun))
     }
 }

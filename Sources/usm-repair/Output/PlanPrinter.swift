@@ -104,5 +104,6 @@ struct UndoPrinter {
         }
         if let snapshot = report.snapshot { terminal.out("Snapshot of what was there: \(snapshot) (restore it to redo)") }
         if report.dryRun { terminal.out("Dry run: nothing was changed.") }
+        terminal.out(terminal.paint("Next step:", .bold) + " \(report.nextStep)")
     }
 }
