@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs what usm-repair needs to build and test on Debian/Ubuntu, and only what is missing:
 # the C libraries (libarchive, SQLite, zlib headers, pkg-config) and the reference tools the
-# tests and benchmarks compare against (sqlite3, bsdtar, GNU time), and python3 (the example
+# tests and benchmarks compare against (sqlite3, bsdtar, GNU time), strace (the tests walk every
+# kill and failure point of the changing commands with its fault injection), and python3 (the example
 # migration plugin and the migrate benchmark's store generator).
 set -euo pipefail
 
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for pkg in libarchive-dev libsqlite3-dev zlib1g-dev libzstd-dev pkg-config sqlite3 libarchive-tools time zstd unzip tar python3; do
+for pkg in libarchive-dev libsqlite3-dev zlib1g-dev libzstd-dev pkg-config sqlite3 libarchive-tools time zstd unzip tar python3 strace; do
   have_pkg "$pkg" || need+=("$pkg")
 done
 

@@ -104,17 +104,18 @@ struct RecipeRunner {
 
     func describe(_ step: Recipe.Step, _ values: [String: String]) -> String {
         switch step.action {
-        case "copy" where step.copy == "store": "copy the whole store"
-        case "copy":
+        case .copy? where step.copy == "store": "copy the whole store"
+        case .copy?:
             "copy entities" + (step.only.map { " only \($0.map { substitute($0, values) }.joined(separator: ", "))" } ?? "")
                 + (step.except.map { " except \($0.map { substitute($0, values) }.joined(separator: ", "))" } ?? "")
                 + (step.rename.map { " renaming " + $0.map { "\(substitute($0.key, values)) → \(substitute($0.value, values))" }.sorted().joined(separator: ", ") } ?? "")
-        case "sql": "run SQL"
-        case "setMetadata": "set metadata \((step.setMetadata ?? [:]).keys.sorted().joined(separator: ", "))"
-        case "removeMetadata": "remove metadata \((step.removeMetadata ?? []).joined(separator: ", "))"
-        case "fixCounters": "set every Z_MAX to at least the largest key in use"
-        case "clearTables": "empty \((step.clearTables ?? []).map { substitute($0, values) }.joined(separator: ", "))"
-        default: "?"
+        case .sql?: "run SQL"
+        case .setMetadata?: "set metadata \((step.setMetadata ?? [:]).keys.sorted().joined(separator: ", "))"
+        case .removeMetadata?: "remove metadata \((step.removeMetadata ?? []).joined(separator: ", "))"
+        case .fixCounters?: "set every Z_MAX to at least the largest key in use"
+        case .clearTables?: "empty \((step.clearTables ?? []).map { substitute($0, values) }.joined(separator: ", "))"
+        // Loading refuses a step that names no action or several.
+        case nil: "?"
         }
     }
 
@@ -128,6 +129,8 @@ struct RecipeRunner {
             }
             try StagedStore.copyWhole(from: job.source, to: job.destination)
             steps = steps.dropFirst()
+            // A whole copy then changes to it: the same store, repaired (it keeps its identity).
+            outcome.keepsSourceIdentity = true
         } else if !job.isMerge {
             try StagedStore.cloneSchema(from: job.source, to: job.destination, keepCounters: true)
         }
@@ -137,36 +140,38 @@ struct RecipeRunner {
                 let number = first + offset + 1
                 do {
                     switch step.action {
-                    case "copy":
+                    case .copy?:
                         let copied = try session.copyEntities(try map(step, values))
                         for (name, n) in copied.rows { outcome.rows[name, default: 0] += n }
                         for (name, n) in copied.deduplicated { outcome.deduplicated[name, default: 0] += n }
                         outcome.leftOut += copied.leftOut
                         outcome.notes += copied.notes
-                    case "sql":
+                        outcome.carried.formUnion(copied.carried)
+                    case .sql?:
                         try session.execute(step.sql ?? "", arguments: values)
-                    case "setMetadata":
+                    case .setMetadata?:
                         for (key, value) in (step.setMetadata ?? [:]).sorted(by: { $0.key < $1.key }) {
                             outcome.metadataEdits.append(.set(key: key, json: try JSONEncoder().encode(value)))
                         }
-                    case "removeMetadata":
+                    case .removeMetadata?:
                         outcome.metadataEdits += (step.removeMetadata ?? []).map { .remove(pattern: $0) }
-                    case "fixCounters":
+                    case .fixCounters?:
                         for (name, value) in try session.fixCounters().sorted(by: { $0.key < $1.key }) {
                             outcome.notes.append("Z_MAX of \(name) raised to \(value)")
                         }
-                    case "clearTables":
+                    case .clearTables?:
                         for (table, rows) in try session.clearTables(matching: (step.clearTables ?? []).map { substitute($0, values) }) {
-                            outcome.leftOut.append("\(table): \(rows) rows removed by the recipe (\(step.why))")
+                            outcome.leftOut.append("\(table): \(rows) rows removed by the recipe (\(step.why)); its entities keep their Z_MAX")
                         }
-                    default:
+                    case nil:
+                        // Loading refuses a step that names no action or several.
                         break
                     }
                 } catch let error as USMError {
                     switch error {
-                    case .schemaMismatch, .mergeConflict, .usage, .recipeInvalid, .outOfSpace: throw error
+                    case .schemaMismatch, .mergeConflict, .usage, .recipeInvalid, .outOfSpace, .preconditionFailed: throw error
                     case let .sqlite(_, _, message): throw USMError.recipeFailed(recipe: recipe.id, step: number, message: message)
-                    case .writeFailed where step.action == "sql":
+                    case .writeFailed where step.action == .sql:
                         // A write the step attempted that the file system refused (the source's
                         // private copy is read-only): the recipe's failure, not the destination's.
                         throw USMError.recipeFailed(recipe: recipe.id, step: number, message: error.message)

@@ -68,11 +68,16 @@ public struct Recipe: Codable, Sendable, Equatable {
         /// Empty these tables (a trailing `*` matches any suffix) and set their entities' `Z_MAX` to 0.
         public var clearTables: [String]?
 
+        /// What a step does: the key it names.
+        public enum Action: String, Sendable, CaseIterable {
+            case copy, sql, setMetadata, removeMetadata, fixCounters, clearTables
+        }
+
         /// The one action the step names, or nil when it names none or several.
-        public var action: String? {
-            let set = [copy != nil ? "copy" : nil, sql != nil ? "sql" : nil, setMetadata != nil ? "setMetadata" : nil,
-                       removeMetadata != nil ? "removeMetadata" : nil, fixCounters == true ? "fixCounters" : nil,
-                       clearTables != nil ? "clearTables" : nil].compactMap { $0 }
+        public var action: Action? {
+            let set: [Action] = [copy != nil ? .copy : nil, sql != nil ? .sql : nil, setMetadata != nil ? .setMetadata : nil,
+                                 removeMetadata != nil ? .removeMetadata : nil, fixCounters == true ? .fixCounters : nil,
+                                 clearTables != nil ? .clearTables : nil].compactMap { $0 }
             return set.count == 1 ? set[0] : nil
         }
     }
@@ -157,7 +162,7 @@ public struct LoadedRecipe: Sendable {
             guard !step.why.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
                 throw USMError.recipeInvalid(path: path, reason: "step \(i + 1) has no why")
             }
-            if action == "copy" {
+            if action == .copy {
                 guard step.copy == "store" || step.copy == "entities" else {
                     throw USMError.recipeInvalid(path: path, reason: "step \(i + 1): copy must be \"store\" or \"entities\"")
                 }

@@ -2,13 +2,14 @@ import Foundation
 import USMRepairCore
 
 /// `none`: no data moves. A new destination gets the source's schema, `Z_PRIMARYKEY` rows with
-/// `Z_MAX` 0, metadata and model cache, so Core Data opens it as an empty store of the same model.
+/// the source's `Z_MAX` (counters never go down: keys handed out before are not handed out again),
+/// metadata and model cache, so Core Data opens it as an empty store of the same model.
 public struct NoneStrategy: MigrationStrategy {
     /// The strategy's self-description (`usm-repair strategies`).
     public static let description = StrategyDescription(
         id: "none", name: "No data",
         summary: "Creates an empty store with the source's schema, metadata and model cache; no rows move.",
-        keeps: "the schema (tables, indexes, triggers), Z_PRIMARYKEY with Z_MAX 0, the metadata (fresh UUID) and Z_MODELCACHE",
+        keeps: "the schema (tables, indexes, triggers), Z_PRIMARYKEY with the source's Z_MAX, the metadata (fresh UUID) and Z_MODELCACHE",
         limits: "no rows; with --into there is nothing to do, so it is refused",
         parameters: [], supportsMerge: false, rows: .none)
 
@@ -23,7 +24,7 @@ public struct NoneStrategy: MigrationStrategy {
 
     /// Fills the staged store of `job`.
     public func migrate(_ job: MigrationJob) throws -> MigrationOutcome {
-        try StagedStore.cloneSchema(from: job.source, to: job.destination, keepCounters: false)
+        try StagedStore.cloneSchema(from: job.source, to: job.destination, keepCounters: true)
         return MigrationOutcome(steps: try plan(job))
     }
 }

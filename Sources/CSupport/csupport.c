@@ -76,7 +76,7 @@ void usm_release_freed_memory(void) {
 #endif
 }
 
-int usm_spawn(const char *path, char *const argv[], char *const envp[], const char *cwd, int stdin_fd, int stdout_fd, int *pid) {
+int usm_spawn(const char *path, char *const argv[], char *const envp[], const char *cwd, int stdin_fd, int stdout_fd, int stderr_fd, int *pid) {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attributes;
     int rc = posix_spawn_file_actions_init(&actions);
@@ -87,6 +87,10 @@ int usm_spawn(const char *path, char *const argv[], char *const envp[], const ch
     posix_spawn_file_actions_adddup2(&actions, stdout_fd, 1);
     if (stdin_fd != 0) posix_spawn_file_actions_addclose(&actions, stdin_fd);
     if (stdout_fd != 1) posix_spawn_file_actions_addclose(&actions, stdout_fd);
+    if (stderr_fd >= 0) {
+        posix_spawn_file_actions_adddup2(&actions, stderr_fd, 2);
+        if (stderr_fd != 2) posix_spawn_file_actions_addclose(&actions, stderr_fd);
+    }
     if (cwd) posix_spawn_file_actions_addchdir_np(&actions, cwd);
     sigset_t empty, defaults;
     sigemptyset(&empty);

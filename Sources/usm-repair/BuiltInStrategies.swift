@@ -17,9 +17,11 @@ enum BuiltInStrategies {
     static func builder(registry: StrategyRegistry, environment: [String: String], recipeSearchPath: [URL],
                         progress: @escaping @Sendable (Int64, Int64) -> Void = { _, _ in }) -> PlanExecutor.Builder {
         { build in
-            let options = build.strategy.options(
+            var options = build.strategy.options(
                 keepUbiquityMetadata: build.keepUbiquityMetadata, recipeSearchPath: recipeSearchPath, environment: environment,
                 operation: build.operation)
+            // A store a maintenance operation builds is a new store to the app (a merge keeps its own).
+            options.newIdentity = true
             do {
                 return try MigrationEngine(registry: registry).build(
                     source: StoreFileSet(main: URL(fileURLWithPath: build.source)), staged: URL(fileURLWithPath: build.staged),

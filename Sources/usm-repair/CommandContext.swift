@@ -15,8 +15,17 @@ protocol USMCommand: ParsableCommand {
 
 extension USMCommand {
     func run() throws {
-        Scratch.shared.cleanUpAbandoned()
-        try run(CommandContext.live(output: output, command: Self.commandPath))
+        try run(in: CommandContext.live(output: output, command: Self.commandPath))
+    }
+
+    /// Runs the command in `context`, with the context's scratch registry and plugin stderr as the
+    /// run's. What earlier runs were killed leaving in that registry (private copies, partial
+    /// archives, extraction folders) goes first: only items their records prove theirs.
+    func run(in context: CommandContext) throws {
+        context.scratch.cleanUpAbandoned()
+        try Scratch.$current.withValue(context.scratch) {
+            try ChildProcess.$standardError.withValue(context.childStandardError) { try run(context) }
+        }
     }
 
     /// The command as typed, e.g. `bundle verify`: the name the JSON envelope carries.
@@ -38,6 +47,15 @@ struct CommandContext {
     var environment: [String: String]
     /// The running executable (`argv[0]`).
     var executable: URL
+    /// The command line as typed (`argv`), recorded in bundle and snapshot manifests.
+    var arguments: [String]
+    /// Where relative paths and `~` lead.
+    var paths: PathResolver
+    /// The registry of this run's private copies and partial files (`Scratch.current` while it runs).
+    var scratch = Scratch.shared
+    /// Where an external plugin's stderr goes (`ChildProcess.standardError` while the command
+    /// runs): nil, this process's stderr, which the plugin inherits.
+    var childStandardError: (@Sendable (Data) -> Void)?
     /// The migration strategies to choose from.
     var strategies = StrategyRegistry(builtInStrategies)
     /// Seams into the plan executor (tests stop a run after a chosen step, as a kill would).
@@ -47,7 +65,8 @@ struct CommandContext {
         let environment = ProcessInfo.processInfo.environment
         return CommandContext(
             terminal: .live(quiet: output.quiet, json: output.json, environment: environment), output: output, command: command,
-            environment: environment, executable: runningExecutable)
+            environment: environment, executable: runningExecutable,
+            arguments: CommandLine.arguments, paths: .live(environment: environment))
     }
 
     /// The running binary's own path (recipes are found relative to it): the system's answer
@@ -81,7 +100,7 @@ struct CommandContext {
             snapshotDirectory: snapshotDirectory ?? stateFolder.appendingPathComponent("snapshots", isDirectory: true),
             builder: BuiltInStrategies.builder(
                 registry: strategies, environment: environment, recipeSearchPath: recipeSearchPath, progress: terminal.rowCounter("building")),
-            records: OperationRecords(stateFolder: stateFolder), hooks: hooks)
+            records: OperationRecords(stateFolder: stateFolder), hooks: hooks, commandLine: arguments)
     }
 
     /// Asks before a destructive step; false when nobody can answer (scripts pass `--yes`).
@@ -134,7 +153,7 @@ struct CommandContext {
     /// Plans a maintenance operation, prints the plan, asks (or needs `--yes`), runs it, prints the result.
     func runOperation(_ maintenance: Maintenance, layout: LayoutFlags, plan flags: PlanFlags, data: DataConsent = DataConsent()) throws {
         let operation = MaintenanceRun(
-            options: layout.options, maintenance: maintenance, executor: executor(snapshotDirectory: flags.snapshotDirectory),
+            options: layout.options(paths), maintenance: maintenance, executor: executor(snapshotDirectory: flags.snapshotDirectory(paths)),
             strategies: strategyResolver, consent: data)
         try perform({ terminal -> MaintenanceRun.Report in
             let planned = try operation.plan(dryRun: flags.dryRun)

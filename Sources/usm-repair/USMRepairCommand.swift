@@ -47,10 +47,7 @@ struct USMRepairCommand: ParsableCommand {
         let status = execute(
             Array(CommandLine.arguments.dropFirst()), out: { StandardStream.output.write($0) }, err: { StandardStream.error.write($0) }
         ) { command, output in
-            // What earlier runs of this tool left when they were killed (private copies, partial
-            // archives, extraction folders) goes first: only items their records prove theirs.
-            Scratch.shared.cleanUpAbandoned()
-            return CommandContext.live(output: output, command: command.commandPath)
+            CommandContext.live(output: output, command: command.commandPath)
         }
         Foundation.exit(status)
     }
@@ -74,7 +71,7 @@ struct USMRepairCommand: ParsableCommand {
         }
         do {
             if let command = command as? any USMCommand {
-                try command.run(context(type(of: command), command.output))
+                try command.run(in: context(type(of: command), command.output))
             } else if !arguments.contains(where: { ["--help", "-h", "--version", "help"].contains($0) }) {
                 // A group named without a subcommand (or no arguments at all, as when the runtime
                 // could not read them) does nothing: a usage error, never a silent success.

@@ -16,9 +16,10 @@ public enum CraftedArchive {
         public var declaredSize: Int64?
         public var mode: UInt32
         public var mtime: Int64
+        public var mtimeNanoseconds: Int
 
         public init(_ path: String, _ kind: Kind = .file, data: Data = Data(), linkTarget: String? = nil,
-                    declaredSize: Int64? = nil, mode: UInt32 = 0o644, mtime: Int64 = 1_700_000_000) {
+                    declaredSize: Int64? = nil, mode: UInt32 = 0o644, mtime: Int64 = 1_700_000_000, mtimeNanoseconds: Int = 0) {
             self.path = path
             self.kind = kind
             self.data = data
@@ -26,6 +27,7 @@ public enum CraftedArchive {
             self.declaredSize = declaredSize
             self.mode = mode
             self.mtime = mtime
+            self.mtimeNanoseconds = mtimeNanoseconds
         }
     }
 
@@ -51,20 +53,21 @@ public enum CraftedArchive {
         return try! JSONSerialization.data(withJSONObject: manifest, options: [.sortedKeys])
     }
 
-    /// Writes a gzip'd pax tar holding `entries` in order (the manifest is just another entry).
-    public static func write(_ entries: [Entry], to url: URL) throws {
+    /// Writes a pax tar holding `entries` in order (the manifest is just another entry), gzip'd,
+    /// or zstd'd as bundles are.
+    public static func write(_ entries: [Entry], to url: URL, zstd: Bool = false) throws {
         guard let a = archive_write_new() else { throw CocoaError(.fileWriteUnknown) }
         defer { archive_write_free(a) }
         archive_write_set_format_pax_restricted(a)
         // Names as raw bytes (no locale conversion), so tests can write any name.
         archive_write_set_format_option(a, "pax", "hdrcharset", "BINARY")
-        archive_write_add_filter_gzip(a)
+        if zstd { archive_write_add_filter_zstd(a) } else { archive_write_add_filter_gzip(a) }
         guard archive_write_open_filename(a, url.path) == ARCHIVE_OK else { throw CocoaError(.fileWriteUnknown) }
         for e in entries {
             let entry = archive_entry_new()
             defer { archive_entry_free(entry) }
             archive_entry_set_pathname(entry, e.path)
-            archive_entry_set_mtime(entry, time_t(e.mtime), 0)
+            archive_entry_set_mtime(entry, time_t(e.mtime), e.mtimeNanoseconds)
             archive_entry_set_perm(entry, mode_t(e.mode))
             switch e.kind {
             case .file:

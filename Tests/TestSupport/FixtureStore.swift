@@ -18,7 +18,7 @@ import GRDB
 /// their system entities 16001-16003.
 public struct FixtureStore {
     /// What to put in the store.
-    public struct Options: Sendable {
+    public struct Options: Sendable, Hashable {
         public var books = 6
         public var magazines = 3
         public var authors = 3
@@ -28,6 +28,13 @@ public struct FixtureStore {
         public var walOnlyBooks = 0
         /// Books whose cover is stored as an external-data file (0x02 reference).
         public var externalCovers = 2
+        /// Books whose `recording` (column ZRECORDING) is a file-backed future: a 0x03 reference
+        /// into `.X_SUPPORT/_FBF/<UUID>`, laid out as Core Data writes it (`FixtureStore.futureReference`).
+        public var fileBackedFutures = 0
+        /// Adds NSPersistentCloudKitContainer's mirroring tables (ANSCKDATABASEMETADATA,
+        /// ANSCKRECORDMETADATA, ANSCKRECORDZONEMETADATA) as entities 16004-16006, with one record
+        /// metadata row per item naming it by (ZENTITYID, ZENTITYPK).
+        public var cloudKit = false
         /// Adds com.apple.coredata.ubiquity.* keys to the metadata (a cloud store).
         public var ubiquityMetadata = false
         /// Adds persistent-history tables and rows.
@@ -52,8 +59,32 @@ public struct FixtureStore {
     public static let entityNumbers = ["Item": 1, "Book": 2, "Magazine": 3, "Author": 4, "Shelf": 5, "Tag": 6]
 
     /// Writes a store at `url` (its -wal beside it when `walOnlyBooks` > 0, its _SUPPORT folder when
-    /// there is external data). The destination's file set must not exist.
+    /// there is external data). The destination's file set must not exist. Each set of options is
+    /// built once per test run (`FixtureCache`) and copied: every store written with the same
+    /// options is the same bytes.
     public static func write(to url: URL, _ o: Options = Options()) throws {
+        let template = try FixtureCache.template("store", o) { folder in
+            try build(to: folder.appendingPathComponent("store.sqlite"), o)
+        }
+        let directory = url.deletingLastPathComponent()
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        for suffix in ["", "-wal", "-shm"] {
+            try FileManager.default.copyItem(atPath: template.appendingPathComponent("store.sqlite").path + suffix, toPath: url.path + suffix)
+        }
+        let external = template.appendingPathComponent(".store_SUPPORT/_EXTERNAL_DATA", isDirectory: true)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: external.path)) ?? []
+        if !names.isEmpty {
+            let baseName = url.deletingPathExtension().lastPathComponent
+            let externalDir = directory.appendingPathComponent(".\(baseName)_SUPPORT/_EXTERNAL_DATA", isDirectory: true)
+            try FileManager.default.createDirectory(at: externalDir, withIntermediateDirectories: true)
+            for name in names {
+                try FileManager.default.copyItem(at: external.appendingPathComponent(name), to: externalDir.appendingPathComponent(name))
+            }
+        }
+    }
+
+    /// Builds the store at `url` with SQLite (what `write` copies).
+    static func build(to url: URL, _ o: Options) throws {
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("usm-fixture-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }
@@ -68,10 +99,12 @@ public struct FixtureStore {
         let directory = url.deletingLastPathComponent()
         let baseName = url.deletingPathExtension().lastPathComponent
         let externalDir = directory.appendingPathComponent(".\(baseName)_SUPPORT/_EXTERNAL_DATA", isDirectory: true)
+        let futuresDir = directory.appendingPathComponent(".\(baseName)_SUPPORT/_FBF", isDirectory: true)
 
         var externalFiles: [(String, Data)] = []
+        var futureFiles: [(String, Data)] = []
         try queue.write { db in
-            try db.execute(sql: schemaSQL(history: o.history))
+            try db.execute(sql: schemaSQL(history: o.history, futures: o.fileBackedFutures > 0, cloudKit: o.cloudKit))
             var pk = 0
             for a in 1...max(o.authors, 1) where a <= o.authors {
                 try db.execute(sql: "INSERT INTO ZAUTHOR (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES (?, 4, 1, ?)", arguments: [a, "Author \(a) \(rng.word())"])
@@ -89,22 +122,32 @@ public struct FixtureStore {
                     let name = rng.uuid()
                     let bytes = Data((0..<2048).map { _ in UInt8(truncatingIfNeeded: rng.next()) })
                     externalFiles.append((name, bytes))
-                    cover = Data([0x02]) + Data(name.utf8)
+                    // As Core Data writes it: the tag, the file name, a NUL.
+                    cover = Data([0x02]) + Data(name.utf8) + Data([0])
                 } else {
                     cover = Data([0x01]) + Data((0..<32).map { _ in UInt8(truncatingIfNeeded: rng.next()) })
                 }
                 try insertItem(db, pk: pk, ent: 2, title: "Book \(pk) \(rng.word())", o: o, cover: cover, position: b)
+                if b < o.fileBackedFutures {
+                    let name = rng.uuid()
+                    let bytes = Data((0..<(1000 + 7 * b)).map { _ in UInt8(truncatingIfNeeded: rng.next()) })
+                    futureFiles.append((name, bytes))
+                    try db.execute(sql: "UPDATE ZITEM SET ZRECORDING = ? WHERE Z_PK = ?",
+                                   arguments: [futureReference(uuid: name, size: UInt64(bytes.count)), pk])
+                }
             }
             for m in 0..<o.magazines {
                 pk += 1
                 try insertItem(db, pk: pk, ent: 3, title: "Magazine \(pk)", o: o, cover: nil, position: o.books + m, issue: m + 1)
             }
             if o.tags > 0 {
+                let insert = try db.cachedStatement(sql: "INSERT INTO Z_1TAGS (Z_1ITEMS, Z_6TAGS) VALUES (?, ?)")
                 for item in 1...max(pk, 1) where item <= pk {
-                    try db.execute(sql: "INSERT INTO Z_1TAGS (Z_1ITEMS, Z_6TAGS) VALUES (?, ?)", arguments: [item, (item % o.tags) + 1])
+                    try insert.execute(arguments: [item, (item % o.tags) + 1])
                 }
             }
             if o.history { try insertHistory(db, items: pk) }
+            if o.cloudKit { try insertCloudKit(db, items: pk, books: o.books) }
             try setMax(db, o: o, itemMax: pk)
             try db.execute(
                 sql: "INSERT INTO Z_METADATA (Z_VERSION, Z_UUID, Z_PLIST) VALUES (1, ?, ?)",
@@ -117,7 +160,7 @@ public struct FixtureStore {
                 for i in 0..<o.walOnlyBooks {
                     try insertItem(db, pk: start + i + 1, ent: 2, title: "WAL-only book \(i + 1)", o: o, cover: nil, position: 1000 + i)
                 }
-                try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT IN (1, 2)", arguments: [start + o.walOnlyBooks])
+                try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = 1", arguments: [start + o.walOnlyBooks])
             }
         }
         // Copy while the connection is still open: the -wal holds the un-checkpointed rows exactly
@@ -134,6 +177,24 @@ public struct FixtureStore {
                 try bytes.write(to: externalDir.appendingPathComponent(name))
             }
         }
+        if !futureFiles.isEmpty {
+            try FileManager.default.createDirectory(at: futuresDir, withIntermediateDirectories: true)
+            for (name, bytes) in futureFiles {
+                try bytes.write(to: futuresDir.appendingPathComponent(name))
+            }
+        }
+    }
+
+    /// A file-backed future's column value as Core Data's `_NSDataFileBackedFuture` writes it
+    /// (decompiled CoreData `-_storeMetadata`): the tag `03 23 23 23` ("\x03###"), the file's size as
+    /// a 64-bit little-endian integer, the UUID's 16 bytes, then the file name (the UUID string, no NUL).
+    public static func futureReference(uuid: String, size: UInt64) -> Data {
+        var data = Data([0x03, 0x23, 0x23, 0x23])
+        withUnsafeBytes(of: size.littleEndian) { data.append(contentsOf: $0) }
+        let parsed = UUID(uuidString: uuid) ?? UUID()
+        withUnsafeBytes(of: parsed.uuid) { data.append(contentsOf: $0) }
+        data.append(Data(uuid.utf8))
+        return data
     }
 
     /// Runs SQL on a store the test owns (this checkpoints its WAL: never use on a user's store).
@@ -160,10 +221,10 @@ public struct FixtureStore {
 
     // MARK: - Pieces
 
-    static func schemaSQL(history: Bool) -> String {
+    static func schemaSQL(history: Bool, futures: Bool = false, cloudKit: Bool = false) -> String {
         var sql = """
             CREATE TABLE ZITEM ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZAUTHOR INTEGER, ZSHELF INTEGER,
-                Z_FOK_SHELF INTEGER, ZISSUE INTEGER, ZCREATED TIMESTAMP, ZTITLE VARCHAR, ZCOVER BLOB );
+                Z_FOK_SHELF INTEGER, ZISSUE INTEGER, ZCREATED TIMESTAMP, ZTITLE VARCHAR, ZCOVER BLOB\(futures ? ", ZRECORDING BLOB" : "") );
             CREATE INDEX ZITEM_ZAUTHOR_INDEX ON ZITEM (ZAUTHOR);
             CREATE INDEX ZITEM_ZSHELF_INDEX ON ZITEM (ZSHELF);
             CREATE INDEX ZITEM_Z_ENT_INDEX ON ZITEM (Z_ENT);
@@ -191,7 +252,39 @@ public struct FixtureStore {
                 INSERT INTO Z_PRIMARYKEY VALUES (16001, 'CHANGE', 0, 0), (16002, 'TRANSACTION', 0, 0), (16003, 'TRANSACTIONSTRING', 0, 0);
                 """
         }
+        if cloudKit {
+            // Table names as coredata-format.md §1.9 lists them; the entity rows' numbers and names
+            // (the table name without its A prefix, as for history) are inferred.
+            sql += """
+                CREATE TABLE ANSCKDATABASEMETADATA ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZDATABASESCOPENUM INTEGER,
+                    ZCURRENTCHANGETOKEN BLOB );
+                CREATE TABLE ANSCKRECORDZONEMETADATA ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZDATABASE INTEGER,
+                    ZCKRECORDZONENAME VARCHAR, ZCKOWNERNAME VARCHAR );
+                CREATE TABLE ANSCKRECORDMETADATA ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZENTITYID INTEGER,
+                    ZENTITYPK INTEGER, ZNEEDSCLOUDDELETE INTEGER, ZNEEDSUPLOAD INTEGER, ZRECORDZONE INTEGER,
+                    ZLASTEXPORTEDTRANSACTIONNUMBER INTEGER, ZCKRECORDNAME VARCHAR, ZCKRECORDSYSTEMFIELDS BLOB );
+                CREATE UNIQUE INDEX Z_RecordMetadata_UNIQUE_entityId_entityPK ON ANSCKRECORDMETADATA (ZENTITYID COLLATE BINARY ASC, ZENTITYPK COLLATE BINARY ASC);
+                CREATE INDEX ANSCKRECORDMETADATA_ZRECORDZONE_INDEX ON ANSCKRECORDMETADATA (ZRECORDZONE);
+                INSERT INTO Z_PRIMARYKEY VALUES (16004, 'NSCKDatabaseMetadata', 0, 0), (16005, 'NSCKRecordMetadata', 0, 0),
+                    (16006, 'NSCKRecordZoneMetadata', 0, 0);
+                """
+        }
         return sql
+    }
+
+    /// NSPersistentCloudKitContainer's mirroring state: one database, one zone, and one record
+    /// metadata row per item (Z_ENT 2 for the first `books` keys, 3 after), as the mirroring
+    /// delegate keeps it.
+    static func insertCloudKit(_ db: Database, items: Int, books: Int) throws {
+        try db.execute(sql: "INSERT INTO ANSCKDATABASEMETADATA VALUES (1, 16004, 1, 2, x'0102030405')")
+        try db.execute(sql: "INSERT INTO ANSCKRECORDZONEMETADATA VALUES (1, 16006, 1, 1, 'com.apple.coredata.cloudkit.zone', '__defaultOwner__')")
+        for item in 1...max(items, 1) where item <= items {
+            try db.execute(
+                sql: "INSERT INTO ANSCKRECORDMETADATA VALUES (?, 16005, 1, ?, ?, 0, 0, 1, ?, ?, x'00')",
+                arguments: [item, item <= books ? 2 : 3, item, item, "record-\(item)"])
+        }
+        try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_ENT IN (16004, 16006)")
+        try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = 16005", arguments: [items])
     }
 
     static func insertItem(
@@ -199,26 +292,28 @@ public struct FixtureStore {
     ) throws {
         let author: Int? = ent == 2 && o.authors > 0 ? (pk % o.authors) + 1 : nil
         let shelf: Int? = o.shelves > 0 ? (pk % o.shelves) + 1 : nil
-        try db.execute(
-            sql: """
-                INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZAUTHOR, ZSHELF, Z_FOK_SHELF, ZISSUE, ZCREATED, ZTITLE, ZCOVER)
-                VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?)
-                """,
+        // One prepared statement for every row (rows by the ten thousand in the larger fixtures).
+        try db.cachedStatement(sql: """
+            INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZAUTHOR, ZSHELF, Z_FOK_SHELF, ZISSUE, ZCREATED, ZTITLE, ZCOVER)
+            VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?)
+            """).execute(
             arguments: [pk, ent, author, shelf, shelf.map { _ in (position + 1) * 1024 }, issue, 743_906_532.0 + Double(pk), title, cover])
     }
 
     static func insertHistory(_ db: Database, items: Int) throws {
         try db.execute(sql: "INSERT INTO ATRANSACTIONSTRING VALUES (1, 16003, 1, 'com.example.app'), (2, 16003, 1, 'Example')")
         try db.execute(sql: "INSERT INTO ATRANSACTION (Z_PK, Z_ENT, Z_OPT, ZBUNDLEIDTS, ZPROCESSIDTS, ZTIMESTAMP) VALUES (1, 16002, 1, 1, 2, 743906532.0)")
+        let insert = try db.cachedStatement(
+            sql: "INSERT INTO ACHANGE (Z_PK, Z_ENT, Z_OPT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID) VALUES (?, 16001, 1, 0, 2, ?, 1)")
         for item in 1...max(items, 1) where item <= items {
-            try db.execute(
-                sql: "INSERT INTO ACHANGE (Z_PK, Z_ENT, Z_OPT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID) VALUES (?, 16001, 1, 0, 2, ?, 1)",
-                arguments: [item, item])
+            try insert.execute(arguments: [item, item])
         }
     }
 
+    /// The counters as Core Data keeps them: a hierarchy's on its root's row (Item), its
+    /// sub-entities' rows (Book, Magazine) left at 0 (every store of the corpus with inheritance).
     static func setMax(_ db: Database, o: Options, itemMax: Int) throws {
-        try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT IN (1, 2, 3)", arguments: [itemMax])
+        try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = 1", arguments: [itemMax])
         try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = 4", arguments: [o.authors])
         try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = 5", arguments: [o.shelves])
         try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = 6", arguments: [o.tags])

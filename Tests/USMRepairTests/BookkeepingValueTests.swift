@@ -47,20 +47,20 @@ struct BookkeepingValueTests {
         let before = try TreeSnapshot(tmp.path("in"))
 
         for command in ["status", "check"] {
-            let r = try CLI.run([command, "--store", store.path, "--json"])
+            let r = USM.run([command, "--store", store.path, "--json"])
             #expect([0, 1].contains(r.status), "\(command) \(breakage.name): exit \(r.status)\n\(r.stderr.suffix(500))")
             let problems = ((r.json["stores"] as? [[String: Any]])?.first?["problems"] as? [[String: Any]]) ?? []
             let found = problems.first { $0["code"] as? String == "bookkeeping-value" }
             #expect(found?["subject"] as? String == breakage.subject, "\(command) \(breakage.name): \(problems)")
             #expect(found?["severity"] as? String == "error")
         }
-        let check = try CLI.run(["check", "--store", store.path])
+        let check = USM.run(["check", "--store", store.path])
         #expect(check.status == 1, "an error fails check")
         #expect(check.stdout.contains("bookkeeping-value"))
 
         let output = tmp.path("out/bundle.tar.zst")
         try FileManager.default.createDirectory(at: tmp.path("out"), withIntermediateDirectories: true)
-        let archive = try CLI.run(["archive", "--store", store.path, "-o", output.path, "-q"])
+        let archive = USM.run(["archive", "--store", store.path, "-o", output.path, "-q"])
         #expect(archive.status == 0, "archive \(breakage.name): exit \(archive.status)\n\(archive.stderr.suffix(500))")
         #expect(FileManager.default.fileExists(atPath: output.path))
         #expect(try TreeSnapshot(tmp.path("in")) == before, "reading never writes")
@@ -102,16 +102,16 @@ struct BookkeepingValueTests {
         try FileManager.default.copyItem(atPath: tmp.path("a/Library.sqlite-wal").path, toPath: store.path + "-wal")
         let before = try TreeSnapshot(tmp.url)
         for command in ["status", "check"] {
-            let r = try CLI.run([command, "--store", store.path, "--json"])
+            let r = USM.run([command, "--store", store.path, "--json"])
             #expect([0, 1, 2].contains(r.status), "\(command): exit \(r.status)\n\(r.stderr.suffix(500))")
             let codes = ((r.json["stores"] as? [[String: Any]])?.first?["problems"] as? [[String: Any]])?.compactMap { $0["code"] as? String } ?? []
             #expect(codes.contains("wal-mismatch"), "the -shm records other salts than the -wal: \(codes)")
         }
         // Without the -shm nothing says whose -wal it is; reading must still not crash.
         try FileManager.default.removeItem(atPath: store.path + "-shm")
-        let r = try CLI.run(["check", "--store", store.path, "--json"])
+        let r = USM.run(["check", "--store", store.path, "--json"])
         #expect([0, 1, 2].contains(r.status), "exit \(r.status)\n\(r.stderr.suffix(500))")
-        let a2 = try CLI.run(["archive", "--store", store.path, "-o", tmp.path("out.tar.zst").path, "-q"])
+        let a2 = USM.run(["archive", "--store", store.path, "-o", tmp.path("out.tar.zst").path, "-q"])
         #expect([0, 1, 2].contains(a2.status), "exit \(a2.status)\n\(a2.stderr.suffix(500))")
         var after = try TreeSnapshot(tmp.url).entries
         after.removeValue(forKey: "out.tar.zst")

@@ -32,12 +32,8 @@ struct BundleNameTests {
     }
 
     /// Every entry below `root` as raw bytes (name, kind, size, mode, link target) and every file's
-    /// SHA-256, from `find` and `sha256sum`: independent of the code under test.
-    static func rawListing(_ root: URL) throws -> Data {
-        let out = try BundleTests.run("/bin/sh", ["-c",
-            "cd '\(root.path)' && find . -printf '%P|%y|%s|%m|%l\\n' | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum"])
-        return Data(out.utf8)
-    }
+    /// SHA-256: independent of the code under test.
+    static func rawListing(_ root: URL) throws -> Data { try RawTree.listing(root) }
 
     static let names: [[UInt8]] = [
         Array("caf\u{E9}.cdt".utf8),            // NFC
@@ -66,22 +62,22 @@ struct BundleNameTests {
         // The logs are archived whole (the container's other folders only as far as the layout needs them).
         let logs = "iCloud/CloudLogs"
         let before = try Self.rawListing(paths.root.appendingPathComponent(logs))
-        let a = try CLI.run(["archive", "--container", paths.root.path, "-o", archive.path, "--json"])
+        let a = USM.run(["archive", "--container", paths.root.path, "-o", archive.path, "--json"])
         #expect(a.status == 0, "\(a.stderr)")
         #expect(a.json["skippedCount"] as? Int == 0, "\(a.stdout)")
-        let v = try CLI.run(["bundle", "verify", archive.path])
+        let v = USM.run(["bundle", "verify", archive.path])
         #expect(v.status == 0, "\(v.stdout)\(v.stderr)")
         let target = tmp.path("back")
-        let r = try CLI.run(["restore", archive.path, "--to", target.path])
+        let r = USM.run(["restore", archive.path, "--to", target.path])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(try Self.rawListing(target.appendingPathComponent("container/\(logs)")) == before)
         #expect(try Self.rawListing(paths.root.appendingPathComponent(logs)) == before, "the container is unchanged")
 
         // Restoring over it snapshots the names as they are; the snapshot puts them back.
-        let again = try CLI.run(["restore", archive.path, "--to", target.path, "--yes", "--json"])
+        let again = USM.run(["restore", archive.path, "--to", target.path, "--yes", "--json"])
         #expect(again.status == 0, "\(again.stderr)")
         let snapshot = try #require(again.json["snapshot"] as? String)
-        #expect(try CLI.run(["restore", snapshot, "--to", tmp.path("undo").path]).status == 0)
+        #expect(USM.run(["restore", snapshot, "--to", tmp.path("undo").path]).status == 0)
         #expect(try Self.rawListing(tmp.path("undo/container/\(logs)")) == before)
     }
 
@@ -91,10 +87,10 @@ struct BundleNameTests {
         let store = tmp.path("in/Donn\u{E9}es \u{E9}\u{1F600}.sqlite")
         try FixtureStore.write(to: store)
         let archive = tmp.path("s\(format.fileExtension)")
-        let a = try CLI.run(["archive", "--store", store.path, "-o", archive.path])
+        let a = USM.run(["archive", "--store", store.path, "-o", archive.path])
         #expect(a.status == 0, "\(a.stderr)")
-        #expect(try CLI.run(["bundle", "verify", archive.path]).status == 0)
-        #expect(try CLI.run(["restore", archive.path, "--to", tmp.path("back").path]).status == 0)
+        #expect(USM.run(["bundle", "verify", archive.path]).status == 0)
+        #expect(USM.run(["restore", archive.path, "--to", tmp.path("back").path]).status == 0)
         #expect(try Self.rawListing(tmp.path("back/store")) == Self.rawListing(tmp.path("in")))
     }
 

@@ -28,7 +28,7 @@ struct BundleTests {
         try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
         let archive = out.appendingPathComponent("bundle\(format.fileExtension)")
 
-        let a = try CLI.run(["archive", "--container", paths.root.path, "--output", archive.path, "--json"])
+        let a = USM.run(["archive", "--container", paths.root.path, "--output", archive.path, "--json"])
         #expect(a.status == 0, "\(a.stderr)")
         #expect(a.json["format"] as? String == format.rawValue)
         #expect(a.stderr.contains("personal data"))
@@ -36,15 +36,15 @@ struct BundleTests {
         #expect(try TreeSnapshot(paths.cloudDir) == cloudBefore, "nor into the ubiquity container found beside it")
         #expect(FileManager.default.fileExists(atPath: archive.path + ".sha256"))
 
-        // The sidecar is sha256sum's format.
-        let sums = try Self.run("/usr/bin/env", ["sh", "-c", "cd '\(out.path)' && sha256sum -c '\(archive.lastPathComponent).sha256'"])
-        #expect(sums.contains(": OK"), "\(sums)")
+        // The sidecar is sha256sum's format (`otherTools` runs sha256sum -c on it).
+        let digest = try FileCopy.sha256(of: archive.path).sha256
+        #expect(try String(contentsOf: URL(fileURLWithPath: archive.path + ".sha256"), encoding: .utf8) == "\(digest)  \(archive.lastPathComponent)\n")
 
-        let v = try CLI.run(["bundle", "verify", archive.path, "--json"])
+        let v = USM.run(["bundle", "verify", archive.path, "--json"])
         #expect(v.status == 0, "\(v.stdout)")
         #expect(v.json["sidecar"] as? String == "ok")
 
-        let r = try CLI.run(["restore", archive.path, "--to", tmp.path("restored").path])
+        let r = USM.run(["restore", archive.path, "--to", tmp.path("restored").path])
         #expect(r.status == 0, "\(r.stderr)")
         let restored = try TreeSnapshot(tmp.path("restored/container"))
         Self.expectSubset(restored, of: before)
@@ -71,8 +71,8 @@ struct BundleTests {
         let store = tmp.path("in/Library.sqlite")
         try FixtureStore.write(to: store, options)
         let archive = tmp.path("b.tar.zst")
-        #expect(try CLI.run(["archive", "--store", store.path, "-o", archive.path]).status == 0)
-        #expect(try CLI.run(["restore", archive.path, "--to", tmp.path("back").path]).status == 0)
+        #expect(USM.run(["archive", "--store", store.path, "-o", archive.path]).status == 0)
+        #expect(USM.run(["restore", archive.path, "--to", tmp.path("back").path]).status == 0)
         let restored = tmp.path("back/store/Library.sqlite")
         #expect(try Data(contentsOf: URL(fileURLWithPath: restored.path + "-wal")) == Data(contentsOf: URL(fileURLWithPath: store.path + "-wal")))
         let report = try Inspection(options: LayoutOptions(store: restored), depth: .check).run()
@@ -85,11 +85,11 @@ struct BundleTests {
         let tmp = try TempDir()
         let paths = try FixtureContainer.write(to: tmp.path("c"), Self.inside)
         let archive = tmp.path("bundle.bin")
-        #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", archive.path, "--format", "tar.xz"]).status == 0)
+        #expect(USM.run(["archive", "--container", paths.root.path, "-o", archive.path, "--format", "tar.xz"]).status == 0)
         let magic = try FileHandle(forReadingFrom: archive).read(upToCount: 6)
         #expect(magic == Data([0xFD, 0x37, 0x7A, 0x58, 0x5A, 0x00]), "xz magic")
-        #expect(try CLI.run(["bundle", "verify", archive.path]).status == 0)
-        #expect(try CLI.run(["archive", "--container", paths.root.path, "--format", "rar"]).status == 64)
+        #expect(USM.run(["bundle", "verify", archive.path]).status == 0)
+        #expect(USM.run(["archive", "--container", paths.root.path, "--format", "rar"]).status == 64)
     }
 
     @Test("the manifest comes first and describes every file, the layout and the rows")
@@ -97,11 +97,9 @@ struct BundleTests {
         let tmp = try TempDir()
         let paths = try FixtureContainer.write(to: tmp.path("c"), Self.inside)
         let archive = tmp.path("m.tar.gz")
-        #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", archive.path]).status == 0)
-        let list = try Self.run("/usr/bin/env", ["bsdtar", "-tf", archive.path])
-        #expect(list.split(separator: "\n").first == "manifest.json")
-        let text = try Self.run("/usr/bin/env", ["bsdtar", "-xOf", archive.path, "manifest.json"])
-        let manifest = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        #expect(USM.run(["archive", "--container", paths.root.path, "-o", archive.path]).status == 0)
+        #expect(try ArchiveContents.names(archive).first == "manifest.json")
+        let manifest = try Self.manifest(archive)
         #expect(manifest["format"] as? String == "usm-repair-bundle")
         #expect((manifest["tool"] as? [String: String])?["version"] == USMRepair.version)
         #expect((manifest["commandLine"] as? [String])?.contains("archive") == true)
@@ -118,16 +116,18 @@ struct BundleTests {
         #expect(rows["Book"] == FixtureStore.Options().books)
     }
 
-    @Test("GNU tar, bsdtar and unzip read the bundles")
+    @Test("GNU tar, bsdtar and unzip read the bundles; sha256sum -c checks the sidecar")
     func otherTools() throws {
         let tmp = try TempDir()
         let paths = try FixtureContainer.write(to: tmp.path("c"), Self.inside)
         for (format, tool) in [(ArchiveFormat.tarZstd, ["tar", "--zstd", "-tf"]), (.tarGzip, ["tar", "-tzf"]), (.tarXz, ["tar", "-tJf"]),
                                (.tarZstd, ["bsdtar", "-tf"]), (.zip, ["unzip", "-tq"])] {
             let archive = tmp.path("t-\(UUID().uuidString)\(format.fileExtension)")
-            #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", archive.path]).status == 0)
+            #expect(USM.run(["archive", "--container", paths.root.path, "-o", archive.path]).status == 0)
             let out = try Self.run("/usr/bin/env", tool + [archive.path])
             #expect(out.contains(format == .zip ? "No errors" : "manifest.json"), "\(tool)")
+            let sums = try Self.run("/usr/bin/env", ["sh", "-c", "cd '\(tmp.url.path)' && sha256sum -c '\(archive.lastPathComponent).sha256'"])
+            #expect(sums.contains(": OK"), "\(sums)")
         }
     }
 
@@ -137,13 +137,13 @@ struct BundleTests {
         let paths = try FixtureContainer.write(to: tmp.path("c"), Self.inside)
         try FixtureStore.mutate(paths.localStore, "UPDATE ZAUTHOR SET ZNAME = 'Ada Lovelace' WHERE Z_PK IN (1, 2); UPDATE ZAUTHOR SET ZNAME = 'Grace Hopper' WHERE Z_PK = 3")
         let archive = tmp.path("r.tar.zst")
-        let a = try CLI.run(["archive", "--container", paths.root.path, "--redact", "-o", archive.path, "--json"])
+        let a = USM.run(["archive", "--container", paths.root.path, "--redact", "-o", archive.path, "--json"])
         #expect(a.status == 0, "\(a.stderr)")
         #expect(a.json["personalData"] as? Bool == false)
         #expect(!a.stderr.contains("personal data as it is"))
-        #expect(try CLI.run(["restore", archive.path, "--to", tmp.path("back").path]).status == 0)
+        #expect(USM.run(["restore", archive.path, "--to", tmp.path("back").path]).status == 0)
         let root = tmp.path("back/container")
-        let check = try CLI.run(["check", "--container", root.path])
+        let check = USM.run(["check", "--container", root.path])
         #expect(check.status == 0, "\(check.stdout)")
 
         let local = root.appendingPathComponent("AppData/Library/Application Support/UbiquityStore.sqlite")
@@ -170,11 +170,11 @@ struct BundleTests {
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: paths.localStore.path + suffix) }
         try Data("secret customer notes, not a database".utf8).write(to: paths.localStore)
         let archive = tmp.path("r.tar.zst")
-        #expect(try CLI.run(["archive", "--container", paths.root.path, "--redact", "-o", archive.path]).status == 0)
+        #expect(USM.run(["archive", "--container", paths.root.path, "--redact", "-o", archive.path]).status == 0)
         let skipped = try #require(try Self.manifest(archive)["skipped"] as? [[String: Any]])
         #expect(skipped.contains { ($0["path"] as? String)?.hasSuffix("UbiquityStore.sqlite") == true && $0["kind"] as? String == "store" })
-        let listing = try Self.run("/usr/bin/env", ["bsdtar", "-xOf", archive.path])
-        #expect(!listing.contains("secret customer notes"))
+        let listing = try ArchiveContents.allFileData(archive)
+        #expect(listing.range(of: Data("secret customer notes".utf8)) == nil)
     }
 
     @Test("--metadata-only: schema, metadata and counts, no rows")
@@ -182,8 +182,8 @@ struct BundleTests {
         let tmp = try TempDir()
         let paths = try FixtureContainer.write(to: tmp.path("c"), Self.inside)
         let archive = tmp.path("m.tar.zst")
-        #expect(try CLI.run(["archive", "--container", paths.root.path, "--metadata-only", "-o", archive.path]).status == 0)
-        #expect(try CLI.run(["restore", archive.path, "--to", tmp.path("back").path]).status == 0)
+        #expect(USM.run(["archive", "--container", paths.root.path, "--metadata-only", "-o", archive.path]).status == 0)
+        #expect(USM.run(["restore", archive.path, "--to", tmp.path("back").path]).status == 0)
         let root = tmp.path("back/container")
         let report = try Inspection(options: LayoutOptions(container: root), depth: .check).run()
         #expect(report.exitCode == .ok, "\(report.allProblems)")
@@ -202,12 +202,12 @@ struct BundleTests {
         try FileManager.default.createSymbolicLink(atPath: logs.appendingPathComponent("escape").path, withDestinationPath: "../../../../etc")
         #expect(mkfifo(logs.appendingPathComponent("pipe").path, 0o644) == 0)
         let archive = tmp.path("s.tar.zst")
-        let a = try CLI.run(["archive", "--container", paths.root.path, "-o", archive.path])
+        let a = USM.run(["archive", "--container", paths.root.path, "-o", archive.path])
         #expect(a.status == 0, "\(a.stderr)")
         let skipped = try #require(try Self.manifest(archive)["skipped"] as? [[String: Any]])
         #expect(skipped.contains { ($0["path"] as? String)?.hasSuffix("escape") == true && $0["kind"] as? String == "symlink" })
         #expect(skipped.contains { ($0["path"] as? String)?.hasSuffix("pipe") == true && $0["kind"] as? String == "fifo" })
-        #expect(try CLI.run(["restore", archive.path, "--to", tmp.path("back").path]).status == 0)
+        #expect(USM.run(["restore", archive.path, "--to", tmp.path("back").path]).status == 0)
         let link = tmp.path("back/container/iCloud/CloudLogs/latest").path
         #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link) == "StoreUUID+")
         #expect(FileStatus.lookup(tmp.path("back/container/iCloud/CloudLogs/escape").path) == nil)
@@ -219,11 +219,11 @@ struct BundleTests {
         let paths = try FixtureContainer.write(to: tmp.path("c"), Self.inside)
         let out = tmp.path("out")
         try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
-        let r = try CLI.run(["archive", "--container", paths.root.path, "-o", out.appendingPathComponent("x.tar.zst").path, "--max-size", "2K"])
+        let r = USM.run(["archive", "--container", paths.root.path, "-o", out.appendingPathComponent("x.tar.zst").path, "--max-size", "2K"])
         #expect(r.status == 3)
         #expect(r.stderr.contains("over --max-size 2048"))
         #expect(try FileManager.default.contentsOfDirectory(atPath: out.path).isEmpty, "nothing written, no partial file")
-        #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", out.appendingPathComponent("y.tar.zst").path, "--max-size", "10M"]).status == 0)
+        #expect(USM.run(["archive", "--container", paths.root.path, "-o", out.appendingPathComponent("y.tar.zst").path, "--max-size", "10M"]).status == 0)
     }
 
     @Test("the output never lands in the container, and never overwrites without --overwrite")
@@ -231,14 +231,14 @@ struct BundleTests {
         let tmp = try TempDir()
         let paths = try FixtureContainer.write(to: tmp.path("c"), Self.inside)
         let before = try TreeSnapshot(paths.root)
-        let inside = try CLI.run(["archive", "--container", paths.root.path, "-o", paths.root.appendingPathComponent("b.tar.zst").path])
+        let inside = USM.run(["archive", "--container", paths.root.path, "-o", paths.root.appendingPathComponent("b.tar.zst").path])
         #expect(inside.status == 64)
         #expect(try TreeSnapshot(paths.root) == before)
         let out = tmp.path("b.tar.zst")
-        #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", out.path]).status == 0)
-        #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", out.path]).status == 3)
-        #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", out.path, "--overwrite"]).status == 0)
-        #expect(try CLI.run(["bundle", "verify", out.path]).status == 0)
+        #expect(USM.run(["archive", "--container", paths.root.path, "-o", out.path]).status == 0)
+        #expect(USM.run(["archive", "--container", paths.root.path, "-o", out.path]).status == 3)
+        #expect(USM.run(["archive", "--container", paths.root.path, "-o", out.path, "--overwrite"]).status == 0)
+        #expect(USM.run(["bundle", "verify", out.path]).status == 0)
     }
 
     @Test("restoring over existing folders needs --yes and snapshots them first")
@@ -246,24 +246,24 @@ struct BundleTests {
         let tmp = try TempDir()
         let paths = try FixtureContainer.write(to: tmp.path("c"), Self.inside)
         let archive = tmp.path("b.tar.zst")
-        #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", archive.path]).status == 0)
+        #expect(USM.run(["archive", "--container", paths.root.path, "-o", archive.path]).status == 0)
         let target = tmp.path("t")
         try FileManager.default.createDirectory(at: target.appendingPathComponent("container"), withIntermediateDirectories: true)
         try Data("older work".utf8).write(to: target.appendingPathComponent("container/notes.txt"))
         let before = try TreeSnapshot(target)
 
-        let refused = try CLI.run(["restore", archive.path, "--to", target.path])
+        let refused = USM.run(["restore", archive.path, "--to", target.path])
         #expect(refused.status == 3)
         #expect(refused.stderr.contains("needs --yes"))
         #expect(try TreeSnapshot(target) == before)
 
-        let r = try CLI.run(["restore", archive.path, "--to", target.path, "--yes", "--json"])
+        let r = USM.run(["restore", archive.path, "--to", target.path, "--yes", "--json"])
         #expect(r.status == 0, "\(r.stderr)")
         let snapshot = try #require(r.json["snapshot"] as? String)
         #expect(FileStatus.lookup(target.appendingPathComponent("container/notes.txt").path) == nil)
-        #expect(try CLI.run(["bundle", "verify", snapshot]).status == 0)
+        #expect(USM.run(["bundle", "verify", snapshot]).status == 0)
         // The snapshot puts the old folder back.
-        #expect(try CLI.run(["restore", snapshot, "--to", tmp.path("undo").path]).status == 0)
+        #expect(USM.run(["restore", snapshot, "--to", tmp.path("undo").path]).status == 0)
         #expect(try String(contentsOf: tmp.path("undo/container/notes.txt"), encoding: .utf8) == "older work")
     }
 
@@ -276,21 +276,15 @@ struct BundleTests {
         return o
     }
 
+    /// Runs a standard tool (`bsdtar`, `sha256sum`) through the one launcher: stdout and stderr.
     static func run(_ tool: String, _ args: [String]) throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: tool)
-        p.arguments = args
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = out
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
+        let r = try Launcher.run(URL(fileURLWithPath: tool), args)
+        return r.stdout + r.stderr
     }
 
+    /// The bundle's manifest, read in process.
     static func manifest(_ archive: URL) throws -> [String: Any] {
-        let text = try run("/usr/bin/env", ["bsdtar", "-xOf", archive.path, "manifest.json"])
-        return try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] ?? [:]
+        let data = try ArchiveContents.file("manifest.json", in: archive) ?? Data()
+        return try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
     }
 }

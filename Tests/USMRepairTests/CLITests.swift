@@ -15,13 +15,13 @@ struct CLITests {
         for args in [["--help"], ["status", "--help"], ["check", "--help"], ["help", "check"], ["archive", "--help"],
                      ["restore", "--help"], ["bundle", "--help"], ["bundle", "verify", "--help"],
                      ["migrate-store", "--help"], ["strategies", "--help"]] {
-            let r = try CLI.run(args)
+            let r = USM.run(args)
             #expect(r.status == 0, "\(args)")
             #expect(r.stdout.contains("USAGE"), "\(args)")
         }
-        #expect(try CLI.run(["--version"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines) == USMRepair.version)
+        #expect(USM.run(["--version"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines) == USMRepair.version)
         for shell in ["bash", "zsh", "fish"] {
-            let r = try CLI.run(["--generate-completion-script", shell])
+            let r = USM.run(["--generate-completion-script", shell])
             #expect(r.status == 0)
             #expect(r.stdout.contains("status"))
         }
@@ -31,7 +31,7 @@ struct CLITests {
     func jsonShape() throws {
         let tmp = try TempDir()
         let paths = try FixtureContainer.write(to: tmp.path("c"))
-        let json = try CLI.run(["status", "--app-dir", paths.appDir.path, "--json"]).json
+        let json = USM.run(["status", "--app-dir", paths.appDir.path, "--json"]).json
         for key in ["schemaVersion", "command", "cloudEnabled", "activeStore", "corruption", "stores", "layout", "problems",
                     "advice", "summary", "exitCode", "exitStatus"] {
             #expect(json.keys.contains(key), "top-level key \(key)")
@@ -57,7 +57,7 @@ struct CLITests {
             (["status", "--store", "/nonexistent/S.sqlite", "--json"], 66, "status", "not-found"),
         ]
         for (args, code, command, errorCode) in cases {
-            let r = try CLI.run(args)
+            let r = USM.run(args)
             #expect(r.status == code, "\(args): \(r.stderr)")
             #expect(r.stderr.hasPrefix("usm-repair: error: "), "\(args): \(r.stderr)")
             #expect(!r.stderr.contains("Error: "), "ArgumentParser's own prefix is not used: \(r.stderr)")
@@ -69,7 +69,7 @@ struct CLITests {
             #expect(json["schemaVersion"] as? Int == 1)
         }
         // Without --json nothing is printed on stdout.
-        #expect(try CLI.run(["status"]).stdout.isEmpty)
+        #expect(USM.run(["status"]).stdout.isEmpty)
     }
 
     @Test("NO_COLOR and --quiet")
@@ -77,7 +77,7 @@ struct CLITests {
         let tmp = try TempDir()
         let store = tmp.path("S.sqlite")
         try FixtureStore.write(to: store)
-        let quiet = try CLI.run(["status", "--store", store.path, "--quiet"], environment: ["NO_COLOR": "1"])
+        let quiet = USM.run(["status", "--store", store.path, "--quiet"], environment: ["NO_COLOR": "1"])
         #expect(quiet.status == 0)
         #expect(quiet.stdout.isEmpty, "a healthy store prints nothing with --quiet")
         #expect(quiet.stderr.isEmpty, "no progress when stderr is not a terminal")

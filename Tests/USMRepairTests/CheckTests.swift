@@ -16,7 +16,7 @@ struct CheckTests {
         try after?(store)
         let before = try TreeSnapshot(tmp.url)
         let report = try Inspection(options: LayoutOptions(store: store), depth: .check).run()
-        let cli = try CLI.run(["check", "--store", store.path, "--json"])
+        let cli = USM.run(["check", "--store", store.path, "--json"])
         #expect(try TreeSnapshot(tmp.url) == before, "check must not write")
         return (report, cli.status, report.allProblems.map(\.code.rawValue))
     }
@@ -97,7 +97,7 @@ struct CheckTests {
         try FileManager.default.createDirectory(at: copy.deletingLastPathComponent(), withIntermediateDirectories: true)
         try FixtureStore.write(to: copy, options)
         let ok = try Inspection(options: LayoutOptions(appDirectory: cloud.url), depth: .check).run()
-        #expect(ok.stores.map(\.location) == ["local", "core-data-copy"])
+        #expect(ok.stores.map(\.location) == [.local, .coreDataCopy])
         #expect(ok.allProblems.filter { $0.severity != .info }.isEmpty, "\(ok.allProblems)")
         #expect(ok.exitCode == .ok)
     }
@@ -133,7 +133,7 @@ struct CheckTests {
         try FixtureStore.write(to: store, options)
         try FileManager.default.removeItem(atPath: store.path + "-wal")
         try FileManager.default.removeItem(atPath: store.path + "-shm")
-        let strict = try CLI.run(["check", "--store", store.path, "--strict"])
+        let strict = USM.run(["check", "--store", store.path, "--strict"])
         #expect(strict.status == 0, "information never fails, not even with --strict")
         #expect(strict.stdout.contains("info    wal-header-without-wal"), "\(strict.stdout)")
     }
@@ -145,15 +145,15 @@ struct CheckTests {
         try FixtureStore.write(to: store)
         let dir = tmp.path(".S_SUPPORT/_EXTERNAL_DATA")
         try Data("nobody points here".utf8).write(to: dir.appendingPathComponent(UUID().uuidString))
-        let plain = try CLI.run(["check", "--store", store.path, "--json"])
+        let plain = USM.run(["check", "--store", store.path, "--json"])
         #expect(plain.status == 0, "a warning alone does not fail check")
         #expect(plain.json["exitCode"] as? Int == 0)
-        let strict = try CLI.run(["check", "--store", store.path, "--strict", "--json"])
+        let strict = USM.run(["check", "--store", store.path, "--strict", "--json"])
         #expect(strict.status == 1)
         #expect(strict.json["exitStatus"] as? String == "problems-found")
-        let accepted = try CLI.run(["check", "--store", store.path, "--strict", "--ignore", "external-data-orphan"])
+        let accepted = USM.run(["check", "--store", store.path, "--strict", "--ignore", "external-data-orphan"])
         #expect(accepted.status == 0)
-        #expect(try CLI.run(["status", "--store", store.path, "--strict"]).status == 64, "--strict is check's")
+        #expect(USM.run(["status", "--store", store.path, "--strict"]).status == 64, "--strict is check's")
     }
 
     @Test("--ignore accepts a code: still reported, marked ignored, exit 0")
@@ -162,19 +162,19 @@ struct CheckTests {
         let store = tmp.path("S.sqlite")
         try FixtureStore.write(to: store)
         try FixtureStore.mutate(store, "UPDATE ZITEM SET ZAUTHOR = 999 WHERE Z_PK = 1")
-        let plain = try CLI.run(["check", "--store", store.path, "--json"])
+        let plain = USM.run(["check", "--store", store.path, "--json"])
         #expect(plain.status == 1)
         let problem = ((plain.json["stores"] as? [[String: Any]])?.first?["problems"] as? [[String: Any]])?.first
         #expect(problem?["code"] as? String == "dangling-to-one")
         #expect(problem?["ignored"] as? Bool == false)
-        let ignored = try CLI.run(["check", "--store", store.path, "--ignore", "dangling-to-one"])
+        let ignored = USM.run(["check", "--store", store.path, "--ignore", "dangling-to-one"])
         #expect(ignored.status == 0, "\(ignored.stdout)")
         #expect(ignored.stdout.contains("dangling-to-one [S.sqlite] (ignored)"), "\(ignored.stdout)")
-        let json = try CLI.run(["check", "--store", store.path, "--ignore", "dangling-to-one", "--json"])
+        let json = USM.run(["check", "--store", store.path, "--ignore", "dangling-to-one", "--json"])
         let marked = ((json.json["stores"] as? [[String: Any]])?.first?["problems"] as? [[String: Any]])?.first
         #expect(marked?["ignored"] as? Bool == true)
         #expect(json.json["exitCode"] as? Int == 0)
-        let unknown = try CLI.run(["check", "--store", store.path, "--ignore", "no-such-code"])
+        let unknown = USM.run(["check", "--store", store.path, "--ignore", "no-such-code"])
         #expect(unknown.status == 64)
     }
 

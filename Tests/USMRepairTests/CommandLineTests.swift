@@ -63,6 +63,35 @@ struct CommandLineTests {
         #expect(bundles.count == 1, "the --store example wrote its bundle beside the store: \(bundles)")
     }
 
+    /// The words of a command line as the shell splits them (quotes and backslashes; no expansion,
+    /// which parsing does not need).
+    static func words(_ line: Substring) -> [String] {
+        var words: [String] = [], word = "", inWord = false, quote: Character?, escaped = false
+        for c in line {
+            if escaped {
+                word.append(c)
+                escaped = false
+            } else if c == "\\", quote != "'" {
+                escaped = true
+                inWord = true
+            } else if let q = quote {
+                if c == q { quote = nil } else { word.append(c) }
+            } else if c == "'" || c == "\"" {
+                quote = c
+                inWord = true
+            } else if c == " " || c == "\t" {
+                if inWord { words.append(word) }
+                word = ""
+                inWord = false
+            } else {
+                word.append(c)
+                inWord = true
+            }
+        }
+        if inWord { words.append(word) }
+        return words
+    }
+
     @Test("every command's help shows examples, and every example parses")
     func helpExamples() throws {
         var commands: [ParsableCommand.Type] = []
@@ -79,12 +108,11 @@ struct CommandLineTests {
             #expect(discussion.contains("Examples:") || discussion.contains("Example:"), "\(command)")
             #expect(!examples.isEmpty, "\(command)")
             for example in examples {
-                let words = try #require(try? BundleTests.run("/bin/sh", ["-c", "for w in \(example.dropFirst("usm-repair ".count)); do printf '%s\\n' \"$w\"; done"]))
-                let arguments = words.split(separator: "\n").map(String.init)
+                let arguments = Self.words(example.dropFirst("usm-repair ".count))
                 #expect(throws: Never.self, "\(example)") { _ = try USMRepairCommand.parseAsRoot(arguments) }
             }
         }
-        let help = try CLI.run(["archive", "--help"])
+        let help = USM.run(["archive", "--help"])
         #expect(help.stdout.contains("Examples:") && help.stdout.contains("usm-repair archive --store Customer.sqlite"))
     }
 
@@ -103,21 +131,21 @@ struct CommandLineTests {
             (["-o", out.appendingPathComponent("bundle").path], "does not say which format"),
         ]
         for (args, message) in cases {
-            let r = try CLI.run(["archive", "--container", paths.root.path, "--json"] + args)
+            let r = USM.run(["archive", "--container", paths.root.path, "--json"] + args)
             #expect(r.status == 64, "\(args): \(r.stderr)")
             #expect(r.stderr.contains("usm-repair: error: ") && r.stderr.contains(message), "\(args): \(r.stderr)")
             #expect((r.json["error"] as? [String: Any])?["code"] as? String == "usage")
         }
         #expect(try FileManager.default.contentsOfDirectory(atPath: out.path).isEmpty)
-        #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", out.appendingPathComponent("b.bin").path, "--format", "zip"]).status == 0)
-        #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", out.appendingPathComponent("B.ZIP").path]).status == 0)
+        #expect(USM.run(["archive", "--container", paths.root.path, "-o", out.appendingPathComponent("b.bin").path, "--format", "zip"]).status == 0)
+        #expect(USM.run(["archive", "--container", paths.root.path, "-o", out.appendingPathComponent("B.ZIP").path]).status == 0)
     }
 
     /// The estimate against the real size, in every format.
     func estimateRatios(_ args: [String], in tmp: TempDir, sourceLocation: SourceLocation = #_sourceLocation) throws {
         for format in ArchiveFormat.allCases {
             let archive = tmp.path("e-\(UUID().uuidString)\(format.fileExtension)")
-            let r = try CLI.run(["archive"] + args + ["-o", archive.path, "--max-size", "1G", "--json"])
+            let r = USM.run(["archive"] + args + ["-o", archive.path, "--max-size", "1G", "--json"])
             #expect(r.status == 0, "\(r.stderr)", sourceLocation: sourceLocation)
             let bytes = try #require(r.json["bytes"] as? Int, sourceLocation: sourceLocation)
             let estimate = try #require(r.json["estimatedBytes"] as? Int, sourceLocation: sourceLocation)
@@ -132,7 +160,7 @@ struct CommandLineTests {
         let paths = try FixtureContainer.write(to: tmp.path("c"), BundleTests.inside)
         try estimateRatios(["--container", paths.root.path], in: tmp)
         // The bundle of about 19 KB that a 50K limit refused (the old estimate was 6 times too high).
-        #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", tmp.path("small.tar.zst").path, "--max-size", "50K"]).status == 0)
+        #expect(USM.run(["archive", "--container", paths.root.path, "-o", tmp.path("small.tar.zst").path, "--max-size", "50K"]).status == 0)
 
         // Larger: a store of 20,000 books, and 300 logs, some random, some text.
         var options = FixtureStore.Options()
@@ -158,19 +186,19 @@ struct CommandLineTests {
         let tmp = try TempDir()
         let paths = try FixtureContainer.write(to: tmp.path("c"), BundleTests.inside)
         let archive = tmp.path("b.tar.zst")
-        let quiet = try CLI.run(["archive", "--container", paths.root.path, "-o", archive.path, "-q"])
+        let quiet = USM.run(["archive", "--container", paths.root.path, "-o", archive.path, "-q"])
         #expect(quiet.status == 0)
         #expect(quiet.stdout.isEmpty)
         #expect(quiet.stderr.contains("personal data"), "the note is always said")
         let entry = "container/iCloud/CloudLogs/StoreUUID+"
-        let v = try CLI.run(["bundle", "verify", archive.path, "--verbose"])
+        let v = USM.run(["bundle", "verify", archive.path, "--verbose"])
         #expect(v.status == 0)
         #expect(v.stdout.contains("matches: \(entry)"), "\(v.stdout)")
-        #expect(!(try CLI.run(["bundle", "verify", archive.path])).stdout.contains("matches: "))
-        let r = try CLI.run(["restore", archive.path, "--to", tmp.path("back").path, "--verbose"])
+        #expect(!(USM.run(["bundle", "verify", archive.path])).stdout.contains("matches: "))
+        let r = USM.run(["restore", archive.path, "--to", tmp.path("back").path, "--verbose"])
         #expect(r.status == 0)
         #expect(r.stdout.contains("extracted: \(entry)"), "\(r.stdout)")
-        let j = try CLI.run(["restore", archive.path, "--to", tmp.path("back2").path, "--verbose", "--json"])
+        let j = USM.run(["restore", archive.path, "--to", tmp.path("back2").path, "--verbose", "--json"])
         #expect(j.json["command"] as? String == "restore", "JSON stays one object with --verbose")
     }
 
@@ -180,7 +208,7 @@ struct CommandLineTests {
     func restoreSetup(_ tmp: TempDir) throws -> (archive: URL, target: URL) {
         let paths = try FixtureContainer.write(to: tmp.path("c"), BundleTests.inside)
         let archive = tmp.path("b.tar.zst")
-        #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", archive.path]).status == 0)
+        #expect(USM.run(["archive", "--container", paths.root.path, "-o", archive.path]).status == 0)
         let target = tmp.path("t")
         try FileManager.default.createDirectory(at: target.appendingPathComponent("container"), withIntermediateDirectories: true)
         try Data("older work".utf8).write(to: target.appendingPathComponent("container/notes.txt"))
@@ -195,14 +223,14 @@ struct CommandLineTests {
         try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(atPath: target.appendingPathComponent(".usm-repair-snapshots").path, withDestinationPath: elsewhere.path)
         let state = tmp.path("state")
-        let r = try CLI.run(["restore", archive.path, "--to", target.path, "--yes", "--json"], environment: ["XDG_STATE_HOME": state.path])
+        let r = USM.run(["restore", archive.path, "--to", target.path, "--yes", "--json"], environment: ["XDG_STATE_HOME": state.path])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere.path).isEmpty, "nothing written through the link")
         #expect(FileStatus.lookup(target.appendingPathComponent(".usm-repair-snapshots").path)?.kind == .symlink)
         let snapshot = try #require(r.json["snapshot"] as? String)
         #expect(snapshot.hasPrefix(state.appendingPathComponent("usm-repair/snapshots").path + "/"), "\(snapshot)")
-        #expect(try CLI.run(["bundle", "verify", snapshot]).status == 0)
-        #expect(try CLI.run(["restore", snapshot, "--to", tmp.path("undo").path]).status == 0)
+        #expect(USM.run(["bundle", "verify", snapshot]).status == 0)
+        #expect(USM.run(["restore", snapshot, "--to", tmp.path("undo").path]).status == 0)
         #expect(try String(contentsOf: tmp.path("undo/container/notes.txt"), encoding: .utf8) == "older work")
     }
 
@@ -213,7 +241,7 @@ struct CommandLineTests {
         try FileManager.default.createSymbolicLink(atPath: tmp.path("link").path, withDestinationPath: target.appendingPathComponent("container").path)
         let before = try TreeSnapshot(tmp.url)
         for dir in [target.appendingPathComponent("container/snaps"), tmp.path("link/snaps")] {
-            let r = try CLI.run(["restore", archive.path, "--to", target.path, "--yes", "--snapshot-dir", dir.path, "--json"])
+            let r = USM.run(["restore", archive.path, "--to", target.path, "--yes", "--snapshot-dir", dir.path, "--json"])
             #expect(r.status == 64, "\(dir.path): \(r.stderr)")
             #expect(r.stderr.contains("lies inside \(target.appendingPathComponent("container").path), which this command changes"), "\(r.stderr)")
             #expect(r.json["exitStatus"] as? String == "usage")
@@ -227,17 +255,16 @@ struct CommandLineTests {
         let (archive, target) = try restoreSetup(tmp)
         let ro = tmp.path("ro")
         try FileManager.default.createDirectory(at: ro, withIntermediateDirectories: true)
-        let mount = try BundleTests.run("/bin/sh", ["-c", "mount -t tmpfs -o ro,size=64k tmpfs '\(ro.path)' 2>&1 && echo mounted"])
-        try #require(mount.contains("mounted"), "cannot mount here: \(mount)")
-        defer { _ = try? BundleTests.run("/bin/umount", [ro.path]) }
+        let tmpfs = try TestMount(tmpfsAt: ro, size: 64 << 10, readOnly: true)
+        defer { tmpfs.unmount(); withExtendedLifetime(tmp) {} }
         let before = try TreeSnapshot(target)
-        let r = try CLI.run(["restore", archive.path, "--to", target.path, "--yes", "--snapshot-dir", ro.appendingPathComponent("snaps").path])
+        let r = USM.run(["restore", archive.path, "--to", target.path, "--yes", "--snapshot-dir", ro.appendingPathComponent("snaps").path])
         #expect(r.status == 74, "\(r.stderr)")
         #expect(r.stderr.contains("cannot write \(ro.path)/snaps: cannot create the snapshot folder: Read-only file system"), "\(r.stderr)")
         #expect(!r.stderr.contains("NSCocoaErrorDomain"))
         #expect(try TreeSnapshot(target) == before, "nothing replaced")
         // The folder exists but cannot take a file: the same kind of sentence.
-        let r2 = try CLI.run(["restore", archive.path, "--to", target.path, "--yes", "--snapshot-dir", ro.path])
+        let r2 = USM.run(["restore", archive.path, "--to", target.path, "--yes", "--snapshot-dir", ro.path])
         #expect(r2.status == 74, "\(r2.stderr)")
         #expect(r2.stderr.contains("cannot write \(ro.path)/") && r2.stderr.contains("Read-only file system"), "\(r2.stderr)")
         #expect(try TreeSnapshot(target) == before)
@@ -251,7 +278,7 @@ struct CommandLineTests {
         try FileManager.default.removeItem(at: marker)
         try FileManager.default.createSymbolicLink(atPath: marker.path, withDestinationPath: "StoreUUID+")
         for command in ["status", "check"] {
-            let r = try CLI.run([command, "--container", paths.root.path, "--json"])
+            let r = USM.run([command, "--container", paths.root.path, "--json"])
             #expect(r.status == 2, "\(command): \(r.stdout)")
             let problems = r.json["problems"] as? [[String: Any]] ?? []
             #expect(problems.contains { $0["code"] as? String == "marker-malformed" && ($0["message"] as? String)?.contains("resolves to nothing") == true },
@@ -316,7 +343,7 @@ struct CommandLineTests {
             (["check", "--store", "/x", "--ignore", "no-such-code", "--json"], 64, "check", "usage"),
         ]
         for (args, code, command, errorCode) in cases {
-            let r = try CLI.run(args)
+            let r = USM.run(args)
             #expect(r.status == code, "\(args): \(r.stderr)")
             #expect(r.stderr.hasPrefix("usm-repair: error: "), "\(args): \(r.stderr)")
             #expect(r.json["command"] as? String == command, "\(args)")
@@ -325,8 +352,8 @@ struct CommandLineTests {
         }
         let paths = try FixtureContainer.write(to: tmp.path("c"), BundleTests.inside)
         let archive = tmp.path("b.tar.zst")
-        #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", archive.path]).status == 0)
-        let v = try CLI.run(["bundle", "verify", archive.path, "--json"])
+        #expect(USM.run(["archive", "--container", paths.root.path, "-o", archive.path]).status == 0)
+        let v = USM.run(["bundle", "verify", archive.path, "--json"])
         #expect(v.json["exitStatus"] as? String == "ok" && v.json["exitCode"] as? Int == 0)
     }
 }

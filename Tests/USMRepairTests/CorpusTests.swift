@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Testing
 import TestSupport
 @testable import USMRepairCore
@@ -6,38 +7,30 @@ import TestSupport
 /// The real Core Data stores of ../shared/corpus/real (skipped with a note where the corpus is absent).
 @Suite("real corpus", .enabled(if: Corpus.directory != nil, "../shared/corpus/real is not beside this checkout"))
 struct CorpusTests {
-    /// What sqlite3 sees in a copy of the store (WAL applied): rows per Z_ENT over every table that
-    /// has Z_PK and Z_ENT columns, found from the columns rather than from Core Data's naming rules.
+    /// What SQLite itself sees in a copy of the store (WAL applied): rows per Z_ENT over every table
+    /// that has Z_PK and Z_ENT columns, found from the columns rather than from Core Data's naming rules.
     static func sqlite3Counts(_ store: URL) throws -> [Int: Int] {
         let tmp = try TempDir()
         let copy = try Corpus.copy(store, into: tmp.url)
-        let tables = try sqlite3(copy, """
-            SELECT m.name FROM sqlite_master m WHERE m.type = 'table'
-              AND EXISTS (SELECT 1 FROM pragma_table_info(m.name) WHERE name = 'Z_ENT')
-              AND EXISTS (SELECT 1 FROM pragma_table_info(m.name) WHERE name = 'Z_PK');
-            """).split(separator: "\n").map(String.init)
-        var counts: [Int: Int] = [:]
-        for table in tables {
-            for line in try sqlite3(copy, "SELECT Z_ENT, COUNT(*) FROM \"\(table)\" WHERE Z_ENT IN (SELECT Z_ENT FROM Z_PRIMARYKEY) GROUP BY Z_ENT;")
-                .split(separator: "\n") {
-                let parts = line.split(separator: "|")
-                if parts.count == 2, let ent = Int(parts[0]), let n = Int(parts[1]) { counts[ent, default: 0] += n }
+        let queue = try DatabaseQueue(path: copy.path)
+        defer { try? queue.close() }
+        return try queue.read { db in
+            let tables = try String.fetchAll(db, sql: """
+                SELECT m.name FROM sqlite_master m WHERE m.type = 'table'
+                  AND EXISTS (SELECT 1 FROM pragma_table_info(m.name) WHERE name = 'Z_ENT')
+                  AND EXISTS (SELECT 1 FROM pragma_table_info(m.name) WHERE name = 'Z_PK')
+                """)
+            var counts: [Int: Int] = [:]
+            for table in tables {
+                let quoted = "\"" + table.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+                for row in try Row.fetchAll(db, sql: """
+                    SELECT Z_ENT, COUNT(*) FROM \(quoted) WHERE Z_ENT IN (SELECT Z_ENT FROM Z_PRIMARYKEY) GROUP BY Z_ENT
+                    """) {
+                    counts[row[0], default: 0] += row[1] as Int
+                }
             }
+            return counts
         }
-        return counts
-    }
-
-    static func sqlite3(_ db: URL, _ sql: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["sqlite3", "-batch", db.path, sql]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw USMError.usage("sqlite3 failed on \(db.path)") }
-        return String(decoding: data, as: UTF8.self)
     }
 
     @Test("status and check read every corpus store, and count what sqlite3 counts", arguments: Corpus.stores())
@@ -66,7 +59,7 @@ struct CorpusTests {
         let tmp = try TempDir()
         _ = try Corpus.copy(store, into: tmp.url)
         let before = try TreeSnapshot(tmp.url)
-        let r = try CLI.run(["check", "--store", tmp.url.appendingPathComponent(store.lastPathComponent).path, "--json"])
+        let r = USM.run(["check", "--store", tmp.url.appendingPathComponent(store.lastPathComponent).path, "--json"])
         #expect(r.status == 0 || r.status == 1)
         #expect(try TreeSnapshot(tmp.url) == before)
     }
@@ -101,15 +94,15 @@ struct CorpusTests {
         let folder = store.deletingLastPathComponent()
         let before = try TreeSnapshot(folder)
         let full = tmp.path("full.tar.zst")
-        #expect(try CLI.run(["archive", "--store", store.path, "-o", full.path, "-q"]).status == 0)
-        #expect(try CLI.run(["restore", full.path, "--to", tmp.path("full").path, "-q"]).status == 0)
+        #expect(USM.run(["archive", "--store", store.path, "-o", full.path, "-q"]).status == 0)
+        #expect(USM.run(["restore", full.path, "--to", tmp.path("full").path, "-q"]).status == 0)
         for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: store.path + suffix) {
             let restored = tmp.path("full/store/\(store.lastPathComponent)\(suffix)")
             #expect(try Data(contentsOf: restored) == Data(contentsOf: URL(fileURLWithPath: store.path + suffix)), "\(suffix)")
         }
         let redacted = tmp.path("redacted.tar.zst")
-        #expect(try CLI.run(["archive", "--store", store.path, "--redact", "-o", redacted.path, "-q"]).status == 0)
-        #expect(try CLI.run(["restore", redacted.path, "--to", tmp.path("redacted").path, "-q"]).status == 0)
+        #expect(USM.run(["archive", "--store", store.path, "--redact", "-o", redacted.path, "-q"]).status == 0)
+        #expect(USM.run(["restore", redacted.path, "--to", tmp.path("redacted").path, "-q"]).status == 0)
         let report = try Inspection(options: LayoutOptions(store: tmp.path("redacted/store/\(store.lastPathComponent)")), depth: .check).run()
         let original = try Inspection(options: LayoutOptions(store: store), depth: .status).run()
         #expect(report.stores[0].problems.filter { $0.code.rawValue != "metadata-plist-null" }.isEmpty, "\(report.stores[0].problems)")

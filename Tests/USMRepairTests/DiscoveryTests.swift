@@ -66,7 +66,7 @@ struct DiscoveryTests {
         let paths = try FixtureContainer.write(to: tmp.path("Notes.xcappdata"), o)
         let report = try Inspection(options: LayoutOptions(container: paths.root), depth: .check).run()
         let copies = report.stores.filter { $0.uuid == v0 }
-        #expect(Set(copies.map(\.location)) == ["nosync", "core-data-copy"])
+        #expect(Set(copies.map(\.location)) == [.nosync, .coreDataCopy])
         #expect(copies.allSatisfy { $0.cloudVersion == 0 && $0.health == .ok })
         #expect(report.layout.cloudStores.first { $0.uuid == v0 }?.cloudVersion == 0)
     }
@@ -92,7 +92,7 @@ struct DiscoveryTests {
         }
         #expect(report.stores.first { $0.path == ios7.path }?.copy?.contentName == "NotesDoc")
 
-        let one = try CLI.run(["check", "--document", local.deletingLastPathComponent().deletingLastPathComponent().path, "--json"])
+        let one = USM.run(["check", "--document", local.deletingLastPathComponent().deletingLastPathComponent().path, "--json"])
         #expect(one.status == 0, "\(one.stdout)")
         #expect((one.json["stores"] as? [[String: Any]])?.first?["role"] as? String == "document")
         #expect((one.json["layout"] as? [String: Any])?["mode"] as? String == "document")
@@ -100,14 +100,14 @@ struct DiscoveryTests {
 
         // A bundle holds the whole package and restores it byte for byte.
         let archive = tmp.path("d.tar.zst")
-        let a = try CLI.run(["archive", "--document", local.deletingLastPathComponent().deletingLastPathComponent().path, "-o", archive.path])
+        let a = USM.run(["archive", "--document", local.deletingLastPathComponent().deletingLastPathComponent().path, "-o", archive.path])
         #expect(a.status == 0, "\(a.stderr)")
-        #expect(try CLI.run(["restore", archive.path, "--to", tmp.path("back").path]).status == 0)
+        #expect(USM.run(["restore", archive.path, "--to", tmp.path("back").path]).status == 0)
         let restored = try TreeSnapshot(tmp.path("back/document"))
         #expect(try restored == TreeSnapshot(paths.root.appendingPathComponent("AppData/Documents/Trip.notesdoc")))
         #expect(try paths.folders.map(TreeSnapshot.init) == before)
-        #expect(try CLI.run(["status", "--document", tmp.path("nowhere").path]).status == 66)
-        #expect(try CLI.run(["status", "--document", paths.appDir.path]).status == 2, "not a document package")
+        #expect(USM.run(["status", "--document", tmp.path("nowhere").path]).status == 66)
+        #expect(USM.run(["status", "--document", paths.appDir.path]).status == 2, "not a document package")
     }
 
     @Test("Apple's own iOS 7 ubiquity folders of an app without UbiquityStoreManager")
@@ -123,8 +123,8 @@ struct DiscoveryTests {
         #expect(found.allSatisfy { $0.health == .ok && $0.problems.isEmpty }, "\(found.map(\.problems))")
 
         let archive = tmp.path("a.tar.zst")
-        #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", archive.path]).status == 0)
-        #expect(try CLI.run(["restore", archive.path, "--to", tmp.path("back").path]).status == 0)
+        #expect(USM.run(["archive", "--container", paths.root.path, "-o", archive.path]).status == 0)
+        #expect(USM.run(["restore", archive.path, "--to", tmp.path("back").path]).status == 0)
         let rel = "AppData/Documents/CoreDataUbiquitySupport/mobile~8F7E6D5C-4B3A-4291-8070-6F5E4D3C2B1A/persistentStore_ICLOUD/local"
         let back = try TreeSnapshot(tmp.path("back/container/\(rel)"))
         #expect(try back == TreeSnapshot(paths.root.appendingPathComponent(rel)), "store/ and container/ come back whole")
@@ -170,7 +170,7 @@ struct DiscoveryTests {
         let local = try #require(report.stores.first { $0.role == .local })
         let cloud = try #require(report.stores.first { $0.role == .cloud })
         #expect(local.objects == alone.objects && cloud.objects == alone.objects)
-        #expect(cloud.location == "core-data-copy" && cloud.active == true && cloud.opens == true)
+        #expect(cloud.location == .coreDataCopy && cloud.active == true && cloud.opens == true)
         #expect(report.nextLaunch?.state == "E4")
         #expect(try paths.folders.map(TreeSnapshot.init) == before)
     }

@@ -129,7 +129,7 @@ struct EntityHierarchyTests {
             #expect(s.entities.map(\.number) == [1, 2, 3, 4, 5, 6, 7, 8])
             #expect(s.objects == 4)
         }
-        let cli = try CLI.run(["check", "--store", store.path])
+        let cli = USM.run(["check", "--store", store.path])
         #expect(cli.status == 1)
         #expect(cli.stdout.contains("entity-super-cycle"))
     }

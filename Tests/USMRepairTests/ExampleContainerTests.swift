@@ -35,7 +35,7 @@ struct ExampleContainerTests {
         #expect(report.activeStore?.uuid == Self.options.activeUUID)
         #expect(report.activeStore?.cachedUUID == Self.options.activeUUID)
         #expect(report.corruption?.affectsActiveStore == true)
-        #expect(report.stores.map(\.location) == ["local", "core-data-copy", "core-data-copy"])
+        #expect(report.stores.map(\.location) == [.local, .coreDataCopy, .coreDataCopy])
         #expect(report.stores.map(\.health) == [.ok, .ok, .ok])
         #expect(report.nextLaunch?.rows == ["E4", "E9"])
         #expect(report.allProblems.map(\.code) == [.activeStoreMarkedCorrupt], "\(report.allProblems)")
@@ -45,8 +45,11 @@ struct ExampleContainerTests {
         #expect(try paths.folders.map(TreeSnapshot.init) == before)
 
         // The README's first command, as a user types it.
-        let text = try CLI.run(["status", "--container", Self.root.path])
+        let text = USM.run(["status", "--container", Self.root.path])
         #expect(text.status == 1, "the active store marked corrupt makes status exit 1")
         #expect(text.stdout.contains("Next launch:  opens the cloud store \(Self.options.activeUUID) from this device's copy (peer \(Self.options.peer), account \(Self.options.account)) (E4)"))
+        // The objects the app shows, as the ledger counts them: history rows said apart.
+        #expect(text.stdout.contains("6 entities, 20 objects, 12 history rows, store UUID"), "\(text.stdout)")
+        #expect(text.stdout.contains("6 entities, 18 objects, store UUID"), "\(text.stdout)")
     }
 }

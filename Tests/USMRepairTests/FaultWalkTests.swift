@@ -10,10 +10,13 @@ import TestSupport
 /// or ENOSPC for writes) must end with a documented exit code — never a crash or a hang — and leave
 /// the old files (a failure) or the new ones (exit 0).
 ///
-/// The whole walk takes minutes: `USM_FAULT_WALK=all` walks every point (CI does), otherwise every
-/// `USM_FAULT_WALK_STRIDE`-th point (default 9, each command still walked from its first to its
-/// last point) so that `swift test` stays quick.
-@Suite("kill and failure points", .enabled(if: FaultWalk.strace != nil, "strace is not installed (apt-get install strace)"))
+/// The walk starts thousands of processes, more than the rest of the suite together, so it runs
+/// when asked: `USM_FAULT_WALK=all` walks every point, `USM_FAULT_WALK_STRIDE=N` every N-th point
+/// (each command still walked from its first to its last point); CI (`.ci/run`) walks every 9th.
+@Suite(
+    "kill and failure points",
+    .enabled(if: FaultWalk.strace != nil, "strace is not installed (apt-get install strace)"),
+    .enabled(if: FaultWalk.requested, "the walk runs with USM_FAULT_WALK=all or USM_FAULT_WALK_STRIDE=N (.ci/run walks every 9th point)"))
 struct FaultWalkTests {
     @Test("kill points: recover gives the old state or the new one, nothing left", arguments: FaultWalk.commands)
     func killPoints(_ command: FaultWalk.Command) throws {
@@ -33,6 +36,7 @@ struct FaultWalkTests {
         #expect(report.failures.isEmpty, "\(command): \(report.failures.prefix(10).joined(separator: "\n"))")
         #expect(report.walked > 0)
         print("failure walk \(command): \(report.walked) points, outcomes \(report.outcomes)")
+        for (outcome, example) in report.examples.sorted(by: { $0.key < $1.key }) { print("  \(outcome), first at: \(example)") }
     }
 }
 
@@ -43,7 +47,24 @@ struct FaultWalk {
         let arguments: [String]
         /// Runs the command on the snapshot of a first run (undo) instead of the fixture's flags.
         var undo = false
+        /// For a command that names its paths itself (`migrate-store`, `restore --to`): the
+        /// arguments take no layout flags, `{local}`, `{copy}`, `{tmp}` and `{archive}` stand for the
+        /// fixture's local store, active store's copy, folder and an archive of its container, and
+        /// these are `recover`'s arguments.
+        var recover: [String]? = nil
+        /// Folders judged beside the layout's (`{tmp}/t`: the target of `restore --to`).
+        var extraFolders: [String] = []
         var description: String { (undo ? "undo of " : "") + arguments.joined(separator: " ") }
+
+        /// `args` with the placeholders of `f`.
+        static func substitute(_ args: [String], _ f: OperationTests.Fixture) -> [String] {
+            args.map {
+                $0.replacingOccurrences(of: "{local}", with: f.paths.localStore.path)
+                    .replacingOccurrences(of: "{copy}", with: f.paths.cloudStore(f.options.activeUUID).path)
+                    .replacingOccurrences(of: "{archive}", with: f.tmp.path("b.tar.zst").path)
+                    .replacingOccurrences(of: "{tmp}", with: f.tmp.url.path)
+            }
+        }
     }
 
     /// Every changing command, or those whose description contains `USM_FAULT_WALK_ONLY` (to walk one).
@@ -51,6 +72,9 @@ struct FaultWalk {
         let all = DataFirstTests.everyCommand.map { Command(arguments: $0) } + [
             Command(arguments: ["rebuild", "--from", "local", "--discard-cloud"], undo: true),
             Command(arguments: ["migrate", "cloud-to-local", "--replace"], undo: true),
+            Command(arguments: ["migrate-store", "{copy}", "{local}", "--overwrite"], recover: ["recover", "--store", "{local}"]),
+            Command(arguments: ["migrate-store", "{copy}", "{local}", "--into"], recover: ["recover", "--store", "{local}"]),
+            Command(arguments: ["restore", "{archive}", "--to", "{tmp}/t"], recover: ["recover", "--app-dir", "{tmp}/t"], extraFolders: ["{tmp}/t"]),
         ]
         guard let only = ProcessInfo.processInfo.environment["USM_FAULT_WALK_ONLY"] else { return all }
         return all.filter { $0.description.contains(only) }
@@ -78,6 +102,12 @@ struct FaultWalk {
         handle.seekToEndOfFile()
         handle.write(Data(text.utf8))
         try? handle.close()
+    }
+
+    /// True when the environment asks for the walk.
+    static var requested: Bool {
+        let env = ProcessInfo.processInfo.environment
+        return env["USM_FAULT_WALK"] != nil || env["USM_FAULT_WALK_STRIDE"] != nil
     }
 
     static var stride: Int {
@@ -109,6 +139,14 @@ struct FaultWalk {
             $0.cloud.books = 4
         }
         template = try OperationTests.Fixture(configure)
+        if command.arguments.contains("{archive}") {
+            // restore --to: an archive of the container, restored over a folder that holds an older one.
+            let archived = USM.run(["archive", "--container", template.paths.root.path, "-o", template.tmp.path("b.tar.zst").path])
+            try #require(archived.status == 0, "archive: \(archived.stderr)")
+            let older = template.tmp.path("t/container")
+            try FileManager.default.createDirectory(at: older, withIntermediateDirectories: true)
+            try Data("older work".utf8).write(to: older.appendingPathComponent("notes.txt"))
+        }
         if command.undo {
             // The undo's "old" state is the operation's result, its "new" one the state before it.
             let before = try template.snapshot()
@@ -127,9 +165,9 @@ struct FaultWalk {
             snapshot = nil
             pristine = nil
             let clean = try OperationTests.Fixture(copying: template)
-            let r = clean.run(command.arguments + ["--yes"], state: tmp.path("clean"))
+            let r = clean.run(Self.arguments(command, clean, snapshot: nil), state: tmp.path("clean"))
             try #require(r.status == 0, "\(command): \(r.stderr)")
-            newState = try clean.snapshot()
+            newState = try Self.snapshot(clean, command)
         }
     }
 
@@ -147,21 +185,38 @@ struct FaultWalk {
 
     func prepare() throws -> OperationTests.Fixture { try Self.prepare(template, pristine: pristine) }
 
-    var arguments: [String] {
-        command.undo ? ["restore", snapshot ?? "", "--yes"] : command.arguments + ["--yes"]
+    /// The command line for fixture `f`.
+    static func arguments(_ command: Command, _ f: OperationTests.Fixture, snapshot: String?) -> [String] {
+        command.undo ? ["restore", snapshot ?? "", "--yes"] : Command.substitute(command.arguments, f) + ["--yes"]
+    }
+
+    func arguments(_ f: OperationTests.Fixture) -> [String] { Self.arguments(command, f, snapshot: snapshot) }
+
+    /// The folders judged: the layout's and the command's own.
+    static func snapshot(_ f: OperationTests.Fixture, _ command: Command) throws -> [TreeSnapshot] {
+        let extra = Command.substitute(command.extraFolders, f).map { URL(fileURLWithPath: $0) }
+        return try (f.paths.folders + extra).map(TreeSnapshot.init)
+    }
+
+    /// `recover` after a point: the command's own, or the layout's.
+    func recover(_ f: OperationTests.Fixture, state: URL) -> CLI.Result {
+        guard let own = command.recover else { return f.recover(state: state) }
+        return USM.run(Command.substitute(own, f) + ["--json"], environment: ["XDG_STATE_HOME": state.path])
     }
 
     struct Report {
         var walked = 0
         var outcomes: [String: Int] = [:]
         var failures: [String] = []
+        /// For each outcome, the first call that led to it (what was made to fail).
+        var examples: [String: String] = [:]
     }
 
     /// How many times the clean run calls each of `calls`.
     func counts(_ calls: [String]) throws -> [String: Int] {
         let f = try prepare()
         let out = tmp.path("count-\(UUID().uuidString).txt")
-        let r = try f.trace(arguments, strace: ["-c", "-o", out.path, "-e", "trace=\(Set(calls).sorted().joined(separator: ","))"], state: tmp.path("count"))
+        let r = try f.trace(arguments(f), strace: ["-c", "-o", out.path, "-e", "trace=\(Set(calls).sorted().joined(separator: ","))"], state: tmp.path("count"))
         try #require(r.status == 0, "\(command) under strace: \(r.stderr)")
         var counts: [String: Int] = [:]
         for line in try String(contentsOf: out, encoding: .utf8).split(separator: "\n") {
@@ -185,9 +240,10 @@ struct FaultWalk {
     /// Old (byte for byte, file times included, as `old` was taken), new (the clean run's contents),
     /// or what differs from both.
     func judge(_ f: OperationTests.Fixture, old oldState: [TreeSnapshot]) throws -> (String, [String]) {
-        let state = try f.snapshot()
+        let state = try Self.snapshot(f, command)
         var problems: [String] = []
-        for folder in f.paths.folders where (try TreeSnapshot(folder)).entries.keys.contains(where: { $0.contains(".usm-repair") }) {
+        let extra = Command.substitute(command.extraFolders, f).map { URL(fileURLWithPath: $0) }
+        for folder in f.paths.folders + extra where (try TreeSnapshot(folder)).entries.keys.contains(where: { $0.contains(".usm-repair") }) {
             problems.append("usm-repair's private folders left in \(folder.lastPathComponent)")
         }
         if state == oldState { return ("old", problems) }
@@ -201,10 +257,10 @@ struct FaultWalk {
         var report = Report()
         for (call, k) in points(try counts(Self.killCalls)) {
             let f = try prepare()
-            let old = try f.snapshot()
+            let old = try Self.snapshot(f, command)
             let state = tmp.path("kill-\(call)-\(k)")
-            let r = try f.trace(arguments, strace: ["-e", "trace=\(call)", "-e", "inject=\(call):signal=KILL:when=\(k)"], state: state)
-            let recovered = f.recover(state: state)
+            let r = try f.trace(arguments(f), strace: ["-e", "trace=\(call)", "-e", "inject=\(call):signal=KILL:when=\(k)"], state: state)
+            let recovered = recover(f, state: state)
             var (outcome, problems) = try judge(f, old: old)
             if recovered.status != 0 { problems.append("recover exited \(recovered.status): \(recovered.stderr)") }
             if ![0, 137].contains(r.status) { problems.append("the run exited \(r.status): \(r.stderr.suffix(300))") }
@@ -225,10 +281,10 @@ struct FaultWalk {
         for (call, error) in Self.failCalls {
             for (_, k) in points([call: counts[call] ?? 0]) {
                 let f = try prepare()
-                let old = try f.snapshot()
+                let old = try Self.snapshot(f, command)
                 let state = tmp.path("fail-\(call)-\(error)-\(k)")
                 let traced = tmp.path("trace-\(call)-\(error)-\(k).txt")
-                let r = try f.trace(arguments, strace: ["-o", traced.path, "-e", "trace=\(call)", "-e", "inject=\(call):error=\(error):when=\(k)"], state: state)
+                let r = try f.trace(arguments(f), strace: ["-o", traced.path, "-e", "trace=\(call)", "-e", "inject=\(call):error=\(error):when=\(k)"], state: state)
                 // The call that was made to fail, for the findings.
                 let injected = ((try? String(contentsOf: traced, encoding: .utf8)) ?? "").split(separator: "\n")
                     .first { $0.contains("INJECTED") }.map { String($0.prefix(400)) } ?? "?"
@@ -240,12 +296,14 @@ struct FaultWalk {
                 }
                 if r.status > 128 || r.status < 0 { problems.append("killed by a signal (\(r.status)): \(r.stderr.suffix(400))") }
                 if r.status == 124 { problems.append("hung (stopped after the time limit)") }
-                if ![0, 2, 3, 5, 7, 8, 9, 10, 74, 75].contains(r.status) { problems.append("exit \(r.status) is not a code this command documents: \(r.stderr.suffix(300))") }
+                // An I/O error or a full disk is never the input's fault: not bad input (2).
+                if r.status == 2 { problems.append("an injected \(error) reported as bad input (exit 2): \(r.stderr.suffix(300))") }
+                if ![0, 3, 5, 7, 8, 9, 10, 74, 75].contains(r.status) { problems.append("exit \(r.status) is not a code this command documents: \(r.stderr.suffix(300))") }
                 var (outcome, judged) = try judge(f, old: old)
                 // A failure must leave the old files; it may have left an operation pending only
                 // when its own undo failed too (then `recover` must give the old state).
                 if r.status != 0, outcome != "old" {
-                    let recovered = f.recover(state: state)
+                    let recovered = recover(f, state: state)
                     (outcome, judged) = try judge(f, old: old)
                     if recovered.status != 0 { problems.append("recover after the failure exited \(recovered.status): \(recovered.stderr)") }
                     if outcome == "new", recovered.json["recovered"] == nil { problems.append("exit \(r.status) but the new state is in place") }
@@ -254,7 +312,7 @@ struct FaultWalk {
                 // A lock file or empty folder of ours that could not be removed after a complete
                 // change: said in the report, and removed by the next run.
                 if r.status == 0, outcome != "new" || !judged.isEmpty, r.stdout.contains("could not remove its own lock or empty folder") {
-                    let recovered = f.recover(state: state)
+                    let recovered = recover(f, state: state)
                     (outcome, judged) = try judge(f, old: old)
                     if recovered.status != 0 { problems.append("recover after the leftover exited \(recovered.status): \(recovered.stderr)") }
                     outcome += " after cleanup"
@@ -263,6 +321,7 @@ struct FaultWalk {
                 problems += judged
                 report.walked += 1
                 report.outcomes["\(r.status) \(outcome)", default: 0] += 1
+                if report.examples["\(r.status) \(outcome)"] == nil { report.examples["\(r.status) \(outcome)"] = "\(call)=\(error) #\(k) \(injected)" }
                 report.failures += problems.map { "\(call)=\(error) #\(k) [\(injected)]: \($0)" }
             }
         }
@@ -279,15 +338,18 @@ extension OperationTests.Fixture {
         return run(["recover", "--json", "--cloud-dir", paths.cloudDir.path], state: state)
     }
 
+    /// True for commands that take no layout flags (`restore`, `migrate-store`).
+    static func namesOwnPaths(_ args: [String]) -> Bool { ["restore", "migrate-store"].contains(args.first ?? "") }
+
     /// Runs `usm-repair args... <flags>` in process with its own state folder.
     func run(_ args: [String], state: URL) -> CLI.Result {
-        USM.run(args + (args.first == "restore" ? [] : flags), environment: ["XDG_STATE_HOME": state.path])
+        USM.run(args + (Self.namesOwnPaths(args) ? [] : flags), environment: ["XDG_STATE_HOME": state.path])
     }
 
     /// Runs `usm-repair args... <flags>` as a real process under strace (`options` before the
     /// command), with its own state folder, stopped after 60 s (exit 124).
     func trace(_ args: [String], strace options: [String], state: URL) throws -> CLI.Result {
-        let all = args + (args.first == "restore" ? [] : flags)
+        let all = args + (Self.namesOwnPaths(args) ? [] : flags)
         let quoted = ([FaultWalk.strace!.path, "-f", "-qq"] + (options.contains("-o") ? [] : ["-o", "/dev/null"]) + options + [CLI.binary.path] + all)
             .map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
         return try CLI.shell("timeout -k 5 60 \(quoted)", in: tmp.url, environment: ["XDG_STATE_HOME": state.path])

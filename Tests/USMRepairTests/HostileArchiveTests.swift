@@ -21,13 +21,13 @@ struct HostileArchiveTests {
         try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true)
         let before = try TreeSnapshot(tmp.url)
 
-        let r = try CLI.run(["restore", archive.path, "--to", target.path, "--yes"])
+        let r = USM.run(["restore", archive.path, "--to", target.path, "--yes"])
         #expect(r.status == restoreStatus, "restore: \(r.stderr)", sourceLocation: sourceLocation)
         #expect(r.stderr.contains(message), "restore said: \(r.stderr)", sourceLocation: sourceLocation)
         #expect(try TreeSnapshot(tmp.url) == before, "nothing written", sourceLocation: sourceLocation)
         #expect(FileStatus.lookup("/tmp/usm-evil") == nil, sourceLocation: sourceLocation)
 
-        let v = try CLI.run(["bundle", "verify", archive.path])
+        let v = USM.run(["bundle", "verify", archive.path])
         #expect(v.status == (verifyStatus ?? restoreStatus), "verify: \(v.stdout)\(v.stderr)", sourceLocation: sourceLocation)
     }
 
@@ -92,7 +92,7 @@ struct HostileArchiveTests {
         let tmp = try TempDir()
         let plain = tmp.path("plain.tar.gz")
         try CraftedArchive.write([ok], to: plain)
-        let r = try CLI.run(["restore", plain.path, "--to", tmp.path("t").path])
+        let r = USM.run(["restore", plain.path, "--to", tmp.path("t").path])
         #expect(r.status == 2)
         #expect(r.stderr.contains("its first entry is container/a.txt, not manifest.json"))
         #expect(FileStatus.lookup(tmp.path("t/container").path) == nil)
@@ -104,20 +104,20 @@ struct HostileArchiveTests {
         let random = tmp.path("random.tar.zst")
         var rng = SeededRandom(seed: 5)
         try Data((0..<10_000).map { _ in UInt8(truncatingIfNeeded: rng.next()) }).write(to: random)
-        let r = try CLI.run(["restore", random.path, "--to", tmp.path("t").path])
+        let r = USM.run(["restore", random.path, "--to", tmp.path("t").path])
         #expect(r.status == 2)
         #expect(r.stderr.contains("cannot be read as an archive"))
 
         let paths = try FixtureContainer.write(to: tmp.path("c"))
         let good = tmp.path("good.tar.zst")
-        #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", good.path]).status == 0)
+        #expect(USM.run(["archive", "--container", paths.root.path, "-o", good.path]).status == 0)
         let data = try Data(contentsOf: good)
         let cut = tmp.path("cut.tar.zst")
         try data.prefix(data.count * 2 / 3).write(to: cut)
         let before = try TreeSnapshot(tmp.url)
-        let t = try CLI.run(["restore", cut.path, "--to", tmp.path("t2").path])
+        let t = USM.run(["restore", cut.path, "--to", tmp.path("t2").path])
         #expect(t.status == 2, "\(t.stderr)")
-        let v = try CLI.run(["bundle", "verify", cut.path])
+        let v = USM.run(["bundle", "verify", cut.path])
         #expect(v.status == 2)
         #expect(try TreeSnapshot(tmp.url) == before, "verification fails before --to is even created")
 
@@ -127,13 +127,13 @@ struct HostileArchiveTests {
         let bad = tmp.path("bad.tar.zst")
         try flipped.write(to: bad)
         try FileManager.default.copyItem(atPath: good.path + ".sha256", toPath: bad.path + ".sha256")
-        #expect(try CLI.run(["bundle", "verify", bad.path]).status != 0)
+        #expect(USM.run(["bundle", "verify", bad.path]).status != 0)
     }
 
     @Test("a missing archive")
     func missing() throws {
         let tmp = try TempDir()
-        #expect(try CLI.run(["bundle", "verify", tmp.path("nope.tar.zst").path]).status == 66)
-        #expect(try CLI.run(["restore", tmp.path("nope.tar.zst").path, "--to", tmp.path("t").path]).status == 66)
+        #expect(USM.run(["bundle", "verify", tmp.path("nope.tar.zst").path]).status == 66)
+        #expect(USM.run(["restore", tmp.path("nope.tar.zst").path, "--to", tmp.path("t").path]).status == 66)
     }
 }

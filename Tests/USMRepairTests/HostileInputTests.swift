@@ -12,7 +12,7 @@ struct HostileInputTests {
     /// Runs status and check on `store` (inside `tmp`) and proves neither wrote anything.
     func run(_ args: [String], in tmp: TempDir) throws -> CLI.Result {
         let before = try TreeSnapshot(tmp.url)
-        let result = try CLI.run(args)
+        let result = USM.run(args)
         #expect(try TreeSnapshot(tmp.url) == before, "nothing may change: \(args)")
         return result
     }
@@ -131,7 +131,7 @@ struct HostileInputTests {
 
         // A store file nobody may read: reported as unreadable, exit 74, the rest still reported.
         try FileManager.default.setAttributes([.posixPermissions: 0], ofItemAtPath: paths.localStore.path)
-        let r = try CLI.run(["status", "--container", paths.root.path, "--json"], unprivileged: true)
+        let r = try CLI.runUnprivileged(["status", "--container", paths.root.path, "--json"])
         #expect(r.status == 74, "\(r.stdout)\(r.stderr)")
         let stores = r.json["stores"] as? [[String: Any]] ?? []
         #expect(stores.first?["health"] as? String == "unreadable")
@@ -140,7 +140,7 @@ struct HostileInputTests {
 
         // A folder nobody may enter.
         try FileManager.default.setAttributes([.posixPermissions: 0], ofItemAtPath: paths.appDir.path)
-        let d = try CLI.run(["check", "--app-dir", paths.appDir.path], unprivileged: true)
+        let d = try CLI.runUnprivileged(["check", "--app-dir", paths.appDir.path])
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: paths.appDir.path)
         #expect(d.status == 74)
         #expect(d.stderr.contains("permission denied"))
@@ -224,10 +224,10 @@ struct HostileInputTests {
         let store = tmp.path("in/S.sqlite")
         try FixtureStore.write(to: store)
         let before = try TreeSnapshot(tmp.url)
-        let r = try CLI.run(["status", "--store", store.path, "--json"], environment: ["TMPDIR": "/nonexistent/usm-tmp"])
+        let r = USM.run(["status", "--store", store.path, "--json"], environment: ["TMPDIR": "/nonexistent/usm-tmp"])
         #expect(r.status == 74, "\(r.stdout)")
         #expect(r.stdout.contains("set TMPDIR to a writable folder with space"))
-        let a = try CLI.run(["archive", "--store", store.path, "-o", tmp.path("b.tar.zst").path], environment: ["TMPDIR": "/nonexistent/usm-tmp"])
+        let a = USM.run(["archive", "--store", store.path, "-o", tmp.path("b.tar.zst").path], environment: ["TMPDIR": "/nonexistent/usm-tmp"])
         #expect(a.status == 74)
         var after = try TreeSnapshot(tmp.url).entries
         #expect(after.removeValue(forKey: "b.tar.zst") == nil, "no bundle written")
@@ -237,10 +237,10 @@ struct HostileInputTests {
 
     @Test("usage errors exit 64")
     func usage() throws {
-        #expect(try CLI.run(["status"]).status == 64)
-        #expect(try CLI.run(["status", "--store", "/x", "--app-dir", "/y"]).status == 64)
-        #expect(try CLI.run(["status", "--store-name", "a/b", "--app-dir", "/y"]).status == 64)
-        #expect(try CLI.run(["status", "--bogus"]).status == 64)
-        #expect(try CLI.run(["check", "--quiet", "--verbose", "--store", "/x"]).status == 64)
+        #expect(USM.run(["status"]).status == 64)
+        #expect(USM.run(["status", "--store", "/x", "--app-dir", "/y"]).status == 64)
+        #expect(USM.run(["status", "--store-name", "a/b", "--app-dir", "/y"]).status == 64)
+        #expect(USM.run(["status", "--bogus"]).status == 64)
+        #expect(USM.run(["check", "--quiet", "--verbose", "--store", "/x"]).status == 64)
     }
 }

@@ -189,7 +189,7 @@ struct HostileLayoutTests {
         #expect(try TreeSnapshot(dir) == before)
     }
 
-    @Test("a store copy held in a write transaction by another process: every operation that would move it refuses (5)")
+    @Test("a store held by another process (a copy in a write transaction, the local store open for reading): every operation that would move it, and the undo, refuse (5)")
     func copyInUse() throws {
         let f = try Fixture()
         let copy = f.paths.cloudStore(f.options.activeUUID)
@@ -202,8 +202,22 @@ struct HostileLayoutTests {
             #expect(r.status == 5, "\(command): \(r.status) \(r.stderr)")
         }
         holder.stop()
-        let after = try f.snapshot()
+        var after = try f.snapshot()
         #expect(Self.contentOnly(after) == Self.contentOnly(layout), "\(zip(after, layout).map { $0.differences(from: $1) }.joined())")
+        // The local store merely open (a reader between transactions) in another process: an
+        // operation that moves it and the undo that would put it back refuse too.
+        let rebuilt = try OperationTests.apply(f, ["rebuild", "--from", "local", "--discard-cloud"])
+        let snapshot = try #require(rebuilt["snapshot"] as? String)
+        let changed = try f.snapshot()
+        let reader = try SQLiteHolder(f.paths.localStore, transaction: false)
+        defer { reader.stop() }
+        let inUse = try f.run(["delete", "local-store", "--yes"])
+        #expect(inUse.status == 5, "\(inUse.stderr)")
+        let undo = USM.run(["restore", snapshot, "--yes"])
+        #expect(undo.status == 5, "\(undo.stderr)")
+        reader.stop()
+        after = try f.snapshot()
+        #expect(Self.contentOnly(after) == Self.contentOnly(changed), "\(zip(after, changed).map { $0.differences(from: $1) }.joined())")
     }
 
     /// Snapshots compared without the -shm and -wal files (the holder's connection makes them).
@@ -280,22 +294,27 @@ struct HostileLayoutTests {
     }
 }
 
-/// Another process holding `BEGIN IMMEDIATE` on a store (python3's sqlite3), until `stop`.
+/// Another process holding `BEGIN IMMEDIATE` on a store (python3's sqlite3), or only its
+/// connection open after a read (`transaction: false`), until `stop`.
 final class SQLiteHolder {
-    let process = Process()
+    let process: Process
 
-    init(_ store: URL) throws {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", """
+    init(_ store: URL, transaction: Bool = true) throws {
+        // Another process: SQLite's POSIX locks are per process, so a lock this process held
+        // would not be seen by the checks under test.
+        let out = Pipe()
+        process = try Launcher.start(
+            URL(fileURLWithPath: "/usr/bin/env"),
+            ["python3", "-c", """
             import sqlite3, sys, time
             c = sqlite3.connect(sys.argv[1], isolation_level=None)
-            c.execute("BEGIN IMMEDIATE")
+            if sys.argv[2] == "1":
+                c.execute("BEGIN IMMEDIATE")
+            else:
+                c.execute("SELECT COUNT(*) FROM sqlite_master").fetchall()
             print("held", flush=True)
             time.sleep(60)
-            """, store.path]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
+            """, store.path, transaction ? "1" : "0"], stdout: out)
         _ = out.fileHandleForReading.readData(ofLength: 5)
     }
 

@@ -61,10 +61,10 @@ struct IdentifierQuotingTests {
         try FileManager.default.createDirectory(at: tmp.path("out"), withIntermediateDirectories: true)
         for mode in ["--redact", "--metadata-only"] {
             let bundle = tmp.path("out/b\(mode).tar.zst")
-            let a = try CLI.run(["archive", "--store", store.path, mode, "-o", bundle.path, "--json"])
+            let a = USM.run(["archive", "--store", store.path, mode, "-o", bundle.path, "--json"])
             #expect(a.status == 0, "\(mode): \(a.stdout.suffix(800)) \(a.stderr.suffix(500))")
             let target = tmp.path("restored\(mode)")
-            #expect(try CLI.run(["restore", bundle.path, "--to", target.path, "-q"]).status == 0)
+            #expect(USM.run(["restore", bundle.path, "--to", target.path, "-q"]).status == 0)
             let copy = target.appendingPathComponent("store/S.sqlite")
             #expect(FileManager.default.fileExists(atPath: copy.path), "\(mode): the store is in the bundle, not left out")
             let restored = try Inspection(options: LayoutOptions(store: copy), depth: .status).run().stores[0]
@@ -87,7 +87,7 @@ struct IdentifierQuotingTests {
         #expect(Set(s.problems.map(\.code)) == [.entityTableShape, .danglingToOne], "\(s.problems)")
         #expect(s.problems.first { $0.code == .entityTableShape }?.subject == "ZSHELF")
         #expect(s.entities.first { $0.name == "Book" }?.rows == FixtureStore.Options().books)
-        let cli = try CLI.run(["check", "--store", store.path])
+        let cli = USM.run(["check", "--store", store.path])
         #expect(cli.status == 1)
         #expect(cli.stdout.contains("entity-table-shape"))
     }

@@ -11,9 +11,8 @@ struct MigrationCLITests {
     func strategies() throws {
         let tmp = try TempDir()
         let plugin = tmp.path("usm-repair-strategy-demo")
-        try "#!/bin/sh\nexit 0\n".write(to: plugin, atomically: true, encoding: .utf8)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: plugin.path)
-        let r = try CLI.run(["strategies", "--json"], environment: ["PATH": tmp.url.path + ":/usr/bin:/bin"])
+        try ExecutableFile.write("#!/bin/sh\nexit 0\n", to: plugin)
+        let r = USM.run(["strategies", "--json"], environment: ["PATH": tmp.url.path + ":/usr/bin:/bin"])
         #expect(r.status == 0, "\(r.stderr)")
         let ids = (r.json["strategies"] as? [[String: Any]])?.compactMap { $0["id"] as? String }
         #expect(ids == ["ios", "copy-entities", "manual", "none"])
@@ -22,7 +21,7 @@ struct MigrationCLITests {
         #expect(plugins == ["demo"])
         let recipes = Set((r.json["recipes"] as? [[String: Any]])?.compactMap { $0["id"] as? String } ?? [])
         #expect(recipes.isSuperset(of: ["rename-entity", "drop-history", "fix-counters", "strip-cloudkit", "strip-ubiquity"]))
-        let text = try CLI.run(["strategies"])
+        let text = USM.run(["strategies"])
         #expect(text.stdout.contains("copy-entities (default of migrate-store)"))
     }
 
@@ -30,7 +29,7 @@ struct MigrationCLITests {
     func report() throws {
         let tmp = try TempDir()
         try FixtureStore.write(to: tmp.path("S.sqlite"))
-        let r = try CLI.run(["migrate-store", tmp.path("S.sqlite").path, tmp.path("D.sqlite").path, "--json"])
+        let r = USM.run(["migrate-store", tmp.path("S.sqlite").path, tmp.path("D.sqlite").path, "--json"])
         #expect(r.status == 0, "\(r.stderr)")
         for key in ["schemaVersion", "command", "strategy", "mode", "dryRun", "source", "destination", "snapshot", "recipe", "recipeSHA256",
                     "plugin", "steps", "entities", "deduplicated", "leftOut", "notes", "verification", "durations", "exitCode", "exitStatus"] {
@@ -41,7 +40,7 @@ struct MigrationCLITests {
         let verification = try #require(r.json["verification"] as? [String: Any])
         #expect(verification["integrity"] as? String == "ok")
         #expect(verification["rows"] as? String == "equal")
-        let text = try CLI.run(["migrate-store", tmp.path("S.sqlite").path, tmp.path("E.sqlite").path, "--strategy", "ios"])
+        let text = USM.run(["migrate-store", tmp.path("S.sqlite").path, tmp.path("E.sqlite").path, "--strategy", "ios"])
         #expect(text.status == 0)
         #expect(text.stdout.contains("with ios (create)"))
         #expect(text.stdout.contains("Book: 6, 0 -> 6"))
@@ -53,11 +52,11 @@ struct MigrationCLITests {
         try FixtureStore.write(to: tmp.path("src/S.sqlite"))
         try FixtureStore.write(to: tmp.path("dst/D.sqlite"))
         let before = try TreeSnapshot(tmp.url)
-        let r = try CLI.run(["migrate-store", tmp.path("src/S.sqlite").path, tmp.path("dst/D.sqlite").path, "--into", "--dry-run"])
+        let r = USM.run(["migrate-store", tmp.path("src/S.sqlite").path, tmp.path("dst/D.sqlite").path, "--into", "--dry-run"])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.contains("nothing was changed"))
         #expect(r.stdout.contains("snapshot"))
-        let recipe = try CLI.run(["migrate-store", tmp.path("src/S.sqlite").path, tmp.path("dst/N.sqlite").path, "--recipe", "drop-history", "--dry-run"])
+        let recipe = USM.run(["migrate-store", tmp.path("src/S.sqlite").path, tmp.path("dst/N.sqlite").path, "--recipe", "drop-history", "--dry-run"])
         #expect(recipe.status == 0, "\(recipe.stderr)")
         #expect(recipe.stdout.contains("SQL:") || recipe.stdout.contains("empty"))
         #expect(try TreeSnapshot(tmp.url) == before)
@@ -97,7 +96,7 @@ struct MigrationCLITests {
         let destination = flags.contains("--into") ? tmp.path("dst/D.sqlite") : tmp.path("dst/N.sqlite")
         if flags.contains("--into") { try FixtureStore.write(to: destination) }
         let before = try TreeSnapshot(tmp.path("dst"))
-        let r = try CLI.run(["migrate-store", source.path, destination.path, "--json"] + flags)
+        let r = USM.run(["migrate-store", source.path, destination.path, "--json"] + flags)
         #expect(r.status == status, "\(kind) \(flags): \(r.stderr)")
         #expect((r.json["error"] as? [String: Any])?["code"] as? String == code, "\(r.stdout)")
         #expect(r.stderr.hasPrefix("usm-repair: error: "))
@@ -113,39 +112,36 @@ struct MigrationCLITests {
         o.storeUUID = "11111111-2222-3333-4444-555555555555"
         try FixtureStore.write(to: tmp.path("dst/D.sqlite"), o)
         let before = try TreeSnapshot(tmp.path("dst"))
-        let refused = try CLI.run(["migrate-store", tmp.path("S.sqlite").path, tmp.path("dst/D.sqlite").path, "--json"])
+        let refused = USM.run(["migrate-store", tmp.path("S.sqlite").path, tmp.path("dst/D.sqlite").path, "--json"])
         #expect(refused.status == 3)
         #expect((refused.json["error"] as? [String: Any])?["code"] as? String == "destination-exists")
-        let noYes = try CLI.run(["migrate-store", tmp.path("S.sqlite").path, tmp.path("dst/D.sqlite").path, "--overwrite"])
+        let noYes = USM.run(["migrate-store", tmp.path("S.sqlite").path, tmp.path("dst/D.sqlite").path, "--overwrite"])
         #expect(noYes.status == 3)
         #expect(try TreeSnapshot(tmp.path("dst")) == before)
         let snapshots = tmp.path("snapshots")
-        let r = try CLI.run(["migrate-store", tmp.path("S.sqlite").path, tmp.path("dst/D.sqlite").path, "--overwrite", "--yes",
+        let r = USM.run(["migrate-store", tmp.path("S.sqlite").path, tmp.path("dst/D.sqlite").path, "--overwrite", "--yes",
                              "--snapshot-dir", snapshots.path, "--json"])
         #expect(r.status == 0, "\(r.stderr)")
         let snapshot = try #require(r.json["snapshot"] as? String)
         #expect(Migrate.sidecars(tmp.path("dst/D.sqlite")).isEmpty, "the old -wal and -shm are gone with the old store")
         #expect(try Migrate.check(tmp.path("dst/D.sqlite")).rows["Book"] == 6)
-        #expect(try CLI.run(["restore", snapshot, "--to", tmp.path("back").path, "-q"]).status == 0)
+        #expect(USM.run(["restore", snapshot, "--to", tmp.path("back").path, "-q"]).status == 0)
         #expect(try TreeSnapshot(tmp.path("back/dst")) == before, "the old file set, byte for byte")
         // In place: the old file set back where it was, the new members it did not have removed.
-        let undone = try CLI.run(["restore", snapshot, "--yes", "--snapshot-dir", snapshots.path, "--json"])
+        let undone = USM.run(["restore", snapshot, "--yes", "--snapshot-dir", snapshots.path, "--json"])
         #expect(undone.status == 0, "\(undone.stderr)")
         #expect(undone.json["undoes"] as? String == "migrate-store")
         #expect(try TreeSnapshot(tmp.path("dst")) == before, "the old file set in place, byte for byte")
     }
 
-    @Test("a read-only destination folder: exit 74, nothing left", .enabled(if: CLI.canRunUnprivileged))
+    @Test("a read-only destination folder: exit 74, nothing left")
     func readOnlyFolder() throws {
         let tmp = try TempDir()
         try FixtureStore.write(to: tmp.path("src/S.sqlite"))
         try FileManager.default.createDirectory(at: tmp.path("ro"), withIntermediateDirectories: true)
-        for path in [tmp.url, tmp.path("src")] { try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: path.path) }
-        for file in ["S.sqlite", "S.sqlite-wal", "S.sqlite-shm"] {
-            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: tmp.path("src/\(file)").path)
-        }
-        try FileManager.default.setAttributes([.posixPermissions: 0o555], ofItemAtPath: tmp.path("ro").path)
-        let r = try CLI.run(["migrate-store", tmp.path("src/S.sqlite").path, tmp.path("ro/D.sqlite").path, "--json"], unprivileged: true)
+        let readOnly = try TestMount(readOnly: tmp.path("ro"))
+        defer { readOnly.unmount(); withExtendedLifetime(tmp) {} }
+        let r = USM.run(["migrate-store", tmp.path("src/S.sqlite").path, tmp.path("ro/D.sqlite").path, "--json"])
         #expect(r.status == 74, "\(r.stderr)")
         #expect((r.json["error"] as? [String: Any])?["code"] as? String == "write-failed")
         #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path("ro").path).isEmpty)

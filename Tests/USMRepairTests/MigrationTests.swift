@@ -32,18 +32,16 @@ enum Migrate {
         return (Dictionary(s.entities.map { ($0.name, $0.rows) }, uniquingKeysWith: +), s.problems.filter { $0.severity == .error }, s)
     }
 
-    /// What sqlite3 itself says: the journal mode, the integrity check, and that no sidecar appeared.
+    /// What SQLite itself says, opening the store as the sqlite3 shell does (read-write, then
+    /// closed): the journal mode and the integrity check (a clean WAL store then leaves no sidecar).
     static func sqlite3(_ store: URL) throws -> (journalMode: String, integrity: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["sqlite3", "-batch", store.path, "PRAGMA journal_mode; PRAGMA integrity_check;"]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
-        return (lines.first ?? "", lines.dropFirst().joined(separator: ";"))
+        let queue = try DatabaseQueue(path: store.path)
+        let result = try queue.read { db in
+            (try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? "",
+             try String.fetchAll(db, sql: "PRAGMA integrity_check").joined(separator: ";"))
+        }
+        try queue.close()
+        return result
     }
 
     static func sidecars(_ store: URL) -> [String] {
@@ -176,7 +174,7 @@ struct MigrationTests {
         }
         // The old destination comes back with restore.
         let restored = tmp.path("restored")
-        #expect(try CLI.run(["restore", report.snapshot ?? "", "--to", restored.path, "-q"]).status == 0)
+        #expect(USM.run(["restore", report.snapshot ?? "", "--to", restored.path, "-q"]).status == 0)
         #expect(try MergeFixture.relationships(restored.appendingPathComponent("d/B.sqlite")).count == expected.count - MergeFixture.relationships(source).count)
     }
 
@@ -255,7 +253,7 @@ struct MigrationTests {
         try FixtureStore.write(to: tmp.path("d/B.sqlite"))
         try FixtureStore.mutate(tmp.path("d/B.sqlite"), "DELETE FROM Z_PRIMARYKEY WHERE Z_NAME = 'Tag'; DROP TABLE ZTAG; DROP TABLE Z_1TAGS;")
         let before = try TreeSnapshot(tmp.path("d"))
-        let r = try CLI.run(["migrate-store", tmp.path("A.sqlite").path, tmp.path("d/B.sqlite").path, "--into", "--json"])
+        let r = USM.run(["migrate-store", tmp.path("A.sqlite").path, tmp.path("d/B.sqlite").path, "--into", "--json"])
         #expect(r.status == 2, "\(r.stderr)")
         #expect((r.json["error"] as? [String: Any])?["code"] as? String == "schema-mismatch")
         #expect(r.stderr.contains(tmp.path("d/B.sqlite").path))

@@ -69,7 +69,7 @@ struct NextLaunchTests {
         #expect(active.exists && active.copies == 1 && active.source == "marker")
         // Every copy is found where Core Data keeps it, with its peer and account.
         let copy = try #require(report.stores.first { $0.uuid == active.uuid })
-        #expect(copy.location == "core-data-copy")
+        #expect(copy.location == .coreDataCopy)
         #expect(copy.copy?.peer == FixtureContainer.Options().peer)
         #expect(copy.copy?.accountListed == true)
         #expect(copy.opens == true)
@@ -175,7 +175,7 @@ struct NextLaunchTests {
         #expect(next.rows.contains("E13"))
         #expect(next.then.contains { $0.contains("nothing is rebuilt") })
         #expect(Self.codes(report).contains("nominal-store-file"))
-        let stray = try #require(report.stores.first { $0.location == "nominal" })
+        let stray = try #require(report.stores.first { $0.location == .nominal })
         #expect(stray.exists && stray.opens == false)
     }
 

@@ -108,7 +108,7 @@ struct OneMechanismTests {
         let probe = try TempDir()
         let (ps, pd) = try Self.stores(probe, books: 30_000)
         let started = Date()
-        #expect(try CLI.run(["migrate-store", ps.path, pd.path, "--overwrite", "--yes"]).status == 0)
+        #expect(USM.run(["migrate-store", ps.path, pd.path, "--overwrite", "--yes"]).status == 0)
         let duration = Date().timeIntervalSince(started)
         let newRows = try Migrate.check(pd).rows
         var rng = SeededRandom(seed: 11)

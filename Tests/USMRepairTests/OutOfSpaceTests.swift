@@ -72,10 +72,9 @@ struct OutOfSpaceTests {
         try Data((0..<(1 << 20)).map { _ in UInt8(truncatingIfNeeded: rng.next()) }).write(to: paths.logs.appendingPathComponent("random.cdt"))
         let small = tmp.path("small")
         try FileManager.default.createDirectory(at: small, withIntermediateDirectories: true)
-        let mount = try BundleTests.run("/bin/sh", ["-c", "mount -t tmpfs -o size=256k tmpfs \(Self.quoted(small.path)) 2>&1 && echo mounted"])
-        try #require(mount.contains("mounted"), "cannot mount a tmpfs here: \(mount)")
-        defer { _ = try? BundleTests.run("/bin/umount", [small.path]) }
-        let r = try CLI.run(["archive", "--container", paths.root.path, "-o", small.appendingPathComponent("b.tar.zst").path])
+        let tmpfs = try TestMount(tmpfsAt: small, size: 256 << 10)
+        defer { tmpfs.unmount(); withExtendedLifetime(tmp) {} }
+        let r = USM.run(["archive", "--container", paths.root.path, "-o", small.appendingPathComponent("b.tar.zst").path])
         #expect(r.status == 75, "\(r.stderr)")
         #expect(r.stderr.contains("out of space writing \(small.path)/"), "\(r.stderr)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: small.path).isEmpty, "no partial file left")
@@ -87,9 +86,8 @@ struct OutOfSpaceTests {
         let tmp = try TempDir()
         let small = tmp.path("small")
         try FileManager.default.createDirectory(at: small, withIntermediateDirectories: true)
-        let mount = try BundleTests.run("/bin/sh", ["-c", "mount -t tmpfs -o size=4m tmpfs \(Self.quoted(small.path)) 2>&1 && echo mounted"])
-        try #require(mount.contains("mounted"), "cannot mount a tmpfs here: \(mount)")
-        defer { _ = try? BundleTests.run("/bin/umount", [small.path]) }
+        let tmpfs = try TestMount(tmpfsAt: small, size: 4 << 20)
+        defer { tmpfs.unmount(); withExtendedLifetime(tmp) {} }
         var o = FixtureContainer.Options()
         o.local.walOnlyBooks = 2
         let paths = try FixtureContainer.write(to: small.appendingPathComponent("Notes.xcappdata"), o)
@@ -101,7 +99,7 @@ struct OutOfSpaceTests {
         let filler = small.appendingPathComponent("filler")
         try Data(count: Int(max(0, free - storeSize / 2))).write(to: filler)
         let before = try paths.folders.map(TreeSnapshot.init)
-        let r = try CLI.run(["rebuild", "--from", "local", "--discard-cloud", "--container", paths.root.path, "--yes", "--json"])
+        let r = USM.run(["rebuild", "--from", "local", "--discard-cloud", "--container", paths.root.path, "--yes", "--json"])
         #expect(r.status == 75, "\(r.status): \(r.stderr)")
         #expect((r.json["error"] as? [String: Any])?["code"] as? String == "out-of-space")
         #expect(try paths.folders.map(TreeSnapshot.init) == before, "the layout as it was")
@@ -116,9 +114,8 @@ struct OutOfSpaceTests {
         let tmp = try TempDir()
         let small = tmp.path("small")
         try FileManager.default.createDirectory(at: small, withIntermediateDirectories: true)
-        let mount = try BundleTests.run("/bin/sh", ["-c", "mount -t tmpfs -o size=8m tmpfs \(Self.quoted(small.path)) 2>&1 && echo mounted"])
-        try #require(mount.contains("mounted"), "cannot mount a tmpfs here: \(mount)")
-        defer { _ = try? BundleTests.run("/bin/umount", [small.path]) }
+        let tmpfs = try TestMount(tmpfsAt: small, size: 8 << 20)
+        defer { tmpfs.unmount(); withExtendedLifetime(tmp) {} }
         var o = FixtureContainer.Options()
         o.local.walOnlyBooks = 2
         o.local.books = 400

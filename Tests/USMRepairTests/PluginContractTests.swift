@@ -14,7 +14,7 @@ struct PluginContractTests {
                        status: Int = 0) throws -> URL {
         let url = tmp.path(name)
         let prints = output.map { "print(\($0.debugDescription))" }.joined(separator: "\n")
-        try """
+        let script = """
             #!/usr/bin/env python3
             import json, os, sqlite3, sys, time
             request = json.load(sys.stdin)
@@ -25,17 +25,28 @@ struct PluginContractTests {
             \(extra)
             \(prints)
             sys.exit(\(status))
-            """.write(to: url, atomically: true, encoding: .utf8)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: url.path)
+            """
+        try ExecutableFile.write(script, to: url)
         return url
     }
 
     func run(_ tmp: TempDir, plugin: String, _ extra: [String] = [], environment: [String: String] = [:]) throws -> (CLI.Result, TreeSnapshot?) {
         try FixtureStore.write(to: tmp.path("src/S.sqlite"))
         try FileManager.default.createDirectory(at: tmp.path("dst"), withIntermediateDirectories: true)
-        let r = try CLI.run(["migrate-store", tmp.path("src/S.sqlite").path, tmp.path("dst/D.sqlite").path, "--plugin", plugin, "--json"] + extra,
+        let r = USM.run(["migrate-store", tmp.path("src/S.sqlite").path, tmp.path("dst/D.sqlite").path, "--plugin", plugin, "--json"] + extra,
                             environment: environment)
         return (r, try? TreeSnapshot(tmp.path("dst")))
+    }
+
+    /// The ids of the live processes whose command line is `commandLine` (what `ps -eo args` shows),
+    /// read from /proc.
+    static func processes(running commandLine: String) -> [String] {
+        let ids = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return ids.filter { id in
+            guard id.allSatisfy(\.isNumber), let data = FileManager.default.contents(atPath: "/proc/\(id)/cmdline") else { return false }
+            let words = data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+            return words.joined(separator: " ") == commandLine
+        }
     }
 
     @Test("success: the example plugin, found on PATH by name; its result is verified and its rows reported")
@@ -43,7 +54,7 @@ struct PluginContractTests {
         let tmp = try TempDir()
         let bin = tmp.path("bin")
         try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(at: Self.example, to: bin.appendingPathComponent("usm-repair-strategy-sqlite-copy"))
+        try ExecutableFile.copy(from: Self.example, to: bin.appendingPathComponent("usm-repair-strategy-sqlite-copy"))
         let path = bin.path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
         let (r, _) = try run(tmp, plugin: "sqlite-copy", ["--param", "skip-history=yes"], environment: ["PATH": path])
         #expect(r.status == 0, "\(r.stderr)")
@@ -83,8 +94,7 @@ struct PluginContractTests {
         let tmp = try TempDir()
         let plugin = tmp.path("p")
         // The shell waits for its child, which holds the plugin's stdout open.
-        try "#!/bin/sh\nsleep 3117\n".write(to: plugin, atomically: true, encoding: .utf8)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: plugin.path)
+        try ExecutableFile.write("#!/bin/sh\nsleep 3117\n", to: plugin)
         let started = Date()
         let (r, after) = try run(tmp, plugin: plugin.path, ["--plugin-timeout", "2"])
         let seconds = Date().timeIntervalSince(started)
@@ -92,8 +102,7 @@ struct PluginContractTests {
         #expect(r.stderr.contains("timed out"))
         #expect(seconds < 2 + 2 + 2, "took \(seconds) s")  // the timeout, the 2 s allowed, the run's own work
         #expect(after?.entries.isEmpty == true, "nothing kept: \(after?.description ?? "")")
-        let survivors = try CLI.shell("ps -eo args | grep -x 'sleep 3117' || true", in: tmp.url)
-        #expect(survivors.stdout.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "the plugin's child outlived it")
+        #expect(Self.processes(running: "sleep 3117").isEmpty, "the plugin's child outlived it")
     }
 
     @Test("a plugin printing without end is read line by line (memory flat) and a line beyond 1 MiB stops it: exit 10")

@@ -24,7 +24,7 @@ struct ScratchTests {
         let tmp = try TempDir()
         let paths = try FixtureContainer.write(to: tmp.path("c"), BundleTests.inside)
         let archive = tmp.path("b.tar.zst")
-        #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", archive.path]).status == 0)
+        #expect(USM.run(["archive", "--container", paths.root.path, "-o", archive.path]).status == 0)
         let victim = tmp.path("victim.txt")
         try Data("not yours".utf8).write(to: victim)
         #expect(chmod(victim.path, 0o644) == 0)
@@ -37,7 +37,7 @@ struct ScratchTests {
         try FileManager.default.createSymbolicLink(atPath: target.appendingPathComponent(".usm-restore-x").path, withDestinationPath: victim.path)
         try FileManager.default.createSymbolicLink(atPath: target.appendingPathComponent(".usm-restore-d").path, withDestinationPath: victimDir.path)
 
-        let r = try CLI.run(["restore", archive.path, "--to", target.path])
+        let r = USM.run(["restore", archive.path, "--to", target.path])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(Self.mode(victim.path) == 0o644, "the file a planted link points at keeps its mode (run as root: \(geteuid() == 0))")
         #expect(Self.mode(victimDir.path) == 0o755)
@@ -56,7 +56,7 @@ struct ScratchTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try Data("my notes".utf8).write(to: folder.appendingPathComponent("notes.txt"))
         try Data("half an archive?".utf8).write(to: out.appendingPathComponent(".b.tar.zst.partial-0000"))
-        #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", out.appendingPathComponent("b.tar.zst").path]).status == 0)
+        #expect(USM.run(["archive", "--container", paths.root.path, "-o", out.appendingPathComponent("b.tar.zst").path]).status == 0)
         #expect(try String(contentsOf: folder.appendingPathComponent("notes.txt"), encoding: .utf8) == "my notes")
         #expect(FileManager.default.fileExists(atPath: out.appendingPathComponent(".b.tar.zst.partial-0000").path),
                 "nothing proves it was made by usm-repair, so it stays")
@@ -75,7 +75,7 @@ struct ScratchTests {
         let (partial, fd) = try live.makeFile(in: out, name: ".b.tar.zst.partial-live")
         _ = write(fd, "in progress", 11)
         close(fd)
-        let r = try CLI.run(["archive", "--container", paths.root.path, "-o", out.appendingPathComponent("b.tar.zst").path])
+        let r = USM.run(["archive", "--container", paths.root.path, "-o", out.appendingPathComponent("b.tar.zst").path])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(try String(contentsOfFile: partial.path, encoding: .utf8) == "in progress", "the live run's partial file is untouched")
         live.release(partial)
@@ -90,11 +90,11 @@ struct ScratchTests {
         let crafted = tmp.path("odd.tar.gz")
         try CraftedArchive.write([E("manifest.json", data: CraftedArchive.manifest(for: [file], roots: [".usm-restore-keep"])), file], to: crafted)
         let target = tmp.path("t")
-        #expect(try CLI.run(["restore", crafted.path, "--to", target.path]).status == 0)
+        #expect(USM.run(["restore", crafted.path, "--to", target.path]).status == 0)
         let paths = try FixtureContainer.write(to: tmp.path("c"), BundleTests.inside)
         let archive = tmp.path("b.tar.zst")
-        #expect(try CLI.run(["archive", "--container", paths.root.path, "-o", archive.path]).status == 0)
-        #expect(try CLI.run(["restore", archive.path, "--to", target.path]).status == 0)
+        #expect(USM.run(["archive", "--container", paths.root.path, "-o", archive.path]).status == 0)
+        #expect(USM.run(["restore", archive.path, "--to", target.path]).status == 0)
         #expect(try String(contentsOf: target.appendingPathComponent(".usm-restore-keep/a.txt"), encoding: .utf8) == "restored")
         #expect(try FileManager.default.contentsOfDirectory(atPath: target.path).sorted() == [".usm-restore-keep", "container"])
     }
@@ -139,7 +139,7 @@ struct ScratchTests {
 
         let store = tmp.path("s/S.sqlite")
         try FixtureStore.write(to: store)
-        #expect(try CLI.run(["status", "--store", store.path], environment: env).status == 0)
+        #expect(USM.run(["status", "--store", store.path], environment: env).status == 0)
         for name in leftCopies { #expect(FileStatus.lookup(tmpdir.appendingPathComponent(name).path) == nil, "\(name) removed") }
         for name in leftPartial { #expect(FileStatus.lookup(out.appendingPathComponent(name).path) == nil, "\(name) removed") }
         #expect(FileStatus.lookup(planted.path)?.kind == .directory, "an unrecorded look-alike stays")

@@ -36,7 +36,7 @@ struct SnapshotTests {
         #expect(!files.contains { ($0["path"] as? String)?.contains("CloudStore") == true }, "only the items are captured")
 
         let back = tmp.path("back")
-        #expect(try CLI.run(["restore", file.path, "--to", back.path]).status == 0)
+        #expect(USM.run(["restore", file.path, "--to", back.path]).status == 0)
         for suffix in ["", "-wal", "-shm"] {
             #expect(try Data(contentsOf: back.appendingPathComponent("app/UbiquityStore.sqlite\(suffix)"))
                 == Data(contentsOf: URL(fileURLWithPath: paths.localStore.path + suffix)))

@@ -17,7 +17,7 @@ struct StatusTests {
         try FixtureStore.write(to: store, options)
         let before = try TreeSnapshot(tmp.url)
 
-        let result = try CLI.run(["status", "--store", store.path, "--json"])
+        let result = USM.run(["status", "--store", store.path, "--json"])
         #expect(result.status == 0, "\(result.stderr)")
         let json = result.json
         let stores = try #require(json["stores"] as? [[String: Any]])
@@ -83,7 +83,7 @@ struct StatusTests {
         let paths = try FixtureContainer.write(to: root, options)
         let before = try TreeSnapshot(tmp.url)
 
-        let result = try CLI.run(["status", "--container", root.path, "--json"])
+        let result = USM.run(["status", "--container", root.path, "--json"])
         #expect(result.status == 1, "the active store marked corrupt is an error a script must notice: \(result.stderr)")
         let json = result.json
         #expect(json["cloudEnabled"] as? Bool == true)
@@ -110,7 +110,7 @@ struct StatusTests {
         #expect(try TreeSnapshot(tmp.url) == before)
 
         // The text form says the same in a few lines.
-        let text = try CLI.run(["status", "--container", root.path])
+        let text = USM.run(["status", "--container", root.path])
         #expect(text.status == 1)
         #expect(text.stdout.contains("active store marked corrupt"), "the summary line says it")
         #expect(text.stdout.contains("ACTIVE STORE MARKED CORRUPT"))
@@ -188,7 +188,7 @@ struct StatusTests {
             try db.execute(sql: "BEGIN IMMEDIATE")
             try db.execute(sql: "INSERT INTO ZAUTHOR (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES (100, 4, 1, 'uncommitted')")
         }
-        let r = try CLI.run(["status", "--store", store.path, "--json"])
+        let r = USM.run(["status", "--store", store.path, "--json"])
         try writer.writeWithoutTransaction { db in try db.execute(sql: "ROLLBACK") }
         try writer.close()
         #expect(r.status == 0, "\(r.stderr)")
@@ -223,7 +223,7 @@ struct StatusJSONTests {
         var chunked = ""
         try many.writeJSON { chunked += $0 }
         #expect(chunked == (try many.json()) + "\n")
-        let cli = try CLI.run(["status", "--store", store.path, "--json"])
+        let cli = USM.run(["status", "--store", store.path, "--json"])
         #expect((cli.json["stores"] as? [[String: Any]])?.first?["entities"] as? [Any] != nil)
         #expect(((cli.json["stores"] as? [[String: Any]])?.first?["entities"] as? [Any])?.count == 2500)
     }

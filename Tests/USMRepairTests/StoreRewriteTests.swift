@@ -32,12 +32,12 @@ struct StoreRewriteTests {
         let store = try Self.storeWithTrigger(tmp, appending: nil)
         for flag in ["--redact", "--metadata-only"] {
             let out = tmp.path("b\(flag).tar.zst")
-            let r = try CLI.run(["archive", "--store", store.path, flag, "-o", out.path, "--json"])
+            let r = USM.run(["archive", "--store", store.path, flag, "-o", out.path, "--json"])
             #expect(r.status == 0, "\(r.stderr)")
             let skipped = (r.json["skipped"] as? [[String: Any]]) ?? []
             #expect(!skipped.contains { $0["kind"] as? String == "store" }, "\(r.stdout)")
             let back = tmp.path("back\(flag)")
-            #expect(try CLI.run(["restore", out.path, "--to", back.path]).status == 0)
+            #expect(USM.run(["restore", out.path, "--to", back.path]).status == 0)
             let queue = try DatabaseQueue(path: back.appendingPathComponent("store/T.sqlite").path)
             let count = try queue.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger'") }
             try queue.close()
@@ -56,7 +56,7 @@ struct StoreRewriteTests {
         for flag in ["--redact", "--metadata-only"] {
             let out = tmp.path("out\(flag)/b.tar.zst")
             try FileManager.default.createDirectory(at: out.deletingLastPathComponent(), withIntermediateDirectories: true)
-            let r = try CLI.run(["archive", "--store", store.path, flag, "-o", out.path, "--json"])
+            let r = USM.run(["archive", "--store", store.path, flag, "-o", out.path, "--json"])
             #expect(r.status == 0, "\(r.stderr)")
             let skipped = (r.json["skipped"] as? [[String: Any]]) ?? []
             #expect(skipped.contains { ($0["reason"] as? String)?.contains("refusing to execute its text") == true }, "\(r.stdout)")

@@ -17,14 +17,14 @@ struct TerminalTests {
         let folder = paths.logs.appendingPathComponent(Self.hostile, isDirectory: true)
         try FileManager.default.createDirectory(at: folder.appendingPathComponent("peer"), withIntermediateDirectories: true)
         for command in ["status", "check"] {
-            let text = try CLI.run([command, "--container", paths.root.path])
+            let text = USM.run([command, "--container", paths.root.path])
             for control in ["\u{1B}", "\u{07}", "\u{9B}", "\u{7F}", "\u{2028}", "\t"] {
                 #expect(!text.stdout.contains(control), "\(command): raw \(control.unicodeScalars.first!.value) in the output")
             }
             #expect(text.stdout.contains("evil\\x1b]0;pwned\\x07\\u{9b}2J\\x7f\\nnext\\u{2028}line\\tend"), "\(text.stdout)")
             #expect(text.stdout.split(separator: "\n").allSatisfy { !$0.hasPrefix("next") }, "a name cannot start a line of its own")
         }
-        let json = try CLI.run(["status", "--container", paths.root.path, "--json"])
+        let json = USM.run(["status", "--container", paths.root.path, "--json"])
         let content = (json.json["layout"] as? [String: Any])?["cloudContent"] as? [[String: Any]] ?? []
         #expect(content.contains { $0["uuid"] as? String == Self.hostile }, "JSON holds the name exactly")
     }
@@ -32,12 +32,12 @@ struct TerminalTests {
     @Test("error messages on stderr are escaped too, the JSON envelope is exact")
     func errors() throws {
         let path = "/nonexistent/x\u{1B}[31m\u{07}.sqlite"
-        let r = try CLI.run(["status", "--store", path, "--json"])
+        let r = USM.run(["status", "--store", path, "--json"])
         #expect(r.status == 66)
         #expect(!r.stderr.contains("\u{1B}") && !r.stderr.contains("\u{07}"))
         #expect(r.stderr.contains("x\\x1b[31m\\x07.sqlite"), "\(r.stderr)")
         #expect((r.json["error"] as? [String: Any])?["message"] as? String == "store not found: \(path)")
-        let usage = try CLI.run(["status", "--bogus\u{1B}[2J"])
+        let usage = USM.run(["status", "--bogus\u{1B}[2J"])
         #expect(usage.status == 64)
         #expect(!usage.stderr.contains("\u{1B}"), "\(usage.stderr)")
     }

@@ -43,7 +43,7 @@ struct UndoTests {
         #expect(changed != before)
 
         // A dry run prints the plan and changes nothing.
-        let dry = try CLI.run(["restore", snapshot, "--dry-run", "--json"])
+        let dry = USM.run(["restore", snapshot, "--dry-run", "--json"])
         #expect(dry.status == 0, "\(dry.stderr)")
         #expect(dry.json["dryRun"] as? Bool == true && dry.json["inPlace"] as? Bool == true)
         #expect(dry.json["undoes"] as? String == json["operation"] as? String)
@@ -51,11 +51,11 @@ struct UndoTests {
         #expect(try f.snapshot() == changed, "\(command): the dry run changed nothing")
 
         // Without --yes and without a terminal: refused, nothing changed.
-        let consent = try CLI.run(["restore", snapshot])
+        let consent = USM.run(["restore", snapshot])
         #expect(consent.status == 3, "\(consent.stderr)")
         #expect(try f.snapshot() == changed)
 
-        let undone = try CLI.run(["restore", snapshot, "--yes", "--json"])
+        let undone = USM.run(["restore", snapshot, "--yes", "--json"])
         #expect(undone.status == 0, "\(command): \(undone.stderr)")
         let now = try f.snapshot()
         #expect(now == before, "\(command): \(zip(now, before).flatMap { $0.differences(from: $1) })")
@@ -67,7 +67,7 @@ struct UndoTests {
         // The undo's own snapshot redoes the operation, exactly.
         let redo = try #require(undone.json["snapshot"] as? String)
         #expect(!f.paths.folders.contains { Confinement.isInside(redo, $0.path) })
-        let redone = try CLI.run(["restore", redo, "--yes"])
+        let redone = USM.run(["restore", redo, "--yes"])
         #expect(redone.status == 0, "\(redone.stderr)")
         let again = try f.snapshot()
         #expect(again == changed, "\(command): \(zip(again, changed).flatMap { $0.differences(from: $1) })")
@@ -78,7 +78,7 @@ struct UndoTests {
         let probe = try Self.fixture()
         let probeResult = try OperationTests.apply(probe, ["delete", "container"])
         let probeSnapshot = try #require(probeResult["snapshot"] as? String)
-        let steps = try #require(try CLI.run(["restore", probeSnapshot, "--dry-run", "--json"]).json["steps"] as? [[String: Any]])
+        let steps = try #require(USM.run(["restore", probeSnapshot, "--dry-run", "--json"]).json["steps"] as? [[String: Any]])
         let commitIndex = try #require(steps.firstIndex { $0["action"] as? String == "commit" })
         #expect(steps.contains { $0["action"] as? String == "extract" })
         for n in 0..<(steps.count - 1) {
@@ -95,7 +95,7 @@ struct UndoTests {
             let status = try f.run(["status", "--json"])
             let codes = ((status.json["problems"] as? [[String: Any]]) ?? []).compactMap { $0["code"] as? String }
             #expect(codes.contains("interrupted-operation"), "step \(n): status reports it")
-            #expect(try CLI.run(["restore", snapshot, "--dry-run"]).status == 7, "step \(n): a dry run refuses while one is pending")
+            #expect(USM.run(["restore", snapshot, "--dry-run"]).status == 7, "step \(n): a dry run refuses while one is pending")
             let withoutCloud = try f.run(["recover", "--json"])
             #expect([0, 4].contains(withoutCloud.status), "step \(n): \(withoutCloud.stderr)")
             // ...and recovers once it is named.
@@ -122,7 +122,7 @@ struct UndoTests {
         // A bundle records no places to go back to.
         let bundle = f.tmp.path("case.tar.zst")
         #expect(try f.run(["archive", "-o", bundle.path]).status == 0)
-        let notSnapshot = try CLI.run(["restore", bundle.path, "--yes", "--json"])
+        let notSnapshot = USM.run(["restore", bundle.path, "--yes", "--json"])
         #expect(notSnapshot.status == 64, "\(notSnapshot.stderr)")
         #expect(notSnapshot.stderr.contains("--to"))
 
@@ -135,33 +135,18 @@ struct UndoTests {
         try FileManager.default.createDirectory(at: lockFolder, withIntermediateDirectories: true)
         let fd = open(lockFolder.appendingPathComponent("lock").path, O_RDWR | O_CREAT, 0o600)
         #expect(flock(fd, LOCK_EX) == 0)
-        let busy = try CLI.run(["restore", snapshot, "--yes"])
+        let busy = USM.run(["restore", snapshot, "--yes"])
         #expect(busy.status == 6, "\(busy.stderr)")
         close(fd)
         try FileManager.default.removeItem(at: lockFolder)
         #expect(try f.snapshot() == changed)
 
-        // The local store open in another process (this one).
-        let queue = try DatabaseQueue(path: f.paths.localStore.path, configuration: {
-            var c = Configuration()
-            c.readonly = true
-            return c
-        }())
-        try queue.read { _ = try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM ZITEM") }
-        let inUse = try CLI.run(["restore", snapshot, "--yes"])
-        try queue.close()
-        #expect(inUse.status == 5, "\(inUse.stderr)")
-        // Opening the store through SQLite made its -wal and -shm: compare everything else.
-        for (a, b) in zip(try f.snapshot(), changed) {
-            #expect(a.differences(from: b).allSatisfy { $0.hasSuffix("UbiquityStore.sqlite-shm") || $0.hasSuffix("UbiquityStore.sqlite-wal") },
-                    "\(a.differences(from: b))")
-        }
-        for sidecar in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: f.paths.localStore.path + sidecar) }
+        // The local store open in another process: `HostileLayoutTests.copyInUse` (it needs a second process).
 
         // The folder it was taken from is gone.
         let moved = f.tmp.path("Moved.xcappdata")
         try FileManager.default.moveItem(at: f.paths.root, to: moved)
-        let gone = try CLI.run(["restore", snapshot, "--yes", "--json"])
+        let gone = USM.run(["restore", snapshot, "--yes", "--json"])
         #expect(gone.status == 8, "\(gone.stderr)")
         #expect((gone.json["error"] as? [String: Any])?["code"] as? String == "precondition-failed")
         try FileManager.default.moveItem(at: moved, to: f.paths.root)
@@ -171,7 +156,7 @@ struct UndoTests {
         var bytes = try Data(contentsOf: URL(fileURLWithPath: snapshot))
         bytes = bytes.prefix(bytes.count / 2)
         try bytes.write(to: damaged)
-        let broken = try CLI.run(["restore", damaged.path, "--yes"])
+        let broken = USM.run(["restore", damaged.path, "--yes"])
         #expect(broken.status == 2, "\(broken.stderr)")
     }
 
@@ -181,7 +166,7 @@ struct UndoTests {
         let bundle = f.tmp.path("case.tar.zst")
         #expect(try f.run(["archive", "-o", bundle.path]).status == 0)
         let target = f.tmp.path("cases")
-        #expect(try CLI.run(["restore", bundle.path, "--to", target.path]).status == 0)
+        #expect(USM.run(["restore", bundle.path, "--to", target.path]).status == 0)
         let first = try TreeSnapshot(target)
         // Change the restored copy, then restore over it: the change is in the snapshot.
         let plist = try #require(FileManager.default.enumerator(atPath: target.path)?.compactMap { $0 as? String }.first { $0.hasSuffix(".plist") })
@@ -189,12 +174,12 @@ struct UndoTests {
         let root = try #require(try FileManager.default.contentsOfDirectory(atPath: target.path).sorted().first)
         try "x".write(to: target.appendingPathComponent(root).appendingPathComponent("added.txt"), atomically: true, encoding: .utf8)
         let edited = try TreeSnapshot(target)
-        let over = try CLI.run(["restore", bundle.path, "--to", target.path, "--yes", "--json"])
+        let over = USM.run(["restore", bundle.path, "--to", target.path, "--yes", "--json"])
         #expect(over.status == 0, "\(over.stderr)")
         #expect(over.json["inPlace"] as? Bool == false)
         #expect(try TreeSnapshot(target) == first)
         let snapshot = try #require(over.json["snapshot"] as? String)
-        let undone = try CLI.run(["restore", snapshot, "--yes", "--json"])
+        let undone = USM.run(["restore", snapshot, "--yes", "--json"])
         #expect(undone.status == 0, "\(undone.stderr)")
         #expect(try TreeSnapshot(target) == edited, "the edited copy is back, added.txt included")
     }
@@ -205,14 +190,14 @@ struct UndoTests {
         let bundle = f.tmp.path("case.tar.zst")
         #expect(try f.run(["archive", "-o", bundle.path]).status == 0)
         let target = f.tmp.path("cases")
-        let dry = try CLI.run(["restore", bundle.path, "--to", target.path, "--dry-run", "--json"])
+        let dry = USM.run(["restore", bundle.path, "--to", target.path, "--dry-run", "--json"])
         #expect(dry.status == 0, "\(dry.stderr)")
         #expect(dry.json["dryRun"] as? Bool == true)
         #expect(FileStatus.lookup(target.path) == nil, "the target is not even created")
         #expect(((dry.json["roots"] as? [[String: Any]]) ?? []).allSatisfy { $0["replaced"] as? Bool == false })
-        #expect(try CLI.run(["restore", bundle.path, "--to", target.path]).status == 0)
+        #expect(USM.run(["restore", bundle.path, "--to", target.path]).status == 0)
         let restored = try TreeSnapshot(target)
-        let again = try CLI.run(["restore", bundle.path, "--to", target.path, "--dry-run"])
+        let again = USM.run(["restore", bundle.path, "--to", target.path, "--dry-run"])
         #expect(again.status == 0)
         #expect(again.stdout.contains("Would replace"))
         #expect(try TreeSnapshot(target) == restored)
@@ -236,7 +221,7 @@ struct UndoTests {
             [CraftedArchive.Entry("manifest.json", data: try JSONSerialization.data(withJSONObject: manifest, options: [.sortedKeys]))] + entries,
             to: archive)
         let before = try TreeSnapshot(tmp.url)
-        let r = try CLI.run(["restore", archive.path, "--yes", "--json"])
+        let r = USM.run(["restore", archive.path, "--yes", "--json"])
         #expect(r.status == 3, "\(source) \(items) \(absent): \(r.status) \(r.stderr)")
         #expect((r.json["error"] as? [String: Any])?["code"] as? String == "hostile-archive")
         #expect(try TreeSnapshot(tmp.url) == before)

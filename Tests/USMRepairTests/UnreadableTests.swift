@@ -33,7 +33,7 @@ struct UnreadableTests {
         defer { _ = chmod(locked.path, 0o755) }
         #expect(FileManager.default.fileExists(atPath: StoreFileSet(main: paths.localStore).externalDataDirectory.path), "the fixture has external data")
         for command in ["status", "check"] {
-            let r = try CLI.run([command, "--container", paths.root.path, "--json"], unprivileged: true)
+            let r = try CLI.runUnprivileged([command, "--container", paths.root.path, "--json"])
             #expect(r.status == 74, "\(name) \(command): \(r.stdout)\(r.stderr)")
             let json = r.json
             let problems = (json["problems"] as? [[String: Any]] ?? [])
@@ -60,8 +60,8 @@ struct UnreadableTests {
             _ = chmod(dir.path, 0o777)
         }
         let archive = out.appendingPathComponent("b.tar.zst")
-        let r = try CLI.run(["archive", "--container", paths.root.path, "-o", archive.path, "--json"],
-                            environment: ["TMPDIR": scratch.path], unprivileged: true)
+        let r = try CLI.runUnprivileged(["archive", "--container", paths.root.path, "-o", archive.path, "--json"],
+                            environment: ["TMPDIR": scratch.path])
         #expect(r.status == 74, "\(r.stdout)\(r.stderr)")
         #expect(r.json["exitStatus"] as? String == "io-error")
         #expect((r.json["unreadable"] as? Int ?? 0) >= 3, "\(r.stdout)")
@@ -73,8 +73,8 @@ struct UnreadableTests {
             #expect(skipped.contains { $0["path"] as? String == "container/\(folder)" && ($0["reason"] as? String)?.contains("could not be read") == true },
                     "\(folder) listed: \(skipped)")
         }
-        let text = try CLI.run(["archive", "--container", paths.root.path, "-o", out.appendingPathComponent("t.tar.zst").path],
-                               environment: ["TMPDIR": scratch.path], unprivileged: true)
+        let text = try CLI.runUnprivileged(["archive", "--container", paths.root.path, "-o", out.appendingPathComponent("t.tar.zst").path],
+                               environment: ["TMPDIR": scratch.path])
         #expect(text.status == 74)
         #expect(text.stderr.contains("could not be read"), "\(text.stdout)\(text.stderr)")
     }

@@ -25,7 +25,7 @@ struct WALTests {
     func check(_ store: URL, in tmp: TempDir) throws -> (report: StoreReport, exit: Int32, codes: [String]) {
         let before = try TreeSnapshot(tmp.url)
         let report = try Inspection(options: LayoutOptions(store: store), depth: .check).run()
-        let cli = try CLI.run(["check", "--store", store.path])
+        let cli = USM.run(["check", "--store", store.path])
         #expect(try TreeSnapshot(tmp.url) == before)
         let s = try #require(report.stores.first)
         return (s, cli.status, s.problems.map(\.code.rawValue))
@@ -55,7 +55,7 @@ struct WALTests {
         #expect(r.codes == ["wal-invalid"])
         #expect(r.exit == 1)
         #expect(r.report.problems.first?.message.contains("not a WAL") == true, "\(r.report.problems)")
-        let status = try CLI.run(["status", "--store", store.path])
+        let status = USM.run(["status", "--store", store.path])
         #expect(status.status == 1, "an error-level problem makes status exit 1, so a script notices")
         #expect(status.stdout.contains("wal-invalid"))
     }
@@ -151,7 +151,7 @@ struct WALTests {
         let tmp = try TempDir()
         let store = try walStore(tmp, books: 2, keepShm: false)
         #expect(mkfifo(store.path + "-shm", 0o644) == 0)
-        let r = try CLI.run(["check", "--store", store.path])
+        let r = USM.run(["check", "--store", store.path])
         #expect([0, 1].contains(r.status), "\(r.stdout)\(r.stderr)")
     }
 

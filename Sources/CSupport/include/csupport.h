@@ -21,7 +21,7 @@ void usm_release_freed_memory(void);
 
 /* Starts `path` with `argv` and `envp` in a process group of its own, with an empty signal mask and
    default handling of SIGPIPE, SIGXFSZ, SIGTERM and SIGINT, in the folder `cwd`, its stdin and
-   stdout the given descriptors (stderr inherited). Returns 0 and the pid, or an errno value. */
-int usm_spawn(const char *path, char *const argv[], char *const envp[], const char *cwd, int stdin_fd, int stdout_fd, int *pid);
+   stdout the given descriptors, its stderr `stderr_fd` (-1: inherited). Returns 0 and the pid, or an errno value. */
+int usm_spawn(const char *path, char *const argv[], char *const envp[], const char *cwd, int stdin_fd, int stdout_fd, int stderr_fd, int *pid);
 
 #endif

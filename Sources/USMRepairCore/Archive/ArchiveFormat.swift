@@ -53,27 +53,17 @@ public enum ArchiveFormat: String, Sendable, CaseIterable, Codable {
         return explicit
     }
 
-    /// Configures a libarchive write handle for this format.
-    func configure(_ handle: OpaquePointer, threads: Int) -> Int32 {
+    /// Configures a libarchive write handle for this format. tar.zst is written as plain pax here:
+    /// `ArchiveWriter` compresses it itself (`ParallelZstd`), on every core.
+    func configure(_ handle: OpaquePointer) -> Int32 {
+        guard self != .zip else { return archive_write_set_format_zip(handle) }
+        // pax keeps nanosecond mtimes, long paths and exact sizes; GNU tar and bsdtar both read it.
+        let r = archive_write_set_format_pax_restricted(handle)
+        guard r == ARCHIVE_OK else { return r }
         switch self {
-        case .zip:
-            return archive_write_set_format_zip(handle)
-        case .tarZstd, .tarGzip, .tarXz:
-            // pax keeps nanosecond mtimes, long paths and exact sizes; GNU tar and bsdtar both read it.
-            var r = archive_write_set_format_pax_restricted(handle)
-            guard r == ARCHIVE_OK else { return r }
-            switch self {
-            case .tarZstd:
-                r = archive_write_add_filter_zstd(handle)
-                if r == ARCHIVE_OK, threads > 1 {
-                    // Older libarchive lacks the option; a single thread is then used (ARCHIVE_WARN/FAILED is not fatal here).
-                    _ = archive_write_set_filter_option(handle, "zstd", "threads", String(threads))
-                }
-            case .tarGzip: r = archive_write_add_filter_gzip(handle)
-            case .tarXz: r = archive_write_add_filter_xz(handle)
-            case .zip: break
-            }
-            return r
+        case .tarGzip: return archive_write_add_filter_gzip(handle)
+        case .tarXz: return archive_write_add_filter_xz(handle)
+        case .tarZstd, .zip: return r
         }
     }
 }

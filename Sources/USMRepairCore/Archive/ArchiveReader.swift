@@ -38,7 +38,7 @@ final class ArchiveReader {
         let r = FileSystemPath.withCString(path) { archive_read_open_filename(h, $0, Self.blockSize) }
         if r != ARCHIVE_OK {
             // deinit frees the handle: every stored property is set by now.
-            throw USMError.brokenArchive(path: path, message: ArchiveWriter.errorString(h))
+            throw failure()
         }
     }
 
@@ -91,7 +91,16 @@ final class ArchiveReader {
         return total
     }
 
+    /// The error of the last call: the file system's (an I/O error, a permission: the archive could
+    /// not be read, exit 74) or the archive's own (its bytes are not what they claim, exit 2).
     private func failure() -> USMError {
-        USMError.brokenArchive(path: path, message: ArchiveWriter.errorString(handle))
+        let code = archive_errno(handle)
+        if Self.systemErrors.contains(code) {
+            return USMError.unreadable(path: path, reason: ArchiveWriter.errorString(handle))
+        }
+        return USMError.brokenArchive(path: path, message: ArchiveWriter.errorString(handle))
     }
+
+    /// errno values libarchive passes on from a failed read or open of the file itself.
+    private static let systemErrors: Set<Int32> = [EIO, EACCES, EPERM, ENXIO, ENODEV, EBADF, EISDIR, ENOMEM, ESTALE, ETIMEDOUT, EINTR]
 }

@@ -29,7 +29,7 @@ final class ArchiveWriter {
         func emit(_ bytes: UnsafeRawBufferPointer) throws {
             try state.withLock { state in
                 if let limit, state.written + Int64(bytes.count) > limit {
-                    throw USMError.archive(path: "", code: -1, message: "the bundle would exceed --max-size (\(limit) bytes)")
+                    throw USMError.tooLarge(estimate: limit + 1, limit: limit, detail: "the compressed bundle passed the limit while being written")
                 }
                 var done = 0
                 while done < bytes.count {
@@ -54,7 +54,7 @@ final class ArchiveWriter {
     private final class Sink {
         let output: OutputFile
         var errorText: String?
-        /// The error that stopped the output, kept whole (an out-of-space error stays one).
+        /// The error that stopped the output, kept whole (out of space and too large stay what they are).
         var error: USMError?
         /// Set for tar.zst: libarchive writes plain tar and this compresses it on several cores.
         var zstd: ParallelZstd?
@@ -124,17 +124,14 @@ final class ArchiveWriter {
         }
         handle = h
         // From here on deinit frees the handle, closes the file and releases the sink.
-        let r: Int32
+        let r = format.configure(h)
         if format == .tarZstd {
             // Plain pax tar from libarchive, compressed by our own frame-parallel zstd: all cores,
-            // a few MiB of memory whatever the input.
-            r = archive_write_set_format_pax_restricted(h)
-            // Hand the plain tar over in large blocks, not libarchive's default 10 KiB.
+            // a few MiB of memory whatever the input. The tar comes in large blocks, not
+            // libarchive's default 10 KiB.
             archive_write_set_bytes_per_block(h, Int32(ParallelZstd.chunkSize))
             let output = sink.output
             sink.zstd = ParallelZstd(workers: threads) { bytes in try output.emit(bytes) }
-        } else {
-            r = format.configure(h, threads: threads)
         }
         if r < ARCHIVE_WARN {
             throw USMError.archive(path: path, code: r, message: Self.errorString(h))
@@ -267,7 +264,12 @@ final class ArchiveWriter {
     }
 
     private func failure() -> USMError {
-        if let error = sink.error, case .outOfSpace = error { return error }
+        switch sink.error {
+        case let error?:
+            if case .outOfSpace = error { return error }
+            if case .tooLarge = error { return error }
+        case nil: break
+        }
         if let text = sink.errorText {
             return USMError.archive(path: path, code: ARCHIVE_FATAL, message: text)
         }

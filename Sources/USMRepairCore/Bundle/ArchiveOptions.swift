@@ -13,8 +13,10 @@ public struct ArchiveOptions: Sendable {
     }
 
     public var layout: LayoutOptions
-    /// The archive to write; nil for `usm-bundle-<UTC time>.<ext>` in the current folder.
+    /// The archive to write; nil for `usm-bundle-<UTC time>.<ext>` in `currentDirectory`.
     public var output: URL?
+    /// The folder a bundle without `output` is written to (the caller's current folder).
+    public var currentDirectory: URL
     public var format: ArchiveFormat
     public var content: Content
     /// Refuse (before writing, from an estimate) a bundle larger than this many bytes.
@@ -25,7 +27,9 @@ public struct ArchiveOptions: Sendable {
     public var commandLine: [String]
 
     public init(layout: LayoutOptions, output: URL? = nil, format: ArchiveFormat = .tarZstd, content: Content = .full,
-                maxSize: Int64? = nil, overwrite: Bool = false, commandLine: [String] = CommandLine.arguments) {
+                maxSize: Int64? = nil, overwrite: Bool = false, commandLine: [String] = CommandLine.arguments,
+                currentDirectory: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)) {
+        self.currentDirectory = currentDirectory
         self.layout = layout
         self.output = output
         self.format = format

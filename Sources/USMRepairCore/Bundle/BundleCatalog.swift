@@ -62,13 +62,8 @@ final class BundleCatalog {
 
     /// A new, empty catalog in `folder` (a private scratch folder).
     init(folder: URL) throws {
-        var config = Configuration()
-        config.label = "usm-repair.catalog"
-        config.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA cache_size = -2048; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA mmap_size = 0")
-        }
         do {
-            queue = try ScratchDatabase(path: folder.appendingPathComponent("catalog.sqlite").path, configuration: config)
+            queue = try ScratchDatabase(named: "catalog.sqlite", in: folder, label: "usm-repair.catalog")
             try queue.write { db in
                 try db.execute(sql: """
                     CREATE TABLE entry(
@@ -131,11 +126,11 @@ final class BundleCatalog {
         try queue.read { db in try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM entry WHERE path = ?"), arguments: [path]) ?? false }
     }
 
-    /// Records something left out; `unreadable` when it could not be read (the bundle is then incomplete).
-    func skip(_ skip: BundleSkip, unreadable: Bool = false) throws {
+    /// Records something left out (unreadable: the bundle is then incomplete).
+    func skip(_ skip: BundleSkip) throws {
         try queue.write { db in
             try db.cachedStatement(sql: "INSERT INTO skipped(path, kind, reason, unreadable) VALUES(?, ?, ?, ?)")
-                .execute(arguments: [skip.path, skip.kind, skip.reason, unreadable])
+                .execute(arguments: [skip.path, skip.kind, skip.reason, skip.unreadable])
         }
     }
 
@@ -206,13 +201,13 @@ final class BundleCatalog {
         var remaining = limit
         while remaining > 0 {
             let rows = try queue.read { db in
-                try Row.fetchAll(db, sql: "SELECT id, path, kind, reason FROM skipped WHERE id > ? ORDER BY id LIMIT ?",
+                try Row.fetchAll(db, sql: "SELECT id, path, kind, reason, unreadable FROM skipped WHERE id > ? ORDER BY id LIMIT ?",
                                  arguments: [last, min(512, remaining)])
             }
             guard let tail = rows.last else { return }
             last = tail[0]
             remaining -= rows.count
-            try body(rows.map { BundleSkip(path: $0[1], kind: $0[2], reason: $0[3]) })
+            try body(rows.map { BundleSkip(path: $0[1], kind: $0[2], reason: $0[3], unreadable: $0[4]) })
         }
     }
 

@@ -132,7 +132,7 @@ struct BundleInventory {
                 guard let found = try FileStatus.examine(url.path) else { continue }
                 status = found
             } catch let error as USMError {
-                try catalog.skip(BundleSkip(path: path, kind: "file", reason: "could not be read (\(error.message)); left out"), unreadable: true)
+                try catalog.skip(BundleSkip(path: path, kind: "file", reason: "could not be read (\(error.message)); left out", unreadable: true))
                 continue
             }
             guard try !isClaimed(path) else { continue }
@@ -154,7 +154,7 @@ struct BundleInventory {
             guard let status = try FileStatus.examine(path) else { return }
             try add(path, status: status, category: category)
         } catch let error as USMError {
-            try catalog.skip(BundleSkip(path: archive, kind: "file", reason: "could not be read (\(error.message)); left out"), unreadable: true)
+            try catalog.skip(BundleSkip(path: archive, kind: "file", reason: "could not be read (\(error.message)); left out", unreadable: true))
         }
     }
 
@@ -174,7 +174,7 @@ struct BundleInventory {
                 }
                 status = found
             } catch let error as USMError {
-                if let archive { try catalog.skip(BundleSkip(path: archive, kind: "file", reason: "could not be read (\(error.message)); left out"), unreadable: true) }
+                if let archive { try catalog.skip(BundleSkip(path: archive, kind: "file", reason: "could not be read (\(error.message)); left out", unreadable: true)) }
                 first = false
                 continue
             }
@@ -193,8 +193,7 @@ struct BundleInventory {
                 stack += children
             } catch let error as USMError {
                 if let archive {
-                    try catalog.skip(BundleSkip(path: archive, kind: "directory", reason: "its content could not be read (\(error.message)); left out"),
-                                     unreadable: true)
+                    try catalog.skip(BundleSkip(path: archive, kind: "directory", reason: "its content could not be read (\(error.message)); left out", unreadable: true))
                 }
             }
         }
@@ -232,7 +231,7 @@ struct BundleInventory {
         case .symlink:
             let target: String
             do { target = try DirectoryListing.linkTarget(path) } catch let error as USMError {
-                try catalog.skip(BundleSkip(path: archive, kind: "symlink", reason: "could not be read (\(error.message)); left out"), unreadable: true)
+                try catalog.skip(BundleSkip(path: archive, kind: "symlink", reason: "could not be read (\(error.message)); left out", unreadable: true))
                 return
             }
             switch resolveLink(path, target: target) {

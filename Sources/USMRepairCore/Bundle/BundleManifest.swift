@@ -74,6 +74,11 @@ public struct BundleSkip: Sendable, Codable, Equatable {
     public let path: String
     public let kind: String
     public let reason: String
+    /// Left out because it could not be read: the bundle is incomplete (exit 74). Not in the
+    /// manifest, whose reason says so in words.
+    public var unreadable = false
+
+    enum CodingKeys: String, CodingKey { case path, kind, reason }
 }
 
 /// A folder whose content the bundle holds, under `name/` in the archive.

@@ -83,14 +83,14 @@ public enum BundleVerifier {
             }
             let zip = manifest.archiveFormat == ArchiveFormat.zip.rawValue
             let copy = try stores.destination(for: record.path, manifest: manifest)
-            let found = compare(entry, record, reader: reader, zip: zip, copyTo: copy)
+            let found = try compare(entry, record, reader: reader, zip: zip, copyTo: copy)
             for problem in found { mismatches.append(BundleMismatch(path: record.path, problem: problem)) }
             if found.isEmpty { matched += 1 }
             onEntry?(record.path, found)
         }
         for mismatch in outcome.mismatches.items { mismatches.append(mismatch) }
         mismatches.countMore(outcome.mismatches.count - outcome.mismatches.items.count)
-        let checked = stores.compare(with: outcome.manifest.stores) { mismatches.append($0) }
+        let checked = try stores.compare(with: outcome.manifest.stores) { mismatches.append($0) }
         let sidecar = try checkSidecar(archive)
         if sidecar == "mismatch" {
             mismatches.append(BundleMismatch(path: archive.lastPathComponent + ".sha256", problem: "the archive's SHA-256 differs from its sidecar"))
@@ -103,7 +103,9 @@ public enum BundleVerifier {
     }
 
     /// Differences of one entry from its record; reads the entry's data (into `copyTo` too, when given).
-    static func compare(_ entry: ArchiveReader.Entry, _ record: BundleFile, reader: ArchiveReader, zip: Bool, copyTo: URL? = nil) -> [String] {
+    /// - Throws: a failure to write the copy (our own scratch file: an I/O error or a full disk,
+    ///   never a difference of the archive's).
+    static func compare(_ entry: ArchiveReader.Entry, _ record: BundleFile, reader: ArchiveReader, zip: Bool, copyTo: URL? = nil) throws -> [String] {
         var found: [String] = []
         let kind = entry.kind == .file ? "file" : entry.kind == .directory ? "directory" : entry.kind == .symlink ? "symlink" : entry.kind.rawValue
         guard kind == record.kind else {
@@ -113,19 +115,29 @@ public enum BundleVerifier {
         case .file:
             var hasher = SHA256()
             var fd: Int32 = -1
-            if let copyTo { fd = FileSystemPath.withCString(copyTo.path) { open($0, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) } }
+            if let copyTo {
+                fd = FileSystemPath.withCString(copyTo.path) { open($0, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }
+                if fd < 0 { throw USMError.writing(copyTo.path, purpose: "a private copy of a store in the archive") }
+            }
             defer { if fd >= 0 { close(fd) } }
+            var copyFailure: USMError?
             do {
                 let size = try reader.readData(limit: record.size) { chunk in
                     hasher.update(bufferPointer: chunk)
-                    if fd >= 0 { try FileSync.writeAll(fd, chunk, path: copyTo?.path ?? "") }
+                    guard fd >= 0 else { return }
+                    do { try FileSync.writeAll(fd, chunk, path: copyTo?.path ?? "") } catch {
+                        copyFailure = USMError.wrap(error, path: copyTo?.path)
+                        throw error
+                    }
                 }
                 if size != record.size { found.append("holds \(size) bytes, the manifest says \(record.size)") }
                 let digest = hasher.finalize().hex
                 if digest != record.sha256 { found.append("SHA-256 \(digest) differs from the manifest's \(record.sha256 ?? "none")") }
             } catch let error as USMError {
+                if let copyFailure { throw copyFailure.diagnosingSpace() }
                 found.append(error.message)
             } catch {
+                if let copyFailure { throw copyFailure.diagnosingSpace() }
                 found.append("\(error)")
             }
         case .symlink:

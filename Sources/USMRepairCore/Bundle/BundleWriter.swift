@@ -111,17 +111,13 @@ public struct BundleWriter {
 
     /// Captures every store on every core; one that cannot be read is left out and listed.
     static func capture(_ stores: [BundleInventory.Store], into directory: URL, catalog: BundleCatalog) throws -> [Int: StoreCapture] {
-        let results = Mutex<[Int: Result<StoreCapture, any Error>]>([:])
-        DispatchQueue.concurrentPerform(iterations: stores.count) { i in
-            let outcome = Result {
-                try StoreCapture.capture(
-                    stores[i].files, members: Array(stores[i].members.keys).sorted(),
-                    into: directory.appendingPathComponent("\(i)", isDirectory: true))
-            }
-            results.withLock { $0[i] = outcome }
+        let outcomes = JobPool.map(stores.count) { i in
+            try StoreCapture.capture(
+                stores[i].files, members: Array(stores[i].members.keys).sorted(),
+                into: directory.appendingPathComponent("\(i)", isDirectory: true))
         }
         var captures: [Int: StoreCapture] = [:]
-        for (i, outcome) in results.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
+        for (i, outcome) in outcomes.enumerated() {
             switch outcome {
             case let .success(capture):
                 captures[i] = capture
@@ -129,7 +125,7 @@ public struct BundleWriter {
                 guard case .unreadable = error else { throw error }
                 for path in stores[i].members.values.sorted() { try catalog.remove(path) }
                 let main = stores[i].members["main"] ?? stores[i].files.fileName
-                try catalog.skip(BundleSkip(path: main, kind: "store", reason: "could not be read (\(error.message)); left out"), unreadable: true)
+                try catalog.skip(BundleSkip(path: main, kind: "store", reason: "could not be read (\(error.message)); left out", unreadable: true))
             case let .failure(error):
                 throw error
             }
@@ -142,13 +138,9 @@ public struct BundleWriter {
     static func hashFiles(_ catalog: BundleCatalog, where filter: String) throws {
         try catalog.forEach(where: filter, pageSize: 256) { page in
             let sources = page.sorted { $0.size > $1.size }
-            let results = Mutex<[Int: Result<(bytes: Int64, sha256: String), any Error>]>([:])
-            DispatchQueue.concurrentPerform(iterations: sources.count) { i in
-                let outcome = Result { try FileCopy.sha256(of: sources[i].source ?? "") }
-                results.withLock { $0[i] = outcome }
-            }
+            let outcomes = JobPool.map(sources.count) { i in try FileCopy.sha256(of: sources[i].source ?? "") }
             var hashes: [(path: String, sha256: String)] = []
-            for (i, outcome) in results.withLock({ $0 }) {
+            for (i, outcome) in outcomes.enumerated() {
                 let entry = sources[i]
                 switch outcome {
                 case let .success(hashed):
@@ -157,8 +149,7 @@ public struct BundleWriter {
                 case let .failure(error as USMError):
                     guard case .unreadable = error else { throw error }
                     try catalog.remove(entry.path)
-                    try catalog.skip(BundleSkip(path: entry.path, kind: "file", reason: "could not be read (\(error.message)); left out"),
-                                     unreadable: true)
+                    try catalog.skip(BundleSkip(path: entry.path, kind: "file", reason: "could not be read (\(error.message)); left out", unreadable: true))
                 case let .failure(error):
                     throw error
                 }
@@ -255,8 +246,7 @@ public struct BundleWriter {
                     do { digest = try redactor.redactFile(at: entry.source ?? "") } catch let error as USMError {
                         guard case .unreadable = error else { throw error }
                         try catalog.remove(entry.path)
-                        try catalog.skip(BundleSkip(path: entry.path, kind: "file", reason: "could not be read (\(error.message)); left out"),
-                                         unreadable: true)
+                        try catalog.skip(BundleSkip(path: entry.path, kind: "file", reason: "could not be read (\(error.message)); left out", unreadable: true))
                         continue
                     }
                     try digest.write(to: stand)
@@ -295,7 +285,8 @@ public struct BundleWriter {
     ) throws -> (bytes: Int64, sha256: String) {
         let folder = output.deletingLastPathComponent()
         let name = output.lastPathComponent
-        let (partial, fd) = try Scratch.shared.makeFile(in: folder, name: ".\(name).partial-\(UUID().uuidString.prefix(8))")
+        let scratch = Scratch.current
+        let (partial, fd) = try scratch.makeFile(in: folder, name: ".\(name).partial-\(UUID().uuidString.prefix(8))")
         var done: Int64 = 0
         let written: (bytes: Int64, sha256: String)
         do {
@@ -323,21 +314,19 @@ public struct BundleWriter {
             }
             written = try writer.finish()
         } catch {
-            Scratch.shared.release(partial)
-            if case let USMError.archive(_, _, message) = error, message.contains("--max-size"), let limit = maxSize {
-                throw USMError.tooLarge(estimate: limit + 1, limit: limit, detail: "the compressed bundle passed the limit while being written")
-            }
+            // A limit passed while writing arrives as `tooLarge` from the writer itself.
+            scratch.release(partial)
             throw USMError.wrap(error)
         }
         do {
             try AtomicRename.replace(output, with: partial.url, overwrite: overwrite)
         } catch {
-            Scratch.shared.release(partial)
+            scratch.release(partial)
             throw error
         }
-        Scratch.shared.forget(partial)
+        scratch.forget(partial)
         // The sidecar, in sha256sum's format.
-        let (sidecarPartial, sidecarFD) = try Scratch.shared.makeFile(in: folder, name: ".\(name).sha256.partial-\(UUID().uuidString.prefix(8))")
+        let (sidecarPartial, sidecarFD) = try scratch.makeFile(in: folder, name: ".\(name).sha256.partial-\(UUID().uuidString.prefix(8))")
         do {
             let line = Data("\(written.sha256)  \(FileSystemPath.lastComponent(output.path))\n".utf8)
             try line.withUnsafeBytes { try FileSync.writeAll(sidecarFD, $0, path: sidecarPartial.path) }
@@ -345,10 +334,10 @@ public struct BundleWriter {
             close(sidecarFD)
             try AtomicRename.replace(URL(fileURLWithPath: output.path + ".sha256"), with: sidecarPartial.url, overwrite: true)
         } catch {
-            Scratch.shared.release(sidecarPartial)
+            scratch.release(sidecarPartial)
             throw error
         }
-        Scratch.shared.forget(sidecarPartial)
+        scratch.forget(sidecarPartial)
         FileSync.directory(folder)
         return written
     }
@@ -356,7 +345,7 @@ public struct BundleWriter {
     // MARK: - Helpers
 
     private func resolveOutput(inventory: BundleInventory) throws -> URL {
-        let output = (options.output ?? URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+        let output = (options.output ?? options.currentDirectory
             .appendingPathComponent("usm-bundle-\(FileTime.now.stamp)\(options.format.fileExtension)")).standardizedFileURL
         let parent = output.deletingLastPathComponent().resolvingSymlinksInPath()
         guard FileStatus.resolve(parent.path)?.kind == .directory else {

@@ -26,13 +26,8 @@ final class ManifestIndex {
 
     /// A new, empty index in `folder`.
     init(folder: URL) throws {
-        var config = Configuration()
-        config.label = "usm-repair.manifest-index"
-        config.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA cache_size = -2048; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA mmap_size = 0")
-        }
         do {
-            queue = try ScratchDatabase(path: folder.appendingPathComponent("manifest-index.sqlite").path, configuration: config)
+            queue = try ScratchDatabase(named: "manifest-index.sqlite", in: folder, label: "usm-repair.manifest-index")
             try queue.write { db in
                 try db.execute(sql: """
                     CREATE TABLE record(path TEXT PRIMARY KEY, kind TEXT NOT NULL, size INTEGER NOT NULL, mode TEXT NOT NULL,
@@ -89,11 +84,6 @@ final class ManifestIndex {
         try queue.write { db in
             try db.cachedStatement(sql: "INSERT OR REPLACE INTO link VALUES(?, ?)").execute(arguments: [path, target])
         }
-    }
-
-    /// True when the archive holds at least one symlink.
-    func hasLinks() throws -> Bool {
-        try queue.read { db in try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM link)") ?? false }
     }
 
     /// The target of the symlink entry at `path`, nil when there is none.

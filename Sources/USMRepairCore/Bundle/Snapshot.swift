@@ -60,7 +60,7 @@ public enum Snapshot {
         // A snapshot that misses something it was asked to keep is no snapshot: refuse.
         var unreadable: BundleSkip?
         if try catalog.skippedCounts().unreadable > 0 {
-            try catalog.forEachSkipped { page in unreadable = unreadable ?? page.first { $0.reason.hasPrefix("could not be read") || $0.reason.hasPrefix("its content could not be read") } }
+            try catalog.forEachSkipped { page in unreadable = unreadable ?? page.first(where: \.unreadable) }
         }
         if let unreadable {
             throw USMError.unreadable(path: unreadable.path, reason: "the snapshot cannot capture it (\(unreadable.reason))")

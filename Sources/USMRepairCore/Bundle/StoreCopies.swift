@@ -35,7 +35,9 @@ final class StoreCopies {
     }
 
     /// Opens each copied store and reports every difference from the manifest; returns how many were checked.
-    func compare(with stores: [BundleStore], report: (BundleMismatch) -> Void) -> Int {
+    /// - Throws: the I/O error (or want of room) that stopped a copy from being read: that says
+    ///   nothing about the archive.
+    func compare(with stores: [BundleStore], report: (BundleMismatch) -> Void) throws -> Int {
         var checked = 0
         for (index, store) in stores.enumerated() {
             guard let main = mains[index] else {
@@ -48,6 +50,7 @@ final class StoreCopies {
             let found = StoreInspector(depth: .status).inspect(
                 files, role: .store, confinement: Confinement(root: folder), privateCopy: journal ? nil : main)
             func differs(_ text: String) { report(BundleMismatch(path: store.path, problem: text)) }
+            if let failure = found.readFailure, [.ioError, .outOfSpace].contains(failure.exitStatus) { throw failure.diagnosingSpace() }
             guard found.health == .ok || found.health == .damaged, found.readFailure == nil else {
                 differs("the store in the archive cannot be read as Core Data (\(found.readFailure?.message ?? found.health.rawValue))")
                 continue

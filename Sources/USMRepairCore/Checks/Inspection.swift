@@ -55,7 +55,7 @@ public struct Inspection: Sendable {
             var report = (deeper.contains(entry.files.main.path) ? full : inspector).inspect(
                 entry.files, role: entry.role, confinement: Confinement(root: entry.root),
                 privateCopy: privateCopies[entry.files.main.path])
-            report.location = entry.location.rawValue
+            report.location = entry.location
             report.copy = entry.copy
             report.opens = entry.opens
             report.document = entry.document

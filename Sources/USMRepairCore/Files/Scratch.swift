@@ -37,6 +37,17 @@ public final class Scratch: Sendable {
     /// The process's registry, in the per-user state folder.
     public static let shared = Scratch(folder: Scratch.defaultFolder())
 
+    /// The registry of the run in progress: `shared`, or the one a command context gave
+    /// (`$current.withValue`), so that a command run in process (tests) keeps its records and
+    /// private copies where its own environment says.
+    @TaskLocal public static var current: Scratch = .shared
+
+    /// A registry for `environment`: records in its state folder, private copies under its `TMPDIR`.
+    public static func forEnvironment(_ environment: [String: String]) -> Scratch {
+        Scratch(folder: defaultFolder(environment: environment),
+                temporaryBase: URL(fileURLWithPath: environment["TMPDIR"] ?? "/tmp", isDirectory: true))
+    }
+
     /// `$XDG_STATE_HOME/usm-repair/scratch`, else `~/.local/state/usm-repair/scratch`.
     public static func defaultFolder(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
         StateFolder.base(environment: environment).appendingPathComponent("scratch", isDirectory: true)
@@ -44,6 +55,11 @@ public final class Scratch: Sendable {
 
     /// The folder holding the owner records.
     public let folder: URL
+    /// Where private copies go (`TemporaryDirectory`); nil for the process's `TMPDIR`.
+    public let temporaryBase: URL?
+
+    /// The folder private copies go in.
+    public var temporaryDirectory: URL { temporaryBase ?? FileManager.default.temporaryDirectory }
 
     private struct State: ~Copyable {
         /// The open, locked record of this run (-1: none yet).
@@ -57,9 +73,11 @@ public final class Scratch: Sendable {
 
     private let state = Mutex(State())
 
-    /// A registry keeping its records in `folder` (created, private, when first needed).
-    public init(folder: URL) {
+    /// A registry keeping its records in `folder` (created, private, when first needed), its
+    /// private copies under `temporaryBase` (nil: the process's `TMPDIR`).
+    public init(folder: URL, temporaryBase: URL? = nil) {
         self.folder = folder
+        self.temporaryBase = temporaryBase
     }
 
     /// A registry that goes away with items outstanding (as a killed process does) only lets go of

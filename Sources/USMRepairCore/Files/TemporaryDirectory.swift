@@ -11,9 +11,9 @@ public final class TemporaryDirectory {
     private let registry: Scratch
 
     /// Creates a fresh, private (0700) folder whose name starts with `prefix`.
-    public init(prefix: String = "usm-repair", registry: Scratch = .shared) throws {
+    public init(prefix: String = "usm-repair", registry: Scratch = .current) throws {
         // Never create the base: a TMPDIR that does not exist is the user's to fix.
-        let base = FileManager.default.temporaryDirectory
+        let base = registry.temporaryDirectory
         do {
             item = try registry.makeDirectory(in: base, name: "\(prefix)-\(UUID().uuidString)")
         } catch let error as USMError {

@@ -131,6 +131,9 @@ public struct Layout: Sendable {
 
     /// The names UbiquityStoreManager gives its temporary stores.
     public static let temporaryStoreNames = ["MigrationSource.sqlite", "CopyMigrationStore.sqlite"]
+    /// The copy of the local store UbiquityStoreManager seeds a new cloud store from, beside it
+    /// (usm-behaviour.md §1.2).
+    public static let seedingCopyName = "CopyMigrationStore.sqlite"
     /// The folder Core Data keeps its iOS 7+ ubiquity copies in.
     public static let ubiquitySupportFolder = "CoreDataUbiquitySupport"
 
@@ -162,6 +165,11 @@ public struct Layout: Sendable {
     public let exitStatus: ExitStatus
     /// For `--mac-app`: which folders were found in place, and how.
     public var macApp: MacApp? = nil
+    /// This device's Core Data folders of the app's cloud stores, as discovery listed them:
+    /// `<app>/CloudStore/CoreDataUbiquitySupport/<peer>/<content>` (planning reads no folder itself).
+    public internal(set) var copyFolders: [URL] = []
+    /// Every name at the top of the ubiquity container, hidden ones included, as discovery listed them.
+    public internal(set) var cloudEntries: [String] = []
 
     /// The folders an operation on this layout works in, each with its private folder (`.usm-repair`,
     /// `.usm-repair.nosync` in the ubiquity container so that iCloud never uploads it): the app

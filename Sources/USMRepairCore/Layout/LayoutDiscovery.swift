@@ -21,6 +21,8 @@ struct Discovery {
     var status = ExitStatus.ok
     /// Why the preferences file is not usable, when it is not.
     var preferencesError: USMError?
+    /// The app's `CoreDataUbiquitySupport/<peer>/<content>` folders listed on the way.
+    var copyFolders: [URL] = []
 
     init(options: LayoutOptions, records: OperationRecords) {
         self.options = options
@@ -115,6 +117,7 @@ struct Discovery {
             }
             stores += ubiquityCopies(in: cloudStore, root: appRoot, preferences: preferences, usm: true)
         }
+        let cloudEntries = cloudDir.map { list($0, hidden: true) } ?? []
         if let cloudDir, let cloudRoot {
             let nosync = cloudDir.appendingPathComponent("CloudStore.nosync", isDirectory: true)
             linkedFolder(nosync, root: cloudRoot)
@@ -184,11 +187,14 @@ struct Discovery {
             return (a.uuid ?? "", a.files.main.path) < (b.uuid ?? "", b.files.main.path)
         }
         let others = stores.filter { $0.role != .local && $0.role != .cloud }
-        return Layout(
+        var layout = Layout(
             options: options, appDirectory: appDir, cloudDirectory: cloudDir, cloudSource: cloudSource, preferencesPath: prefsURL,
             preferencesFolder: prefsFolder, preferencesError: preferencesError, stores: local + cloud + others,
             cloudStores: cloudStores, cloudContent: content, markers: markers, preferences: preferences, leftovers: leftovers,
             documents: documents, problems: problems, exitStatus: status, macApp: macApp)
+        layout.copyFolders = copyFolders
+        layout.cloudEntries = cloudEntries
+        return layout
     }
 
     /// Reports the operation folders pending in `roots`: interrupted operations of this machine's,
@@ -317,6 +323,7 @@ struct Discovery {
             for contentName in list(peerDir, hidden: false) {
                 let contentDir = peerDir.appendingPathComponent(contentName, isDirectory: true)
                 linkedFolder(contentDir, root: root)
+                if usm { copyFolders.append(contentDir) }
                 let listed = preferences?.accountMaps.first { $0.contentName == contentName }?.containerIDs
                 for account in list(contentDir, hidden: false) {
                     let accountDir = contentDir.appendingPathComponent(account, isDirectory: true)

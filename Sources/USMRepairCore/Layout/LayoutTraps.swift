@@ -142,6 +142,19 @@ enum LayoutTraps {
                 "the next launch seeds a new cloud store from the local store, copying its main file only, and its -wal holds \(pending) committed frame(s) not merged into the main file: those changes would be lost",
                 subject: local.files.wal.path, count: pending))
         }
+        // A seeding copies the local store's main file over CopyMigrationStore.sqlite's main file
+        // only (.m:1101-1117): SQLite takes a -wal or -journal left there by an earlier seeding
+        // for the new copy's own, and applies it.
+        if next.outcome == .seedNewCloudStore, let local = layout.stores.first(where: { $0.role == .local }) {
+            let copy = StoreFileSet(main: local.files.directory.appendingPathComponent(Layout.seedingCopyName))
+            let sidecars = [copy.wal, copy.shm, copy.journal].filter { FileStatus.lookup($0.path) != nil }
+            if let first = sidecars.first {
+                problems.append(Problem(
+                    .seedCopySidecar,
+                    "the next launch seeds a new cloud store from the local store by copying its main file to \(Layout.seedingCopyName) and opening the copy, but \(sidecars.map(\.lastPathComponent).joined(separator: ", ")) of an earlier seeding remain there: SQLite would apply them to the copy and the seed would be damaged",
+                    subject: first.path, count: sidecars.count))
+            }
+        }
         problems += dataElsewhere(layout, reports: reports, next: next)
         if layout.cloudDirectory == nil, !layout.isSingleStore {
             problems.append(Problem(

@@ -62,6 +62,9 @@ extension MigrationEngine {
             files, role: .store, confinement: Confinement(root: files.directory), privateCopy: copy)
         if let failure = report.readFailure {
             switch failure {
+            // An I/O error reading the copy (a full disk under the scratch folder, a failing
+            // device) says nothing about the source's bytes.
+            case .sqlite where failure.exitStatus == .ioError: throw failure.diagnosingSpace()
             case .sqlite: throw USMError.sourceDamaged(path: files.main.path, detail: failure.message)
             default: throw failure
             }
@@ -99,7 +102,7 @@ extension MigrationEngine {
     static func deleteJournalMode(_ url: URL) throws {
         let queue = try StagedStore.open(url)
         defer { try? queue.close() }
-        try queue.writeWithoutTransaction { db in _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE") }
+        try queue.writeWithoutTransaction { db in try StagedStore.setJournalMode(db, "DELETE") }
     }
 
     /// Gives the verified store its final form: WAL journal mode in the header and fully
@@ -108,7 +111,7 @@ extension MigrationEngine {
         do {
             let queue = try StagedStore.open(staged.main)
             try queue.writeWithoutTransaction { db in
-                _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
+                try StagedStore.setJournalMode(db, "WAL")
                 _ = try db.checkpoint(.truncate)
             }
             try queue.close()
@@ -123,7 +126,9 @@ extension MigrationEngine {
             try? FileManager.default.removeItem(at: sidecar)
         }
         guard (try? SQLiteHeader.read(path: staged.main.path))?.isWAL == true else {
-            throw USMError.verificationFailed(path: staged.main.path, detail: "the header does not say WAL")
+            // SQLite said it switched: a header that does not say so is a write that never reached
+            // the file (the file system failed it), not a wrong migration.
+            throw USMError.writeFailed(path: staged.main.path, reason: "SQLite switched the store to WAL but its header does not say so: a write did not reach the file").diagnosingSpace()
         }
         FileSync.file(staged.main)
     }

@@ -46,6 +46,31 @@ public struct EntityCopy {
         public var notes: [String] = []
         /// The SQL run, in order (for the report's steps).
         public var sql: [String] = []
+        /// System entities whose rows were carried whole (CloudKit mirroring into a new store).
+        public var carried: Set<String> = []
+    }
+
+    /// The refusal to leave NSPersistentCloudKitContainer's mirroring rows behind without the
+    /// user's word: a store with objects and no mirroring state makes CloudKit upload every object
+    /// again, duplicating them on every device.
+    public static func cloudKitRefusal(_ tables: [(table: String, rows: Int)], why: String) -> USMError {
+        let listed = tables.map { "\($0.table) (\($0.rows) rows)" }.joined(separator: ", ")
+        return USMError.preconditionFailed(
+            "the source holds CloudKit mirroring rows tying its objects to their CloudKit records: \(listed); \(why), and without them CloudKit uploads those objects again as new records (duplicates on every device). --drop-cloudkit leaves them out anyway; the strip-cloudkit recipe empties them on purpose")
+    }
+
+    /// CloudKit mirroring tables of the source copy `url` that hold rows, with their counts.
+    public static func cloudKitRows(_ url: URL, schema: CoreDataSchema) throws -> [(table: String, rows: Int)] {
+        let tables = schema.systemTables.filter { $0.uppercased().hasPrefix("ANSCK") }
+        guard !tables.isEmpty else { return [] }
+        let queue = try StagedStore.open(url, readonly: true)
+        defer { try? queue.close() }
+        return try queue.read { db in
+            try tables.compactMap { table in
+                let rows = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table.sqlIdentifier)") ?? 0
+                return rows > 0 ? (table, rows) : nil
+            }
+        }
     }
 
     let session: MigrationSession
@@ -102,15 +127,38 @@ public struct EntityCopy {
             throw USMError.schemaMismatch(path: session.job.destination.path,
                 detail: "two source hierarchies map into one destination table (\(plans.values.map(\.table).sorted().joined(separator: ", ")))")
         }
+        // System tables: persistent history is not copied (Core Data records the app's own
+        // changes from here on); CloudKit mirroring rows are carried with the objects they name
+        // where keys stay as they are, and otherwise left out only when the user names the loss.
+        let keysKept = !session.isMerge && map == .identity
+        var carry: [String] = []
+        var refused: [(table: String, rows: Int)] = []
         for system in source.systemTables {
-            let rows = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM src.\(SQLName.quote(system))") ?? 0
-            let kind = system.uppercased().hasPrefix("ANSCK") ? "CloudKit mirroring" : "persistent history"
-            result.leftOut.append("\(system) (\(kind), \(rows) rows): holds no objects; not copied, its Z_PRIMARYKEY rows keep Z_MAX \(session.isMerge ? "as the destination has it" : "0")")
+            let rows = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM src.\(system.sqlIdentifier)") ?? 0
+            let counters = session.isMerge ? "as the destination has them" : "the source's Z_MAX"
+            guard system.uppercased().hasPrefix("ANSCK") else {
+                result.leftOut.append("\(system) (persistent history, \(rows) rows): not copied; its entities keep \(counters)")
+                continue
+            }
+            if rows == 0 {
+                result.leftOut.append("\(system) (CloudKit mirroring): empty in the source; its entities keep \(counters)")
+            } else if keysKept, (destination.tables[system] ?? []).map(\.name) == (source.tables[system] ?? []).map(\.name) {
+                carry.append(system)
+            } else if session.job.options.dropCloudKit {
+                result.leftOut.append("\(system) (CloudKit mirroring, \(rows) rows tying objects to their CloudKit records): dropped (--drop-cloudkit); CloudKit exports those objects again as new records")
+            } else {
+                refused.append((system, rows))
+            }
+        }
+        if !refused.isEmpty {
+            throw Self.cloudKitRefusal(refused, why: session.isMerge
+                ? "in a merge the objects' keys move, so these rows cannot come along"
+                : "the recipe copies only some entities or renames them, so these rows cannot come along")
         }
 
         // 2. Key offsets per destination table.
         for (key, var plan) in plans {
-            let table = SQLName.quote(plan.table)
+            let table = plan.table.sqlIdentifier
             let maxPK = try Int64.fetchOne(db, sql: "SELECT IFNULL(MAX(Z_PK), 0) FROM main.\(table)") ?? 0
             let zmax = destination.entities.filter { $0.table == plan.table }.map(\.max).max() ?? 0
             plan.hadRows = maxPK > 0
@@ -128,19 +176,19 @@ public struct EntityCopy {
             for index in (facts.indexes[plan.table] ?? []).filter(\.unique) {
                 let pairs = index.columns.compactMap { column in columns.plain[column].map { (column, $0) } }
                 guard pairs.count == index.columns.count, !pairs.isEmpty else { continue }
-                let match = pairs.map { "d.\(SQLName.quote($0.0)) = s.\(SQLName.quote($0.1))" }.joined(separator: " AND ")
+                let match = pairs.map { "d.\($0.0.sqlIdentifier) = s.\($0.1.sqlIdentifier)" }.joined(separator: " AND ")
                 let filter = "s.Z_ENT IN (\(plan.entities.keys.sorted().map(String.init).joined(separator: ",")))"
-                let conflicting = "FROM src.\(SQLName.quote(plan.sourceTable)) s WHERE \(filter) AND EXISTS (SELECT 1 FROM main.\(SQLName.quote(plan.table)) d WHERE \(match))"
+                let conflicting = "FROM src.\(plan.sourceTable.sqlIdentifier) s WHERE \(filter) AND EXISTS (SELECT 1 FROM main.\(plan.table.sqlIdentifier) d WHERE \(match))"
                 let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) \(conflicting)") ?? 0
                 guard count > 0 else { continue }
                 let names = Set(plan.entities.values.compactMap { destination.entity($0)?.name }).sorted().joined(separator: "/")
                 if policy == .refuse {
-                    let shown = pairs.map { "quote(s.\(SQLName.quote($0.1)))" }.joined(separator: " || ', ' || ")
+                    let shown = pairs.map { "quote(s.\($0.1.sqlIdentifier))" }.joined(separator: " || ', ' || ")
                     let sample = try String.fetchAll(db, sql: "SELECT \(shown) \(conflicting) LIMIT \(StoreChecks.sampleSize)")
                     throw USMError.mergeConflict(entity: names, count: count,
                         values: "\(index.columns.joined(separator: ", ")) = " + sample.joined(separator: "; ") + (count > sample.count ? "; ..." : ""))
                 }
-                let lookup = "(SELECT d.Z_PK FROM main.\(SQLName.quote(plan.table)) d WHERE \(match) LIMIT 1)"
+                let lookup = "(SELECT d.Z_PK FROM main.\(plan.table.sqlIdentifier) d WHERE \(match) LIMIT 1)"
                 if policy == .keepDestination {
                     let temp = remap[plan.table] ?? "usm_remap_\(remap.count)"
                     if remap[plan.table] == nil {
@@ -159,12 +207,12 @@ public struct EntityCopy {
             }
         }
         for (table, temp) in dropped {
-            for row in try Row.fetchAll(db, sql: "SELECT d.Z_ENT AS ent, COUNT(*) AS n FROM temp.\(temp) r JOIN main.\(SQLName.quote(table)) d ON d.Z_PK = r.dst_pk GROUP BY d.Z_ENT") {
+            for row in try Row.fetchAll(db, sql: "SELECT d.Z_ENT AS ent, COUNT(*) AS n FROM temp.\(temp) r JOIN main.\(table.sqlIdentifier) d ON d.Z_PK = r.dst_pk GROUP BY d.Z_ENT") {
                 if let ent = Int.fromDatabaseValue(row["ent"] as DatabaseValue), let name = destination.entity(ent)?.name {
                     result.deduplicated[name, default: 0] += Int.fromDatabaseValue(row["n"] as DatabaseValue) ?? 0
                 }
             }
-            try exec("DELETE FROM main.\(SQLName.quote(table)) WHERE Z_PK IN (SELECT dst_pk FROM temp.\(temp))", &result)
+            try exec("DELETE FROM main.\(table.sqlIdentifier) WHERE Z_PK IN (SELECT dst_pk FROM temp.\(temp))", &result)
         }
 
         /// The expression giving the destination key for a source key `value` pointing into `table`.
@@ -186,7 +234,7 @@ public struct EntityCopy {
         if session.isMerge { receiving.formUnion(destination.joinTables.map(\.name)) }
         for table in receiving.sorted() {
             for index in facts.indexes[table] ?? [] where !index.unique {
-                try exec("DROP INDEX main.\(SQLName.quote(index.name))", &result)
+                try exec("DROP INDEX main.\(index.name.sqlIdentifier)", &result)
                 rebuild.append(index)
             }
         }
@@ -195,7 +243,7 @@ public struct EntityCopy {
         var counted: [String: [Row]] = [:]
         for plan in plans.values {
             let entities = plan.entities.keys.sorted().map(String.init).joined(separator: ",")
-            counted[plan.sourceTable] = try Row.fetchAll(db, sql: "SELECT Z_ENT AS ent, COUNT(*) AS n FROM src.\(SQLName.quote(plan.sourceTable)) WHERE Z_ENT IN (\(entities)) GROUP BY Z_ENT")
+            counted[plan.sourceTable] = try Row.fetchAll(db, sql: "SELECT Z_ENT AS ent, COUNT(*) AS n FROM src.\(plan.sourceTable.sqlIdentifier) WHERE Z_ENT IN (\(entities)) GROUP BY Z_ENT")
         }
         func rows(_ table: String) -> Int64 {
             (counted[table] ?? []).reduce(0) { $0 + (Int64.fromDatabaseValue($1["n"] as DatabaseValue) ?? 0) }
@@ -212,29 +260,29 @@ public struct EntityCopy {
             let sql: String
             if identical {
                 // SQLite's transfer optimisation copies pages of rows and indexes without decoding them.
-                sql = "INSERT INTO main.\(SQLName.quote(plan.table)) SELECT * FROM src.\(SQLName.quote(plan.sourceTable))"
+                sql = "INSERT INTO main.\(plan.table.sqlIdentifier) SELECT * FROM src.\(plan.sourceTable.sqlIdentifier)"
             } else {
                 var targets: [String] = []
                 var values: [String] = []
                 for column in columns.destinationColumns {
-                    targets.append(SQLName.quote(column))
+                    targets.append(column.sqlIdentifier)
                     if column == "Z_PK" {
                         values.append(plan.offset == 0 ? "s.Z_PK" : "s.Z_PK + \(plan.offset)")
                     } else if column == "Z_ENT" {
                         values.append(entityExpression("s.Z_ENT"))
                     } else if let key = columns.keys[column] {
-                        values.append(keyExpression("s.\(SQLName.quote(key.sourceColumn))", table: key.destinationTable))
+                        values.append(keyExpression("s.\(key.sourceColumn.sqlIdentifier)", table: key.destinationTable))
                     } else if let entityColumn = columns.entityColumns[column] {
-                        values.append(entityExpression("s.\(SQLName.quote(entityColumn))"))
+                        values.append(entityExpression("s.\(entityColumn.sqlIdentifier)"))
                     } else if let plain = columns.plain[column] {
-                        values.append("s.\(SQLName.quote(plain))")
+                        values.append("s.\(plain.sqlIdentifier)")
                     } else {
                         values.append("NULL")
                     }
                 }
                 var filter = "s.Z_ENT IN (\(sourceEntities))"
                 if let temp = remap[plan.table] { filter += " AND s.Z_PK NOT IN (SELECT src_pk FROM temp.\(temp))" }
-                sql = "INSERT INTO main.\(SQLName.quote(plan.table)) (\(targets.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM src.\(SQLName.quote(plan.sourceTable)) s WHERE \(filter)"
+                sql = "INSERT INTO main.\(plan.table.sqlIdentifier) (\(targets.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM src.\(plan.sourceTable.sqlIdentifier) s WHERE \(filter)"
             }
             try exec(sql, &result)
             copiedRows += rows(plan.sourceTable)
@@ -249,7 +297,7 @@ public struct EntityCopy {
         for (table, temp) in remap {
             // Source rows not copied: their count is not in the result.
             let plan = byDestinationTable[table]
-            for row in try Row.fetchAll(db, sql: "SELECT s.Z_ENT AS ent, COUNT(*) AS n FROM temp.\(temp) r JOIN src.\(SQLName.quote(plan?.sourceTable ?? table)) s ON s.Z_PK = r.src_pk GROUP BY s.Z_ENT") {
+            for row in try Row.fetchAll(db, sql: "SELECT s.Z_ENT AS ent, COUNT(*) AS n FROM temp.\(temp) r JOIN src.\((plan?.sourceTable ?? table).sqlIdentifier) s ON s.Z_PK = r.src_pk GROUP BY s.Z_ENT") {
                 if let ent = Int.fromDatabaseValue(row["ent"] as DatabaseValue), let target = plan?.entities[ent], let name = destination.entity(target)?.name {
                     let n = Int.fromDatabaseValue(row["n"] as DatabaseValue) ?? 0
                     result.rows[name, default: 0] -= n
@@ -275,28 +323,28 @@ public struct EntityCopy {
             var values: [String] = []
             var filters: [String] = []
             for column in translated {
-                targets.append(SQLName.quote(column.column))
+                targets.append(column.column.sqlIdentifier)
                 let table = destination.entity(column.entity)?.table ?? ""
-                values.append(keyExpression("j.\(SQLName.quote(column.source))", table: table))
+                values.append(keyExpression("j.\(column.source.sqlIdentifier)", table: table))
                 if let sourceTable = source.entity(column.sourceEntity)?.table, let plan = plans[sourceTable], !Set(source.entities.filter { $0.table == sourceTable }.map(\.number)).isSubset(of: Set(plan.entities.keys)) {
-                    filters.append("j.\(SQLName.quote(column.source)) IN (SELECT Z_PK FROM src.\(SQLName.quote(sourceTable)) WHERE Z_ENT IN (\(plan.entities.keys.sorted().map(String.init).joined(separator: ","))))")
+                    filters.append("j.\(column.source.sqlIdentifier) IN (SELECT Z_PK FROM src.\(sourceTable.sqlIdentifier) WHERE Z_ENT IN (\(plan.entities.keys.sorted().map(String.init).joined(separator: ","))))")
                 }
             }
             for order in join.orderColumns {
                 let name = renumber(order, prefix: "Z_FOK_", entMap)
                 guard (destination.tables[target.name] ?? []).contains(where: { $0.name == name }) else { continue }
-                targets.append(SQLName.quote(name))
-                values.append("j.\(SQLName.quote(order))")
+                targets.append(name.sqlIdentifier)
+                values.append("j.\(order.sqlIdentifier)")
             }
             let whereClause = filters.isEmpty ? "" : " WHERE " + filters.joined(separator: " AND ")
             let plain = !session.isMerge && target.name == join.name && targets.count == (destination.tables[target.name] ?? []).count
                 && values.allSatisfy { $0.hasPrefix("j.") } && filters.isEmpty
             let sql = plain
-                ? "INSERT INTO main.\(SQLName.quote(target.name)) SELECT * FROM src.\(SQLName.quote(join.name))"
-                : "INSERT OR IGNORE INTO main.\(SQLName.quote(target.name)) (\(targets.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM src.\(SQLName.quote(join.name)) j\(whereClause)"
-            let before = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM main.\(SQLName.quote(target.name))") ?? 0
+                ? "INSERT INTO main.\(target.name.sqlIdentifier) SELECT * FROM src.\(join.name.sqlIdentifier)"
+                : "INSERT OR IGNORE INTO main.\(target.name.sqlIdentifier) (\(targets.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM src.\(join.name.sqlIdentifier) j\(whereClause)"
+            let before = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM main.\(target.name.sqlIdentifier)") ?? 0
             try exec(sql, &result)
-            let after = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM main.\(SQLName.quote(target.name))") ?? 0
+            let after = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM main.\(target.name.sqlIdentifier)") ?? 0
             result.joinRows[target.name, default: 0] += after - before
         }
 
@@ -304,14 +352,14 @@ public struct EntityCopy {
         for (table, temp) in dropped {
             let hierarchy = Set(destination.entities.filter { $0.table == table }.map(\.number))
             for key in destinationKeys where key.destinationTable == table {
-                let column = SQLName.quote(key.column)
-                try exec("UPDATE main.\(SQLName.quote(key.table)) SET \(column) = (SELECT new_pk FROM temp.\(temp) WHERE dst_pk = \(column)) WHERE \(column) IN (SELECT dst_pk FROM temp.\(temp))", &result)
+                let column = key.column.sqlIdentifier
+                try exec("UPDATE main.\(key.table.sqlIdentifier) SET \(column) = (SELECT new_pk FROM temp.\(temp) WHERE dst_pk = \(column)) WHERE \(column) IN (SELECT dst_pk FROM temp.\(temp))", &result)
             }
             for join in destination.joinTables {
                 for column in join.columns where hierarchy.contains(column.entity) {
-                    let c = SQLName.quote(column.column)
-                    try exec("UPDATE OR IGNORE main.\(SQLName.quote(join.name)) SET \(c) = (SELECT new_pk FROM temp.\(temp) WHERE dst_pk = \(c)) WHERE \(c) IN (SELECT dst_pk FROM temp.\(temp))", &result)
-                    try exec("DELETE FROM main.\(SQLName.quote(join.name)) WHERE \(c) IN (SELECT dst_pk FROM temp.\(temp))", &result)
+                    let c = column.column.sqlIdentifier
+                    try exec("UPDATE OR IGNORE main.\(join.name.sqlIdentifier) SET \(c) = (SELECT new_pk FROM temp.\(temp) WHERE dst_pk = \(c)) WHERE \(c) IN (SELECT dst_pk FROM temp.\(temp))", &result)
+                    try exec("DELETE FROM main.\(join.name.sqlIdentifier) WHERE \(c) IN (SELECT dst_pk FROM temp.\(temp))", &result)
                 }
             }
         }
@@ -319,16 +367,29 @@ public struct EntityCopy {
         for table in Set(remap.keys).union(dropped.keys) {
             for key in destinationKeys where key.destinationTable == table {
                 guard let entityColumn = SchemaFacts.entityColumn(for: key.column, in: key.table, schema: destination) else { continue }
-                let c = SQLName.quote(key.column)
-                try exec("UPDATE main.\(SQLName.quote(key.table)) SET \(SQLName.quote(entityColumn)) = (SELECT t.Z_ENT FROM main.\(SQLName.quote(table)) t WHERE t.Z_PK = main.\(SQLName.quote(key.table)).\(c)) WHERE \(c) IS NOT NULL AND \(SQLName.quote(entityColumn)) IS NOT (SELECT t.Z_ENT FROM main.\(SQLName.quote(table)) t WHERE t.Z_PK = main.\(SQLName.quote(key.table)).\(c))", &result)
+                let c = key.column.sqlIdentifier
+                try exec("UPDATE main.\(key.table.sqlIdentifier) SET \(entityColumn.sqlIdentifier) = (SELECT t.Z_ENT FROM main.\(table.sqlIdentifier) t WHERE t.Z_PK = main.\(key.table.sqlIdentifier).\(c)) WHERE \(c) IS NOT NULL AND \(entityColumn.sqlIdentifier) IS NOT (SELECT t.Z_ENT FROM main.\(table.sqlIdentifier) t WHERE t.Z_PK = main.\(key.table.sqlIdentifier).\(c))", &result)
             }
+        }
+
+        // 7b. CloudKit mirroring rows, as they are: every object they name kept its entity number
+        // and key (a new store, every entity copied under its own name).
+        for system in carry {
+            let rows = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM src.\(system.sqlIdentifier)") ?? 0
+            try exec("INSERT INTO main.\(system.sqlIdentifier) SELECT * FROM src.\(system.sqlIdentifier)", &result)
+            for entity in source.entities where entity.table == system {
+                result.carried.insert(entity.name)
+            }
+            result.notes.append("\(system) (CloudKit mirroring, \(rows) rows): carried as it is, with the keys of the objects it names")
         }
 
         // 8. Indexes back, counters on, temp tables gone.
         for index in rebuild { try exec(index.sql, &result) }
+        // A hierarchy's counter lives on its root entity's row (Core Data leaves the sub-entities' at 0).
         for plan in plans.values {
-            let members = destination.entities.filter { $0.table == plan.table }.map { String($0.number) }.joined(separator: ",")
-            try exec("UPDATE main.Z_PRIMARYKEY SET Z_MAX = MAX(IFNULL(Z_MAX, 0), (SELECT IFNULL(MAX(Z_PK), 0) FROM main.\(SQLName.quote(plan.table)))) WHERE Z_ENT IN (\(members))", &result)
+            let members = destination.entities.filter { $0.table == plan.table }
+            guard let root = members.first(where: { $0.number == $0.rootNumber }) ?? members.first else { continue }
+            try exec("UPDATE main.Z_PRIMARYKEY SET Z_MAX = MAX(IFNULL(Z_MAX, 0), (SELECT IFNULL(MAX(Z_PK), 0) FROM main.\(plan.table.sqlIdentifier))) WHERE Z_ENT = \(root.number)", &result)
         }
         for temp in Array(remap.values) + Array(dropped.values) { try db.execute(sql: "DROP TABLE temp.\(temp)") }
         return result
@@ -417,7 +478,7 @@ public struct EntityCopy {
         guard ((try? Int.fetchOne(db, sql: "SELECT COUNT(*) FROM src.sqlite_master WHERE type = 'index' AND name = ?", arguments: [indexName])) ?? 0) > 0
         else { return false }
         // A column that holds no value has nothing to move, whatever it is.
-        let values = (try? Int.fetchOne(db, sql: "SELECT COUNT(*) FROM src.\(SQLName.quote(table)) WHERE \(SQLName.quote(column)) IS NOT NULL")) ?? 1
+        let values = (try? Int.fetchOne(db, sql: "SELECT COUNT(*) FROM src.\(table.sqlIdentifier) WHERE \(column.sqlIdentifier) IS NOT NULL")) ?? 1
         return values > 0
     }
 }

@@ -41,7 +41,7 @@ public struct MigrationRequest: Sendable {
     public var choice: StrategyChoice {
         StrategyChoice(
             id: strategy, recipe: options.recipe, plugin: options.plugin, parameters: options.parameters, onConflict: options.onConflict,
-            timeout: options.pluginTimeout)
+            timeout: options.pluginTimeout, dropCloudKit: options.dropCloudKit)
     }
 }
 
@@ -170,18 +170,33 @@ public struct MigrationEngine: Sendable {
         report.deduplicated = outcome.deduplicated
         lap("strategy", into: &report)
 
-        // 3. Identity and external data.
+        // 3. Counters, identity and external data.
         do {
             try Self.deleteJournalMode(staged.main)
+            // Installed stores have counters at or above their keys: Core Data hands out Z_MAX + 1,
+            // and a copy whose counters were behind would reuse keys in use (a whole-store copy
+            // keeps the source's counters as they are).
+            for change in try Counters.raise(staged: staged.main) {
+                report.countersRaised.append(.init(entity: change.entity, from: change.from, to: change.to))
+                report.notes.append("Z_MAX of \(change.entity) raised from \(change.from) to \(change.to), the largest key in use: Core Data would otherwise hand out keys that exist")
+            }
+            let choice = Self.identity(
+                merge: merge, mode: mode, replaced: destination, outcome: outcome, options: options,
+                scratch: scratch.url.appendingPathComponent("replaced", isDirectory: true), notes: &report.notes)
             let identity = try StoreIdentity.apply(
-                to: staged.main, sourcePlist: merge ? sourceSide.plist : nil, merge: merge,
+                to: staged.main, sourcePlist: merge ? sourceSide.plist : nil, merge: merge, identity: choice,
                 keepUbiquity: options.keepUbiquityMetadata, edits: outcome.metadataEdits, provenance: provenance)
             report.destination.storeUUID = identity.storeUUID
+            report.identity = switch choice {
+            case .fresh: "new"
+            case .keep: "replaced-store"
+            case .staged: merge ? "destination" : "source"
+            }
             report.notes += identity.notes
             let stagedSchema = try CoreDataSchema.load(from: staged.main)
             report.verification.externalDataFiles = try ExternalDataCopy.run(
                 staged: staged, schema: stagedSchema,
-                from: [source.externalDataDirectory] + (mergeInto.map { [$0.externalDataDirectory] } ?? []))
+                from: [source] + (mergeInto.map { [$0] } ?? []))
         } catch let error as USMError {
             throw error
         } catch {
@@ -204,5 +219,35 @@ public struct MigrationEngine: Sendable {
         report.verification.sidecars = [staged.wal, staged.shm, staged.journal].filter { FileStatus.lookup($0.path) != nil }.map(\.path)
         lap("verify", into: &report)
         return (report, destinationSide)
+    }
+
+    /// The identity of the result (see `StoreIdentity`): a merge keeps the destination's; a store
+    /// replacing another (`--overwrite`) keeps the replaced store's, read from a private copy of
+    /// it; a whole-store repair keeps its source's; everything else, and `--new-identity`, gets a new one.
+    static func identity(merge: Bool, mode: String, replaced destination: StoreFileSet, outcome: MigrationOutcome,
+                         options: MigrationOptions, scratch: URL, notes: inout [String]) -> StoreIdentity.Choice {
+        if merge { return .staged }
+        if options.newIdentity { return .fresh }
+        if mode == MigrationRequest.Mode.overwrite.rawValue, FileStatus.lookup(destination.main.path) != nil {
+            do {
+                try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+                let capture = try StoreCapture.capture(destination, members: ["main", "wal", "journal"], into: scratch)
+                guard let copy = capture.openable else { throw USMError.unexpected("its -journal is hot") }
+                let queue = try StagedStore.open(copy, readonly: true)
+                defer { try? queue.close() }
+                let uuid = try queue.read { db in try String.fetchOne(db, sql: "SELECT Z_UUID FROM Z_METADATA LIMIT 1") }
+                guard let uuid, UUID(uuidString: uuid) != nil else { throw USMError.unexpected("it holds no store UUID") }
+                notes.append("Z_UUID \(uuid) kept from the store it replaces, as Core Data's own replace does: object URIs the app kept still resolve (--new-identity gives a new one)")
+                return .keep(uuid)
+            } catch {
+                notes.append("the identity of the store it replaces could not be read (\(USMError.wrap(error).message)): the new store gets a new Z_UUID")
+                return .fresh
+            }
+        }
+        if outcome.keepsSourceIdentity {
+            notes.append("Z_UUID kept from the source: the result is the same store repaired (--new-identity gives a new one)")
+            return .staged
+        }
+        return .fresh
     }
 }

@@ -87,6 +87,18 @@ public struct MigrationReport: Sendable, Encodable {
     public var leftOut: [String] = []
     /// Other notes.
     public var notes: [String] = []
+    /// Where the result's `Z_UUID` comes from: `new`, `replaced-store` (`--overwrite`), `source` (a
+    /// whole-store repair recipe), `destination` (a merge); `not-run` for a dry run.
+    public var identity = "not-run"
+    /// The counters (`Z_MAX`) raised because they were behind the keys in use: `entity`, `from`, `to`.
+    public var countersRaised: [CounterRaise] = []
+
+    /// One counter raised.
+    public struct CounterRaise: Sendable, Encodable, Equatable {
+        public let entity: String
+        public let from: Int64
+        public let to: Int64
+    }
     /// The verification.
     public var verification = Verification()
     /// Seconds per phase: `capture`, `strategy`, `identity`, `verify`, `install`, `total`.
@@ -103,7 +115,7 @@ public struct MigrationReport: Sendable, Encodable {
 
     enum CodingKeys: String, CodingKey {
         case schemaVersion, command, strategy, mode, dryRun, source, destination, snapshot, recipe, recipeSHA256, plugin, steps
-        case entities, deduplicated, leftOut, notes, verification, durations, exitCode, exitStatus
+        case entities, deduplicated, leftOut, notes, identity, countersRaised, verification, durations, exitCode, exitStatus
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -124,6 +136,8 @@ public struct MigrationReport: Sendable, Encodable {
         try c.encode(deduplicated, forKey: .deduplicated)
         try c.encode(leftOut, forKey: .leftOut)
         try c.encode(notes, forKey: .notes)
+        try c.encode(identity, forKey: .identity)
+        try c.encode(countersRaised, forKey: .countersRaised)
         try c.encode(verification, forKey: .verification)
         try c.encode(durations, forKey: .durations)
         try c.encode(ExitStatus.ok.rawValue, forKey: .exitCode)

@@ -134,35 +134,25 @@ public final class MigrationSession {
         try EntityCopy(session: self, map: map).run()
     }
 
-    /// Sets every hierarchy's `Z_MAX` to at least the largest `Z_PK` of its table: Core Data must
-    /// never hand out a key already in use. Returns the counters changed, by entity name.
+    /// Raises every hierarchy's counter (on its root's row, as Core Data keeps it) to at least the
+    /// largest `Z_PK` of its table: Core Data must never hand out a key already in use. Returns the
+    /// counters changed, by entity name.
     public func fixCounters() throws -> [String: Int64] {
-        let schema = try CoreDataSchema.readMain(db)
-        var changed: [String: Int64] = [:]
-        for table in schema.entityTables {
-            let members = schema.entities.filter { $0.table == table }
-            let maxPK = try Int64.fetchOne(db, sql: "SELECT IFNULL(MAX(Z_PK), 0) FROM main.\(SQLName.quote(table))") ?? 0
-            for member in members where member.max < maxPK {
-                try db.execute(sql: "UPDATE main.Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?", arguments: [maxPK, member.number])
-                changed[member.name] = maxPK
-            }
-        }
-        return changed
+        Dictionary(try Counters.raise(db).map { ($0.entity, $0.to) }, uniquingKeysWith: { a, _ in a })
     }
 
     /// Deletes every row of the staged tables whose names match `patterns` (a trailing `*` matches
-    /// any suffix; case-insensitive) and sets the `Z_MAX` of the entities stored there to 0.
+    /// any suffix; case-insensitive). The `Z_MAX` of the entities stored there stays as it was:
+    /// Core Data's key generator only ever raises it, and keys (history transaction numbers among
+    /// them) that an extension or the mirroring delegate recorded must not be handed out again.
     /// Returns the tables cleared with the rows each held.
     public func clearTables(matching patterns: [String]) throws -> [(table: String, rows: Int)] {
         let schema = try CoreDataSchema.readMain(db)
         var cleared: [(String, Int)] = []
         for table in schema.tables.keys.sorted() where patterns.contains(where: { Self.matches(table, $0) }) {
             guard !["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"].contains(table.uppercased()) else { continue }
-            let rows = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM main.\(SQLName.quote(table))") ?? 0
-            try db.execute(sql: "DELETE FROM main.\(SQLName.quote(table))")
-            for entity in schema.entities where entity.table == table {
-                try db.execute(sql: "UPDATE main.Z_PRIMARYKEY SET Z_MAX = 0 WHERE Z_ENT = ?", arguments: [entity.number])
-            }
+            let rows = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM main.\(table.sqlIdentifier)") ?? 0
+            try db.execute(sql: "DELETE FROM main.\(table.sqlIdentifier)")
             cleared.append((table, rows))
         }
         return cleared

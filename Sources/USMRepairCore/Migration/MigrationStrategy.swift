@@ -101,6 +101,13 @@ public struct MigrationOptions: Sendable {
     public var environment: [String: String]
     /// The command recorded in the result's provenance (`USMRepairProvenance`).
     public var operation: String = "migrate-store"
+    /// `--drop-cloudkit`: the user accepts that NSPersistentCloudKitContainer's mirroring rows
+    /// (`ANSCK*`) are not carried where their keys cannot be kept (a merge, a partial copy).
+    public var dropCloudKit = false
+    /// `--new-identity`: the result gets a fresh `Z_UUID` even where it would keep the replaced
+    /// store's (`--overwrite`) or its source's (a whole-store repair recipe). The maintenance
+    /// operations always build a new identity (the app takes a migrated store for a new one).
+    public var newIdentity = false
 
     /// Creates options with the defaults of `migrate-store`.
     public init(recipe: String? = nil, plugin: String? = nil, parameters: [String: String] = [:],
@@ -193,7 +200,7 @@ public struct MigrationOutcome: Sendable {
     public var deduplicated: [String: Int]
     /// Entities whose rows changed on purpose (renamed, rewritten by SQL): their digests are not compared.
     public var altered: Set<String>
-    /// What was left out, and why ("ACHANGE: persistent history holds no objects").
+    /// What was left out, and why ("ACHANGE (persistent history, 12 rows): not copied; ...").
     public var leftOut: [String]
     /// Anything else worth saying.
     public var notes: [String]
@@ -207,6 +214,12 @@ public struct MigrationOutcome: Sendable {
     public var plugin: String?
     /// The steps taken (for the report).
     public var steps: [MigrationStep]
+    /// System entities (CloudKit mirroring) whose rows were carried whole with their keys: the
+    /// engine expects the source's rows for them.
+    public var carried: Set<String> = []
+    /// The result is its source repaired (a recipe whose first step copies the whole store): it
+    /// keeps the source's identity unless `--new-identity` or `--overwrite` says otherwise.
+    public var keepsSourceIdentity = false
 
     /// Creates an outcome.
     public init(rows: [String: Int] = [:], deduplicated: [String: Int] = [:], altered: Set<String> = [], leftOut: [String] = [],

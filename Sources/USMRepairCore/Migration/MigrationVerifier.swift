@@ -26,9 +26,9 @@ struct ContentDigest: Equatable, Sendable {
                 // SQLite functions take at most 127 arguments: wide tables are hashed in chunks.
                 let chunks = stride(from: 0, to: attributes.count, by: 100).map { Array(attributes[$0..<min($0 + 100, attributes.count)]) }
                 let list = chunks.count <= 1
-                    ? attributes.map(SQLName.quote).joined(separator: ", ")
-                    : chunks.map { "usm_rowhash(" + $0.map(SQLName.quote).joined(separator: ", ") + ")" }.joined(separator: ", ")
-                let rows = try Row.fetchAll(db, sql: "SELECT Z_ENT AS ent, COUNT(*) AS n, usm_digest(\(list)) AS d FROM \(SQLName.quote(table)) GROUP BY Z_ENT")
+                    ? attributes.map(\.sqlIdentifier).joined(separator: ", ")
+                    : chunks.map { "usm_rowhash(" + $0.map(\.sqlIdentifier).joined(separator: ", ") + ")" }.joined(separator: ", ")
+                let rows = try Row.fetchAll(db, sql: "SELECT Z_ENT AS ent, COUNT(*) AS n, usm_digest(\(list)) AS d FROM \(table.sqlIdentifier) GROUP BY Z_ENT")
                 for row in rows {
                     guard let ent = Int.fromDatabaseValue(row["ent"] as DatabaseValue),
                           let name = entities.first(where: { $0.number == ent })?.name else { continue }
@@ -79,6 +79,11 @@ struct MigrationVerifier {
             throw USMError.verificationFailed(path: staged.path, detail: "integrity_check failed")
         }
         let errors = result.problems.filter { $0.severity == .error }
+        // A part of the staged store that could not be read (its external data folder...) is an
+        // I/O error of this machine's, not a broken promise of the migration.
+        if let unreadable = errors.first(where: { $0.code == .unreadable }) {
+            throw USMError.unreadable(path: unreadable.subject ?? staged.path, reason: unreadable.message).diagnosingSpace()
+        }
         let known: Set<ProblemCode> = errors.isEmpty ? [] : Set(([source.fullCheck()] + (destination.map { [$0.fullCheck()] } ?? []))
             .flatMap(\.problems).filter { $0.severity == .error }.map(\.code))
         report.verification.problems = errors.filter { !known.contains($0.code) }
@@ -107,7 +112,7 @@ struct MigrationVerifier {
             let dedup = outcome.deduplicated[name] ?? 0
             let expected: Int? = switch policy {
             case .all: s + b
-            case .userEntities: system.contains(name) ? b : s + b - dedup
+            case .userEntities: system.contains(name) && !outcome.carried.contains(name) ? b : s + b - dedup
             case .none: b
             case .reported: outcome.rows[name].map { $0 + (destinationBefore == nil ? 0 : b) }
             }
@@ -132,7 +137,7 @@ struct MigrationVerifier {
             let (beforeDigests, beforeColumns) = (set.before, set.beforeColumns)
             for i in entities.indices {
                 let name = entities[i].name
-                guard !(policy == .userEntities && system.contains(name)) else { entities[i].digest = "not-copied"; continue }
+                guard !(policy == .userEntities && system.contains(name) && !outcome.carried.contains(name)) else { entities[i].digest = "not-copied"; continue }
                 guard (outcome.deduplicated[name] ?? 0) == 0, !outcome.altered.contains(name) else { entities[i].digest = "skipped-changed-rows"; continue }
                 guard resultColumns[name] == sourceColumns[name], destinationCopy == nil || beforeColumns[name] == resultColumns[name] else {
                     entities[i].digest = "skipped-columns-differ"

@@ -1,13 +1,8 @@
 import Foundation
 import GRDB
 
-/// SQL text helpers for names read from a store: every identifier is quoted, embedded quotes doubled.
+/// SQL text helpers for names read from a store (identifiers are quoted by `String.sqlIdentifier`).
 public enum SQLName {
-    /// `name` as an SQL identifier: wrapped in `"`, each embedded `"` doubled.
-    public static func quote(_ name: String) -> String {
-        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-    }
-
     /// `value` as an SQL string literal: wrapped in `'`, each embedded `'` doubled.
     public static func literal(_ value: String) -> String {
         "'" + value.replacingOccurrences(of: "'", with: "''") + "'"
@@ -43,14 +38,14 @@ struct SchemaFacts {
     /// Reads the indexes of the tables in `schema` in the database `schemaName` (`main`, `src`).
     static func read(_ db: Database, schema: CoreDataSchema, schemaName: String = "main") throws -> SchemaFacts {
         var result: [String: [Index]] = [:]
-        let master = "\(SQLName.quote(schemaName)).sqlite_master"
+        let master = "\(schemaName.sqlIdentifier).sqlite_master"
         let rows = try Row.fetchAll(db, sql: "SELECT name, tbl_name, sql FROM \(master) WHERE type = 'index' AND sql IS NOT NULL")
         for row in rows {
             guard let name = String.fromDatabaseValue(row["name"] as DatabaseValue),
                   let table = String.fromDatabaseValue(row["tbl_name"] as DatabaseValue),
                   let sql = String.fromDatabaseValue(row["sql"] as DatabaseValue)
             else { continue }
-            let info = try Row.fetchAll(db, sql: "PRAGMA \(SQLName.quote(schemaName)).index_info(\(SQLName.quote(name)))")
+            let info = try Row.fetchAll(db, sql: "PRAGMA \(schemaName.sqlIdentifier).index_info(\(name.sqlIdentifier))")
             let columns = info.compactMap { String.fromDatabaseValue($0["name"] as DatabaseValue) }
             let unique = sql.uppercased().replacingOccurrences(of: "\n", with: " ").hasPrefix("CREATE UNIQUE")
             result[table, default: []].append(Index(name: name, table: table, unique: unique, columns: columns, sql: sql))
@@ -74,7 +69,7 @@ struct SchemaFacts {
     /// the schema could tell where they point.
     static func indexedKeyColumns(_ db: Database, schema: CoreDataSchema, schemaName: String = "main") throws -> [String: Set<String>] {
         var result: [String: Set<String>] = [:]
-        let rows = try Row.fetchAll(db, sql: "SELECT name, tbl_name FROM \(SQLName.quote(schemaName)).sqlite_master WHERE type = 'index'")
+        let rows = try Row.fetchAll(db, sql: "SELECT name, tbl_name FROM \(schemaName.sqlIdentifier).sqlite_master WHERE type = 'index'")
         for row in rows {
             guard let name = String.fromDatabaseValue(row["name"] as DatabaseValue),
                   let table = String.fromDatabaseValue(row["tbl_name"] as DatabaseValue),
@@ -94,7 +89,7 @@ struct SchemaFacts {
     static func inferredKeys(_ db: Database, schema: CoreDataSchema, schemaName: String = "main") throws -> [CoreDataSchema.ToOneKey] {
         let known = Set(schema.toOneKeys.map { "\($0.table).\($0.column)" })
         var keys: [CoreDataSchema.ToOneKey] = []
-        let prefix = SQLName.quote(schemaName)
+        let prefix = schemaName.sqlIdentifier
         for (table, columns) in try indexedKeyColumns(db, schema: schema, schemaName: schemaName) {
             for column in columns.sorted() where !known.contains("\(table).\(column)") {
                 var candidates: [CoreDataSchema.Entity] = []
@@ -124,10 +119,10 @@ struct SchemaFacts {
                 }
                 guard candidates.count == 1, let target = candidates.first, let targetTable = target.table else { continue }
                 let entities = schema.subtree(of: target.number)
-                let c = SQLName.quote(column)
+                let c = column.sqlIdentifier
                 let dangling = try Int.fetchOne(db, sql: """
-                    SELECT COUNT(*) FROM \(prefix).\(SQLName.quote(table)) s WHERE s.\(c) IS NOT NULL AND NOT EXISTS (
-                      SELECT 1 FROM \(prefix).\(SQLName.quote(targetTable)) d WHERE d.Z_PK = s.\(c) AND d.Z_ENT IN (\(entities.map(String.init).joined(separator: ","))))
+                    SELECT COUNT(*) FROM \(prefix).\(table.sqlIdentifier) s WHERE s.\(c) IS NOT NULL AND NOT EXISTS (
+                      SELECT 1 FROM \(prefix).\(targetTable.sqlIdentifier) d WHERE d.Z_PK = s.\(c) AND d.Z_ENT IN (\(entities.map(String.init).joined(separator: ","))))
                     """) ?? 0
                 guard dangling == 0 else { continue }
                 keys.append(CoreDataSchema.ToOneKey(

@@ -26,6 +26,15 @@ public enum StagedStore {
         return try DatabaseQueue(path: url.path, configuration: config)
     }
 
+    /// Sets the journal mode of the connection's store and checks that SQLite did: it answers a
+    /// switch it could not make (a write the file system refused) with the old mode, not an error.
+    static func setJournalMode(_ db: Database, _ mode: String) throws {
+        let now = try String.fetchOne(db, sql: "PRAGMA journal_mode = \(mode)")
+        guard now?.uppercased() == mode.uppercased() else {
+            throw DatabaseError(resultCode: .SQLITE_IOERR, message: "SQLite could not put the store in \(mode) journal mode (it stayed \(now ?? "unknown"))")
+        }
+    }
+
     /// Translates an SQLite error on the staged store: a full, read-only or unwritable folder is a
     /// write failure (exit 74), anything else stays an SQLite error.
     public static func wrapWrite(_ error: any Error, path: URL) -> USMError {
@@ -51,7 +60,7 @@ public enum StagedStore {
             let output = try open(destination)
             defer { try? output.close() }
             try input.backup(to: output)
-            try output.writeWithoutTransaction { db in _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE") }
+            try output.writeWithoutTransaction { db in try setJournalMode(db, "DELETE") }
         } catch {
             throw wrapWrite(error, path: destination)
         }
@@ -61,8 +70,9 @@ public enum StagedStore {
     /// views, each checked to be one `CREATE` statement), its page size, auto-vacuum mode and text
     /// encoding, and its `Z_PRIMARYKEY`, `Z_METADATA` and `Z_MODELCACHE` rows, and no other row.
     /// Costs the same at any store size: nothing is copied but the schema.
-    /// - Parameter keepCounters: keep the source's `Z_MAX` for user entities (the rows follow with
-    ///   their keys); otherwise every `Z_MAX` is 0. System entities always get 0.
+    /// - Parameter keepCounters: keep the source's `Z_MAX` of every entity, user and system alike:
+    ///   rows copied later follow with their keys, and the counters of entities whose rows are left
+    ///   out do not drop (Core Data's key generator only raises them). Otherwise every `Z_MAX` is 0.
     public static func cloneSchema(from source: URL, to destination: URL, keepCounters: Bool) throws {
         let input = try open(source, readonly: true)
         defer { try? input.close() }
@@ -91,7 +101,7 @@ public enum StagedStore {
                 if let encoding = pragmas["encoding"], ["UTF-8", "UTF-16le", "UTF-16be"].contains(encoding) {
                     try db.execute(sql: "PRAGMA encoding = \(SQLName.literal(encoding))")
                 }
-                _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE")
+                try setJournalMode(db, "DELETE")
                 try db.inTransaction {
                     for statement in statements {
                         try validate(db, statement, path: source.path)
@@ -101,10 +111,9 @@ public enum StagedStore {
                     for table in ["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"] {
                         guard let name = statements.first(where: { $0.type == "table" && $0.name.uppercased() == table })?.name
                         else { continue }
-                        try db.execute(sql: "INSERT INTO main.\(SQLName.quote(name)) SELECT * FROM src.\(SQLName.quote(name))")
+                        try db.execute(sql: "INSERT INTO main.\(name.sqlIdentifier) SELECT * FROM src.\(name.sqlIdentifier)")
                     }
-                    let counter = keepCounters ? "CASE WHEN Z_ENT >= 16000 THEN 0 ELSE Z_MAX END" : "0"
-                    try db.execute(sql: "UPDATE main.Z_PRIMARYKEY SET Z_MAX = \(counter)")
+                    if !keepCounters { try db.execute(sql: "UPDATE main.Z_PRIMARYKEY SET Z_MAX = 0") }
                     return .commit
                 }
                 try db.execute(sql: "DETACH DATABASE src")

@@ -1,10 +1,27 @@
 import Foundation
 import GRDB
 
-/// The identity a migrated store gets: a new store gets a fresh `Z_UUID` and the source's metadata
-/// without the ubiquity keys; a merge keeps the destination's `Z_UUID` and merges the source's
-/// metadata under the destination's (destination keys win). Recipe edits come last.
+/// The identity a migrated store gets, and its metadata. The store's identity is its `Z_UUID`
+/// (the host of every object URI, `x-coredata://<Z_UUID>/<Entity>/p<N>`), mirrored by an
+/// `NSStoreUUID` key when the metadata holds one:
+/// - a new store gets a fresh one, and the source's metadata without the ubiquity keys;
+/// - a store that replaces another (`--overwrite`) keeps the replaced store's, as Core Data's own
+///   replace does, so that URIs the app, Spotlight or a history token kept still resolve;
+/// - a whole-store repair (a recipe whose first step copies the whole store) keeps its source's;
+/// - a merge keeps the destination's, and takes the source's metadata only where the destination
+///   has no such key, never the keys that describe the destination's own file and model
+///   (`versioningKey`). Recipe edits come last.
 enum StoreIdentity {
+    /// Which `Z_UUID` the result gets.
+    enum Choice: Equatable {
+        /// A new UUID.
+        case fresh
+        /// This UUID (the replaced store's).
+        case keep(String)
+        /// The one the staged store holds already (the merge destination's, or the source's after a whole copy).
+        case staged
+    }
+
     /// What the identity rewrite did.
     struct Result {
         let storeUUID: String?
@@ -12,13 +29,22 @@ enum StoreIdentity {
         let notes: [String]
     }
 
+    /// The metadata keys that describe a store's own file and model: the model's version hashes and
+    /// identifiers, the framework version that wrote it, its type, auto-vacuum level, identity and
+    /// ancillary models. Core Data fills a missing one from the store's own model, never from
+    /// another store's: in a merge they stay the destination's alone.
+    static func isVersioningKey(_ key: String) -> Bool {
+        key.hasPrefix("NSStoreModelVersion") || key.hasPrefix("_NSStoreAncillary")
+            || ["NSPersistenceFrameworkVersion", "NSStoreType", "NSStoreUUID", "_NSAutoVacuumLevel"].contains(key)
+    }
+
     /// Rewrites `Z_METADATA` of the staged store at `staged`.
     /// - Parameters:
     ///   - sourcePlist: the source's `Z_PLIST` (merges only; a new store already holds the source's row).
-    ///   - merge: keep the staged store's UUID and let its keys win.
+    ///   - merge: let the staged store's keys win (its identity is `identity`, `.staged` for a merge).
     /// - Parameter provenance: the entry recorded under `USMRepairProvenance` (after the entries the
     ///   staged store's metadata already holds: the destination's in a merge, the source's otherwise).
-    static func apply(to staged: URL, sourcePlist: Data?, merge: Bool, keepUbiquity: Bool, edits: [MetadataEdit],
+    static func apply(to staged: URL, sourcePlist: Data?, merge: Bool, identity: Choice, keepUbiquity: Bool, edits: [MetadataEdit],
                       provenance: Provenance.Entry? = nil) throws -> Result {
         let queue = try StagedStore.open(staged)
         defer { try? queue.close() }
@@ -27,6 +53,11 @@ enum StoreIdentity {
             let row = try Row.fetchOne(db, sql: "SELECT Z_UUID, Z_PLIST FROM Z_METADATA LIMIT 1")
             let stagedPlist = row.flatMap { Data.fromDatabaseValue($0["Z_PLIST"] as DatabaseValue) }
             let stagedUUID = row.flatMap { String.fromDatabaseValue($0["Z_UUID"] as DatabaseValue) }
+            let uuid: String? = switch identity {
+            case .fresh: UUID().uuidString
+            case let .keep(kept): kept
+            case .staged: stagedUUID
+            }
             func decode(_ data: Data?, _ what: String) -> [String: Any]? {
                 guard let data, !data.isEmpty else { return [:] }
                 guard let dict = (try? PropertyListSerialization.propertyList(from: data, options: [], format: nil)) as? [String: Any] else {
@@ -41,7 +72,11 @@ enum StoreIdentity {
             var result: [String: Any]?
             if merge {
                 if let destination = decode(stagedPlist, "destination's"), let source = decode(sourcePlist, "source's") {
-                    result = strip(source).merging(destination) { _, kept in kept }
+                    let versioning = source.keys.filter { isVersioningKey($0) && destination[$0] == nil }.sorted()
+                    if !versioning.isEmpty {
+                        notes.append("the source's \(versioning.joined(separator: ", ")) not taken: they describe the source's own file and model, not the destination's")
+                    }
+                    result = strip(source).filter { !isVersioningKey($0.key) }.merging(destination) { _, kept in kept }
                 }
             } else if let own = decode(stagedPlist, "source's") {
                 result = strip(own)
@@ -62,6 +97,8 @@ enum StoreIdentity {
                     let kept = merge ? Provenance.entries(inPlist: stagedPlist) : Provenance.entries(in: dict)
                     dict[Provenance.metadataKey] = Provenance.value(kept + [provenance])
                 }
+                // A metadata key naming the identity names the one Z_UUID holds.
+                if let uuid, dict["NSStoreUUID"] != nil { dict["NSStoreUUID"] = uuid }
                 let data = try PropertyListSerialization.data(fromPropertyList: dict, format: .binary, options: 0)
                 result = dict
                 if row == nil {
@@ -70,57 +107,49 @@ enum StoreIdentity {
                     try db.execute(sql: "UPDATE Z_METADATA SET Z_PLIST = ?", arguments: [data])
                 }
             }
-            let uuid = merge ? stagedUUID : UUID().uuidString
-            if !merge { try db.execute(sql: "UPDATE Z_METADATA SET Z_UUID = ?", arguments: [uuid]) }
+            if identity != .staged || row == nil { try db.execute(sql: "UPDATE Z_METADATA SET Z_UUID = ?", arguments: [uuid]) }
             let keys = (result?.keys).map { $0.filter(StoreMetadata.isUbiquityKey).sorted() } ?? []
             return Result(storeUUID: uuid, ubiquityKeys: keys, notes: notes)
         }
     }
 }
 
-/// The external-data files (`.<Name>_SUPPORT/_EXTERNAL_DATA/<UUID>`) a migrated store refers to:
-/// copied from the source (or, in a merge, the destination) into staging, and no others.
+/// The files beside a migrated store that its rows refer to (`ExternalData`): external storage
+/// (`.<Name>_SUPPORT/_EXTERNAL_DATA/<UUID>`) and file-backed futures (`.<Name>_SUPPORT/_FBF/<UUID>`),
+/// copied from the source (or, in a merge, the destination) into the staged store's own support
+/// folder, and no others.
 enum ExternalDataCopy {
-    /// Copies every file the staged store refers to into its staged `_EXTERNAL_DATA` folder.
+    /// Copies every file the staged store refers to into its staged `_EXTERNAL_DATA` and `_FBF` folders.
     /// - Throws: `verificationFailed` when source and destination hold different files of one name.
-    static func run(staged: StoreFileSet, schema: CoreDataSchema, from folders: [URL]) throws -> Int {
+    static func run(staged: StoreFileSet, schema: CoreDataSchema, from stores: [StoreFileSet]) throws -> Int {
         let queue = try StagedStore.open(staged.main, readonly: true)
         defer { try? queue.close() }
-        var names: Set<String> = []
+        var names: [ExternalData.Kind: Set<String>] = [:]
         try queue.read { db in
-            for table in schema.entityTables {
-                for column in schema.tables[table] ?? [] where column.type.uppercased().contains("BLOB") {
-                    let c = SQLName.quote(column.name)
-                    let cursor = try Data.fetchCursor(db, sql: """
-                        SELECT \(c) FROM \(SQLName.quote(table)) WHERE typeof(\(c)) = 'blob' AND substr(\(c), 1, 1) = x'02'
-                          AND length(\(c)) BETWEEN 37 AND 40
-                        """)
-                    while let blob = try cursor.next() {
-                        if let name = ExternalData.referencedName(blob) { names.insert(name) }
-                    }
-                }
-            }
-        }
-        guard !names.isEmpty else { return 0 }
-        let target = staged.externalDataDirectory
-        do {
-            try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true)
-        } catch {
-            throw USMError.wrap(error, path: target.path)
+            try ExternalData.references(db, schema: schema) { reference, _ in names[reference.kind, default: []].insert(reference.name) }
         }
         var copied = 0
-        for name in names.sorted() {
-            let candidates = folders.map { $0.appendingPathComponent(name) }.filter { FileStatus.resolve($0.path)?.kind == .file }
-            guard let first = candidates.first else { continue }
-            if candidates.count > 1 {
-                let hashes = try Set(candidates.map { try FileCopy.sha256(of: $0.path).sha256 })
-                if hashes.count > 1 {
-                    throw USMError.verificationFailed(path: staged.main.path,
-                        detail: "the external-data file \(name) exists in source and destination with different content; it is never overwritten")
-                }
+        for kind in ExternalData.Kind.allCases {
+            guard let wanted = names[kind], !wanted.isEmpty else { continue }
+            let target = kind.directory(staged)
+            do {
+                try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true)
+            } catch {
+                throw USMError.wrap(error, path: target.path)
             }
-            _ = try FileCopy.copy(from: first.path, to: target.appendingPathComponent(name).path)
-            copied += 1
+            for name in wanted.sorted() {
+                let candidates = stores.map { kind.directory($0).appendingPathComponent(name) }.filter { FileStatus.resolve($0.path)?.kind == .file }
+                guard let first = candidates.first else { continue }
+                if candidates.count > 1 {
+                    let hashes = try Set(candidates.map { try FileCopy.sha256(of: $0.path).sha256 })
+                    if hashes.count > 1 {
+                        throw USMError.verificationFailed(path: staged.main.path,
+                            detail: "the file \(kind.directory(staged).lastPathComponent)/\(name) exists in source and destination with different content; it is never overwritten")
+                    }
+                }
+                _ = try FileCopy.copy(from: first.path, to: target.appendingPathComponent(name).path)
+                copied += 1
+            }
         }
         return copied
     }

@@ -50,13 +50,6 @@ public struct ManagedObjectModel: Sendable, Equatable {
     /// are taken from the schema instead.
     public static let inflatedLimit = 1 << 20
 
-    /// Decodes the content of `Z_MODELCACHE.Z_CONTENT`. Returns nil for anything it cannot read:
-    /// the cache is an optimisation of Core Data's, and a store without a readable one is still valid.
-    public static func decodeModelCache(_ blob: Data) -> ManagedObjectModel? {
-        if case let .model(model) = decode(blob) { return model }
-        return nil
-    }
-
     /// What reading a store's model cache gave.
     enum CacheOutcome: Equatable {
         /// The decoded model.

@@ -45,6 +45,15 @@ public enum Maintenance: Sendable, Codable, Equatable {
         }
     }
 
+    /// True for the operations whose purpose is the state in which the app seeds a new cloud store
+    /// from the local store: they clear what would spoil that seeding even when nothing else is left to do.
+    public var preparesSeeding: Bool {
+        switch self {
+        case .rebuildFromLocal, .rebuildFromCloud: true
+        default: false
+        }
+    }
+
     /// The command as typed (with the flags that choose what it does), for reports, journals and snapshots.
     public var command: String {
         switch self {
@@ -80,15 +89,18 @@ public struct StrategyChoice: Sendable, Codable, Equatable {
     public var onConflict: ConflictPolicy
     /// `--plugin-timeout`: seconds an external plugin, or one statement of a recipe, may take.
     public var timeout: Double
+    /// `--drop-cloudkit`: CloudKit mirroring rows that cannot be carried may be left out (nil: no).
+    public var dropCloudKit: Bool?
 
     public init(id: String? = nil, recipe: String? = nil, plugin: String? = nil, parameters: [String: String] = [:],
-                onConflict: ConflictPolicy = .refuse, timeout: Double = 600) {
+                onConflict: ConflictPolicy = .refuse, timeout: Double = 600, dropCloudKit: Bool = false) {
         self.id = id
         self.recipe = recipe
         self.plugin = plugin
         self.parameters = parameters
         self.onConflict = onConflict
         self.timeout = timeout
+        self.dropCloudKit = dropCloudKit ? true : nil
     }
 
     /// The strategy UbiquityStoreManager picks when the app sets none (usm-behaviour.md §2,
@@ -114,6 +126,7 @@ public struct StrategyChoice: Sendable, Codable, Equatable {
             recipe: recipe, plugin: plugin, parameters: parameters, onConflict: onConflict, keepUbiquityMetadata: keepUbiquityMetadata,
             pluginTimeout: timeout, recipeSearchPath: recipeSearchPath, environment: environment)
         options.operation = operation
+        options.dropCloudKit = dropCloudKit ?? false
         return options
     }
 }

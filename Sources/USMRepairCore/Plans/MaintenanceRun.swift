@@ -8,7 +8,7 @@ public struct MaintenanceRun {
         /// One step of the plan, for people and scripts.
         public struct Step: Sendable, Encodable {
             public let index: Int
-            public let action: String
+            public let action: Plan.Action.Kind
             /// The paths it touches (source → destination for moves).
             public let paths: [String]
             public let reason: String
@@ -96,10 +96,12 @@ public struct MaintenanceRun {
     /// Plans (recovering first what a kill left pending, unless `dryRun`, which refuses then) and
     /// returns the plan with the report of the layout it was made on.
     public func plan(dryRun: Bool) throws -> Prepared {
-        let layout = try Layout.discover(options, records: executor.records)
+        var layout = try Layout.discover(options, records: executor.records)
         try Snapshot.refuseInside(executor.snapshotDirectory, protected: layout.folders, why: "a folder of the layout")
         let recovered = try executor.recoverBeforePlanning(in: layout.planRoots, dryRun: dryRun)
-        let prepared = try Planner.prepare(options, maintenance, strategies: strategies, consent: consent, records: executor.records)
+        // One read of the layout plans it, unless recovery has just changed the files.
+        if !recovered.isEmpty { layout = try Layout.discover(options, records: executor.records) }
+        let prepared = try Planner.prepare(layout, maintenance, strategies: strategies, consent: consent, records: executor.records)
         var result = Prepared(plan: prepared.plan, report: prepared.report, roots: prepared.layout.planRoots, recovered: recovered)
         // A Mac app works on these very files while it runs: refused (exit 5), or said in a dry run.
         if let bundleID = options.macApp, !prepared.plan.isNoOp {
@@ -155,7 +157,7 @@ public struct MaintenanceRun {
         return Report(
             command: maintenance.commandPath, operation: plan.operation, dryRun: dryRun, noOp: plan.isNoOp,
             changed: result != nil && !plan.isNoOp, ledger: ledger, headline: ledger?.headline, planID: plan.id, roots: plan.roots,
-            steps: steps, notes: plan.notes + extra + (result?.leftovers ?? []).map(Self.leftoverNote) + (result?.notes ?? []),
+            steps: steps, notes: plan.notes + extra + Self.buildNotes(result) + (result?.leftovers ?? []).map(Self.leftoverNote) + (result?.notes ?? []),
             snapshot: result?.snapshot, rows: rows,
             nextLaunch: NextLaunchChange(before: plan.nextLaunchBefore, predicted: plan.nextLaunchAfter, after: after?.nextLaunch),
             recovered: recovered, seconds: result?.seconds ?? 0,
@@ -165,6 +167,14 @@ public struct MaintenanceRun {
 }
 
 extension MaintenanceRun {
+    /// What the migration engine said about each store it built (counters raised, what was left
+    /// out and why), named by the store's final path.
+    static func buildNotes(_ result: PlanExecutor.Result?) -> [String] {
+        (result?.builds ?? [:]).sorted { $0.key < $1.key }.flatMap { path, build in
+            (build.notes + build.leftOut).map { "\(URL(fileURLWithPath: path).lastPathComponent): \($0)" }
+        }
+    }
+
     /// The note for a lock file or empty private folder of usm-repair's that could not be removed.
     public static func leftoverNote(_ leftover: String) -> String {
         "usm-repair could not remove its own lock or empty folder \(leftover); the change is complete, and the next usm-repair run in this folder (recover, status's advice) removes it"
@@ -178,7 +188,7 @@ extension MaintenanceRun.Report.Step {
         return plan.steps.enumerated().map { index, step in
             var strategy: String?
             if case let .build(build) = step.action { strategy = build.strategy.id }
-            return Self(index: index + 1, action: step.action.name, paths: step.action.paths, reason: step.reason, strategy: strategy,
+            return Self(index: index + 1, action: step.action.kind, paths: step.action.paths, reason: step.reason, strategy: strategy,
                         seconds: timings[index])
         }
     }

@@ -46,6 +46,11 @@ public struct Plan: Sendable, Codable {
         public let mtimeNanos: Int64
         public let inode: UInt64
 
+        /// The fingerprints of `paths` now, in one pass.
+        public static func all(_ paths: [String]) -> [String: Fingerprint] {
+            Dictionary(paths.map { ($0, of($0)) }, uniquingKeysWith: { a, _ in a })
+        }
+
         /// The fingerprint of `path` now.
         public static func of(_ path: String) -> Fingerprint {
             guard let status = FileStatus.lookup(path) else { return Fingerprint(kind: "absent", size: 0, mtimeNanos: 0, inode: 0) }

@@ -12,7 +12,8 @@ struct PlanBuilder {
     private var staging: [Plan.Step] = []
     private var retires: [Plan.Step] = []
     private var installs: [Plan.Step] = []
-    private(set) var expected: [String: Plan.Fingerprint] = [:]
+    /// The paths whose fingerprints the plan records (taken in one pass when the plan is made).
+    private var watched: [String] = []
     private(set) var stores: [String] = []
     private(set) var snapshotItems: [String] = []
     var notes: [String] = []
@@ -65,7 +66,7 @@ struct PlanBuilder {
         for store in StoreLocks.stores(at: path) where !stores.contains(store) {
             stores.append(store)
         }
-        expected[path] = .of(path)
+        watch(path)
         snapshotItems.append(path)
         retires.append(.init(.retire(path: path, trash: trash), reason))
         after.removed.insert(path)
@@ -129,10 +130,10 @@ struct PlanBuilder {
             source: source.main.path, staged: staged, strategy: strategy,
             mergeInto: merging ? local.main.path : nil, keepUbiquityMetadata: false, operation: operation)), reason))
         if !stores.contains(source.main.path) { stores.append(source.main.path) }
-        expected[source.main.path] = .of(source.main.path)
-        expected[source.wal.path] = .of(source.wal.path)
+        watch(source.main.path)
+        watch(source.wal.path)
         try retireFileSet(local, "the old local store makes way for the new one (it is in the snapshot)")
-        expected[local.main.path] = expected[local.main.path] ?? .of(local.main.path)
+        watch(local.main.path)
         snapshotItems += [local.main.path, local.supportDirectory.path].filter { !snapshotItems.contains($0) }
         installs.append(.init(.install(staged: staged, path: local.main.path, optional: false), "the new local store goes into place"))
         installs.append(.init(
@@ -154,13 +155,20 @@ struct PlanBuilder {
     private mutating func install(created path: String, _ reason: String, make: (String) -> Plan.Action) throws {
         let staged = try privatePath("staging", for: path)
         staging.append(.init(make(staged), reason))
-        expected[path] = expected[path] ?? .of(path)
+        watch(path)
         if !snapshotItems.contains(path) { snapshotItems.append(path) }
         installs.append(.init(.install(staged: staged, path: path, optional: false), "into place: \(URL(fileURLWithPath: path).lastPathComponent)"))
     }
 
-    /// The plan: snapshot first, staging, retire, install, commit, purge.
+    /// Records that the plan depends on `path` as it is now.
+    private mutating func watch(_ path: String) {
+        if !watched.contains(path) { watched.append(path) }
+    }
+
+    /// The plan: snapshot first, staging, retire, install, commit, purge; the fingerprint of every
+    /// path it depends on, taken here in one pass.
     func plan(operation: String, before: NextLaunch?, after: NextLaunch?, ledger: Ledger) -> Plan {
+        let expected = Plan.Fingerprint.all(watched)
         var steps: [Plan.Step] = []
         if !isEmpty {
             steps.append(.init(.snapshot, "everything this changes or removes is archived first, outside the layout; `restore` puts it back"))
@@ -202,7 +210,7 @@ struct AfterState {
         }
         for entry in layout.stores where entry.role == .local {
             if localRebuilt {
-                var report = reports[entry.files.main.path] ?? StoreReport(role: .local, path: entry.files.main.path, location: "local")
+                var report = reports[entry.files.main.path] ?? StoreReport(role: .local, path: entry.files.main.path, location: .local)
                 report.exists = true
                 report.health = .ok
                 report.walPresent = false
@@ -217,7 +225,7 @@ struct AfterState {
                 }
                 reports[entry.files.main.path] = report
             } else if isRemoved(entry.files.main.path) {
-                reports[entry.files.main.path] = StoreReport(role: .local, path: entry.files.main.path, location: "local")
+                reports[entry.files.main.path] = StoreReport(role: .local, path: entry.files.main.path, location: .local)
             }
         }
         let written = self.markers

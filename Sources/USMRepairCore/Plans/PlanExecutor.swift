@@ -49,7 +49,7 @@ public struct PlanExecutor {
         /// One step as run.
         public struct StepRun: Sendable, Encodable {
             public let index: Int
-            public let action: String
+            public let action: Plan.Action.Kind
             public let reason: String
             public let seconds: Double
         }
@@ -81,10 +81,17 @@ public struct PlanExecutor {
 
     /// An interrupted operation found and dealt with.
     public struct Recovery: Sendable, Encodable, Equatable {
+        /// What recovery did to an interrupted operation.
+        public enum Outcome: String, Sendable, Encodable, Equatable {
+            /// It had not committed: the old state is back.
+            case undone
+            /// It had: the new state stays.
+            case finished
+        }
+
         public let operation: String
         public let id: String
-        /// `undone` (it had not committed: the old state is back) or `finished` (it had: the new state stays).
-        public let outcome: String
+        public let outcome: Outcome
         public let journal: String
     }
 
@@ -93,17 +100,23 @@ public struct PlanExecutor {
     /// Where this machine records the plans it writes (the only ones it ever recovers).
     public let records: OperationRecords
     public let hooks: Hooks
+    /// The command line recorded in every snapshot's manifest.
+    public let commandLine: [String]
 
-    public init(snapshotDirectory: URL, builder: Builder? = nil, records: OperationRecords = OperationRecords(), hooks: Hooks = .none) {
+    public init(
+        snapshotDirectory: URL, builder: Builder? = nil, records: OperationRecords = OperationRecords(), hooks: Hooks = .none,
+        commandLine: [String] = CommandLine.arguments
+    ) {
         self.snapshotDirectory = snapshotDirectory
         self.builder = builder
         self.records = records
         self.hooks = hooks
+        self.commandLine = commandLine
     }
 
     /// This executor with another migration engine behind its `build` steps.
     public func with(builder: @escaping Builder) -> PlanExecutor {
-        PlanExecutor(snapshotDirectory: snapshotDirectory, builder: builder, records: records, hooks: hooks)
+        PlanExecutor(snapshotDirectory: snapshotDirectory, builder: builder, records: records, hooks: hooks, commandLine: commandLine)
     }
 
     /// Runs `plan`. `progress` receives a line before each step. `allowed` are the folders the
@@ -156,7 +169,8 @@ public struct PlanExecutor {
                 case .snapshot:
                     let file = try Snapshot.take(
                         .init(roots: (plan.snapshotRoots ?? plan.roots).map { ($0.name, URL(fileURLWithPath: $0.path, isDirectory: true)) },
-                              items: plan.snapshotItems.map { URL(fileURLWithPath: $0) }, operation: plan.operation, label: plan.label),
+                              items: plan.snapshotItems.map { URL(fileURLWithPath: $0) }, operation: plan.operation,
+                              commandLine: commandLine, label: plan.label),
                         into: snapshotDirectory, protected: plan.roots.map { URL(fileURLWithPath: $0.path, isDirectory: true) })
                     snapshot = file.path
                     done.snapshot = file.path
@@ -165,7 +179,11 @@ public struct PlanExecutor {
                 case let .build(build):
                     guard let builder else { throw USMError.unexpected("no migration engine was given to build \(build.staged)") }
                     try Self.makeFolder(URL(fileURLWithPath: build.staged).deletingLastPathComponent())
-                    let report = try builder(build)
+                    let report: MigrationReport
+                    do { report = try builder(build) } catch let error as DatabaseError {
+                        // An SQLite error escaping the engine names the store being built.
+                        throw StagedStore.wrapWrite(error, path: URL(fileURLWithPath: build.staged))
+                    }
                     builds[build.staged] = report
                     rows[build.staged] = Dictionary(report.entities.map { ($0.name, $0.after ?? 0) }, uniquingKeysWith: +)
                 case let .writeMarker(uuid, staged):
@@ -185,6 +203,7 @@ public struct PlanExecutor {
                     if optional, FileStatus.lookup(staged) == nil { break }
                     guard FileStatus.lookup(path) == nil else { throw USMError.changedSincePlanning(path: path) }
                     Self.keepMode(of: plan, replacedAt: path, on: staged)
+                    Self.keepOwner(of: plan, replacedAt: path, on: staged)
                     try Self.move(staged, to: path, in: plan)
                 case .commit:
                     try journal.append(.init(event: .committed))
@@ -220,7 +239,7 @@ public struct PlanExecutor {
                 try? purge(plan, journal: journal)
                 throw failure
             }
-            runs.append(.init(index: index, action: step.action.name, reason: step.reason, seconds: Date().timeIntervalSince(stepStart)))
+            runs.append(.init(index: index, action: step.action.kind, reason: step.reason, seconds: Date().timeIntervalSince(stepStart)))
         }
         var finalRows: [String: [String: Int]] = [:]
         var finalBuilds: [String: MigrationReport] = [:]
@@ -303,7 +322,7 @@ public struct PlanExecutor {
                 try Self.undo(plan, begun: pending.journal.begun)
                 try purge(plan, journal: nil)
             }
-            done.append(Recovery(operation: plan.operation, id: plan.id, outcome: pending.committed ? "finished" : "undone", journal: folder.path))
+            done.append(Recovery(operation: plan.operation, id: plan.id, outcome: pending.committed ? .finished : .undone, journal: folder.path))
         }
         // What a kill left half removed: a folder being purged (its operation had finished), or
         // one killed while its plan was being written (nothing of the user's can be in it: the
@@ -394,6 +413,22 @@ public struct PlanExecutor {
         }
     }
 
+    /// What is installed belongs to whoever owned what it replaces (the retired item, in the
+    /// operation's trash), or, when nothing was there, whoever owns the folder it goes into: a
+    /// store, preferences or marker written by a run as root stays the app's user's (Core Data and
+    /// UbiquityStoreManager write them as that user). Folders installed whole (a store's
+    /// `_SUPPORT` folder) take that owner throughout.
+    static func keepOwner(of plan: Plan, replacedAt path: String, on staged: String) {
+        var owner: Ownership?
+        for step in plan.steps {
+            guard case let .retire(retired, trash) = step.action, retired == path, let old = Ownership.of(trash) else { continue }
+            owner = old
+            break
+        }
+        guard let owner = owner ?? Ownership.of(URL(fileURLWithPath: path).deletingLastPathComponent().path) else { return }
+        owner.apply(toTree: staged)
+    }
+
     /// Moves within `plan`'s folders, after checking that no folder on either way is a link.
     static func move(_ from: String, to: String, in plan: Plan) throws {
         for path in [from, to] {
@@ -422,19 +457,26 @@ public struct PlanExecutor {
 }
 
 extension Plan.Action {
-    /// The action's name, for reports.
-    public var name: String {
+    /// What kind of action a step is, as reports and printers name it (the JSON `action`).
+    public enum Kind: String, Sendable, Encodable, Equatable {
+        case snapshot, checkpoint, build, extract, retire, install, commit, purge
+        case writeMarker = "write-marker"
+        case writePreferences = "write-preferences"
+    }
+
+    /// The action's kind, for reports.
+    public var kind: Kind {
         switch self {
-        case .snapshot: "snapshot"
-        case .checkpoint: "checkpoint"
-        case .build: "build"
-        case .writeMarker: "write-marker"
-        case .writePreferences: "write-preferences"
-        case .extract: "extract"
-        case .retire: "retire"
-        case .install: "install"
-        case .commit: "commit"
-        case .purge: "purge"
+        case .snapshot: .snapshot
+        case .checkpoint: .checkpoint
+        case .build: .build
+        case .writeMarker: .writeMarker
+        case .writePreferences: .writePreferences
+        case .extract: .extract
+        case .retire: .retire
+        case .install: .install
+        case .commit: .commit
+        case .purge: .purge
         }
     }
 }

@@ -14,6 +14,13 @@ extension Planner {
         let source = try healthyActiveCopy(uuid?.uppercased(), copy)
         let strategy = try strategies.resolve(strategy, defaultID: StrategyChoice.appDefault(for: source, merge: merge), merge: merge)
         let label = "cloud store \(source.uuid ?? "?")"
+        // A merge moves the cloud objects' keys: the mirroring rows naming them cannot follow.
+        let mirrored = (reports[source.files.main.path]?.entities ?? [])
+            .filter { $0.system && ($0.table ?? "").uppercased().hasPrefix("ANSCK") && $0.rows > 0 }
+            .map { (table: $0.table ?? $0.name, rows: $0.rows) }
+        if merge, localExists, strategy.dropCloudKit != true, !mirrored.isEmpty {
+            throw EntityCopy.cloudKitRefusal(mirrored, why: "in a merge the objects' keys move, so these rows cannot come along")
+        }
         if let expected = try incoming(from: source, label: label, strategy: strategy, merge: merge,
                                        command: "migrate cloud-to-local", b: &b) {
             try b.buildLocal(
@@ -180,7 +187,7 @@ extension Planner {
         }
         if !keepOld, let old = activeUUID {
             try b.retire(cloud.appendingPathComponent("CloudLogs/\(old)").path, "the old store's logs (--keep-old keeps them)")
-            for folder in try copyFolders(contentNames: [old]) {
+            for folder in copyFolders(contentNames: [old]) {
                 try b.retire(folder.path, "this device's copies of the old store (--keep-old keeps them)")
             }
             for store in layout.stores where store.uuid == old && store.location == .nominal {

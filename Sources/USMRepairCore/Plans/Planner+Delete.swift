@@ -12,11 +12,11 @@ extension Planner {
         let contentNames = uuids.union([layout.options.storeName])
         if !localOnly {
             let cloud = try requireCloud("delete container", "its contents are what it removes")
-            for name in try TreeWalk.children(cloud, includeHidden: true) where name != ".usm-repair.nosync" {
+            for name in layout.cloudEntries where name != ".usm-repair.nosync" {
                 try b.retire(cloud.appendingPathComponent(name).path, "everything in the ubiquity container goes, markers and logs included")
             }
         }
-        for folder in try copyFolders(contentNames: contentNames) {
+        for folder in copyFolders(contentNames: contentNames) {
             try b.retire(folder.path, "this device's copy of a store of the container (Core Data would reopen it)")
         }
         if !localOnly {
@@ -93,7 +93,7 @@ extension Planner {
                 try b.retire(marker.path, "\(marker.name), of an older cloud version, would otherwise be loaded instead (E8)")
             }
         }
-        for folder in try copyFolders(contentNames: [uuid]) {
+        for folder in copyFolders(contentNames: [uuid]) {
             try b.retire(folder.path, "this device's copies of the removed store")
         }
         for store in layout.stores where store.uuid == uuid && (store.location == .nominal || store.location == .nosync || (store.location == .coreDataCopy && store.cloudVersion == 0)) {

@@ -1,8 +1,9 @@
 import Foundation
 
 /// Turns a `Maintenance` request into a `Plan` whose end state is the one usm-behaviour.md §5
-/// fixes, from a discovered layout and the `status` report on it. Pure: it reads nothing but what
-/// discovery found (and `lstat` for fingerprints), and changes nothing.
+/// fixes, from a discovered layout and the `status` report on it. It lists no folder (discovery
+/// did: `Layout.copyFolders`, `Layout.cloudEntries`); it reads only `lstat` for fingerprints, and
+/// changes nothing.
 public struct Planner {
     public let layout: Layout
     public let report: StatusReport
@@ -21,12 +22,21 @@ public struct Planner {
         reports = Dictionary(report.stores.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
     }
 
-    /// Discovers the layout, inspects it (`status` depth) and plans `maintenance`.
+    /// Discovers the layout, inspects it and plans `maintenance`.
     public static func prepare(_ options: LayoutOptions, _ maintenance: Maintenance, strategies: StrategyResolver,
                                consent: DataConsent = DataConsent(), records: OperationRecords = OperationRecords()) throws
         -> (plan: Plan, report: StatusReport, layout: Layout)
     {
-        let layout = try Layout.discover(options, records: records)
+        try prepare(try Layout.discover(options, records: records), maintenance, strategies: strategies, consent: consent, records: records)
+    }
+
+    /// Inspects the discovered `layout` (the stores the plan needs in depth, the others as far as
+    /// their files and headers) and plans `maintenance` on it: the layout is not read again.
+    public static func prepare(_ layout: Layout, _ maintenance: Maintenance, strategies: StrategyResolver,
+                               consent: DataConsent = DataConsent(), records: OperationRecords = OperationRecords()) throws
+        -> (plan: Plan, report: StatusReport, layout: Layout)
+    {
+        let options = layout.options
         guard !layout.isSingleStore else {
             throw USMError.usage("\(maintenance.command) works on an app's layout (--container, --app-dir, --cloud-dir), not on --store or --document")
         }
@@ -115,9 +125,35 @@ public struct Planner {
         if !b.isEmpty, layout.cloudSource == .given, let problem = layout.problems.first(where: { $0.code == .cloudContainerUnconfirmed }) {
             b.notes.append(problem.message)
         }
-        let (afterLayout, afterReports) = b.after.apply(to: layout, reports: reports)
-        let after = b.isEmpty ? report.nextLaunch : NextLaunch.predict(afterLayout, reports: afterReports)
+        var (afterLayout, afterReports) = b.after.apply(to: layout, reports: reports)
+        var after = b.isEmpty ? report.nextLaunch : NextLaunch.predict(afterLayout, reports: afterReports)
+        // A plan that ends in a seeding from the local store leaves no temporary store of an
+        // earlier seeding or rebuild behind: the seeding's copy would be opened with its -wal.
+        if after?.outcome == .seedNewCloudStore, !b.isEmpty || maintenance.preparesSeeding {
+            try retireSeedingLeftovers(&b)
+            (afterLayout, afterReports) = b.after.apply(to: layout, reports: reports)
+            after = b.isEmpty ? report.nextLaunch : NextLaunch.predict(afterLayout, reports: afterReports)
+        }
         return b.plan(operation: maintenance.command, before: report.nextLaunch, after: after, ledger: ledger(b, after: after))
+    }
+
+    /// UbiquityStoreManager's temporary stores beside the local store (`CopyMigrationStore.sqlite`)
+    /// and in `CloudStore/` (`MigrationSource.sqlite`), retired as whole file sets. The seeding
+    /// removes the copy's main file only, copies the local store's main file there and opens it
+    /// (usm-behaviour.md §1.2, §5 "Traps"): a -wal or -journal of an earlier seeding would be applied
+    /// to the new copy.
+    func retireSeedingLeftovers(_ b: inout PlanBuilder) throws {
+        guard let local else { return }
+        let folders = Set([local.files.directory, local.files.directory.appendingPathComponent("CloudStore", isDirectory: true)]
+            .map { $0.standardizedFileURL.path })
+        let found = layout.leftovers.filter { folders.contains(URL(fileURLWithPath: $0.path).deletingLastPathComponent().standardizedFileURL.path) }
+        guard !found.isEmpty else { return }
+        for leftover in found {
+            try b.retireFileSet(
+                StoreFileSet(main: URL(fileURLWithPath: leftover.path)),
+                "a temporary store of an earlier seeding or rebuild (\(leftover.files.map { URL(fileURLWithPath: $0).lastPathComponent }.joined(separator: ", "))): the next seeding must not find it")
+        }
+        b.notes.append("UbiquityStoreManager's temporary stores are removed as whole file sets (\(found.flatMap(\.files).map { URL(fileURLWithPath: $0).lastPathComponent }.joined(separator: ", "))): the app seeds by copying the local store's main file over \(Layout.seedingCopyName)'s main file only and opening the copy, and SQLite would apply a -wal or -journal left there to it")
     }
 
     // MARK: - The ledger
@@ -205,16 +241,10 @@ public struct Planner {
     var corruptionMarkers: [Marker] { layout.markers.filter { $0.kind == .corruptedUUID && $0.cloudVersion <= Marker.desiredVersion } }
 
     /// Core Data's folders of UbiquityStoreManager stores on this device:
-    /// `A/CloudStore/CoreDataUbiquitySupport/<peer>/<content>` for the content names given.
-    /// - Throws: `unreadable` when a folder on the way cannot be listed (a plan must not miss a copy).
-    func copyFolders(contentNames: Set<String>) throws -> [URL] {
-        guard let app = layout.appDirectory else { return [] }
-        let support = app.appendingPathComponent("CloudStore/\(Layout.ubiquitySupportFolder)", isDirectory: true)
-        return try TreeWalk.children(support).flatMap { peer in
-            try TreeWalk.children(support.appendingPathComponent(peer)).filter(contentNames.contains).map {
-                support.appendingPathComponent("\(peer)/\($0)", isDirectory: true)
-            }
-        }
+    /// `A/CloudStore/CoreDataUbiquitySupport/<peer>/<content>` for the content names given, as
+    /// discovery listed them (a folder it could not list refuses planning: `refuseLayout`).
+    func copyFolders(contentNames: Set<String>) -> [URL] {
+        layout.copyFolders.filter { contentNames.contains($0.lastPathComponent) }
     }
 
     /// What other devices do when a change to the ubiquity container reaches them (usm-behaviour.md §3).

@@ -135,6 +135,11 @@ public enum Advice {
                 "The next launch seeds from the local store's main file only, so its -wal must be merged first; this merges it and leaves the same next launch",
                 .rebuildFromLocal(keepOld: true, withOlderMarkers: false))
         }
+        if codes.contains(.seedCopySidecar) {
+            propose(
+                "The next launch seeds through \(Layout.seedingCopyName), beside which an earlier seeding left its -wal or -journal; this removes UbiquityStoreManager's temporary stores (snapshotted) and leaves the same next launch",
+                .rebuildFromLocal(keepOld: true, withOlderMarkers: false))
+        }
         if codes.contains(.severalCopies) {
             say("Several copies of the active store exist on this device; which one the app opens depends on its peer folder and iCloud account. Compare them with \(typed("stores")); the operations take --peer and --account to name one.")
         }

@@ -55,6 +55,8 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
     case nominalStoreFile = "nominal-store-file"
     case severalCopies = "several-copies"
     case seedLosesWALFrames = "seed-loses-wal-frames"
+    case seedCopySidecar = "seed-copy-sidecar"
+    case externalDataSize = "external-data-size"
     case cloudContainerMissing = "cloud-container-missing"
     case cloudContainerUnconfirmed = "cloud-container-unconfirmed"
     case interruptedOperation = "interrupted-operation"
@@ -77,7 +79,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
              .writeFailed, .notSqlite, .notCoreData, .sqliteError, .truncated, .integrity, .metadataRows,
              .metadataUuidMissing, .metadataPlistMalformed, .ubiquityMetadataInLocalStore, .entityTableShape,
              .entityNull, .entityUnknown, .entityWrongTable, .zmaxBehind, .danglingToOne, .danglingJoinRow,
-             .joinEntityUnknown, .externalDataMissing, .markerMalformed, .preferencesMalformed,
+             .joinEntityUnknown, .externalDataMissing, .externalDataSize, .markerMalformed, .preferencesMalformed,
              .markerEmpty, .markerTrailingNewline, .activeStoreMarkedCorrupt, .cachedUUIDStale, .cachedUUIDMalformed, .nominalStoreFile, .seedLosesWALFrames,
              .interruptedOperation, .untrustedOperation:
             .error
@@ -87,7 +89,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
         case .strayWal, .hotJournal, .orphanSidecar, .metadataPlistNull,
              .entityTableMissing, .externalDataOrphan, .layoutNotFound, .staleMarker, .leftoverTempStore, .modelCacheTooLarge,
              .markerVersionIgnored, .corruptionMarkerIgnored, .cachedUUIDOtherVersion, .cachedUUIDAmbiguous, .severalCopies,
-             .cloudContainerUnconfirmed, .cachedUUIDWithoutMarker, .dataElsewhere:
+             .cloudContainerUnconfirmed, .cachedUUIDWithoutMarker, .dataElsewhere, .seedCopySidecar:
             .warning
         case .walHeaderWithoutWal, .cloudContainerMissing, .cachedUUIDSeveralKeys:
             .info
@@ -137,8 +139,9 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
         case .danglingToOne: "a to-one key pointing at no row of its destination"
         case .danglingJoinRow: "a many-to-many join row pointing at no row"
         case .joinEntityUnknown: "a join-table column names an entity without a table"
-        case .externalDataMissing: "a 0x02 external-data reference whose file is missing"
-        case .externalDataOrphan: "files in _EXTERNAL_DATA that no row references"
+        case .externalDataMissing: "a reference to a file beside the store whose file is missing: 0x02 (external storage, in _EXTERNAL_DATA) or 0x03 (a file-backed future, in _FBF)"
+        case .externalDataSize: "a 0x03 file-backed future whose file in _FBF is not the size the reference records"
+        case .externalDataOrphan: "files in _EXTERNAL_DATA or _FBF that no row references"
         case .layoutNotFound: "--container holds no UbiquityStoreManager data"
         case .markerMalformed: "a marker does not hold 36 upper-case characters of a UUID (lower case, garbage, not a file)"
         case .staleMarker: "a StoreUUID marker of a lower version beside the active one: the app falls back to it when the active one goes (E8)"
@@ -158,6 +161,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
         case .nominalStoreFile: "a plain file at CloudStore/<UUID>.sqlite: ignored by Core Data on iOS 7+, and it turns a later rebuild into a no-op (E13)"
         case .severalCopies: "several copies of the active store (peers or accounts): which one the device opens cannot be known"
         case .seedLosesWALFrames: "the next launch seeds from the local store, whose -wal holds frames the seeding (main file only) would lose"
+        case .seedCopySidecar: "the next launch seeds from the local store through CopyMigrationStore.sqlite, beside which a -wal, -shm or -journal of an earlier seeding remains: SQLite would apply it to the new copy"
         case .interruptedOperation: "a usm-repair operation was interrupted (killed): run usm-repair recover to finish or undo it"
         case .untrustedOperation: "an operation folder of usm-repair's that this machine has no record of writing, or whose plan was altered: left alone, never obeyed"
         case .cloudContainerUnconfirmed: "the ubiquity container found beside a download (or given) shares no peer folder or store UUID with it: maybe another customer's; changing commands refuse one found beside until --cloud-dir names it"

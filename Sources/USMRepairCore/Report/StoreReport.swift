@@ -88,7 +88,7 @@ public struct StoreReport: Sendable, Encodable {
 
     public var role: Role
     /// Where the file set lies (`local`, `core-data-copy`, `nosync`, `nominal`, `file`, `document`, `ubiquity`).
-    public var location: String
+    public var location: Layout.Location
     /// For a copy under `CoreDataUbiquitySupport`: its peer, content name, account folder, folders.
     @NullEncoded public var copy: Layout.UbiquityCopy?
     /// For a cloud store's copy: true for the copy the app opens, false for another, null when it cannot be known.
@@ -134,7 +134,7 @@ public struct StoreReport: Sendable, Encodable {
     }
 
     /// A report for a store that has not been read yet.
-    public init(role: Role, path: String, location: String = "file") {
+    public init(role: Role, path: String, location: Layout.Location = .file) {
         self.role = role
         self.location = location
         self.path = path

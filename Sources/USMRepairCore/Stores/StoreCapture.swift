@@ -21,20 +21,6 @@ struct StoreCapture {
     /// How often a store that keeps changing is copied again before giving up.
     static let attempts = 3
 
-    /// Captures several stores at once, one per core, each into `directory/<index>`.
-    static func captureAll(_ stores: [(StoreFileSet, [String])], into directory: URL) throws -> [Int: StoreCapture] {
-        let results = Mutex<[Int: Result<StoreCapture, any Error>]>([:])
-        DispatchQueue.concurrentPerform(iterations: stores.count) { i in
-            let outcome = Result {
-                try capture(stores[i].0, members: stores[i].1, into: directory.appendingPathComponent("\(i)", isDirectory: true))
-            }
-            results.withLock { $0[i] = outcome }
-        }
-        var captures: [Int: StoreCapture] = [:]
-        for (i, outcome) in results.withLock({ $0 }) { captures[i] = try outcome.get() }
-        return captures
-    }
-
     /// Captures `files` (the members `present` names) into `directory`.
     static func capture(_ files: StoreFileSet, members present: [String], into directory: URL) throws -> StoreCapture {
         let raw = directory.appendingPathComponent("raw", isDirectory: true)

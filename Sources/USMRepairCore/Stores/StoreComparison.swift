@@ -110,11 +110,11 @@ public struct StoreComparison: Sendable, Equatable {
         // SQLite functions take at most 127 arguments: wide tables are hashed in chunks.
         let chunks = stride(from: 0, to: columns.count, by: 100).map { Array(columns[$0..<min($0 + 100, columns.count)]) }
         let hash = columns.isEmpty ? "0"
-            : chunks.count == 1 ? "usm_rowhash(" + columns.map(SQLName.quote).joined(separator: ", ") + ")"
-            : "usm_rowhash(" + chunks.map { "usm_rowhash(" + $0.map(SQLName.quote).joined(separator: ", ") + ")" }.joined(separator: ", ") + ")"
+            : chunks.count == 1 ? "usm_rowhash(" + columns.map(\.sqlIdentifier).joined(separator: ", ") + ")"
+            : "usm_rowhash(" + chunks.map { "usm_rowhash(" + $0.map(\.sqlIdentifier).joined(separator: ", ") + ")" }.joined(separator: ", ") + ")"
         try db.execute(sql: """
             CREATE TEMP TABLE \(name) AS SELECT h, COUNT(*) AS n FROM
-              (SELECT \(hash) AS h FROM \(database).\(SQLName.quote(table)) WHERE Z_ENT = \(entity.number)) GROUP BY h
+              (SELECT \(hash) AS h FROM \(database).\(table.sqlIdentifier) WHERE Z_ENT = \(entity.number)) GROUP BY h
             """)
         try db.execute(sql: "CREATE INDEX temp.\(name)_h ON \(name) (h)")
     }

@@ -37,6 +37,10 @@ public struct StoreFileSet: Sendable, Hashable, Codable {
     public var externalDataDirectory: URL {
         supportDirectory.appendingPathComponent("_EXTERNAL_DATA", isDirectory: true)
     }
+    /// Where Core Data keeps the files of file-backed futures (`NSFileBackedFuture`).
+    public var fileBackedFuturesDirectory: URL {
+        supportDirectory.appendingPathComponent("_FBF", isDirectory: true)
+    }
 
     /// The file member called `name` (`main`, `wal`, `shm`, `journal`).
     public func member(_ name: String) -> URL? {

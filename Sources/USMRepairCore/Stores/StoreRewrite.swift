@@ -34,7 +34,7 @@ public enum StoreRewrite {
         let output = try DatabaseQueue(path: destination.path)
         defer { try? output.close() }
         try output.writeWithoutTransaction { db in
-            _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = \(journalMode == "WAL" ? "WAL" : "DELETE")")
+            try StagedStore.setJournalMode(db, journalMode == "WAL" ? "WAL" : "DELETE")
         }
     }
 
@@ -111,7 +111,7 @@ public enum StoreRewrite {
                 return .commit
             }
             try db.execute(sql: "VACUUM")
-            if journalMode == "WAL" { _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
+            if journalMode == "WAL" { try StagedStore.setJournalMode(db, "WAL") }
         }
     }
 }

@@ -17,6 +17,11 @@ public struct ChildProcess {
     /// A protocol line longer than this is not a protocol line.
     public static let maxLine = 1 << 20
 
+    /// Where the program's stderr goes while a run is in progress: nil, the process's own stderr
+    /// (inherited); else every chunk it writes, handed to the command's terminal (a command run in
+    /// process prints nothing around its context).
+    @TaskLocal public static var standardError: (@Sendable (Data) -> Void)?
+
     /// How a run ended.
     public enum Ending: Equatable, Sendable {
         case exited(Int32)
@@ -44,19 +49,23 @@ public struct ChildProcess {
     /// line break) and returns false to stop the run.
     /// - Throws: `pluginFailed` when it cannot be started.
     public func run(input: Data, line: (Data) -> Bool) throws -> Ending {
-        var stdinPipe: [Int32] = [-1, -1], stdoutPipe: [Int32] = [-1, -1]
-        guard pipe(&stdinPipe) == 0, pipe(&stdoutPipe) == 0 else {
+        var stdinPipe: [Int32] = [-1, -1], stdoutPipe: [Int32] = [-1, -1], stderrPipe: [Int32] = [-1, -1]
+        let errorSink = Self.standardError
+        guard pipe(&stdinPipe) == 0, pipe(&stdoutPipe) == 0, errorSink == nil || pipe(&stderrPipe) == 0 else {
             throw USMError.pluginFailed(program: program.lastPathComponent, reason: "cannot be started: \(errnoDescription())")
         }
-        for fd in [stdinPipe[1], stdoutPipe[0]] { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        for fd in [stdinPipe[1], stdoutPipe[0], stderrPipe[0]] where fd >= 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
 
         let argv = ([program.path] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { for p in argv + envp { free(p) } }
         var pid: Int32 = 0
-        let spawned = usm_spawn(program.path, argv, envp, directory.path, stdinPipe[0], stdoutPipe[1], &pid)
+        let spawned = usm_spawn(program.path, argv, envp, directory.path, stdinPipe[0], stdoutPipe[1], stderrPipe[1], &pid)
         close(stdinPipe[0])
         close(stdoutPipe[1])
+        if stderrPipe[1] >= 0 { close(stderrPipe[1]) }
+        var stderrOpen = stderrPipe[0] >= 0
+        defer { if stderrPipe[0] >= 0 { close(stderrPipe[0]) } }
         guard spawned == 0 else {
             close(stdinPipe[1])
             close(stdoutPipe[0])
@@ -83,10 +92,17 @@ public struct ChildProcess {
                 ending = .timedOut
                 break
             }
-            var poller = pollfd(fd: stdoutPipe[0], events: Int16(POLLIN), revents: 0)
-            let ready = poll(&poller, 1, Int32(min(left * 1000, 200)) + 1)
+            var pollers = [pollfd(fd: stdoutPipe[0], events: Int16(POLLIN), revents: 0),
+                           pollfd(fd: stderrOpen ? stderrPipe[0] : -1, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&pollers, 2, Int32(min(left * 1000, 200)) + 1)
             if ready < 0, errno == EINTR { continue }
             guard ready > 0 else { continue }
+            // stderr as it comes, passed on whole; its end is not the run's end.
+            if stderrOpen, pollers[1].revents != 0, let errorSink {
+                let n = read(stderrPipe[0], &buffer, buffer.count)
+                if n > 0 { errorSink(Data(buffer[0..<n])) } else if n == 0 || (errno != EINTR && errno != EAGAIN) { stderrOpen = false }
+            }
+            guard pollers[0].revents != 0 else { continue }
             let n = read(stdoutPipe[0], &buffer, buffer.count)
             if n < 0, errno == EINTR || errno == EAGAIN { continue }
             guard n > 0 else { break }  // end of output
@@ -125,6 +141,14 @@ public struct ChildProcess {
         kill(-pid, SIGKILL)
         if !reaped {
             while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        }
+        // What it wrote to stderr last (it has ended): whatever the pipe still holds.
+        if stderrOpen, let errorSink {
+            _ = fcntl(stderrPipe[0], F_SETFL, fcntl(stderrPipe[0], F_GETFL) | O_NONBLOCK)
+            while true {
+                let n = read(stderrPipe[0], &buffer, buffer.count)
+                if n > 0 { errorSink(Data(buffer[0..<n])) } else if n < 0, errno == EINTR { continue } else { break }
+            }
         }
         if let ending { return ending }
         if status & 0x7F == 0 { return .exited((status >> 8) & 0xFF) }

@@ -61,8 +61,9 @@ struct ArchiveCommand: USMCommand {
         let chosen = (try? ArchiveFormat.choose(explicit: format, output: outputPath)) ?? .tarZstd
         let content: ArchiveOptions.Content = redact ? .redacted : metadataOnly ? .metadataOnly : .full
         let options = ArchiveOptions(
-            layout: layout.options, output: outputPath.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath) },
-            format: chosen, content: content, maxSize: maxSize?.bytes, overwrite: overwrite)
+            layout: layout.options(context.paths), output: outputPath.map { context.paths.url($0) },
+            format: chosen, content: content, maxSize: maxSize?.bytes, overwrite: overwrite, commandLine: context.arguments,
+            currentDirectory: context.paths.currentDirectory)
         try context.perform({ terminal in
             try BundleWriter(options: options).run(progress: terminal.progressBytes, phase: { terminal.progressLine($0) })
         }, text: { result, terminal in
@@ -81,7 +82,7 @@ struct ArchiveCommand: USMCommand {
             if result.unreadable > 0 {
                 // Said on stderr whatever the output style: the bundle is not the whole layout.
                 context.terminal.err("warning: \(result.unreadable) item(s) could not be read and are not in the bundle (exit 74):")
-                for skip in result.skipped where skip.reason.contains("could not be read") {
+                for skip in result.skipped where skip.unreadable {
                     context.terminal.err("  \(skip.path): \(skip.reason)")
                 }
             }

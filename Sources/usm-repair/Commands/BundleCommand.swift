@@ -46,7 +46,7 @@ struct BundleVerifyCommand: USMCommand {
         let verbose = output.verbose && !output.json
         try context.perform({ terminal in
             // --verbose: every entry as it is checked (differences are listed again at the end).
-            try BundleVerifier.verify(URL(fileURLWithPath: archive), onEntry: verbose ? { path, problems in
+            try BundleVerifier.verify(context.paths.url(archive, tilde: false), onEntry: verbose ? { path, problems in
                 if problems.isEmpty { terminal.out("matches: \(path)") }
             } : nil)
         }, text: { report, terminal in

@@ -10,7 +10,8 @@ struct CheckCommand: USMCommand {
             SQLite integrity_check; Z_METADATA; Z_MAX against the largest Z_PK of each hierarchy; every \
             Z_ENT known and in its hierarchy's table; to-one keys and join-table rows pointing at \
             existing rows; external-data references against the files in .<Name>_SUPPORT/_EXTERNAL_DATA \
-            (and files nobody references); iCloud metadata left in a local store; a WAL-mode store \
+            (0x02, external storage) and .<Name>_SUPPORT/_FBF (0x03, file-backed futures, with their \
+            sizes), and files nobody references; iCloud metadata left in a local store; a WAL-mode store \
             without its -wal; malformed markers and preferences; leftover temporary stores.
 
             Problems are errors, warnings or information. Errors fail the check; warnings fail it \
@@ -48,6 +49,6 @@ struct CheckCommand: USMCommand {
 
     func run(_ context: CommandContext) throws {
         try context.report(Inspection(
-            options: layout.options, depth: .check, ignoredCodes: Set(ignore.compactMap(ProblemCode.init(rawValue:))), strict: strict))
+            options: layout.options(context.paths), depth: .check, ignoredCodes: Set(ignore.compactMap(ProblemCode.init(rawValue:))), strict: strict))
     }
 }

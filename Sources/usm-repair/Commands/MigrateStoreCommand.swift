@@ -19,9 +19,14 @@ struct MigrateStoreCommand: USMCommand {
 
             Default strategy: \(StrategyChoice.migrateStoreDefaultRule).
 
+            The result keeps the identity (Z_UUID) of the store it replaces (--overwrite), of its \
+            source after a whole-store repair recipe, of DST in a merge; otherwise, or with \
+            --new-identity, it gets a new one.
+
             Exit codes: 0 migrated; 2 bad input (not a Core Data store, damaged, schema mismatch, \
             invalid recipe); 3 refused (DST exists, uniqueness conflict, plugin touched what it \
-            must not, --yes missing); 10 migration failed (strategy, recipe step, plugin or \
+            must not, --yes missing); 8 refused to lose data without a flag (CloudKit mirroring rows \
+            in a merge: --drop-cloudkit); 10 migration failed (strategy, recipe step, plugin or \
             verification; nothing installed); 64 usage (unknown strategy...); 66 not found \
             (source, recipe, plugin); 74 I/O error (read-only or full destination folder); 75 out of space.
 
@@ -51,6 +56,10 @@ struct MigrateStoreCommand: USMCommand {
     @Flag(name: .customLong("overwrite"), help: "Replace an existing DST (snapshotted first; needs --yes or a yes at the prompt).")
     var overwrite = false
 
+    @Flag(name: .customLong("new-identity"), help: ArgumentHelp(
+        "Give the result a new store UUID (Z_UUID) even where it keeps the replaced store's (--overwrite) or its source's (a whole-store repair recipe)."))
+    var newIdentity = false
+
     @Flag(name: [.short, .customLong("yes")], help: "Do not ask before replacing DST.")
     var yes = false
 
@@ -63,21 +72,23 @@ struct MigrateStoreCommand: USMCommand {
 
     func validate() throws {
         if into && overwrite { throw ValidationError("--into and --overwrite cannot be used together") }
+        if into && newIdentity { throw ValidationError("--new-identity cannot be used with --into: a merge keeps the destination's identity") }
     }
 
     func run(_ context: CommandContext) throws {
         let choice = strategy.choice
-        let options = choice.options(
+        var options = choice.options(
             keepUbiquityMetadata: keepUbiquityMetadata, recipeSearchPath: context.recipeSearchPath, environment: context.environment)
-        let destinationFiles = StoreFileSet(main: URL(fileURLWithPath: (destination as NSString).expandingTildeInPath))
+        options.newIdentity = newIdentity
+        let destinationFiles = StoreFileSet(main: context.paths.url(destination))
         let request = MigrationRequest(
-            source: StoreFileSet(main: URL(fileURLWithPath: (source as NSString).expandingTildeInPath)),
+            source: StoreFileSet(main: context.paths.url(source)),
             destination: destinationFiles,
             strategy: choice.id ?? (choice.recipe != nil || choice.plugin != nil ? "manual" : StrategyRegistry.defaultID),
             mode: into ? .merge : overwrite ? .overwrite : .create, options: options, dryRun: dryRun)
         let migration = StoreMigration(
             request: request, engine: MigrationEngine(registry: context.strategies),
-            executor: context.executor(snapshotDirectory: snapshotDir.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath, isDirectory: true) }))
+            executor: context.executor(snapshotDirectory: snapshotDir.map { context.paths.url($0, directory: true) }))
         try context.perform({ terminal in
             if overwrite, !dryRun, !destinationFiles.existingMembers().isEmpty {
                 try context.consent(

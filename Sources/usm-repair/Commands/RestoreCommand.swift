@@ -68,14 +68,15 @@ struct RestoreCommand: USMCommand {
 
     @OptionGroup(title: "Output") var output: OutputFlags
 
-    private var snapshotDirectory: URL? {
-        snapshotDir.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath, isDirectory: true) }
+    private func snapshotDirectory(_ context: CommandContext) -> URL? {
+        snapshotDir.map { context.paths.url($0, directory: true) }
     }
 
     func run(_ context: CommandContext) throws {
         guard let to else { return try undo(context) }
+        let snapshotDirectory = snapshotDirectory(context)
         let options = RestoreOptions(
-            archive: URL(fileURLWithPath: archive), target: URL(fileURLWithPath: to, isDirectory: true), yes: yes,
+            archive: context.paths.url(archive, tilde: false), target: context.paths.url(to, directory: true, tilde: false), yes: yes,
             snapshotDirectory: snapshotDirectory, dryRun: dryRun)
         let verbose = output.verbose && !output.json
         try context.perform({ terminal in
@@ -104,9 +105,9 @@ struct RestoreCommand: USMCommand {
 
     /// The snapshot back in place, as a journaled plan.
     private func undo(_ context: CommandContext) throws {
-        let url = URL(fileURLWithPath: (archive as NSString).expandingTildeInPath)
+        let url = context.paths.url(archive)
         try context.perform({ terminal -> SnapshotUndo.Report in
-            let executor = context.executor(snapshotDirectory: snapshotDirectory)
+            let executor = context.executor(snapshotDirectory: snapshotDirectory(context))
             let prepared = try SnapshotUndo.prepare(snapshot: url, dryRun: dryRun, executor: executor)
             let preview = SnapshotUndo.report(
                 prepared.plan, paths: prepared.paths, archive: url, result: nil, recovered: prepared.recovered, dryRun: true)

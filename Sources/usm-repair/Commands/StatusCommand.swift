@@ -29,6 +29,6 @@ struct StatusCommand: USMCommand {
     @OptionGroup(title: "Output") var output: OutputFlags
 
     func run(_ context: CommandContext) throws {
-        try context.report(Inspection(options: layout.options, depth: .status))
+        try context.report(Inspection(options: layout.options(context.paths), depth: .status))
     }
 }

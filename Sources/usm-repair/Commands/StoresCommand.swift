@@ -17,7 +17,7 @@ struct StoresCommand: USMCommand {
 
     func run(_ context: CommandContext) throws {
         try context.perform({ terminal in
-            var inspection = Inspection(options: layout.options, depth: .status)
+            var inspection = Inspection(options: layout.options(context.paths), depth: .status)
             inspection.records = OperationRecords(stateFolder: context.stateFolder)
             return StoreList(report: try inspection.run(progress: terminal.progress))
         }, text: { list, terminal in
@@ -39,7 +39,7 @@ struct StoresCommand: USMCommand {
 struct StoreList: Encodable {
     struct Copy: Encodable {
         let path: String
-        let location: String
+        let location: Layout.Location
         @NullEncoded var peer: String?
         @NullEncoded var account: String?
         @NullEncoded var opens: Bool?
@@ -71,7 +71,7 @@ struct StoreList: Encodable {
             Store(
                 uuid: store.uuid, cloudVersion: store.cloudVersion, active: store.uuid == active, content: store.content,
                 markers: store.markers, cached: store.cached,
-                copies: report.stores.filter { $0.uuid == store.uuid && $0.location != "nominal" }.map {
+                copies: report.stores.filter { $0.uuid == store.uuid && $0.location != .nominal }.map {
                     Copy(path: $0.path, location: $0.location, peer: $0.copy?.peer, account: $0.copy?.account, opens: $0.opens,
                          health: $0.health.rawValue, objects: $0.objects)
                 })
@@ -118,12 +118,12 @@ struct RecoverCommand: USMCommand {
     func run(_ context: CommandContext) throws {
         try context.perform({ _ in
             let executor = context.executor(snapshotDirectory: nil)
-            let layout = try Layout.discover(self.layout.options, records: executor.records)
+            let layout = try Layout.discover(self.layout.options(context.paths), records: executor.records)
             return Report(recovered: try executor.recover(roots: layout.planRoots))
         }, text: { report, terminal in
             if report.recovered.isEmpty { terminal.out("Nothing to recover.") }
             for r in report.recovered {
-                terminal.out("\(r.operation): \(r.outcome == "undone" ? "undone (the files are as before it)" : "finished (the files are as it leaves them)")")
+                terminal.out("\(r.operation): \(r.outcome == .undone ? "undone (the files are as before it)" : "finished (the files are as it leaves them)")")
             }
         })
     }

@@ -48,13 +48,15 @@ struct LayoutFlags: ParsableArguments {
     var document: String?
 
     func validate() throws {
-        do { try options.validate() } catch let error as USMError { throw ValidationError(error.message) }
+        do { try options(PathResolver.live(environment: [:])).validate() } catch let error as USMError {
+            throw ValidationError(error.message)
+        }
     }
 
-    /// The core's view of these flags.
-    var options: LayoutOptions {
+    /// The core's view of these flags, their paths resolved by `paths`.
+    func options(_ paths: PathResolver) -> LayoutOptions {
         func url(_ path: String?, directory: Bool = false) -> URL? {
-            path.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath, isDirectory: directory) }
+            path.map { paths.url($0, directory: directory) }
         }
         return LayoutOptions(
             appDirectory: url(appDir, directory: true), cloudDirectory: url(cloudDir, directory: true), storeName: storeName,

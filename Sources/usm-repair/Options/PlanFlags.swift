@@ -20,8 +20,8 @@ struct PlanFlags: ParsableArguments {
     var detailedExitCode = false
 
     /// `--snapshot-dir`, nil for the default (the state folder's `snapshots`).
-    var snapshotDirectory: URL? {
-        snapshotDir.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath, isDirectory: true) }
+    func snapshotDirectory(_ paths: PathResolver) -> URL? {
+        snapshotDir.map { paths.url($0, directory: true) }
     }
 }
 
@@ -75,6 +75,10 @@ struct StrategyFlags: ParsableArguments {
         "Rows breaking a uniqueness constraint in a merge: refuse (default), keep-destination or keep-source.", valueName: "policy"))
     var onConflict: ConflictPolicy = .refuse
 
+    @Flag(name: .customLong("drop-cloudkit"), help: ArgumentHelp(
+        "Leave out NSPersistentCloudKitContainer's mirroring rows (ANSCK*) where they cannot follow the objects' keys (a merge): CloudKit then exports those objects again as new records."))
+    var dropCloudKit = false
+
     @Option(name: .customLong("plugin-timeout"), help: ArgumentHelp(
         "Seconds an external plugin (with everything it started), or one statement of a recipe, may take (default 600).",
         valueName: "seconds"))
@@ -102,7 +106,9 @@ struct StrategyFlags: ParsableArguments {
     }
 
     var choice: StrategyChoice {
-        StrategyChoice(id: strategy, recipe: recipe, plugin: plugin, parameters: parameters, onConflict: onConflict, timeout: pluginTimeout)
+        StrategyChoice(
+            id: strategy, recipe: recipe, plugin: plugin, parameters: parameters, onConflict: onConflict, timeout: pluginTimeout,
+            dropCloudKit: dropCloudKit)
     }
 }
 

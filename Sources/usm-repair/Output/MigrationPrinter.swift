@@ -18,7 +18,11 @@ struct MigrationPrinter {
             }
         } else {
             terminal.out("Migrated \(report.source.path) -> \(report.destination.path) with \(report.strategy) (\(report.mode))")
-            terminal.out("Store UUID \(report.destination.storeUUID ?? "none"); verified: integrity \(report.verification.integrity), rows \(report.verification.rows), \(report.verification.digestsCompared) content digests equal, \(report.verification.externalDataFiles) external-data files")
+            let identity = ["replaced-store": " (kept from the replaced store)", "source": " (kept from the source)", "destination": " (the destination's)"][report.identity] ?? ""
+            terminal.out("Store UUID \(report.destination.storeUUID ?? "none")\(identity); verified: integrity \(report.verification.integrity), rows \(report.verification.rows), \(report.verification.digestsCompared) content digests equal, \(report.verification.externalDataFiles) external-data files")
+            for raise in report.countersRaised {
+                terminal.out("Z_MAX of \(raise.entity) raised from \(raise.from) to \(raise.to): it was behind the keys in use")
+            }
             if let recipe = report.recipe { terminal.out("Recipe \(recipe) (sha256 \(report.recipeSHA256 ?? "?"))") }
             if let plugin = report.plugin { terminal.out("Plugin \(plugin)") }
             if verbose {
@@ -39,7 +43,9 @@ struct MigrationPrinter {
             terminal.out("  \(name): \(n) rows not duplicated (uniqueness constraint)")
         }
         for line in report.leftOut { terminal.out("Left out: \(line)") }
-        for line in report.notes where verbose { terminal.out("Note: \(line)") }
+        // Notes say what a person must know (values not copied, keys moved, files left behind):
+        // never only with --verbose.
+        for line in report.notes { terminal.out("Note: \(line)") }
         for problem in report.verification.inherited { terminal.out("Inherited from the source: \(problem.code.rawValue): \(problem.message)") }
         if let snapshot = report.snapshot {
             terminal.out("The old destination is in \(snapshot); usm-repair restore \(snapshot) --to DIR puts its file set back under DIR/\(URL(fileURLWithPath: report.destination.path).deletingLastPathComponent().lastPathComponent)/")

@@ -67,12 +67,12 @@ struct PlanPrinter {
     /// One line per step (the path it acts on, its time once run), and its reason when asked.
     static func printSteps(_ steps: [MaintenanceRun.Report.Step], reasons: Bool, to terminal: Terminal) {
         for step in steps {
-            let action = step.action.padding(toLength: 18, withPad: " ", startingAt: 0)
+            let action = step.action.rawValue.padding(toLength: 18, withPad: " ", startingAt: 0)
             let where_: String = switch step.action {
-            case "retire", "checkpoint", "build", "write-preferences": " " + (step.paths.first ?? "")
-            case "install": " " + (step.paths.last ?? "")
-            case "write-marker": " " + (step.paths.first.map { URL(fileURLWithPath: $0).lastPathComponent } ?? "")
-            default: ""
+            case .retire, .checkpoint, .build, .writePreferences: " " + (step.paths.first ?? "")
+            case .install: " " + (step.paths.last ?? "")
+            case .writeMarker: " " + (step.paths.first.map { URL(fileURLWithPath: $0).lastPathComponent } ?? "")
+            case .snapshot, .extract, .commit, .purge: ""
             }
             let time = step.seconds.map { String(format: " (%.2f s)", $0) } ?? ""
             terminal.out(String(format: "%3d. ", step.index) + action + where_ + time)

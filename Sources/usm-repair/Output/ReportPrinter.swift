@@ -118,14 +118,18 @@ struct ReportPrinter {
             if let listed = copy.accountListed { where_.append(listed ? "listed in the preferences" : "not in the preferences' account map") }
             if let opens = store.opens { where_.append(opens ? "the copy the app opens" : "not the copy the app opens") }
             terminal.out("            " + where_.joined(separator: ", "))
-        } else if store.location == "nominal" {
+        } else if store.location == .nominal {
             terminal.out("            a plain file at the nominal store URL (ignored by Core Data on iOS 7+)")
-        } else if store.location == "nosync" {
+        } else if store.location == .nosync {
             terminal.out("            an iOS 6 cloud store (CloudStore.nosync)")
         }
         guard store.exists, store.metadata != nil || store.objects > 0 else { return }
         let userEntities = store.entities.filter { !$0.system }
-        var facts = ["\(userEntities.count) entities", "\(store.objects) objects"]
+        // Objects are what the app shows (the ledger counts the same); Core Data's own history and
+        // mirroring rows are said apart, so the two never give a person two numbers for one store.
+        let bookkeeping = store.entities.filter(\.system).reduce(0) { $0 + $1.rows }
+        var facts = ["\(userEntities.count) entities", "\(store.objects - bookkeeping) objects"]
+        if bookkeeping > 0 { facts.append("\(bookkeeping) history rows") }
         if let uuid = store.storeUUID { facts.append("store UUID \(uuid)") }
         facts.append(store.walPresent ? "-wal present" : "no -wal")
         if store.ubiquityMetadata { facts.append("iCloud metadata") }

@@ -7,7 +7,7 @@ import USMRepairCore
 /// Runs `usm-repair <arguments>` in process, as the executable's `main` does but for the process
 /// around it: the same parsing, the same command code and printers, the same exit codes, with the
 /// world injected (environment, a capturing terminal, hooks into the plan executor). Tests that
-/// need a real process (signals, a real terminal, a second process holding a lock) use `CLI.run`.
+/// need a real process use `Launcher` (see there for when).
 enum USM {
     /// Captured output, written from any thread.
     private final class Capture: Sendable {
@@ -25,10 +25,18 @@ enum USM {
         return env
     }
 
-    /// Runs one command. `answers` are typed at the prompt (which then counts as a terminal).
+    /// The current folder of runs that name none: a private one, so that nothing a command writes
+    /// by default (`archive` without `-o`) lands in the test process's folder.
+    static let directory: URL = {
+        let url = CLI.stateHome.appendingPathComponent("cwd", isDirectory: true)
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }()
+
+    /// Runs one command in `directory` (its current folder). `answers` are typed at the prompt (which then counts as a terminal).
     static func run(
         _ arguments: [String], environment extra: [String: String] = [:], hooks: PlanExecutor.Hooks = .none,
-        answers: [String]? = nil, outputFailure: USMError? = nil
+        answers: [String]? = nil, outputFailure: USMError? = nil, in directory: URL = USM.directory
     ) -> CLI.Result {
         let out = Capture(), err = Capture()
         let env = environment(extra)
@@ -38,8 +46,11 @@ enum USM {
                 colors: false, progress: false, interactive: answers != nil, out: out.append, err: err.append,
                 readAnswer: { remaining.isEmpty ? nil : remaining.removeFirst() }, outputFailure: { outputFailure })
             var context = CommandContext(
-                terminal: terminal, output: output, command: command.commandPath, environment: env, executable: CLI.binary)
+                terminal: terminal, output: output, command: command.commandPath, environment: env, executable: CLI.binary,
+                arguments: ["usm-repair"] + arguments, paths: PathResolver(currentDirectory: directory, home: env["HOME"]))
             context.hooks = hooks
+            context.scratch = Scratch.forEnvironment(env)
+            context.childStandardError = { err.append(String(decoding: $0, as: UTF8.self)) }
             return context
         }
         return CLI.Result(status: status, stdout: out.value, stderr: err.value)

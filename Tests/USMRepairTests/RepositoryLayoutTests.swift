@@ -1,0 +1,53 @@
+import Foundation
+import Testing
+
+/// The repository as the README describes it, and the code as the formatter wants it.
+@Suite("repository layout")
+struct RepositoryLayoutTests {
+    static let root = CLITests.packageRoot
+
+    /// The paths the README's "Layout of the repository" block names: top-level entries as written,
+    /// indented ones below the folder above them.
+    static func listedPaths() throws -> [String] {
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let section = try #require(readme.components(separatedBy: "## Layout of the repository\n").dropFirst().first)
+        let block = try #require(section.components(separatedBy: "```").dropFirst().first)
+        var paths: [String] = []
+        var folder = ""
+        for line in block.split(separator: "\n", omittingEmptySubsequences: true) {
+            let indent = line.prefix { $0 == " " }.count
+            guard let word = line.split(separator: " ").first.map(String.init) else { continue }
+            if indent == 0 {
+                folder = word.hasSuffix("/") ? String(word.dropLast()) : ""
+                paths.append(word.hasSuffix("/") ? String(word.dropLast()) : word)
+            } else if indent == 2, word.hasSuffix("/"), !folder.isEmpty {
+                paths.append(folder + "/" + word.dropLast())
+            }
+        }
+        return paths
+    }
+
+    /// The folders directly inside `relative`, hidden ones left out.
+    static func folders(in relative: String) throws -> [String] {
+        let url = relative.isEmpty ? root : root.appendingPathComponent(relative)
+        return try FileManager.default.contentsOfDirectory(atPath: url.path).filter { name in
+            var isDirectory: ObjCBool = false
+            return !name.hasPrefix(".") && FileManager.default.fileExists(atPath: url.appendingPathComponent(name).path, isDirectory: &isDirectory)
+                && isDirectory.boolValue
+        }.map { relative.isEmpty ? $0 : relative + "/" + $0 }.sorted()
+    }
+
+    @Test("the README's layout names every folder at the top, in Sources/, in the core, the executable and Tests/, and nothing that is not there")
+    func readmeLayout() throws {
+        let listed = try Self.listedPaths()
+        #expect(listed.count > 20, "\(listed)")
+        for path in listed {
+            #expect(FileManager.default.fileExists(atPath: Self.root.appendingPathComponent(path).path), "the README names \(path), which does not exist")
+        }
+        var required = try Self.folders(in: "")
+        for parent in ["Sources", "Sources/USMRepairCore", "Sources/usm-repair", "Tests"] { required += try Self.folders(in: parent) }
+        for folder in required {
+            #expect(listed.contains { $0 == folder || $0.hasPrefix(folder + "/") }, "the README's layout does not name \(folder)")
+        }
+    }
+}
