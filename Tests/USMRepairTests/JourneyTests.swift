@@ -167,7 +167,7 @@ struct JourneyTests {
         #expect(plain.stdout.contains("Next step:"))
         #expect(!plain.stdout.contains("\u{1B}[1m") && !plain.stdout.contains("\u{1B}[3"), "NO_COLOR: no colour")
         // Without a terminal: no progress at all.
-        let piped = try CLI.run(["cloud", "enable", "--container", paths.root.path, "--yes", "--snapshot-dir", tmp.path("s").path])
+        let piped = USM.run(["cloud", "enable", "--container", paths.root.path, "--yes", "--snapshot-dir", tmp.path("s").path])
         #expect(!piped.stderr.contains("[step"), "\(piped.stderr)")
     }
 }
