@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Builds the release binary that runs without the Swift toolchain, proves it, and writes it with
-# its shell completions and man page into a folder (default dist/):
+# Builds the release binary that runs without the Swift toolchain, proves it, and lays it out with
+# its recipes, man page, shell completions and documentation as an installable prefix tree
+# (default dist/), with Scripts/stage.sh:
 #
-#   dist/usm-repair                       the binary (Swift runtime and Foundation linked in)
-#   dist/completions/usm-repair.bash      bash completion
-#   dist/completions/_usm-repair          zsh completion
-#   dist/completions/usm-repair.fish      fish completion
-#   dist/man/usm-repair.1                 the man page (argument-parser's generate-manual plugin)
+#   dist/bin/usm-repair                                 the binary (Swift runtime and Foundation linked in)
+#   dist/share/usm-repair/recipes/                      the recipes (found relative to the binary)
+#   dist/share/man/man1/usm-repair.1                    the man page (argument-parser's generate-manual plugin)
+#   dist/share/bash-completion/completions/usm-repair   bash completion
+#   dist/share/zsh/site-functions/_usm-repair           zsh completion
+#   dist/share/fish/vendor_completions.d/usm-repair.fish fish completion
+#   dist/share/doc/usm-repair/                          README, CHANGELOG, LICENSE, docs/usm-behaviour.md
+#
+# Install: sudo cp -R dist/. /usr/local/   (or any prefix; the tree is relocatable)
 #
 # Usage: Scripts/release.sh [DIR]
 # Exit codes: 0 done; 1 the binary still needs a Swift library, or does not run without them.
@@ -17,11 +22,12 @@ version_date=${USM_RELEASE_DATE:-$(date -u +%Y-%m-%d)}
 
 echo "release: building (swift build -c release --static-swift-stdlib)" >&2
 swift build -c release --static-swift-stdlib --product usm-repair
-bin="$(swift build -c release --static-swift-stdlib --show-bin-path)/usm-repair"
-mkdir -p "$out/completions" "$out/man"
+built="$(swift build -c release --static-swift-stdlib --show-bin-path)/usm-repair"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 # Copied now: the man-page plugin below builds the package again and would relink this path.
-cp "$bin" "$out/usm-repair"
-bin="$out/usm-repair"
+cp "$built" "$work/usm-repair"
+bin="$work/usm-repair"
 
 # 1. No Swift runtime, Foundation or dispatch library is loaded at run time.
 if ldd "$bin" | grep -E 'libswift|libFoundation|libdispatch|libBlocksRuntime|/swift/'; then
@@ -38,14 +44,12 @@ else
   echo "release: not root (or no unshare): skipped running with $toolchain_lib hidden; ldd lists no Swift library" >&2
 fi
 
-# 3. Shell completions, from the binary itself.
-"$bin" --generate-completion-script bash > "$out/completions/usm-repair.bash"
-"$bin" --generate-completion-script zsh > "$out/completions/_usm-repair"
-"$bin" --generate-completion-script fish > "$out/completions/usm-repair.fish"
-
-# 4. The man page, with argument-parser's plugin (on the debug build: the text is the same).
+# 3. The man page, with argument-parser's plugin (on the debug build: the text is the same).
 swift package generate-manual --configuration debug --date "$version_date" --authors "the usm-repair authors" >&2
-cp .build/plugins/GenerateManual/outputs/usm-repair/usm-repair.1 "$out/man/usm-repair.1"
+cp .build/plugins/GenerateManual/outputs/usm-repair/usm-repair.1 "$work/usm-repair.1"
 
-echo "release: $("$bin" --version) in $out/" >&2
-ls -l "$out" "$out/completions" "$out/man" >&2
+# 4. The prefix tree: binary, recipes, man page, completions, documentation.
+bash Scripts/stage.sh "$bin" "$out" --man "$work/usm-repair.1"
+
+echo "release: $("$out/bin/usm-repair" --version) in $out/" >&2
+find "$out" -type f | sort >&2

@@ -122,7 +122,10 @@ public struct LoadedRecipe: Sendable {
         } else {
             guard let found = search.map({ $0.appendingPathComponent(reference + ".json") })
                 .first(where: { FileStatus.resolve($0.path)?.kind == .file }) else {
-                throw USMError.notFound(path: reference, what: "recipe (looked in \(search.map(\.path).joined(separator: ", ")))")
+                let looked = search.map { FileStatus.resolve($0.path)?.kind == .directory ? $0.path : "\($0.path) (absent)" }
+                throw USMError.notFound(
+                    path: reference,
+                    what: "recipe (looked in \(looked.isEmpty ? "no folder: set USM_REPAIR_RECIPES" : looked.joined(separator: ", ")))")
             }
             url = found
         }

@@ -16,8 +16,10 @@ public enum RecipeCatalog {
     }
 
     /// The folders searched, in order: `$USM_REPAIR_RECIPES` (a `:`-separated list), then
-    /// `<prefix>/share/usm-repair/recipes` beside the executable's `bin`, then the `Recipes/`
-    /// folder of the source checkout the executable was built in (a development build).
+    /// `<prefix>/share/usm-repair/recipes` beside the executable's `bin` (an installed binary),
+    /// then the `Recipes/` folder of the source checkout the executable was built in (a
+    /// development build). Folders that do not exist are included: a recipe that is not found
+    /// names every folder looked in.
     public static func searchPath(environment: [String: String], executable: URL) -> [URL] {
         var folders = (environment["USM_REPAIR_RECIPES"] ?? "").split(separator: ":").map { URL(fileURLWithPath: String($0), isDirectory: true) }
         let bin = executable.resolvingSymlinksInPath().deletingLastPathComponent()
@@ -30,14 +32,19 @@ public enum RecipeCatalog {
             }
             dir = dir.deletingLastPathComponent()
         }
-        return folders.filter { FileStatus.resolve($0.path)?.kind == .directory }
+        return folders
+    }
+
+    /// The folders of `search` that exist.
+    public static func existing(_ search: [URL]) -> [URL] {
+        search.filter { FileStatus.resolve($0.path)?.kind == .directory }
     }
 
     /// Every readable recipe in `search` (the first of each id wins); unreadable ones are skipped.
     public static func list(search: [URL]) -> [Entry] {
         var seen: Set<String> = []
         var entries: [Entry] = []
-        for folder in search {
+        for folder in existing(search) {
             let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter { $0.hasSuffix(".json") }.sorted()
             for name in names {
                 guard let loaded = try? LoadedRecipe.load(folder.appendingPathComponent(name).path, search: []),

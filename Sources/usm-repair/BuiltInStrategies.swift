@@ -13,7 +13,9 @@ let builtInStrategies: [any MigrationStrategy.Type] = [
 enum BuiltInStrategies {
     /// Builds the staged store of a plan's `build` step with the migration engine over `registry`:
     /// a verified store whose rows per entity are returned; the executor installs it.
-    static func builder(registry: StrategyRegistry, environment: [String: String], recipeSearchPath: [URL]) -> PlanExecutor.Builder {
+    /// `progress` receives the rows copied so far and in all (strategies that copy rows say it).
+    static func builder(registry: StrategyRegistry, environment: [String: String], recipeSearchPath: [URL],
+                        progress: @escaping @Sendable (Int64, Int64) -> Void = { _, _ in }) -> PlanExecutor.Builder {
         { build in
             var options = build.strategy.options(
                 keepUbiquityMetadata: build.keepUbiquityMetadata, recipeSearchPath: recipeSearchPath, environment: environment,
@@ -24,7 +26,7 @@ enum BuiltInStrategies {
                 return try MigrationEngine(registry: registry).build(
                     source: StoreFileSet(main: URL(fileURLWithPath: build.source)), staged: URL(fileURLWithPath: build.staged),
                     strategy: build.strategy.id ?? StrategyRegistry.defaultID, options: options,
-                    mergeInto: build.mergeInto.map { StoreFileSet(main: URL(fileURLWithPath: $0)) })
+                    mergeInto: build.mergeInto.map { StoreFileSet(main: URL(fileURLWithPath: $0)) }, progress: progress)
             } catch USMError.sourceDamaged(let path, let detail) {
                 // Planning reads only the header of the store the engine reads; what the engine
                 // finds damaged is the operation's precondition failing.

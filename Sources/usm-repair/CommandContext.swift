@@ -65,8 +65,20 @@ struct CommandContext {
         let environment = ProcessInfo.processInfo.environment
         return CommandContext(
             terminal: .live(quiet: output.quiet, json: output.json, environment: environment), output: output, command: command,
-            environment: environment, executable: URL(fileURLWithPath: CommandLine.arguments.first ?? "usm-repair"),
+            environment: environment, executable: runningExecutable,
             arguments: CommandLine.arguments, paths: .live(environment: environment))
+    }
+
+    /// The running binary's own path (recipes are found relative to it): the system's answer
+    /// (`/proc/self/exe`), not `argv[0]`, which is only `usm-repair` when found on `PATH`.
+    static var runningExecutable: URL {
+        Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments.first ?? "usm-repair")
+    }
+
+    /// The recipe names found where this binary looks for them (shell completion of `--recipe`).
+    static func recipeNames() -> [String] {
+        let search = RecipeCatalog.searchPath(environment: ProcessInfo.processInfo.environment, executable: runningExecutable)
+        return RecipeCatalog.list(search: search).map(\.id)
     }
 
     /// usm-repair's own folder: snapshots, scratch records, the record of operations.
@@ -86,7 +98,8 @@ struct CommandContext {
     func executor(snapshotDirectory: URL?) -> PlanExecutor {
         PlanExecutor(
             snapshotDirectory: snapshotDirectory ?? stateFolder.appendingPathComponent("snapshots", isDirectory: true),
-            builder: BuiltInStrategies.builder(registry: strategies, environment: environment, recipeSearchPath: recipeSearchPath),
+            builder: BuiltInStrategies.builder(
+                registry: strategies, environment: environment, recipeSearchPath: recipeSearchPath, progress: terminal.rowCounter("building")),
             records: OperationRecords(stateFolder: stateFolder), hooks: hooks, commandLine: arguments)
     }
 
@@ -145,7 +158,8 @@ struct CommandContext {
         try perform({ terminal -> MaintenanceRun.Report in
             let planned = try operation.plan(dryRun: flags.dryRun)
             let preview = operation.report(
-                planned.plan, before: planned.report, result: nil, after: nil, recovered: planned.recovered, dryRun: flags.dryRun)
+                planned.plan, before: planned.report, result: nil, after: nil, recovered: planned.recovered, dryRun: flags.dryRun,
+                notes: planned.notes)
             if flags.dryRun || planned.plan.isNoOp { return preview }
             try consent(
                 yes: flags.yes, terminal: terminal,
@@ -153,7 +167,11 @@ struct CommandContext {
                 question: "Run this plan? A snapshot is taken first.") { PlanPrinter(terminal: terminal, verbose: output.verbose).print(preview) }
             return try operation.run(planned, progress: { terminal.progressLine($0) })
         }, text: { report, terminal in
-            guard !output.quiet || report.dryRun else { return }
+            guard !output.quiet || report.dryRun else {
+                // Quiet, but never without the way back: the undo goes to stderr.
+                if let snapshot = report.snapshot { terminal.err("to undo: usm-repair restore \(ShellWords.quote(snapshot)) --yes") }
+                return
+            }
             PlanPrinter(terminal: terminal, verbose: output.verbose).print(report)
         }, status: { report in
             // --detailed-exitcode: a deployment script tells "done" (20) from "nothing to do" (0).

@@ -17,7 +17,9 @@ struct USMRepairCommand: ParsableCommand {
             takes a snapshot first, and can be undone with restore. Exit codes: 0 ok, 1 problems found, \
             2 bad input, 3 refused, 4 needs the ubiquity container, 5 store in use, 6 busy, 7 interrupted, \
             8 precondition failed, 9 changed since planning, 10 migration failed, 64 usage, 66 not found, \
-            74 I/O error, 75 out of space (README, "Exit codes").
+            74 I/O error, 75 out of space (usm-repair help exit-codes; problem codes: usm-repair help \
+            problems). After a change, the report ends with the next step: how the fixed folder goes \
+            back to the device (usm-repair help next-steps).
 
             Examples:
               usm-repair status --container ~/Downloads/Notes.xcappdata
@@ -30,7 +32,7 @@ struct USMRepairCommand: ParsableCommand {
         subcommands: [
             StatusCommand.self, CheckCommand.self, StoresCommand.self, ArchiveCommand.self, RestoreCommand.self, BundleCommand.self,
             DeleteCommand.self, MigrateCommand.self, RebuildCommand.self, SwitchCommand.self, CloudCommand.self,
-            CorruptionCommand.self, RecoverCommand.self, MigrateStoreCommand.self, StrategiesCommand.self,
+            CorruptionCommand.self, RecoverCommand.self, MigrateStoreCommand.self, StrategiesCommand.self, SnapshotsCommand.self,
         ]
     )
 
@@ -57,6 +59,10 @@ struct USMRepairCommand: ParsableCommand {
         _ arguments: [String], out: @escaping (String) -> Void, err: @escaping (String) -> Void,
         context: (any USMCommand.Type, OutputFlags) -> CommandContext
     ) -> Int32 {
+        if let topic = HelpTopic.requested(arguments) {
+            out(topic.text)
+            return 0
+        }
         let command: ParsableCommand
         do {
             command = try parseAsRoot(arguments)

@@ -103,7 +103,8 @@ struct CommandLineTests {
         #expect(commands.count >= 20)
         for command in commands {
             let discussion = command.configuration.discussion
-            let examples = discussion.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { $0.hasPrefix("usm-repair ") }
+            // Long examples continue on the next line with `\`: one command each, joined.
+            let examples = HelpExampleTests.examples(in: discussion).filter { $0.hasPrefix("usm-repair ") }
             #expect(discussion.contains("Examples:") || discussion.contains("Example:"), "\(command)")
             #expect(!examples.isEmpty, "\(command)")
             for example in examples {

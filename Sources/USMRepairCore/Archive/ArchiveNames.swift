@@ -3,12 +3,13 @@ import Foundation
 
 /// Entry names and link targets between our strings and libarchive, byte for byte.
 ///
-/// libarchive converts names between UTF-8 and the C library's current locale. This tool never
-/// sets a locale, so that conversion fails for every non-ASCII name (the pax header writer then
-/// crashed on a NULL name). So names are handed over as raw bytes: pax headers carry them with
-/// `hdrcharset=BINARY`; zip marks valid UTF-8 names as UTF-8 (its flag bit 11) and stores other
-/// names' bytes as they are. Reading takes the raw bytes when libarchive has them and its UTF-8
-/// form otherwise (an archive written by another tool).
+/// libarchive converts names between UTF-8 and the thread's locale. This tool never sets a
+/// process locale, so that conversion would fail for every non-ASCII name (the pax header writer
+/// then crashed on a NULL name when only a UTF-8 form was given). So names are handed over as raw
+/// bytes: the pax writer converts them under a UTF-8 thread locale (`ArchiveWriter`), which keeps
+/// valid UTF-8 names as they are and writes any other name's bytes with `hdrcharset=BINARY`; zip
+/// marks valid UTF-8 names as UTF-8 (its flag bit 11) and stores other names' bytes as they are.
+/// Reading takes the raw bytes when libarchive has them and its UTF-8 form otherwise.
 enum ArchiveNames {
     /// Sets an entry's path.
     static func setPath(_ entry: OpaquePointer, _ name: String, zip: Bool) {

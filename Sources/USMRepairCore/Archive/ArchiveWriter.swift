@@ -81,6 +81,9 @@ final class ArchiveWriter {
     }
 
     private let handle: OpaquePointer
+    /// A UTF-8 character-type locale the headers are written under (see `init`); nil when the
+    /// system has none, and every pax header then says `hdrcharset=BINARY`.
+    private let headerLocale: locale_t?
     private let sink: Sink
     private let format: ArchiveFormat
     private let sinkRef: Unmanaged<Sink>
@@ -105,9 +108,18 @@ final class ArchiveWriter {
         self.format = format
         sink = Sink(fd: fd, path: path, limit: limit)
         sinkRef = Unmanaged.passRetained(sink)
+        // Names go into pax headers as UTF-8, the standard's own charset, which every tar reads:
+        // libarchive converts them from the thread's locale, so headers are written under a
+        // UTF-8 one (this tool never sets a process locale; in the C locale every non-ASCII name
+        // would fail). A name that is not valid UTF-8 then fails that conversion alone, and
+        // libarchive writes its exact bytes with pax's `hdrcharset=BINARY` for that entry only
+        // (GNU tar warns once about the keyword it does not know, for that entry). Without a
+        // UTF-8 locale, every name goes as bytes with `hdrcharset=BINARY`.
+        headerLocale = format == .zip ? nil : Self.utf8Locale()
         guard let h = archive_write_new() else {
             close(fd)
             sinkRef.release()
+            if let headerLocale { freelocale(headerLocale) }
             throw USMError.archive(path: path, code: ARCHIVE_FATAL, message: "archive_write_new failed")
         }
         handle = h
@@ -124,10 +136,7 @@ final class ArchiveWriter {
         if r < ARCHIVE_WARN {
             throw USMError.archive(path: path, code: r, message: Self.errorString(h))
         }
-        if format != .zip {
-            // Names go into the pax headers as the exact bytes the file system holds, with no
-            // conversion through the C locale (which fails for any non-ASCII name and made
-            // libarchive's header writer crash): pax's own `hdrcharset=BINARY`.
+        if format != .zip, headerLocale == nil {
             let option = archive_write_set_format_option(h, "pax", "hdrcharset", "BINARY")
             if option < ARCHIVE_WARN { throw USMError.archive(path: path, code: option, message: Self.errorString(h)) }
         }
@@ -143,6 +152,7 @@ final class ArchiveWriter {
     }
 
     deinit {
+        if let headerLocale { freelocale(headerLocale) }
         if !finished {
             archive_write_free(handle)
             // Stop the compressor's writer thread before its file descriptor is closed.
@@ -239,8 +249,18 @@ final class ArchiveWriter {
         archive_entry_set_mtime(entry, time_t(mtime.seconds), Int(mtime.nanoseconds))
         if type == USM_AE_IFREG { archive_entry_set_size(entry, la_int64_t(size)) }
         if let link { ArchiveNames.setLink(entry, link, zip: format == .zip) }
+        let previous = headerLocale.map { uselocale($0) }
+        defer { if let previous { uselocale(previous) } }
         let r = archive_write_header(handle, entry)
         if r < ARCHIVE_WARN { throw failure() }
+    }
+
+    /// A new UTF-8 character-type locale, nil when the system has none.
+    private static func utf8Locale() -> locale_t? {
+        for name in ["C.UTF-8", "C.utf8", "en_US.UTF-8", "UTF-8"] {
+            if let locale = newlocale(LC_CTYPE_MASK, name, nil) { return locale }
+        }
+        return nil
     }
 
     private func failure() -> USMError {

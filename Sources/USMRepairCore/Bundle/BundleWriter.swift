@@ -29,8 +29,9 @@ public struct BundleWriter {
     /// Progress: (bytes done, bytes in all).
     public typealias Progress = (Int64, Int64) -> Void
 
-    /// Writes the bundle and returns what was written.
-    public func run(progress: Progress = { _, _ in }) throws -> ArchiveResult {
+    /// Writes the bundle and returns what was written. `phase` names each phase as it starts
+    /// (reading the stores, redacting each one, writing), `progress` the bytes written.
+    public func run(progress: Progress = { _, _ in }, phase: (String) -> Void = { _ in }) throws -> ArchiveResult {
         let layout = try Layout.discover(options.layout)
         let scratch = try TemporaryDirectory(prefix: "usm-repair-bundle")
         defer { scratch.remove() }
@@ -39,6 +40,7 @@ public struct BundleWriter {
         let output = try resolveOutput(inventory: inventory)
 
         // 2. Stores, captured consistently; a store that cannot be read is left out, listed.
+        phase("reading \(inventory.stores.count) store(s) through private copies")
         let captures = try Self.capture(inventory.stores, into: scratch.url.appendingPathComponent("stores"), catalog: catalog)
         var privateCopies: [String: URL] = [:]
         for (index, store) in inventory.stores.enumerated() {
@@ -56,8 +58,10 @@ public struct BundleWriter {
         // 3 and 5. Every store entry, with its hash and any transformation.
         let redactor = Redactor()
         let (storeRecords, redactedStores) = try storeEntries(
-            inventory: inventory, captures: captures, status: status, catalog: catalog, redactor: redactor, scratch: scratch.url)
+            inventory: inventory, captures: captures, status: status, catalog: catalog, redactor: redactor, scratch: scratch.url,
+            phase: phase)
         if options.content != .full {
+            phase(options.content == .redacted ? "redacting: external-data files replaced by their keyed digests, logs left out" : "leaving out rows, logs and external data")
             try transformOthers(catalog: catalog, redactor: redactor, scratch: scratch.url)
         }
 
@@ -88,6 +92,7 @@ public struct BundleWriter {
         }
 
         // 7 and 8. The archive beside its final name, then its sidecar.
+        phase("writing \(output.lastPathComponent)")
         let written = try Self.write(
             catalog: catalog, manifest: manifestFile, output: output, format: options.format, maxSize: options.maxSize,
             overwrite: options.overwrite, contentBytes: contentBytes, progress: progress)
@@ -157,7 +162,7 @@ public struct BundleWriter {
     /// returns the manifest's store records and what redaction did.
     private func storeEntries(
         inventory: BundleInventory, captures: [Int: StoreCapture], status: StatusReport, catalog: BundleCatalog, redactor: Redactor,
-        scratch: URL
+        scratch: URL, phase: (String) -> Void
     ) throws -> ([BundleStore], [BundleRedaction.RedactedStore]) {
         var records: [BundleStore] = []
         var redacted: [BundleRedaction.RedactedStore] = []
@@ -187,6 +192,7 @@ public struct BundleWriter {
                 let target = scratch.appendingPathComponent("stores/\(index)/\(options.content.rawValue).sqlite")
                 do {
                     if options.content == .redacted {
+                        phase("redacting store \(index + 1) of \(inventory.stores.count): \(store.files.fileName)")
                         let result = try redactor.redact(source: openable, to: target)
                         redacted.append(.init(path: mainPath, tables: result.tables, values: result.values))
                         captured = "redacted-copy"

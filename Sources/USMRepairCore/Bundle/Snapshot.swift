@@ -23,12 +23,16 @@ public enum Snapshot {
         public var operation: String
         /// The arguments recorded in the manifest.
         public var commandLine: [String]
+        /// Whose data it holds (a container's name, a bundle ID): part of the file name.
+        public var label: String?
 
-        public init(roots: [(name: String, url: URL)], items: [URL], operation: String, commandLine: [String] = CommandLine.arguments) {
+        public init(roots: [(name: String, url: URL)], items: [URL], operation: String, commandLine: [String] = CommandLine.arguments,
+                    label: String? = nil) {
             self.roots = roots
             self.items = items
             self.operation = operation
             self.commandLine = commandLine
+            self.label = label
         }
     }
 
@@ -72,9 +76,7 @@ public enum Snapshot {
             snapshot: SnapshotRecord(operation: request.operation, items: items.sorted(), absent: absent))
         let manifestFile = scratch.url.appendingPathComponent(BundleManifest.entryName)
         try ManifestWriter.write(header, catalog: catalog, to: manifestFile)
-        let slug = request.operation.lowercased().map { $0.isLetter || $0.isNumber ? $0 : "-" }
-        let output = folder.appendingPathComponent(
-            "\(String(slug))-\(FileTime.now.stamp)-\(UUID().uuidString.prefix(8).lowercased()).tar.zst")
+        let output = folder.appendingPathComponent(fileName(operation: request.operation, label: request.label))
         _ = try BundleWriter.write(
             catalog: catalog, manifest: manifestFile, output: output, format: .tarZstd, maxSize: nil, overwrite: false,
             contentBytes: contentBytes, progress: { _, _ in })
@@ -84,6 +86,18 @@ public enum Snapshot {
             throw USMError.manifestMismatch(path: output.path, count: check.mismatchCount, first: "\(first.path): \(first.problem)")
         }
         return output
+    }
+
+    /// `<operation>-<label>-<UTC time>-<random>.tar.zst`: the command and whose data it holds
+    /// (letters, digits, `.`, `_` and `-` kept, the rest `-`; at most 64 characters of the label).
+    static func fileName(operation: String, label: String?) -> String {
+        let slug = String(operation.lowercased().map { $0.isLetter || $0.isNumber ? $0 : "-" })
+        let name = label.map { label in
+            String(label.unicodeScalars.prefix(64).map { scalar -> Character in
+                scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || "._-".unicodeScalars.contains(scalar)) ? Character(scalar) : "-"
+            })
+        }.flatMap { $0.isEmpty || $0.allSatisfy({ $0 == "-" || $0 == "." }) ? nil : "-" + $0 } ?? ""
+        return "\(slug)\(name)-\(FileTime.now.stamp)-\(UUID().uuidString.prefix(8).lowercased()).tar.zst"
     }
 
     /// Refuses a snapshot folder inside a protected folder (judged on the real path, symlinks

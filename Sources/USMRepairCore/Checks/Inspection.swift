@@ -113,7 +113,7 @@ public struct Inspection: Sendable {
             storeName: options.storeName,
             markers: layout.markers, cloudContent: layout.cloudContent, cloudStores: layout.cloudStores,
             cachedStoreUUIDs: layout.preferences?.cachedStoreUUIDs ?? [], accountMaps: layout.preferences?.accountMaps ?? [],
-            leftovers: layout.leftovers, documents: layout.documents)
+            leftovers: layout.leftovers, documents: layout.documents, macApp: layout.macApp)
         let cloudEnabled = layout.preferences?.cloudEnabled
         let suggestions = Advice.suggestions(
             layout: layout, stores: stores, next: next, corruption: corruption, problems: layoutProblems, isCheck: forCheck)

@@ -67,6 +67,28 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, Codable {
     public func worst(_ other: ExitStatus) -> ExitStatus { other.rank > rank ? other : self }
 
     /// A short stable name, used in JSON error reports.
+    /// What the code means, in one line (`usm-repair help exit-codes`; the README's table says more).
+    public var meaning: String {
+        switch self {
+        case .ok: "done; status: every store present is healthy; check: every invariant holds; a changing command: done or nothing to do"
+        case .problemsFound: "status/check found an error-level problem (check: warnings too with --strict); bundle verify found differences"
+        case .badInput: "a file is not what it must be: not SQLite or Core Data, damaged, a marker or the preferences holding garbage, not a bundle"
+        case .refused: "refused for safety: a symlink out of the folder, an untrusted operation folder, a hostile archive, no --yes without a terminal"
+        case .needsCloudContainer: "a changing command needs the ubiquity container (--cloud-dir), which was not given or found"
+        case .storeInUse: "a store is open or locked by another process, or the Mac app (--mac-app) is running: quit the app"
+        case .busy: "another usm-repair run is changing the same folders"
+        case .interrupted: "an interrupted operation is pending (recover finishes or undoes it)"
+        case .preconditionFailed: "the operation's precondition does not hold (no healthy store to seed from, several copies, unknown store)"
+        case .changedSincePlanning: "the files changed between planning and running; nothing changed"
+        case .migrationFailed: "a migration ran but produced no store that passed verification; nothing was installed"
+        case .applied: "with --detailed-exitcode: files were changed (with --dry-run: would be)"
+        case .usage: "bad flags or values, an unknown strategy, a recipe parameter not given"
+        case .notFound: "a path named on the command line does not exist (a recipe: the folders searched are named)"
+        case .ioError: "a file or folder could not be read or written (permissions, I/O), or kept changing while read"
+        case .outOfSpace: "no room to write (ENOSPC, EDQUOT, EFBIG): make room, or set TMPDIR to a folder with space"
+        }
+    }
+
     public var name: String {
         switch self {
         case .ok: "ok"
@@ -313,7 +335,7 @@ public enum USMError: Error, Sendable, Equatable {
         case let .cloudContainerRequired(operation, why):
             "\(operation) needs the ubiquity container (\(why)); give it with --cloud-dir (an .xcappdata download does not hold it); nothing was changed"
         case let .storeBusy(path, reason, pid):
-            "\(path) is in use: \(reason)\(pid.map { " (process \($0))" } ?? ""); close the app and try again; nothing was changed"
+            "\(path) is in use: \(reason)\(pid.map { " (process \($0))" } ?? ""); quit the app (or the program holding it) and try again; nothing was changed"
         case let .layoutBusy(path, pid):
             "another usm-repair run\(pid.map { " (process \($0))" } ?? "") is changing \(path); wait for it; nothing was changed"
         case let .interruptedOperation(path, operation):

@@ -103,6 +103,8 @@ public struct Layout: Sendable {
         /// Beside the download, sharing nothing with it: maybe another customer's; changing
         /// commands refuse it until `--cloud-dir` names it.
         case besideUnconfirmed = "beside-unconfirmed"
+        /// Found in place for `--mac-app`, in `~/Library/Mobile Documents`.
+        case macApp = "mac-app"
     }
 
     /// A temporary store UbiquityStoreManager leaves behind after a crash.
@@ -161,6 +163,8 @@ public struct Layout: Sendable {
     public let problems: [Problem]
     /// The worst exit status the layout's own findings call for.
     public let exitStatus: ExitStatus
+    /// For `--mac-app`: which folders were found in place, and how.
+    public var macApp: MacApp? = nil
     /// This device's Core Data folders of the app's cloud stores, as discovery listed them:
     /// `<app>/CloudStore/CoreDataUbiquitySupport/<peer>/<content>` (planning reads no folder itself).
     public internal(set) var copyFolders: [URL] = []
@@ -192,6 +196,27 @@ public struct Layout: Sendable {
     /// download goes back onto the device, and the ubiquity container syncs to every device.
     public var folders: [URL] {
         [options.container, appDirectory, cloudDirectory, preferencesFolder].compactMap { $0 }
+    }
+
+    /// Whose data this is, in a word, for snapshot names: the Mac app's bundle ID, the download's
+    /// folder name, the preferences' domain, else the app folder's or the ubiquity container's name.
+    public var label: String? {
+        if let macApp = options.macApp { return macApp }
+        if let container = options.container { return container.lastPathComponent }
+        if let store = options.store { return store.deletingPathExtension().lastPathComponent }
+        if let document = options.document { return document.lastPathComponent }
+        if let preferencesPath { return preferencesPath.deletingPathExtension().lastPathComponent }
+        return (appDirectory ?? cloudDirectory).flatMap(Self.label(ofFolder:))
+    }
+
+    /// A folder's name for a label, skipping the names every app has (`…/<App>/Library/Application
+    /// Support` is `<App>`).
+    public static func label(ofFolder folder: URL) -> String? {
+        var dir = folder.standardizedFileURL
+        while ["Application Support", "Library", "AppData", "Data", "Preferences"].contains(dir.lastPathComponent), dir.path != "/" {
+            dir = dir.deletingLastPathComponent()
+        }
+        return dir.path == "/" ? nil : dir.lastPathComponent
     }
 
     /// True when the layout is a single `--store` or `--document`, not an app's data.

@@ -76,6 +76,15 @@ struct Discovery {
                     subject: root.path))
             }
         }
+        var macApp: MacApp?
+        if let bundleID = options.macApp {
+            let found = try findMacApp(bundleID)
+            macApp = found
+            appDir = appDir ?? found.appFolder.path.map { URL(fileURLWithPath: $0, isDirectory: true) }
+            prefsURL = prefsURL ?? found.preferences.path.map { URL(fileURLWithPath: $0) }
+            prefsFolder = prefsURL?.deletingLastPathComponent() ?? found.preferencesFolder.map { URL(fileURLWithPath: $0, isDirectory: true) }
+            cloudDir = cloudDir ?? found.cloudFolder.path.map { URL(fileURLWithPath: $0, isDirectory: true) }
+        }
         let appRoot = containerRoot ?? appDir
         // A ubiquity container found beside a download is its own root.
         let cloudRoot = cloudDir.flatMap { dir in containerRoot.map { Confinement.isInside(dir.path, $0.path) ? $0 : dir } ?? dir }
@@ -145,6 +154,7 @@ struct Discovery {
         var cloudSource: Layout.CloudSource?
         if let cloudDir {
             cloudSource = options.cloudDirectory != nil ? .given
+                : macApp != nil ? .macApp
                 : containerRoot.map { Confinement.isInside(cloudDir.path, $0.path) } == true ? .inside : .beside
             // An empty container (no logs, markers or iOS 6 files: one just emptied, or never
             // used) holds nothing of anyone to confirm or to harm.
@@ -181,7 +191,7 @@ struct Discovery {
             options: options, appDirectory: appDir, cloudDirectory: cloudDir, cloudSource: cloudSource, preferencesPath: prefsURL,
             preferencesFolder: prefsFolder, preferencesError: preferencesError, stores: local + cloud + others,
             cloudStores: cloudStores, cloudContent: content, markers: markers, preferences: preferences, leftovers: leftovers,
-            documents: documents, problems: problems, exitStatus: status)
+            documents: documents, problems: problems, exitStatus: status, macApp: macApp)
         layout.copyFolders = copyFolders
         layout.cloudEntries = cloudEntries
         return layout

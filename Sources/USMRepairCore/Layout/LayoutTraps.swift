@@ -113,7 +113,7 @@ enum LayoutTraps {
         if layout.cloudDirectory != nil, layout.activeMarker?.raw == nil, deviceValues.count == 1, let cachedUUID = deviceValues.first {
             problems.append(Problem(
                 .cachedUUIDWithoutMarker,
-                "the preferences cache StoreUUID \(cachedUUID) but no StoreUUID marker exists: the app loads \(cachedUUID) first, then finds no marker, removes the cache and reloads, seeding a new cloud store from the local store (usm-behaviour.md §2, 4.7c)",
+                "the preferences cache StoreUUID \(cachedUUID) but no StoreUUID marker exists: the app loads \(cachedUUID) first, then finds no marker, removes the cache and reloads, seeding a new cloud store from the local store (docs/usm-behaviour.md, launch step 4.7c)",
                 subject: device.cached.first { $0.value == cachedUUID }?.key))
         }
 

@@ -228,7 +228,7 @@ private struct Prediction {
             if case .failAndWait = first.outcome {
                 return result(first.state, .failAndWait, store: cachedUUID, summary: first.summary, withoutAccount: withoutAccount)
             }
-            then.append("after that load (\(first.summary)), the app re-reads the StoreUUID marker in the background: there is none, so it removes the cached StoreUUID and reloads (usm-behaviour.md §2, 4.7c)")
+            then.append("after that load (\(first.summary)), the app re-reads the StoreUUID marker in the background: there is none, so it removes the cached StoreUUID and reloads (docs/usm-behaviour.md, launch step 4.7c)")
             var second = self
             second.reasoning = []
             second.then = []

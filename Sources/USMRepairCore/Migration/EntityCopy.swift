@@ -239,7 +239,18 @@ public struct EntityCopy {
             }
         }
 
-        // 5. Entity rows.
+        // 5. Entity rows, counted first so that a long copy can say how far it is (rows copied of all).
+        var counted: [String: [Row]] = [:]
+        for plan in plans.values {
+            let entities = plan.entities.keys.sorted().map(String.init).joined(separator: ",")
+            counted[plan.sourceTable] = try Row.fetchAll(db, sql: "SELECT Z_ENT AS ent, COUNT(*) AS n FROM src.\(plan.sourceTable.sqlIdentifier) WHERE Z_ENT IN (\(entities)) GROUP BY Z_ENT")
+        }
+        func rows(_ table: String) -> Int64 {
+            (counted[table] ?? []).reduce(0) { $0 + (Int64.fromDatabaseValue($1["n"] as DatabaseValue) ?? 0) }
+        }
+        let totalRows = plans.values.reduce(0) { $0 + rows($1.sourceTable) }
+        var copiedRows: Int64 = 0
+        session.job.progress(0, totalRows)
         for plan in plans.values.sorted(by: { $0.table < $1.table }) {
             let columns = try columnMap(plan, facts: facts, tableMap: tableMap, sourceKeys: sourceKeys)
             let sourceEntities = plan.entities.keys.sorted().map(String.init).joined(separator: ",")
@@ -274,9 +285,10 @@ public struct EntityCopy {
                 sql = "INSERT INTO main.\(plan.table.sqlIdentifier) (\(targets.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM src.\(plan.sourceTable.sqlIdentifier) s WHERE \(filter)"
             }
             try exec(sql, &result)
+            copiedRows += rows(plan.sourceTable)
+            session.job.progress(copiedRows, totalRows)
             for note in columns.notes where !result.notes.contains(note) { result.notes.append(note) }
-            let counts = try Row.fetchAll(db, sql: "SELECT Z_ENT AS ent, COUNT(*) AS n FROM src.\(plan.sourceTable.sqlIdentifier) WHERE Z_ENT IN (\(sourceEntities)) GROUP BY Z_ENT")
-            for row in counts {
+            for row in counted[plan.sourceTable] ?? [] {
                 guard let ent = Int.fromDatabaseValue(row["ent"] as DatabaseValue), let target = plan.entities[ent],
                       let name = destination.entity(target)?.name else { continue }
                 result.rows[name, default: 0] += Int.fromDatabaseValue(row["n"] as DatabaseValue) ?? 0

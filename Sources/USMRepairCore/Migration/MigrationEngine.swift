@@ -77,7 +77,8 @@ public struct MigrationEngine: Sendable {
     /// Rows per entity of the result are the report's `entities[].after`.
     public func build(source: StoreFileSet, staged: URL, shownAs destination: StoreFileSet? = nil, strategy: String = StrategyRegistry.defaultID,
                       options: MigrationOptions = MigrationOptions(), mergeInto: StoreFileSet? = nil,
-                      mode: MigrationRequest.Mode? = nil) throws -> MigrationReport {
+                      mode: MigrationRequest.Mode? = nil,
+                      progress: @escaping @Sendable (Int64, Int64) -> Void = { _, _ in }) throws -> MigrationReport {
         let files = StoreFileSet(main: staged)
         guard FileStatus.lookup(source.main.path) != nil else { throw USMError.notFound(path: source.main.path, what: "source store") }
         if let mergeInto, !(try registry.description(of: strategy)).supportsMerge || FileStatus.lookup(mergeInto.main.path) == nil {
@@ -87,7 +88,7 @@ public struct MigrationEngine: Sendable {
         do {
             return try buildStaged(
                 source: source, staged: files, shownAs: destination ?? files, strategy: strategy, options: options, mergeInto: mergeInto,
-                mode: (mode ?? (mergeInto == nil ? .create : .merge)).rawValue, dryRun: false).0
+                mode: (mode ?? (mergeInto == nil ? .create : .merge)).rawValue, dryRun: false, progress: progress).0
         } catch {
             for member in files.existingMembers() { try? FileManager.default.removeItem(at: member) }
             throw error
@@ -96,7 +97,8 @@ public struct MigrationEngine: Sendable {
 
     /// Capture, strategy, identity, external data, verification and the finished form, into `staged`.
     func buildStaged(source: StoreFileSet, staged: StoreFileSet, shownAs destination: StoreFileSet, strategy id: String,
-                     options: MigrationOptions, mergeInto: StoreFileSet?, mode: String, dryRun: Bool) throws -> (MigrationReport, CapturedStore?) {
+                     options: MigrationOptions, mergeInto: StoreFileSet?, mode: String, dryRun: Bool,
+                     progress: @escaping @Sendable (Int64, Int64) -> Void = { _, _ in }) throws -> (MigrationReport, CapturedStore?) {
         let started = Date()
         var clock = started
         func lap(_ name: String, into report: inout MigrationReport) {
@@ -121,7 +123,7 @@ public struct MigrationEngine: Sendable {
         let job = MigrationJob(
             source: sourceSide.copy, sourceSchema: sourceSide.schema, sourceExternalData: source.externalDataDirectory,
             destination: staged.main, destinationSchema: destinationSide?.schema,
-            scratch: scratch.url.appendingPathComponent("strategy", isDirectory: true), options: options, dryRun: dryRun)
+            scratch: scratch.url.appendingPathComponent("strategy", isDirectory: true), options: options, dryRun: dryRun, progress: progress)
         try FileManager.default.createDirectory(at: job.scratch, withIntermediateDirectories: true)
 
         if dryRun {

@@ -46,6 +46,9 @@ public struct MaintenanceRun {
         /// Interrupted operations finished or undone before this one.
         public let recovered: [PlanExecutor.Recovery]
         public let seconds: Double
+        /// What to do next, in words: which folder goes back to the device and how, and what must
+        /// be changed on the customer's Mac instead (the ubiquity container). See `NextStep`.
+        public let nextStep: String
         public let exitCode: Int32 = 0
         public let exitStatus = "ok"
     }
@@ -86,6 +89,8 @@ public struct MaintenanceRun {
         public let roots: [Plan.Root]
         /// Interrupted operations finished or undone before planning.
         public let recovered: [PlanExecutor.Recovery]
+        /// What planning found outside the files (a Mac app running now, in a dry run).
+        public var notes: [String] = []
     }
 
     /// Plans (recovering first what a kill left pending, unless `dryRun`, which refuses then) and
@@ -97,13 +102,26 @@ public struct MaintenanceRun {
         // One read of the layout plans it, unless recovery has just changed the files.
         if !recovered.isEmpty { layout = try Layout.discover(options, records: executor.records) }
         let prepared = try Planner.prepare(layout, maintenance, strategies: strategies, consent: consent, records: executor.records)
-        return Prepared(plan: prepared.plan, report: prepared.report, roots: prepared.layout.planRoots, recovered: recovered)
+        var result = Prepared(plan: prepared.plan, report: prepared.report, roots: prepared.layout.planRoots, recovered: recovered)
+        // A Mac app works on these very files while it runs: refused (exit 5), or said in a dry run.
+        if let bundleID = options.macApp, !prepared.plan.isNoOp {
+            if dryRun {
+                if let process = RunningApp.find(bundleID: bundleID).first {
+                    result.notes.append("the app \(bundleID) is running now (process \(process.pid), \(process.executable)): quit it before running this plan, which refuses while it runs")
+                }
+            } else {
+                try RunningApp.refuseWhileRunning(bundleID: bundleID)
+            }
+        }
+        return result
     }
 
     /// Runs a plan and inspects the result.
     public func run(_ prepared: Prepared, progress: (String) -> Void = { _ in }) throws -> Report {
         let plan = prepared.plan, before = prepared.report, recovered = prepared.recovered
         guard !plan.isNoOp else { return report(plan, before: before, result: nil, after: nil, recovered: recovered, dryRun: false) }
+        // Asked again after consent: the app may have been started meanwhile.
+        if let bundleID = options.macApp { try RunningApp.refuseWhileRunning(bundleID: bundleID) }
         let result = try executor.run(plan, allowed: prepared.roots, progress: progress)
         // What the next launch will be, from the files as the operation left them (read as far as
         // the prediction needs: the files, headers and small files, not every page).
@@ -116,7 +134,7 @@ public struct MaintenanceRun {
     /// The report of a plan, run (`result`) or not.
     public func report(
         _ plan: Plan, before: StatusReport, result: PlanExecutor.Result?, after: StatusReport?, recovered: [PlanExecutor.Recovery],
-        dryRun: Bool
+        dryRun: Bool, notes extra: [String] = []
     ) -> Report {
         let steps = Report.Step.list(plan, result: result)
         var rows: [String: [String: Int]] = [:]
@@ -139,9 +157,12 @@ public struct MaintenanceRun {
         return Report(
             command: maintenance.commandPath, operation: plan.operation, dryRun: dryRun, noOp: plan.isNoOp,
             changed: result != nil && !plan.isNoOp, ledger: ledger, headline: ledger?.headline, planID: plan.id, roots: plan.roots,
-            steps: steps, notes: plan.notes + Self.buildNotes(result) + (result?.leftovers ?? []).map(Self.leftoverNote), snapshot: result?.snapshot, rows: rows,
+            steps: steps, notes: plan.notes + extra + Self.buildNotes(result) + (result?.leftovers ?? []).map(Self.leftoverNote) + (result?.notes ?? []),
+            snapshot: result?.snapshot, rows: rows,
             nextLaunch: NextLaunchChange(before: plan.nextLaunchBefore, predicted: plan.nextLaunchAfter, after: after?.nextLaunch),
-            recovered: recovered, seconds: result?.seconds ?? 0)
+            recovered: recovered, seconds: result?.seconds ?? 0,
+            nextStep: NextStep.describe(
+                plan, options: options, preferencesPath: before.layout.preferences.map { URL(fileURLWithPath: $0) }, dryRun: dryRun))
     }
 }
 

@@ -138,6 +138,9 @@ public struct Plan: Sendable, Codable {
     public let snapshotRoots: [Root]?
     /// What the plan does to the customer's data (maintenance operations).
     public let ledger: Ledger?
+    /// Whose data it changes, in a word (the container's name, the Mac app's bundle ID): part of
+    /// the snapshot's file name, so that a folder of snapshots says which is whose.
+    public var label: String? = nil
 
     public init(id: String, operation: String, roots: [Root], expected: [String: Fingerprint], stores: [String], snapshotItems: [String],
                 steps: [Step], notes: [String], nextLaunchBefore: NextLaunch?, nextLaunchAfter: NextLaunch?, snapshotRoots: [Root]? = nil,

@@ -176,9 +176,11 @@ struct PlanBuilder {
             steps.append(.init(.commit, "from here the change is complete and is never undone"))
             steps.append(.init(.purge, "the trash, staging and journal are removed"))
         }
-        return Plan(
+        var plan = Plan(
             id: id, operation: operation, roots: isEmpty ? [] : roots, expected: expected, stores: stores,
             snapshotItems: snapshotItems, steps: steps, notes: notes, nextLaunchBefore: before, nextLaunchAfter: after, ledger: ledger)
+        plan.label = layout.label
+        return plan
     }
 }
 
@@ -245,7 +247,8 @@ struct AfterState {
             preferencesPath: layout.preferencesPath, preferencesFolder: layout.preferencesFolder, preferencesError: layout.preferencesError,
             stores: stores, cloudStores: layout.cloudStores,
             cloudContent: layout.cloudContent.filter { !isRemoved($0.path) }, markers: markers, preferences: preferences,
-            leftovers: layout.leftovers.filter { !isRemoved($0.path) }, documents: layout.documents, problems: [], exitStatus: .ok)
+            leftovers: layout.leftovers.filter { !isRemoved($0.path) }, documents: layout.documents, problems: [], exitStatus: .ok,
+            macApp: layout.macApp)
         return (next, reports)
     }
 }

@@ -75,6 +75,8 @@ public struct PlanExecutor {
         /// usm-repair's own lock files or empty private folders that could not be removed (with
         /// why): the change is complete; the next run in those folders removes them.
         public var leftovers: [String] = []
+        /// What the run could not finish outside its files (macOS: preferences `cfprefsd` may still cache).
+        public var notes: [String] = []
     }
 
     /// An interrupted operation found and dealt with.
@@ -156,8 +158,9 @@ public struct PlanExecutor {
         var rows: [String: [String: Int]] = [:]
         var builds: [String: MigrationReport] = [:]
         var extracted = Result.Extracted()
+        var notes: [String] = []
         for (index, step) in plan.steps.enumerated() {
-            progress(step.reason)
+            progress("[step \(index + 1)/\(plan.steps.count)] \(step.reason)")
             let stepStart = Date()
             var done = Journal.Event(event: .done, step: index)
             do {
@@ -167,7 +170,7 @@ public struct PlanExecutor {
                     let file = try Snapshot.take(
                         .init(roots: (plan.snapshotRoots ?? plan.roots).map { ($0.name, URL(fileURLWithPath: $0.path, isDirectory: true)) },
                               items: plan.snapshotItems.map { URL(fileURLWithPath: $0) }, operation: plan.operation,
-                              commandLine: commandLine),
+                              commandLine: commandLine, label: plan.label),
                         into: snapshotDirectory, protected: plan.roots.map { URL(fileURLWithPath: $0.path, isDirectory: true) })
                     snapshot = file.path
                     done.snapshot = file.path
@@ -204,6 +207,10 @@ public struct PlanExecutor {
                     try Self.move(staged, to: path, in: plan)
                 case .commit:
                     try journal.append(.init(event: .committed))
+                    // macOS: the preferences installed are handed to cfprefsd, which caches them.
+                    for case let .install(_, path, _) in plan.steps.map(\.action) where path.hasSuffix(".plist") {
+                        if let note = PreferencesDaemon.adopt(path) { notes.append(note) }
+                    }
                 case .purge:
                     try purge(plan, journal: journal)
                 }
@@ -245,6 +252,7 @@ public struct PlanExecutor {
             snapshot: snapshot, steps: runs, rows: finalRows, builds: finalBuilds, extracted: extracted, recovered: recovered,
             seconds: Date().timeIntervalSince(started))
         result.leftovers = lock.release()
+        result.notes = notes
         return result
     }
 

@@ -203,7 +203,7 @@ extension Planner {
         let source = try healthyActiveCopy(nil, copy)
         guard let uuid = source.uuid else { throw USMError.preconditionFailed("the active store is unknown") }
         guard layout.cloudContent.contains(where: { $0.uuid == uuid }) else {
-            throw USMError.preconditionFailed("CloudLogs/\(uuid) is not present: the app's rebuild gives up without it (usm-behaviour.md §2, 7.1); use rebuild --from cloud")
+            throw USMError.preconditionFailed("CloudLogs/\(uuid) is not present: the app's rebuild gives up without it (docs/usm-behaviour.md, launch step 7.1); use rebuild --from cloud")
         }
         _ = cloud
         let version = layout.activeVersion ?? Marker.desiredVersion

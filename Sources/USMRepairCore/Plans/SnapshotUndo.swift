@@ -133,10 +133,11 @@ public enum SnapshotUndo {
         let notes = [
             "puts back what `\(record.operation)` changed, as the snapshot of \(archive.lastPathComponent) recorded it",
         ]
-        let plan = Plan(
+        var plan = Plan(
             id: id, operation: "restore", roots: steps.isEmpty ? [] : planRoots, expected: expected, stores: stores,
             snapshotItems: itemPaths.map(\.path) + absentPaths.map(\.path), steps: steps, notes: notes,
             nextLaunchBefore: nil, nextLaunchAfter: nil)
+        plan.label = planRoots.first.flatMap { Layout.label(ofFolder: URL(fileURLWithPath: $0.path, isDirectory: true)) }
         return (plan, Paths(undoes: record.operation, restored: itemPaths.map(\.path), removed: absentPaths.map(\.path).filter { FileStatus.lookup($0) != nil }))
     }
 
@@ -209,6 +210,8 @@ extension SnapshotUndo {
         /// Interrupted operations in these folders finished or undone first.
         public let recovered: [PlanExecutor.Recovery]
         public let seconds: Double
+        /// What to do next, in words: the folders put back go to the device as they came (see `NextStep`).
+        public let nextStep: String
         public let exitCode: Int32 = 0
         public let exitStatus = "ok"
     }
@@ -232,7 +235,9 @@ extension SnapshotUndo {
         let steps = MaintenanceRun.Report.Step.list(plan, result: result)
         return Report(
             archive: archive.path, undoes: paths.undoes, dryRun: dryRun, noOp: plan.isNoOp, planID: plan.id, roots: plan.roots,
-            steps: steps, notes: plan.notes + (result?.leftovers ?? []).map(MaintenanceRun.leftoverNote), restored: paths.restored, removed: paths.removed, snapshot: result?.snapshot,
-            recovered: recovered + (result?.recovered ?? []), seconds: result?.seconds ?? 0)
+            steps: steps, notes: plan.notes + (result?.leftovers ?? []).map(MaintenanceRun.leftoverNote) + (result?.notes ?? []),
+            restored: paths.restored, removed: paths.removed, snapshot: result?.snapshot,
+            recovered: recovered + (result?.recovered ?? []), seconds: result?.seconds ?? 0,
+            nextStep: NextStep.describe(plan, options: NextStep.options(of: plan), preferencesPath: nil, dryRun: dryRun))
     }
 }

@@ -82,11 +82,12 @@ public struct StoreMigration {
                            "its external-data folder goes with it"))
         steps.append(.init(.commit, "from here the new store is in place and is never undone"))
         steps.append(.init(.purge, "the trash, staging and journal are removed"))
-        let plan = Plan(
+        var plan = Plan(
             id: id, operation: "migrate-store", roots: [root], expected: expected,
             stores: FileStatus.lookup(destination.main.path) != nil ? [destination.main.path] : [],
             snapshotItems: replacing ? destination.allMembers.map(\.path) : [], steps: steps, notes: [], nextLaunchBefore: nil,
             nextLaunchAfter: nil)
+        plan.label = destination.main.deletingPathExtension().lastPathComponent
         return (plan, recovered)
     }
 

@@ -55,6 +55,9 @@ public struct StatusReport: Sendable, Encodable {
         public let accountMaps: [Preferences.AccountMap]
         public let leftovers: [Layout.Leftover]
         public let documents: [Layout.Document]
+        /// For `--mac-app`: the bundle ID, the home folder, whether the app is sandboxed, and each
+        /// of its app folder, preferences and ubiquity container with where and how it was found.
+        @NullEncoded public var macApp: MacApp? = nil
     }
 
     /// Counts for a quick look.

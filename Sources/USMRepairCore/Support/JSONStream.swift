@@ -105,6 +105,12 @@ struct JSONStream {
         return try value(budget: &left, depth: started.count)
     }
 
+    /// True when the next value is an object (only space consumed).
+    mutating func peekIsObject() throws -> Bool {
+        try skipSpace()
+        return try peek() == UInt8(ascii: "{")
+    }
+
     /// Skips the next value, keeping nothing.
     mutating func skipValue() throws {
         try separator()

@@ -65,7 +65,7 @@ struct ArchiveCommand: USMCommand {
             format: chosen, content: content, maxSize: maxSize?.bytes, overwrite: overwrite, commandLine: context.arguments,
             currentDirectory: context.paths.currentDirectory)
         try context.perform({ terminal in
-            try BundleWriter(options: options).run(progress: terminal.progressBytes)
+            try BundleWriter(options: options).run(progress: terminal.progressBytes, phase: { terminal.progressLine($0) })
         }, text: { result, terminal in
             guard !output.quiet else { return }
             terminal.out("Wrote \(result.output) (\(result.format), \(result.bytes) bytes, \(result.entries) entries, \(result.stores) stores)")

@@ -34,7 +34,7 @@ struct CheckCommand: USMCommand {
 
     @Option(name: .customLong("ignore"), parsing: .singleValue, help: ArgumentHelp(
         "Accept a problem code (e.g. external-data-orphan): still reported, marked ignored, no longer fails the check. Repeatable.",
-        valueName: "code"))
+        valueName: "code"), completion: .list(ProblemCode.allCases.map(\.rawValue)))
     var ignore: [String] = []
 
     @Flag(name: .customLong("strict"), help: "Fail on warnings too, not only on errors.")
@@ -43,7 +43,7 @@ struct CheckCommand: USMCommand {
     func validate() throws {
         let unknown = ignore.filter { ProblemCode(rawValue: $0) == nil }
         if !unknown.isEmpty {
-            throw ValidationError("unknown problem code(s) for --ignore: \(unknown.joined(separator: ", ")); see the README's problem codes")
+            throw ValidationError("unknown problem code(s) for --ignore: \(unknown.joined(separator: ", ")); usm-repair help problems lists them")
         }
     }
 

@@ -35,8 +35,11 @@ struct DeleteContainerCommand: USMCommand {
             Core Data rebuilds the active store from its logs (E6).
 
             Examples:
-              usm-repair delete container --container Notes.xcappdata --cloud-dir "Mobile Documents/T~com~x" --dry-run
-              usm-repair delete container --container Notes.xcappdata --local-only --yes --json
+              usm-repair delete container --container Notes.xcappdata \\
+                --cloud-dir "Mobile Documents/T~com~x" --dry-run
+              usm-repair delete container --container Notes.xcappdata --local-only \\
+                --yes --json
+              usm-repair delete container --mac-app com.example.notes --dry-run
 
             \(operationExitCodes)
             """)
@@ -61,8 +64,10 @@ struct DeleteCloudStoreCommand: USMCommand {
             and Core Data rebuilds it from CloudLogs/<UUID> (E6; empty without logs, E7).
 
             Examples:
-              usm-repair delete cloud-store --container Notes.xcappdata --cloud-dir C --uuid 0F6E2C1A-8B3D-4E5F-9A7B-1C2D3E4F5A6B --dry-run
-              usm-repair delete cloud-store --container Notes.xcappdata --local-only --peer mobile~8F7E... --yes
+              usm-repair delete cloud-store --container Notes.xcappdata --cloud-dir C \\
+                --uuid 0F6E2C1A-8B3D-4E5F-9A7B-1C2D3E4F5A6B --dry-run
+              usm-repair delete cloud-store --container Notes.xcappdata --local-only \\
+                --peer mobile~8F7E6D5C-4B3A-4291-8070-6F5E4D3C2B1A --yes
 
             \(operationExitCodes)
             """)

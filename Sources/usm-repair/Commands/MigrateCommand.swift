@@ -27,7 +27,8 @@ struct MigrateCloudToLocalCommand: USMCommand {
 
             Examples:
               usm-repair migrate cloud-to-local --container Notes.xcappdata --dry-run
-              usm-repair migrate cloud-to-local --container Notes.xcappdata --merge --yes --json
+              usm-repair migrate cloud-to-local --container Notes.xcappdata --merge \\
+                --yes --json
 
             \(operationExitCodes)
             """)
@@ -66,7 +67,8 @@ struct MigrateLocalToCloudCommand: USMCommand {
             the local store (E2). usm-repair never builds a cloud store itself.
 
             Example:
-              usm-repair migrate local-to-cloud --container Notes.xcappdata --cloud-dir C --keep-old --yes
+              usm-repair migrate local-to-cloud --container Notes.xcappdata --cloud-dir C \\
+                --keep-old --yes
 
             \(operationExitCodes)
             """)

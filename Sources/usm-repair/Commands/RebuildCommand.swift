@@ -20,8 +20,11 @@ struct RebuildCommand: USMCommand {
             Default strategy of --from cloud: \(StrategyChoice.appDefaultRule).
 
             Examples:
-              usm-repair rebuild --from local --container Notes.xcappdata --cloud-dir C --dry-run
-              usm-repair rebuild --from cloud --container Notes.xcappdata --cloud-dir C --strategy ios --yes --json
+              usm-repair rebuild --from local --container Notes.xcappdata --cloud-dir C \\
+                --dry-run
+              usm-repair rebuild --from cloud --container Notes.xcappdata --cloud-dir C \\
+                --strategy ios --yes --json
+              usm-repair rebuild --from local --mac-app com.example.notes --dry-run
 
             \(operationExitCodes)
             """)

@@ -36,8 +36,12 @@ struct RestoreCommand: USMCommand {
             found; 74 I/O error; 75 out of space.
 
             Examples:
-              usm-repair restore ~/.local/state/usm-repair/snapshots/delete-container-20261121T101500Z-1a2b3c4d.tar.zst --dry-run
-              usm-repair restore ~/.local/state/usm-repair/snapshots/delete-container-20261121T101500Z-1a2b3c4d.tar.zst --yes
+              usm-repair snapshots
+              cd ~/.local/state/usm-repair/snapshots
+              usm-repair restore --dry-run \\
+                delete-container-Notes.xcappdata-20261121T101500Z-1a2b3c4d.tar.zst
+              usm-repair restore --yes \\
+                delete-container-Notes.xcappdata-20261121T101500Z-1a2b3c4d.tar.zst
               usm-repair restore ticket-4711.tar.zst --to ~/Cases/4711
               usm-repair restore ticket-4711.tar.zst --to ~/Cases/4711 --yes
             """

@@ -20,6 +20,8 @@ struct StatusCommand: USMCommand {
               usm-repair status --container ~/Downloads/Notes.xcappdata
               usm-repair status --app-dir "Application Support" --cloud-dir iCloud --json
               usm-repair status --store Customer.sqlite -v
+              usm-repair status --mac-app com.example.notes
+              usm-repair status --mac-app com.example.notes --home ~/Cases/4711/jo
             """
     )
 

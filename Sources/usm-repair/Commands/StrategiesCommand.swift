@@ -45,6 +45,8 @@ struct StrategiesCommand: USMCommand {
         let strategies: [StrategyDescription]
         let recipes: [RecipeCatalog.Entry]
         let recipeFolders: [String]
+        /// Every folder recipes are looked for in, in order, existing or not.
+        let recipeSearchPath: [String]
         let plugins: [FoundPlugin]
     }
 
@@ -54,7 +56,8 @@ struct StrategiesCommand: USMCommand {
             let search = context.recipeSearchPath
             return Listing(
                 defaultStrategy: StrategyRegistry.defaultID, defaults: Self.defaults, strategies: context.strategies.descriptions,
-                recipes: RecipeCatalog.list(search: search), recipeFolders: search.map(\.path),
+                recipes: RecipeCatalog.list(search: search), recipeFolders: RecipeCatalog.existing(search).map(\.path),
+                recipeSearchPath: search.map(\.path),
                 plugins: ExternalProgram.discover(environment: environment))
         }, text: { listing, terminal in
             for s in listing.strategies {
@@ -65,7 +68,8 @@ struct StrategiesCommand: USMCommand {
             }
             terminal.out("defaults (when no --strategy, --recipe or --plugin is given):")
             for d in listing.defaults { terminal.out("    \(d.command): \(d.rule)") }
-            terminal.out("recipes (--strategy manual --recipe NAME):" + (listing.recipes.isEmpty ? " none found" : ""))
+            terminal.out("recipes (--strategy manual --recipe NAME):" + (listing.recipes.isEmpty
+                ? " none found (looked in \(listing.recipeSearchPath.isEmpty ? "no folder: set USM_REPAIR_RECIPES" : listing.recipeSearchPath.joined(separator: ", ")))" : ""))
             for r in listing.recipes { terminal.out("    \(r.id) \(r.version): \(r.summary)") }
             terminal.out("plugins on PATH (--strategy manual --plugin NAME):" + (listing.plugins.isEmpty ? " none found" : ""))
             for p in listing.plugins { terminal.out("    \(p.name): \(p.path)") }

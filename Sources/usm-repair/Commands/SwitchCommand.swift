@@ -13,7 +13,8 @@ struct SwitchCommand: USMCommand {
             upgraded 30 s later, E8). `usm-repair stores` lists the candidates.
 
             Example:
-              usm-repair switch A1B2C3D4-E5F6-4711-8899-AABBCCDDEEFF --container Notes.xcappdata --cloud-dir C --yes
+              usm-repair switch A1B2C3D4-E5F6-4711-8899-AABBCCDDEEFF \\
+                --container Notes.xcappdata --cloud-dir C --yes
 
             \(operationExitCodes)
             """)

@@ -9,6 +9,16 @@ struct LayoutFlags: ParsableArguments {
         completion: .directory)
     var container: String?
 
+    @Option(name: .customLong("mac-app"), help: ArgumentHelp(
+        "A Mac app's bundle ID: find its app folder, preferences and ubiquity container in place in the user's Library (sandboxed or not).",
+        valueName: "bundle-id"))
+    var macApp: String?
+
+    @Option(name: .customLong("home"), help: ArgumentHelp(
+        "With --mac-app: the home folder whose Library is searched (default $HOME; a copied Library works too).", valueName: "dir"),
+        completion: .directory)
+    var home: String?
+
     @Option(name: .customLong("app-dir"), help: ArgumentHelp(
         "The app container folder holding <store-name>.sqlite and CloudStore/ (iOS: Library/Application Support).",
         valueName: "dir"), completion: .directory)
@@ -51,6 +61,6 @@ struct LayoutFlags: ParsableArguments {
         return LayoutOptions(
             appDirectory: url(appDir, directory: true), cloudDirectory: url(cloudDir, directory: true), storeName: storeName,
             preferences: url(prefs), container: url(container, directory: true), store: url(store),
-            document: url(document, directory: true))
+            document: url(document, directory: true), macApp: macApp, home: url(home, directory: true))
     }
 }

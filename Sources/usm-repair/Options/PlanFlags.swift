@@ -57,10 +57,11 @@ struct CopyFlags: ParsableArguments {
 struct StrategyFlags: ParsableArguments {
     @Option(name: .customLong("strategy"), help: ArgumentHelp(
         "How the data moves: ios, copy-entities, manual, none (usm-repair strategies lists them and each command's default).",
-        valueName: "id"))
+        valueName: "id"), completion: .list(builtInStrategies.map { $0.description.id }))
     var strategy: String?
 
-    @Option(name: .customLong("recipe"), help: ArgumentHelp("A recipe name (Recipes/) or path; implies --strategy manual.", valueName: "name|path"))
+    @Option(name: .customLong("recipe"), help: ArgumentHelp("A recipe name (usm-repair strategies lists those found) or path; implies --strategy manual.", valueName: "name|path"),
+            completion: .custom { _, _, _ in CommandContext.recipeNames() })
     var recipe: String?
 
     @Option(name: .customLong("plugin"), help: ArgumentHelp(

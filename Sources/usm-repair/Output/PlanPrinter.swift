@@ -11,6 +11,7 @@ struct PlanPrinter {
             terminal.out("\(report.operation): nothing to do, the end state already holds")
             for note in report.notes { terminal.out("  - \(note)") }
             if let next = report.nextLaunch.before { terminal.out("Next launch:  \(next.summary)\(next.state.map { " (\($0))" } ?? "")") }
+            terminal.out("Next step:    \(report.nextStep)")
             return
         }
         for recovery in report.recovered {
@@ -40,9 +41,10 @@ struct PlanPrinter {
         }
         if let snapshot = report.snapshot {
             terminal.out("Snapshot: \(snapshot)")
-            terminal.out("  to undo: usm-repair restore '\(snapshot)' --yes")
+            terminal.out("  to undo: usm-repair restore \(ShellWords.quote(snapshot)) --yes")
         }
         if report.dryRun { terminal.out("Dry run: nothing was changed.") }
+        terminal.out(terminal.paint("Next step:", .bold) + " \(report.nextStep)")
     }
 
     /// The stores the plan reads or touches: objects now → after, and where their data goes.
@@ -102,5 +104,6 @@ struct UndoPrinter {
         }
         if let snapshot = report.snapshot { terminal.out("Snapshot of what was there: \(snapshot) (restore it to redo)") }
         if report.dryRun { terminal.out("Dry run: nothing was changed.") }
+        terminal.out(terminal.paint("Next step:", .bold) + " \(report.nextStep)")
     }
 }

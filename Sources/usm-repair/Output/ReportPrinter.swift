@@ -46,8 +46,19 @@ struct ReportPrinter {
     private func printLayout(_ report: StatusReport) {
         let layout = report.layout
         if let container = layout.container { terminal.out("Container:    \(container)") }
-        terminal.out("App folder:   \(layout.appDir ?? "(not found)")")
-        terminal.out("Cloud folder: \(layout.cloudDir ?? "(not given: the ubiquity container lies outside the app's sandbox; --cloud-dir)")")
+        if let mac = layout.macApp {
+            terminal.out("Mac app:      \(mac.bundleID) in \(mac.home) (\(mac.sandboxed ? "sandboxed" : "not sandboxed"))")
+            terminal.out("App folder:   \(layout.appDir ?? "(not found)")")
+            terminal.out("              \(mac.appFolder.path == layout.appDir ? "found: " : "looked for: ")\(mac.appFolder.how)")
+            terminal.out("Preferences:  \(layout.preferences ?? "(not found)")")
+            terminal.out("              \(mac.preferences.path == layout.preferences ? "found: " : "looked for: ")\(mac.preferences.how)")
+            terminal.out("Cloud folder: \(layout.cloudDir ?? "(not found)")")
+            terminal.out("              \(mac.cloudFolder.path == layout.cloudDir ? "found: " : "looked for: ")\(mac.cloudFolder.how)")
+            for note in mac.notes { terminal.out("              note: \(note)") }
+        } else {
+            terminal.out("App folder:   \(layout.appDir ?? "(not found)")")
+            terminal.out("Cloud folder: \(layout.cloudDir ?? "(not given: the ubiquity container lies outside the app's sandbox; --cloud-dir)")")
+        }
         let cloud = report.cloudEnabled.map { $0 ? terminal.paint("on", .green) : "off" } ?? "unknown"
         let source = layout.preferences.map { " (USMCloudEnabledKey in \($0))" } ?? " (no preferences file)"
         terminal.out("iCloud:       \(cloud)\(report.cloudEnabled == nil ? source : "")")

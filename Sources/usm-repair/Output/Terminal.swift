@@ -16,13 +16,15 @@ import Darwin
 final class Terminal {
     /// Receives one chunk of text for stdout or stderr.
     typealias Sink = (String) -> Void
+    /// Receives text for stderr from any thread (progress from inside a migration).
+    typealias ErrorSink = @Sendable (String) -> Void
 
     let colors: Bool
     let progressEnabled: Bool
     /// True when a person can answer a question on stdin.
     let interactive: Bool
     private let writeOut: Sink
-    private let writeErr: Sink
+    private let writeErr: ErrorSink
     private let readAnswer: () -> String?
     /// The first failure to write stdout (a full disk, an I/O error), if any: the command then
     /// ends with its exit code once its work is done.
@@ -30,7 +32,7 @@ final class Terminal {
     /// The last percentage drawn, so the bar is redrawn only when it moves.
     private var lastPercent = -1
 
-    init(colors: Bool, progress: Bool, interactive: Bool, out: @escaping Sink, err: @escaping Sink,
+    init(colors: Bool, progress: Bool, interactive: Bool, out: @escaping Sink, err: @escaping ErrorSink,
          readAnswer: @escaping () -> String? = { nil }, outputFailure: @escaping () -> USMError? = { nil }) {
         self.colors = colors
         progressEnabled = progress
@@ -136,6 +138,17 @@ final class Terminal {
     func progressLine(_ text: String) {
         guard progressEnabled else { return }
         writeErr("\r\u{1B}[K\(text.prefix(100))")
+    }
+
+    /// A progress line of rows copied (`building: 1200 of 5000 rows copied`), for a migration's
+    /// strategy to call from wherever it runs; nothing when progress is not shown.
+    func rowCounter(_ what: String) -> @Sendable (Int64, Int64) -> Void {
+        guard progressEnabled else { return { _, _ in } }
+        let write = writeErr
+        return { done, total in
+            guard total > 0 else { return }
+            write("\r\u{1B}[K\(what): \(done) of \(total) rows copied")
+        }
     }
 
     /// A progress bar of bytes done, overwritten in place.
