@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Write the inputs of `memory-benchmark.sh`: each one large in a single dimension that a
-careless reader would decode whole (issue 6, item 12).
+careless reader would decode whole (issue 6, item 12; issue 20, finding 10).
 
     make-memory-inputs.py DIR [--only NAME]
+    make-memory-inputs.py --pending PREFS STATE LINES   (an operation to recover, see below)
 
 Writes into DIR (each input once; delete it to rebuild):
 
@@ -15,11 +16,23 @@ Writes into DIR (each input once; delete it to rebuild):
     zplist-200mb.sqlite      store whose Z_METADATA.Z_PLIST is about 200 MB
     modelcache-31mib.sqlite  store whose Z_MODELCACHE inflates to about 31 MiB
     primarykey-200k.sqlite   store with 200,000 Z_PRIMARYKEY rows
+    row-200mb/Store.sqlite   store of 1,000 objects, one of whose rows holds a 200 MB value
+    plugin-300mb/            an external plugin that prints 300 MB of note lines, then copies the store
+    plan-200mb/              preferences folder holding an interrupted operation whose plan.json is
+                             200 MB, and record.json (this machine's record of that operation)
+    recipe-100mb.json        a recipe of 100 MB
+    prefs-200k-keys.plist    binary preferences plist of 200,000 keys (and -xml.plist)
+    prefs-50mb-value.plist   binary preferences plist with one 50 MB value (and -xml.plist)
+
+`--pending PREFS STATE LINES` writes, beside the preferences file PREFS, an interrupted operation of
+`cloud disable` as usm-repair would have left it (plan.json, journal.jsonl of LINES lines, this
+machine's record of it in STATE/usm-repair/operations/): `recover` then reads the whole journal.
 
 Standard library only; deterministic.
 """
 
 import argparse
+import hashlib
 import json
 import os
 import plistlib
@@ -118,7 +131,62 @@ def logs(folder, count):
             f.write("transaction log %d\n" % i * 4)
 
 
+def plan_bytes(op_id, root, notes=None):
+    """A plan of usm-repair (snapshot, commit, purge) working in `root`, as JSON bytes."""
+    plan = {"id": op_id, "operation": "cloud disable", "expected": {}, "stores": [], "snapshotItems": [],
+            "roots": [{"name": "preferences", "path": root, "privateFolder": ".usm-repair"}],
+            "steps": [{"action": {"snapshot": {}}, "reason": "archive first"},
+                      {"action": {"commit": {}}, "reason": "the point of no return"},
+                      {"action": {"purge": {}}, "reason": "clean up"}],
+            "notes": notes or []}
+    return json.dumps(plan).encode()
+
+
+def write_record(state, op_id, data, root):
+    folder = os.path.join(state, "usm-repair", "operations")
+    os.makedirs(folder, exist_ok=True)
+    record = {"id": op_id, "sha256": hashlib.sha256(data).hexdigest(), "roots": [root], "operation": "cloud disable",
+              "created": "2026-11-26T00:00:00.000000000Z"}
+    with open(os.path.join(folder, op_id + ".json"), "w") as f:
+        json.dump(record, f)
+
+
+def pending(prefs, state, lines):
+    """An interrupted operation beside `prefs` whose journal has `lines` lines, and its record."""
+    root = os.path.dirname(os.path.abspath(prefs))
+    op_id = "3b9f0c2e-7d41-4a5e-9c1b-2f6a8d0e4b17"
+    folder = os.path.join(root, ".usm-repair", "operations", op_id)
+    os.makedirs(folder, exist_ok=True)
+    data = plan_bytes(op_id, root)
+    with open(os.path.join(folder, "plan.json"), "wb") as f:
+        f.write(data)
+    line = b'{"event":"begin","step":0}\n'
+    with open(os.path.join(folder, "journal.jsonl"), "wb") as f:
+        for _ in range(lines // 10000):
+            f.write(line * 10000)
+        f.write(line * (lines % 10000))
+    write_record(state, op_id, data, root)
+
+
+def flood_plugin(path, example, megabytes):
+    """A plugin printing `megabytes` MB of note lines before running the example plugin."""
+    with open(path, "w") as f:
+        f.write("""#!/usr/bin/env python3
+import subprocess, sys
+request = sys.stdin.buffer.read()
+line = b'{"note": "' + b"x" * 1000 + b'"}\\n'
+out = sys.stdout.buffer
+for _ in range(%d * 1000 * 1000 // len(line)):
+    out.write(line)
+out.flush()
+sys.exit(subprocess.run([%r, "migrate"], input=request).returncode)
+""" % (megabytes, example))
+    os.chmod(path, 0o755)
+
+
 def main():
+    if len(sys.argv) == 5 and sys.argv[1] == "--pending":
+        return pending(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     p = argparse.ArgumentParser()
     p.add_argument("dir")
     p.add_argument("--only")
@@ -164,6 +232,48 @@ def main():
     if (path := want("primarykey-200k.sqlite")):
         core_data_store(path + ".tmp", primary_keys=200000)
         os.rename(path + ".tmp", path)
+    if (path := want("row-200mb")):
+        os.makedirs(path + ".tmp", exist_ok=True)
+        store = os.path.join(path + ".tmp", "Store.sqlite")
+        subprocess.run([sys.executable, os.path.join(HERE, "make-migrate-store.py"), store, "--objects", "1000", "--wal-rows", "0",
+                        "--local"], check=True, stdout=subprocess.DEVNULL)
+        db = sqlite3.connect(store)
+        # One item's cover, inline (Core Data's 0x01 prefix): 200 MB of bytes that do not compress.
+        db.execute("UPDATE ZITEM SET ZCOVER = x'01' || randomblob(200000000) WHERE Z_PK = (SELECT MIN(Z_PK) FROM ZITEM)")
+        db.commit()
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        db.close()
+        os.rename(path + ".tmp", path)
+    if (path := want("plugin-300mb")):
+        os.makedirs(path + ".tmp", exist_ok=True)
+        flood_plugin(os.path.join(path + ".tmp", "usm-repair-strategy-flood"),
+                     os.path.join(HERE, "..", "Examples", "usm-repair-strategy-sqlite-copy"), 300)
+        os.rename(path + ".tmp", path)
+    if (path := want("plan-200mb")):
+        root = os.path.abspath(path)
+        op_id = "5d2e8a41-0c3b-4f7e-a9d6-1b8c4e2f7a90"
+        folder = os.path.join(path + ".tmp", ".usm-repair", "operations", op_id)
+        os.makedirs(folder, exist_ok=True)
+        write_plist(os.path.join(path + ".tmp", "com.example.notes.plist"), {"USMCloudEnabledKey": True}, plistlib.FMT_BINARY)
+        note = "a note of a plan far larger than any usm-repair writes " * 18
+        data = plan_bytes(op_id, root, [note] * (200 * 1000 * 1000 // (len(note) + 4)))
+        with open(os.path.join(folder, "plan.json"), "wb") as f:
+            f.write(data)
+        with open(os.path.join(folder, "journal.jsonl"), "wb") as f:
+            f.write(b'{"event":"begin","step":0}\n')
+        write_record(os.path.join(path + ".tmp", "state"), op_id, data, root)
+        os.rename(path + ".tmp", path)
+    if (path := want("recipe-100mb.json")):
+        with open(path + ".tmp", "w") as f:
+            f.write('{"format": "usm-repair-recipe", "formatVersion": 1, "id": "recipe-100mb", "version": "1",\n')
+            f.write(' "summary": "' + "a recipe far larger than any recipe " * (100 * 1000 * 1000 // 36) + '",\n')
+            f.write(' "steps": [{"why": "copy everything", "copy": "store"}]}\n')
+        os.replace(path + ".tmp", path)
+    for fmt, suffix in ((plistlib.FMT_BINARY, ""), (plistlib.FMT_XML, "-xml")):
+        if (path := want("prefs-200k-keys%s.plist" % suffix)):
+            write_plist(path, many_keys(200000), fmt)
+        if (path := want("prefs-50mb-value%s.plist" % suffix)):
+            write_plist(path, {"USMCloudEnabledKey": True, "LastLaunchVersion": "2.4", "big": os.urandom(50 * 1000 * 1000)}, fmt)
 
 
 if __name__ == "__main__":
