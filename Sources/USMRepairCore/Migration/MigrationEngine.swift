@@ -119,7 +119,7 @@ public struct MigrationEngine: Sendable {
         lap("capture", into: &report)
 
         let job = MigrationJob(
-            source: sourceSide.copy, sourceSchema: sourceSide.schema, sourceExternalData: source.externalDataDirectory,
+            source: sourceSide.copy, sourceSchema: sourceSide.schema, sourceExternalData: options.externalDataDirectory ?? source.externalDataDirectory,
             destination: staged.main, destinationSchema: destinationSide?.schema,
             scratch: scratch.url.appendingPathComponent("strategy", isDirectory: true), options: options, dryRun: dryRun)
         try FileManager.default.createDirectory(at: job.scratch, withIntermediateDirectories: true)
@@ -173,13 +173,14 @@ public struct MigrationEngine: Sendable {
             try Self.deleteJournalMode(staged.main)
             let identity = try StoreIdentity.apply(
                 to: staged.main, sourcePlist: merge ? sourceSide.plist : nil, merge: merge,
-                keepUbiquity: options.keepUbiquityMetadata, edits: outcome.metadataEdits, provenance: provenance)
+                keepUbiquity: options.keepUbiquityMetadata, edits: outcome.metadataEdits, provenance: provenance,
+                keepUUID: options.keepStoreUUID)
             report.destination.storeUUID = identity.storeUUID
             report.notes += identity.notes
             let stagedSchema = try CoreDataSchema.load(from: staged.main)
             report.verification.externalDataFiles = try ExternalDataCopy.run(
                 staged: staged, schema: stagedSchema,
-                from: [source.externalDataDirectory] + (mergeInto.map { [$0.externalDataDirectory] } ?? []))
+                from: [options.externalDataDirectory ?? source.externalDataDirectory] + (mergeInto.map { [$0.externalDataDirectory] } ?? []))
         } catch let error as USMError {
             throw error
         } catch {

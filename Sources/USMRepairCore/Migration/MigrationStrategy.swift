@@ -101,6 +101,12 @@ public struct MigrationOptions: Sendable {
     public var environment: [String: String]
     /// The command recorded in the result's provenance (`USMRepairProvenance`).
     public var operation: String = "migrate-store"
+    /// Where the source's external-data files are, when not beside its main file (`salvage`
+    /// builds from a private copy of what it read; the files stay in the damaged store's folder).
+    public var externalDataDirectory: URL?
+    /// A new store keeps the source's `Z_UUID` instead of a fresh one (`salvage`: the result
+    /// stands in for the damaged store, and object URIs name its UUID).
+    public var keepStoreUUID = false
 
     /// Creates options with the defaults of `migrate-store`.
     public init(recipe: String? = nil, plugin: String? = nil, parameters: [String: String] = [:],

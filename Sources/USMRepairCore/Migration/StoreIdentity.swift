@@ -18,8 +18,9 @@ enum StoreIdentity {
     ///   - merge: keep the staged store's UUID and let its keys win.
     /// - Parameter provenance: the entry recorded under `USMRepairProvenance` (after the entries the
     ///   staged store's metadata already holds: the destination's in a merge, the source's otherwise).
+    /// - Parameter keepUUID: a new store keeps the `Z_UUID` it was copied with (`salvage`).
     static func apply(to staged: URL, sourcePlist: Data?, merge: Bool, keepUbiquity: Bool, edits: [MetadataEdit],
-                      provenance: Provenance.Entry? = nil) throws -> Result {
+                      provenance: Provenance.Entry? = nil, keepUUID: Bool = false) throws -> Result {
         let queue = try StagedStore.open(staged)
         defer { try? queue.close() }
         return try queue.write { db in
@@ -70,8 +71,9 @@ enum StoreIdentity {
                     try db.execute(sql: "UPDATE Z_METADATA SET Z_PLIST = ?", arguments: [data])
                 }
             }
-            let uuid = merge ? stagedUUID : UUID().uuidString
-            if !merge { try db.execute(sql: "UPDATE Z_METADATA SET Z_UUID = ?", arguments: [uuid]) }
+            let keep = merge || (keepUUID && !(stagedUUID ?? "").isEmpty)
+            let uuid = keep ? stagedUUID : UUID().uuidString
+            if !keep { try db.execute(sql: "UPDATE Z_METADATA SET Z_UUID = ?", arguments: [uuid]) }
             let keys = (result?.keys).map { $0.filter(StoreMetadata.isUbiquityKey).sorted() } ?? []
             return Result(storeUUID: uuid, ubiquityKeys: keys, notes: notes)
         }
