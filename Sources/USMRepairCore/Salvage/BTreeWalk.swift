@@ -131,7 +131,7 @@ extension DamagedStore {
                 lost += 1
                 continue
             }
-            let stored = withRecord(cell, on: view) { record -> Bool in
+            let stored = withRecord(cell, on: view, leaf: page) { record -> Bool in
                 guard RecordDecoder.decode(record, into: &fields, maxColumns: table.columns.count) == nil,
                       table.admits(fields, strict: false)
                 else { return false }

@@ -125,15 +125,18 @@ struct CoreDataConsistency {
         }
     }
 
-    /// Step 4.
+    /// Step 4. Core Data keeps a hierarchy's counter on its root entity (sub-entities read 0):
+    /// the root's is raised when no member's reaches the largest key.
     private func counters(_ db: Database, schema: CoreDataSchema, report: inout SalvageReport) throws {
         for table in schema.entityTables where schema.table(table, hasColumn: "Z_PK") {
             let largest = try Int64.fetchOne(db, sql: "SELECT IFNULL(MAX(Z_PK), 0) FROM \(SQLName.quote(table))") ?? 0
-            for number in schema.entityNumbers(inTable: table) {
-                guard let entity = schema.entity(number), entity.max < largest || schema.unreadableMax.contains(number) else { continue }
-                try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?", arguments: [largest, number])
-                report.countersRaised[entity.name] = largest
-            }
+            let members = schema.entityNumbers(inTable: table).compactMap(schema.entity)
+            let unknown = members.contains { schema.unreadableMax.contains($0.number) }
+            guard unknown || (members.map(\.max).max() ?? 0) < largest,
+                  let root = members.first(where: { $0.number == $0.rootNumber }) ?? members.first
+            else { continue }
+            try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?", arguments: [max(largest, root.max), root.number])
+            report.countersRaised[root.name] = max(largest, root.max)
         }
     }
 

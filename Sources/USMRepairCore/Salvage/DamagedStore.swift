@@ -30,7 +30,7 @@ final class DamagedStore {
     var damagedCount = 0
     /// Pages read so far (each counted once).
     private(set) var reads = 0
-    /// What the WAL gave (or why it was not used).
+    /// Why frames of the `-wal` were not applied, when some were (a loss the report states).
     var walNote: String?
 
     private let buffer: UnsafeMutableRawBufferPointer
@@ -51,13 +51,16 @@ final class DamagedStore {
         if FileStatus.resolve(files.wal.path)?.kind == .file {
             let index = try WALIndex.read(path: files.wal.path)
             if !index.file.headerValid {
-                walNote = "the -wal was not used: \(index.file.headerProblem ?? "its header is invalid") (SQLite ignores it too)"
+                // An empty -wal is what every checkpoint leaves: nothing is lost then.
+                if index.file.size > 0 {
+                    walNote = "-wal: not used, \(index.file.headerProblem ?? "its header is invalid") (SQLite ignores it too)"
+                }
             } else if index.frames.isEmpty {
-                walNote = index.file.validFrames > 0 ? "the -wal holds no committed frame: ignored" : nil
+                walNote = index.file.cutFrames > 0 ? "-wal: its \(index.file.cutFrames) frames hold no valid commit; none was applied (SQLite applies none either)" : nil
             } else {
                 wal = index
                 if index.file.cutFrames > 0 {
-                    walNote = "\(index.file.cutFrames) frames after the -wal's last valid commit were left out, as SQLite leaves them out"
+                    walNote = "-wal: \(index.file.cutFrames) frames after its last valid commit (a transaction cut short or never committed) were left out, as SQLite leaves them out"
                 }
             }
         }
@@ -67,7 +70,7 @@ final class DamagedStore {
         if let found {
             header = found
             if let wal, wal.file.pageSize != found.pageSize {
-                walNote = "the -wal was not used: its page size \(wal.file.pageSize) is not the database's \(found.pageSize)"
+                walNote = "-wal: not used, its page size \(wal.file.pageSize) is not the database's \(found.pageSize)"
             }
         } else {
             let probed = start.withUnsafeBytes { PageSizeProbe.infer(ByteView($0), fileSize: status.size) }
@@ -159,26 +162,33 @@ final class DamagedStore {
         return root
     }
 
-    /// Collects the record of `cell` (on the page `page`) into one contiguous buffer and calls
-    /// `body` with it: the page's own bytes when it fits, else the local part and its overflow
-    /// chain. Returns why the chain is broken instead. Overflow pages must be available (never
-    /// read for another cell, not free); `mark` takes them as read (a scan that only looks, and
-    /// comes back for the cells it keeps, passes false the first time).
-    func withRecord<T>(_ cell: BTreePage.LeafCell, on page: ByteView, mark: Bool = true, _ body: (ByteView) -> T) -> Result<T, CellFailure> {
+    /// Collects the record of `cell` (on page `leaf`, whose bytes are `page`) into one contiguous
+    /// buffer and calls `body` with it: the page's own bytes when it fits, else the local part and
+    /// its overflow chain. Returns why the chain is broken instead. Overflow pages carry no
+    /// checksum, so a chain is believed only when every page on it is available (never read for
+    /// another cell, not free), the pointer map (when the file has one) names each page as the
+    /// overflow page of the one before, and the last page's link is 0, as SQLite always leaves it:
+    /// a page overwritten by other bytes fails one of these, and its row is lost, never mixed.
+    /// `mark` takes the pages as read (a scan that only looks, and comes back for the cells it
+    /// keeps, passes false the first time).
+    func withRecord<T>(_ cell: BTreePage.LeafCell, on page: ByteView, leaf: UInt32, mark: Bool = true,
+                       _ body: (ByteView) -> T) -> Result<T, CellFailure> {
         guard let local = page.slice(cell.localStart..<(cell.localStart + cell.localCount)) else { return .failure(.outsidePage) }
         guard let first = cell.overflowPage else { return .success(body(local)) }
         payload.removeAll(keepingCapacity: true)
         payload.append(contentsOf: local.base)
         var remaining = cell.payloadSize - cell.localCount
         var next = first
+        var previous = leaf
         let room = usable - 4
         var chain: [UInt32] = []
         var seen: Set<UInt32> = []
         while remaining > 0 {
             let current = next
-            // A chain longer than the file, or back onto itself, is broken.
-            guard available(current), seen.insert(current).inserted else {
-                return .failure(.overflow(page: current))
+            guard available(current), seen.insert(current).inserted else { return .failure(.overflow(page: current)) }
+            if pointerMap != nil, let entry = mapEntry(current) {
+                let expected: PointerMap.Entry = chain.isEmpty ? .firstOverflow(cellPage: previous) : .overflow(previous: previous)
+                guard entry == expected else { return .failure(.overflow(page: current)) }
             }
             var taken = false
             let read: Void? = withPage(current, overflow: true) { view in
@@ -192,7 +202,9 @@ final class DamagedStore {
             }
             guard read != nil, taken else { return .failure(.overflow(page: current)) }
             chain.append(current)
+            previous = current
         }
+        guard next == 0 else { return .failure(.overflow(page: previous)) }
         if mark { for page in chain { visited.insert(page) } }
         return .success(payload.withUnsafeBytes { body(ByteView($0)) })
     }

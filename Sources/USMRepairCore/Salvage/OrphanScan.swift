@@ -64,7 +64,7 @@ extension DamagedStore {
                         return
                     }
                     previous = cell.rowid
-                    let fits = withRecord(cell, on: view, mark: false) { record -> Bool in
+                    let fits = withRecord(cell, on: view, leaf: page, mark: false) { record -> Bool in
                         guard RecordDecoder.decode(record, into: &fields, maxColumns: Int.max) == nil else { return false }
                         candidates = candidates.filter { tables[$0].admits(fields, strict: true) }
                         return true
@@ -117,7 +117,7 @@ extension DamagedStore {
         var stored = 0
         for i in 0..<parsed.cellCount {
             guard let offset = parsed.cellOffset(i, in: view), let cell = BTreePage.leafCell(at: offset, in: view, usable: usable) else { continue }
-            _ = withRecord(cell, on: view) { record in
+            _ = withRecord(cell, on: view, leaf: page) { record in
                 guard RecordDecoder.decode(record, into: &fields, maxColumns: tables[table].columns.count) == nil else { return }
                 switch sink.store(table: table, rowid: cell.rowid, fields: fields, record: record, orphan: page) {
                 case .stored:

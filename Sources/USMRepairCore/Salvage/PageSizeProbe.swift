@@ -10,7 +10,7 @@ enum PageSizeProbe {
 
     /// The page size of the file whose first bytes are `bytes` and whose size is `fileSize`; nil
     /// when no size fits. Page 1's B-tree header sits at offset 100 whatever the size, and must
-    /// parse at the size chosen.
+    /// parse at the size chosen when it parses at any.
     static func infer(_ bytes: ByteView, fileSize: Int64) -> Int? {
         var odd: [Int: Int] = [:]
         for size in sizes {
@@ -27,8 +27,9 @@ enum PageSizeProbe {
             guard let page = bytes.slice(0..<min(size, bytes.count)), page.count == size else { return false }
             return (try? BTreePage.parse(page, headerOffset: 100, usable: size).get()) != nil
         }
-        // The smallest size whose odd boundaries hold pages as often as half of twice its size's do.
-        for size in sizes where first.contains(size) {
+        // The smallest size whose odd boundaries hold pages as often as half of twice its size's do
+        // (among those page 1 fits, unless page 1 itself is lost).
+        for size in sizes where first.isEmpty || first.contains(size) {
             let hits = odd[size] ?? 0
             let double = odd[size * 2] ?? 0
             if hits > 0, hits * 2 >= double { return size }

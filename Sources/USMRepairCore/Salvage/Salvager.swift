@@ -31,7 +31,7 @@ struct Salvager {
         let store = try DamagedStore(files: source)
         var report = SalvageReport(dryRun: dryRun, source: .init(path: source.main.path), destination: .init(path: ""))
         store.readFreelist()
-        if let note = store.walNote { report.notes.append(note) }
+        if let loss = store.walNote { report.unreadable.append(loss) }
         for problem in store.freelist.problems { report.unreadable.append("freelist: \(problem)") }
         if case let .inferred(size, reason) = store.headerState {
             report.source.header = "inferred: \(reason); page size \(size) found from the pages, UTF-8 assumed"
