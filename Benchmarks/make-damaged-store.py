@@ -10,6 +10,9 @@ SRC's file set (main file, -wal, .<Name>_SUPPORT) is only read. OUT receives:
     OUT/damaged/<name>    the damaged file set
     OUT/previous/<name>   wal-torn only: the original as of the commit before the torn one (the
                           state SQLite recovers), which rows of the lost pages may be salvaged as
+    OUT/sibling/<name>    a healthy store of the same model and no rows (the original's schema,
+                          Z_PRIMARYKEY with Z_MAX 0, Z_METADATA with another UUID, Z_MODELCACHE):
+                          what a support engineer has from a fresh install, for --schema-from
     OUT/damage.json       {"kind", "seed", "pages": damaged pages (logical numbers), "note"}
 
 Kinds (pages are never chosen where a -wal frame supersedes them, so every damage is real):
@@ -83,6 +86,36 @@ def with_freelist(path):
             os.remove(path + suffix)
 
 
+def make_sibling(original, folder):
+    """A store with the original's schema and bookkeeping rows and no data, at folder/<name>."""
+    os.makedirs(folder, exist_ok=True)
+    work = copy_set(original, os.path.join(folder, ".work"))
+    dst = os.path.join(folder, os.path.basename(original))
+    src = sqlite3.connect(work)
+    page_size = src.execute("PRAGMA page_size").fetchone()[0]
+    vacuum = src.execute("PRAGMA auto_vacuum").fetchone()[0]
+    rows = src.execute("""SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%'
+        ORDER BY CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 WHEN 'view' THEN 2 ELSE 3 END, rowid""").fetchall()
+    src.close()
+    out = sqlite3.connect(dst)
+    out.execute(f"PRAGMA page_size = {page_size}")
+    out.execute(f"PRAGMA auto_vacuum = {vacuum}")
+    for _, _, sql in rows:
+        out.execute(sql)
+    out.execute("ATTACH DATABASE ? AS src", (work,))
+    names = {name.upper(): name for kind, name, _ in rows if kind == "table"}
+    if "Z_PRIMARYKEY" in names:
+        out.execute(f"INSERT INTO main.{names['Z_PRIMARYKEY']} SELECT Z_ENT, Z_NAME, Z_SUPER, 0 FROM src.{names['Z_PRIMARYKEY']}")
+    if "Z_METADATA" in names:
+        out.execute(f"INSERT INTO main.{names['Z_METADATA']} SELECT Z_VERSION, '00000000-1111-2222-3333-444444444444', Z_PLIST FROM src.{names['Z_METADATA']}")
+    if "Z_MODELCACHE" in names:
+        out.execute(f"INSERT INTO main.{names['Z_MODELCACHE']} SELECT * FROM src.{names['Z_MODELCACHE']}")
+    out.commit()
+    out.close()
+    shutil.rmtree(os.path.join(folder, ".work"))
+    return dst
+
+
 def write_at(path, offset, data):
     with open(path, "r+b") as f:
         f.seek(offset)
@@ -111,6 +144,7 @@ def main():
         note = "page 1 lived in the -wal: the original was checkpointed first (same rows)"
         db = Database(original)
     damaged = copy_set(original, os.path.join(a.out, "damaged"))
+    make_sibling(original, os.path.join(a.out, "sibling"))
     ps = db.page_size
     main_pages = len(db.main) // ps
     in_main = [n for n in range(2, main_pages + 1) if n not in db.wal.frames]

@@ -13,11 +13,14 @@ let builtInStrategies: [any MigrationStrategy.Type] = [
 enum BuiltInStrategies {
     /// Builds the staged store of a plan's `build` step with the migration engine over `registry`:
     /// a verified store whose rows per entity are returned; the executor installs it.
-    static func builder(registry: StrategyRegistry, environment: [String: String], recipeSearchPath: [URL]) -> PlanExecutor.Builder {
+    /// `model` (`--model`) says where the source's relationships point when it has no model cache.
+    static func builder(registry: StrategyRegistry, environment: [String: String], recipeSearchPath: [URL],
+                        model: ManagedObjectModel? = nil) -> PlanExecutor.Builder {
         { build in
-            let options = build.strategy.options(
+            var options = build.strategy.options(
                 keepUbiquityMetadata: build.keepUbiquityMetadata, recipeSearchPath: recipeSearchPath, environment: environment,
                 operation: build.operation)
+            options.model = model
             do {
                 return try MigrationEngine(registry: registry).build(
                     source: StoreFileSet(main: URL(fileURLWithPath: build.source)), staged: URL(fileURLWithPath: build.staged),

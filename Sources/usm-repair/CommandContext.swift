@@ -42,6 +42,8 @@ struct CommandContext {
     var strategies = StrategyRegistry(builtInStrategies)
     /// Seams into the plan executor (tests stop a run after a chosen step, as a kill would).
     var hooks = PlanExecutor.Hooks.none
+    /// The app's model (`--model`), for the migration engine's build steps.
+    var model: ManagedObjectModel?
 
     static func live(output: OutputFlags, command: String) -> CommandContext {
         let environment = ProcessInfo.processInfo.environment
@@ -67,7 +69,7 @@ struct CommandContext {
     func executor(snapshotDirectory: URL?) -> PlanExecutor {
         PlanExecutor(
             snapshotDirectory: snapshotDirectory ?? stateFolder.appendingPathComponent("snapshots", isDirectory: true),
-            builder: BuiltInStrategies.builder(registry: strategies, environment: environment, recipeSearchPath: recipeSearchPath),
+            builder: BuiltInStrategies.builder(registry: strategies, environment: environment, recipeSearchPath: recipeSearchPath, model: model),
             records: OperationRecords(stateFolder: stateFolder), hooks: hooks)
     }
 

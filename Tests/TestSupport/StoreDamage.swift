@@ -33,6 +33,10 @@ public struct PageMap {
         if FileManager.default.fileExists(atPath: store.path + "-wal") {
             try FileManager.default.copyItem(atPath: store.path + "-wal", toPath: copy.path + "-wal")
         }
+        // Copies of read-only files (the corpus) are made writable: SQLite needs that to read a -wal.
+        for path in [copy.path, copy.path + "-wal"] where FileManager.default.fileExists(atPath: path) {
+            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path)
+        }
         let queue = try DatabaseQueue(path: copy.path)
         defer { try? queue.close() }
         return try queue.read { db in
@@ -116,6 +120,10 @@ public enum StoreRows {
         try FileManager.default.copyItem(at: store, to: copy)
         if FileManager.default.fileExists(atPath: store.path + "-wal") {
             try FileManager.default.copyItem(atPath: store.path + "-wal", toPath: copy.path + "-wal")
+        }
+        // Copies of read-only files (the corpus) are made writable: SQLite needs that to read a -wal.
+        for path in [copy.path, copy.path + "-wal"] where FileManager.default.fileExists(atPath: path) {
+            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path)
         }
         let queue = try DatabaseQueue(path: copy.path)
         defer { try? queue.close() }

@@ -110,7 +110,7 @@ public struct MigrationEngine: Sendable {
         let scratch = try TemporaryDirectory(prefix: "usm-repair-migrate")
         defer { scratch.remove() }
         // 1. The source (and a merge's destination) through consistent private copies.
-        let sourceSide = try Self.capture(source, into: scratch.url.appendingPathComponent("source"), role: "source")
+        let sourceSide = try Self.capture(source, into: scratch.url.appendingPathComponent("source"), role: "source", model: options.model)
         let destinationSide = try mergeInto.map { try Self.capture($0, into: scratch.url.appendingPathComponent("destination"), role: "destination") }
         var report = MigrationReport(
             strategy: description.id, mode: mode, dryRun: dryRun,

@@ -107,6 +107,9 @@ public struct MigrationOptions: Sendable {
     /// A new store keeps the source's `Z_UUID` instead of a fresh one (`salvage`: the result
     /// stands in for the damaged store, and object URIs name its UUID).
     public var keepStoreUUID = false
+    /// The app's model (`--model`): where the source's relationships point when it holds no model
+    /// cache (a merge moves to-one keys with the rows only when it knows their destination).
+    public var model: ManagedObjectModel?
 
     /// Creates options with the defaults of `migrate-store`.
     public init(recipe: String? = nil, plugin: String? = nil, parameters: [String: String] = [:],

@@ -112,12 +112,14 @@ public struct StoreMigration {
         }
         let engine = self.engine, request = self.request
         let executor = self.executor.with(builder: { build in
-            try engine.build(
+            var options = build.strategy.options(
+                keepUbiquityMetadata: build.keepUbiquityMetadata, recipeSearchPath: request.options.recipeSearchPath,
+                environment: request.options.environment)
+            options.model = request.options.model
+            return try engine.build(
                 source: StoreFileSet(main: URL(fileURLWithPath: build.source)), staged: URL(fileURLWithPath: build.staged),
                 shownAs: request.destination, strategy: build.strategy.id ?? request.strategy,
-                options: build.strategy.options(
-                    keepUbiquityMetadata: build.keepUbiquityMetadata, recipeSearchPath: request.options.recipeSearchPath,
-                    environment: request.options.environment),
+                options: options,
                 mergeInto: build.mergeInto.map { StoreFileSet(main: URL(fileURLWithPath: $0)) }, mode: request.mode)
         })
         let result = try executor.run(plan, progress: progress)

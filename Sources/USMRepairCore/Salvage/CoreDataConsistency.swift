@@ -15,6 +15,9 @@ import GRDB
 /// Order matters: 3 removes rows 5 must then see as lost, and 4 counts the keys 3 left.
 struct CoreDataConsistency {
     let sibling: SiblingSchema?
+    /// The app's model (`--model`): relationships when the store has no model cache, and entity
+    /// numbers for `Z_PRIMARYKEY` rows no sibling gives.
+    var model: ManagedObjectModel?
     /// The damaged store (its `_EXTERNAL_DATA` folder holds the files references may name).
     let source: StoreFileSet
 
@@ -29,7 +32,7 @@ struct CoreDataConsistency {
                 let triggers = try StoreRewrite.dropTriggers(db, path: report.source.path)
                 try metadata(db, report: &report)
                 try entities(db, report: &report)
-                let schema = try CoreDataSchema.read(db)
+                let schema = try CoreDataSchema.read(db, model: model)
                 report.relationships = schema.relationshipSource
                 if schema.relationshipSource == "none", !schema.entityTables.isEmpty {
                     report.notes.append("the store holds no readable model cache and its indexes name no relationship: to-one keys pointing at lost rows could not be found (give --model)")
@@ -97,7 +100,9 @@ struct CoreDataConsistency {
                            arguments: [entity.number, entity.name, entity.superNumber])
             report.entitiesRestored.append(entity.name)
         }
-        let schema = try CoreDataSchema.read(db)
+        var schema = try CoreDataSchema.read(db, model: model)
+        if try restoreSystem(db, schema: schema, report: &report) { schema = try CoreDataSchema.read(db, model: model) }
+        if try restoreFromModel(db, schema: schema, report: &report) { schema = try CoreDataSchema.read(db, model: model) }
         let listedTables = Set(schema.entityTables)
         for (table, columns) in schema.tables.sorted(by: { $0.key < $1.key }) where !listedTables.contains(table) {
             guard let first = table.uppercased().first, first == "Z" || first == "A",
@@ -106,8 +111,69 @@ struct CoreDataConsistency {
             else { continue }
             throw USMError.sourceDamaged(
                 path: report.source.path,
-                detail: "Z_PRIMARYKEY lost the entities of \(table), so its rows cannot be named; give --schema-from a healthy store of the same model")
+                detail: "Z_PRIMARYKEY lost the entities of \(table), so its rows cannot be named; give --schema-from a healthy store of the same model, or --model")
         }
+    }
+
+    /// Core Data's persistent-history entities, whose numbers are fixed (16001 `CHANGE`, 16002
+    /// `TRANSACTION`, 16003 `TRANSACTIONSTRING`), for their tables when the rows carry that number.
+    private func restoreSystem(_ db: Database, schema: CoreDataSchema, report: inout SalvageReport) throws -> Bool {
+        let listed = Set(schema.entityTables.map { $0.uppercased() })
+        var added = false
+        for (number, name) in [(16001, "CHANGE"), (16002, "TRANSACTION"), (16003, "TRANSACTIONSTRING")] {
+            guard let table = schema.tables.keys.first(where: { $0.uppercased() == "A" + name }), !listed.contains("A" + name),
+                  schema.entity(number) == nil, schema.table(table, hasColumn: "Z_ENT")
+            else { continue }
+            let found = Set(try Int.fetchAll(db, sql: "SELECT DISTINCT Z_ENT FROM \(SQLName.quote(table))"))
+            guard found.isSubset(of: [number]) else { continue }
+            try db.execute(sql: "INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, 0, 0)", arguments: [number, name])
+            report.entitiesRestored.append(name)
+            added = true
+        }
+        return added
+    }
+
+    /// Entities of tables `Z_PRIMARYKEY` does not account for, numbered as Core Data numbers the
+    /// model (the store's own cache, else `--model`), inserted only when the numbers agree with
+    /// every entity still listed and with the `Z_ENT` values the table's rows carry. Returns true
+    /// when rows were added.
+    private func restoreFromModel(_ db: Database, schema: CoreDataSchema, report: inout SalvageReport) throws -> Bool {
+        guard let model = schema.model else { return false }
+        let numbers = model.entityNumbers()
+        for entity in schema.entities where !entity.isSystem {
+            guard let expected = numbers[entity.name], expected.number == entity.number else { return false }
+        }
+        let listed = Set(schema.entityTables)
+        var added = false
+        for (table, columns) in schema.tables.sorted(by: { $0.key < $1.key }) where !listed.contains(table) {
+            guard table.uppercased().hasPrefix("Z"), !["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"].contains(table.uppercased()),
+                  Set(columns.map(\.name)).isSuperset(of: ["Z_PK", "Z_ENT", "Z_OPT"])
+            else { continue }
+            // The hierarchy whose root's table this is.
+            let members = model.entities.filter { entity in
+                var root = entity
+                var steps = 0
+                while let parent = root.parent, let next = model.entity(named: parent), steps < model.entities.count {
+                    root = next
+                    steps += 1
+                }
+                return "Z" + root.name.uppercased() == table.uppercased()
+            }
+            let found = Set(try Int.fetchAll(db, sql: "SELECT DISTINCT Z_ENT FROM \(SQLName.quote(table)) WHERE typeof(Z_ENT) = 'integer'"))
+            let memberNumbers = Set(members.compactMap { numbers[$0.name]?.number })
+            guard !members.isEmpty, found.isSubset(of: memberNumbers) else { continue }
+            for entity in members.sorted(by: { (numbers[$0.name]?.number ?? 0) < (numbers[$1.name]?.number ?? 0) }) {
+                guard let n = numbers[entity.name], schema.entity(n.number) == nil else { continue }
+                try db.execute(sql: "INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, ?, 0)",
+                               arguments: [n.number, entity.name, n.superNumber])
+                report.entitiesRestored.append(entity.name)
+                added = true
+            }
+        }
+        if added {
+            report.notes.append("Z_PRIMARYKEY rows were restored from the model, numbered as Core Data numbers it (the numbers agree with every row found)")
+        }
+        return added
     }
 
     /// Step 3.

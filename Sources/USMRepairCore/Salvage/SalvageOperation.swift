@@ -9,6 +9,8 @@ public struct SalvageRequest: Sendable {
     public var destination: StoreFileSet
     /// A healthy store of the same model (`--schema-from`), for what the damaged one lost.
     public var schemaFrom: StoreFileSet?
+    /// The app's model (`--model`): relationships when the store has no model cache, entity numbers.
+    public var model: ManagedObjectModel?
     /// Replace an existing destination (snapshotted first).
     public var overwrite: Bool
     /// Keep `com.apple.coredata.ubiquity.*` keys in the result's metadata.
@@ -16,9 +18,10 @@ public struct SalvageRequest: Sendable {
     /// Read and report; write nothing but a private scratch folder.
     public var dryRun: Bool
 
-    public init(source: StoreFileSet, destination: StoreFileSet, schemaFrom: StoreFileSet? = nil, overwrite: Bool = false,
-                keepUbiquityMetadata: Bool = false, dryRun: Bool = false) {
+    public init(source: StoreFileSet, destination: StoreFileSet, schemaFrom: StoreFileSet? = nil, model: ManagedObjectModel? = nil,
+                overwrite: Bool = false, keepUbiquityMetadata: Bool = false, dryRun: Bool = false) {
         self.source = source
+        self.model = model
         self.destination = destination
         self.schemaFrom = schemaFrom
         self.overwrite = overwrite
@@ -131,6 +134,7 @@ public struct SalvageOperation {
             options.operation = "salvage"
             options.externalDataDirectory = request.source.externalDataDirectory
             options.keepStoreUUID = report.metadata == "kept"
+            options.model = request.model
             var migration = try engine.build(
                 source: StoreFileSet(main: intermediate), staged: URL(fileURLWithPath: build.staged), shownAs: request.destination,
                 strategy: "ios", options: options, mode: .create)
@@ -168,7 +172,7 @@ public struct SalvageOperation {
         clock = Date()
         progress("making the salvaged rows a consistent Core Data store")
         do {
-            try CoreDataConsistency(sibling: sibling, source: request.source).run(url, report: &report)
+            try CoreDataConsistency(sibling: sibling, model: request.model, source: request.source).run(url, report: &report)
         } catch let error as USMError {
             throw error
         } catch {

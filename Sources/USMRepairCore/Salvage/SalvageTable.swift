@@ -73,8 +73,11 @@ struct SalvageTable: Sendable {
         self.columns = columns
         self.rowidColumn = rowidColumn
         self.root = root
-        entityColumn = name.uppercased().hasPrefix("Z") || name.uppercased().hasPrefix("A")
-            ? columns.firstIndex { $0.name.uppercased() == "Z_ENT" } : nil
+        // Z_PRIMARYKEY's Z_ENT is its key (stored NULL), not an entity column.
+        let upper = name.uppercased()
+        let bookkeeping = ["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"].contains(upper)
+        let entity = (upper.hasPrefix("Z") || upper.hasPrefix("A")) && !bookkeeping ? columns.firstIndex { $0.name.uppercased() == "Z_ENT" } : nil
+        entityColumn = entity == rowidColumn ? nil : entity
         if root == nil { lost = [.all] }
     }
 
@@ -86,12 +89,18 @@ struct SalvageTable: Sendable {
         rowidColumn: nil, root: 1)
 
     /// True when a record with `fields` can be one of this table's rows. `strict` (pages found
-    /// outside the tree) also asks every value to fit its column's affinity and `Z_ENT` to name
-    /// one of the table's entities.
+    /// outside the tree) also asks every value to fit its column's affinity, `Z_ENT` to name one
+    /// of the table's entities, and every column to be there: only an entity table's rows may
+    /// lack trailing columns (rows written before a migration added them), never `Z_OPT`.
     func admits(_ fields: [FieldValue], strict: Bool) -> Bool {
         guard !fields.isEmpty, fields.count <= columns.count else { return false }
         if let key = rowidColumn, key < fields.count, fields[key] != .null { return false }
         guard strict else { return true }
+        if let column = entityColumn {
+            guard fields.count >= column + 2 else { return false }
+        } else if fields.count != columns.count {
+            return false
+        }
         for (i, value) in fields.enumerated() where !columns[i].affinity.admits(value) { return false }
         if let column = entityColumn {
             guard column < fields.count, case let .integer(ent) = fields[column] else { return false }

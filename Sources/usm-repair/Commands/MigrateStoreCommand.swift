@@ -67,8 +67,9 @@ struct MigrateStoreCommand: USMCommand {
 
     func run(_ context: CommandContext) throws {
         let choice = strategy.choice
-        let options = choice.options(
+        var options = choice.options(
             keepUbiquityMetadata: keepUbiquityMetadata, recipeSearchPath: context.recipeSearchPath, environment: context.environment)
+        options.model = try strategy.loadedModel()
         let destinationFiles = StoreFileSet(main: URL(fileURLWithPath: (destination as NSString).expandingTildeInPath))
         let request = MigrationRequest(
             source: StoreFileSet(main: URL(fileURLWithPath: (source as NSString).expandingTildeInPath)),

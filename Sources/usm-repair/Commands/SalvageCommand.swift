@@ -29,6 +29,7 @@ struct SalvageCommand: USMCommand {
               usm-repair salvage Damaged.sqlite Salvaged.sqlite
               usm-repair salvage Damaged.sqlite Salvaged.sqlite --dry-run --json
               usm-repair salvage Damaged.sqlite Salvaged.sqlite --schema-from Healthy-Sibling.sqlite
+              usm-repair salvage Damaged.sqlite Salvaged.sqlite --model MyApp.xcdatamodeld
             """)
 
     @Argument(help: ArgumentHelp("The damaged store's main file (its -wal beside it is read too).", valueName: "src"), completion: .file())
@@ -41,6 +42,11 @@ struct SalvageCommand: USMCommand {
         "A healthy store of the same model: the tables, entities and metadata the damaged one lost are taken from it.", valueName: "store"),
         completion: .file())
     var schemaFrom: String?
+
+    @Option(name: .customLong("model"), help: ArgumentHelp(
+        "The app's model (.xcdatamodeld, .xcdatamodel, its contents XML, .momd or .mom): relationships when SRC has no model cache, entity numbers when Z_PRIMARYKEY was lost.",
+        valueName: "path"), completion: .file())
+    var model: String?
 
     @Flag(name: .customLong("dry-run"), help: "Read SRC and report what would be salvaged; write nothing but a private temporary copy.")
     var dryRun = false
@@ -65,7 +71,8 @@ struct SalvageCommand: USMCommand {
         func files(_ path: String) -> StoreFileSet { StoreFileSet(main: URL(fileURLWithPath: (path as NSString).expandingTildeInPath)) }
         let destinationFiles = files(destination)
         let request = SalvageRequest(
-            source: files(source), destination: destinationFiles, schemaFrom: schemaFrom.map(files), overwrite: overwrite,
+            source: files(source), destination: destinationFiles, schemaFrom: schemaFrom.map(files),
+            model: try model.map { try ModelFile.load(URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath)) }, overwrite: overwrite,
             keepUbiquityMetadata: keepUbiquityMetadata, dryRun: dryRun)
         let operation = SalvageOperation(
             request: request, engine: MigrationEngine(registry: context.strategies),
