@@ -16,7 +16,8 @@ let package = Package(
     products: [
         .executable(name: "usm-repair", targets: ["usm-repair"]),
         .library(name: "USMRepairCore", targets: ["USMRepairCore"]),
-    ],
+        // The strategies as products too, so another package (Fuzz/) can reach them.
+    ] + strategies.map { .library(name: $0, targets: [$0]) },
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),

@@ -95,29 +95,15 @@ public enum ExternalProgram {
         var environment: [String: String] = ["TMPDIR": work.path]
         for key in ["PATH", "HOME", "LANG"] { environment[key] = job.options.environment[key] }
         var outcome = MigrationOutcome(plugin: program.path, steps: [MigrationStep("ran \(program.path) migrate", why: "the external plugin filled the staged store")])
-        var result: PluginMessage.Result?
-        var protocolError: String?
-        var lineNumber = 0
+        var output = PluginOutput(name: name)
         // Each line as it comes: memory stays flat however much the program prints.
         let ending = try ChildProcess(
             program: program, arguments: ["migrate"], environment: environment, directory: work, timeout: job.options.pluginTimeout
         ).run(input: requestData) { line in
-            lineNumber += 1
-            guard !line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) else { return true }
-            guard result == nil else {
-                protocolError = "stdout has more after its result line (line \(lineNumber))"
-                return false
-            }
-            guard let message = try? JSONDecoder().decode(PluginMessage.self, from: line),
-                  [message.progress != nil, message.note != nil, message.result != nil].filter({ $0 }).count == 1 else {
-                protocolError = "stdout line \(lineNumber) is not a protocol message: \(String(decoding: line.prefix(80), as: UTF8.self).debugDescription)"
-                return false
-            }
-            if let note = message.note, outcome.notes.count < 1000 { outcome.notes.append("\(name): \(note.prefix(4096))") }
-            if let progress = message.progress { job.progress(progress.done, progress.total) }
-            if let r = message.result { result = r }
-            return true
+            output.accept(line, progress: job.progress)
         }
+        outcome.notes = output.notes
+        let result = output.result, protocolError = output.protocolError
         let stray = listing(userFolder).subtracting(userBefore)
         if ending == .timedOut {
             throw USMError.pluginFailed(program: name, reason: "timed out after \(Int(job.options.pluginTimeout)) s (--plugin-timeout) and was stopped with everything it started")

@@ -72,3 +72,56 @@ public struct PluginMessage: Codable, Sendable, Equatable {
     /// The last message: what was done.
     public var result: Result?
 }
+
+/// What a plugin's stdout said, read one line at a time (Plugins/ManualStrategy/README.md): blank
+/// lines skipped, every other line exactly one protocol message, nothing after the result line.
+/// Holds at most 1,000 notes of 4,096 bytes, whatever the plugin prints.
+struct PluginOutput {
+    /// The program's name, for the notes.
+    let name: String
+    /// Notes kept for the report.
+    private(set) var notes: [String] = []
+    /// The result line, once read.
+    private(set) var result: PluginMessage.Result?
+    /// Why the output was refused, once it was.
+    private(set) var protocolError: String?
+    private var lineNumber = 0
+
+    static let maxNotes = 1000
+    static let maxNote = 4096
+
+    init(name: String) { self.name = name }
+
+    /// The note cut to `maxNote` bytes (characters could be any size: one may carry a thousand
+    /// combining marks), at a scalar boundary.
+    static func clip(_ note: String) -> String {
+        guard note.utf8.count > maxNote else { return note }
+        var kept = String.UnicodeScalarView()
+        var bytes = 0
+        for scalar in note.unicodeScalars {
+            bytes += UTF8.width(scalar)
+            if bytes > maxNote { break }
+            kept.append(scalar)
+        }
+        return String(kept)
+    }
+
+    /// Takes one line (without its `\n`); false when it breaks the protocol (the run is then stopped).
+    mutating func accept(_ line: Data, progress: (Int64, Int64) -> Void) -> Bool {
+        lineNumber += 1
+        guard !line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) else { return true }
+        guard result == nil else {
+            protocolError = "stdout has more after its result line (line \(lineNumber))"
+            return false
+        }
+        guard let message = try? JSONDecoder().decode(PluginMessage.self, from: line),
+              [message.progress != nil, message.note != nil, message.result != nil].filter({ $0 }).count == 1 else {
+            protocolError = "stdout line \(lineNumber) is not a protocol message: \(String(decoding: line.prefix(80), as: UTF8.self).debugDescription)"
+            return false
+        }
+        if let note = message.note, notes.count < Self.maxNotes { notes.append("\(name): \(Self.clip(note))") }
+        if let value = message.progress { progress(value.done, value.total) }
+        if let value = message.result { result = value }
+        return true
+    }
+}

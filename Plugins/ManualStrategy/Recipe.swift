@@ -125,8 +125,17 @@ public struct LoadedRecipe: Sendable {
         if let size = FileStatus.resolve(url.path)?.size, size > maxBytes {
             throw USMError.recipeInvalid(path: url.path, reason: "it is \(size) bytes; a recipe is at most \(maxBytes) bytes")
         }
+        // Read through a handle, at most one byte past the limit: a file that grew since it was
+        // measured is still not read whole.
         let data: Data
-        do { data = try Data(contentsOf: url) } catch { throw USMError.wrap(error, path: url.path) }
+        do {
+            let handle = try FileHandle(forReadingFrom: url)
+            defer { try? handle.close() }
+            data = try handle.read(upToCount: Int(maxBytes) + 1) ?? Data()
+        } catch { throw USMError.wrap(error, path: url.path) }
+        guard data.count <= maxBytes else {
+            throw USMError.recipeInvalid(path: url.path, reason: "it is larger than \(maxBytes) bytes; a recipe is at most \(maxBytes) bytes")
+        }
         let recipe: Recipe
         do {
             recipe = try JSONDecoder().decode(Recipe.self, from: data)

@@ -1,4 +1,9 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A change to the app's preferences plist, applied to a copy that keeps the file's format
 /// (binary or XML) and every key it does not name.
@@ -54,30 +59,52 @@ public struct PreferencesEdit: Sendable, Codable, Equatable {
         return lines
     }
 
-    /// Writes the edited plist of `source` to `destination` (a new file), in the source's format.
-    /// - Throws: `wrongKind` when the source is not a plist dictionary, `writeFailed`.
+    /// Writes the edited plist of `source` to `destination` (a new file), in the source's format,
+    /// as a stream (`BinaryPlistEditor`, `XMLPlistEditor`): memory stays flat whatever the plist's
+    /// size, number of keys or largest value.
+    /// - Throws: `wrongKind` when the source is not a plist dictionary, `unreadable`, `writeFailed`.
     public func apply(from source: URL, to destination: URL) throws {
-        let data: Data
-        do { data = try Data(contentsOf: source) } catch {
-            throw USMError.unreadable(path: source.path, reason: USMError.wrap(error).message)
+        let fd = FileSystemPath.withCString(source.path) { open($0, O_RDONLY | O_CLOEXEC) }
+        guard fd >= 0 else { throw USMError.unreadable(path: source.path, reason: errnoDescription()) }
+        defer { close(fd) }
+        var reader = PlistBlockReader(fd: fd, path: source.path)
+        guard reader.size <= Preferences.maxSize else {
+            throw USMError.wrongKind(path: source.path, expected: "a preferences plist (it is \(reader.size) bytes; preferences this large are not preferences)")
         }
-        var format = PropertyListSerialization.PropertyListFormat.binary
-        guard var dict = (try? PropertyListSerialization.propertyList(from: data, options: [], format: &format)) as? [String: Any] else {
-            throw USMError.wrongKind(path: source.path, expected: "a property list dictionary (binary or XML)")
+        let binary = reader.size >= 8 && (try? reader.bytes(at: 0, count: 8)) == Array("bplist00".utf8)
+        let out = FileSystemPath.withCString(destination.path) { open($0, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644) }
+        guard out >= 0 else { throw USMError.writeFailed(path: destination.path, reason: errnoDescription()) }
+        var written = false
+        defer {
+            close(out)
+            if !written { _ = FileSystemPath.withCString(destination.path) { unlink($0) } }
         }
-        if let cloudEnabled { dict[Preferences.cloudEnabledKey] = cloudEnabled }
-        for key in dict.keys {
-            guard let cached = Preferences.cachedStoreUUID(key: key, value: dict[key] as Any), removes(cached) else { continue }
-            dict[key] = nil
-        }
-        for key in removeAccountMaps { dict[key] = nil }
-        let output: Data
+        let add = cloudEnabled.map { (key: Preferences.cloudEnabledKey, value: $0) }
         do {
-            output = try PropertyListSerialization.data(fromPropertyList: dict, format: format == .xml ? .xml : .binary, options: 0)
-        } catch {
-            throw USMError.writeFailed(path: destination.path, reason: "the preferences cannot be written back: \(error)")
+            if binary {
+                try BinaryPlistEditor(reader: reader, decide: fate, add: add).write(to: out, path: destination.path)
+            } else {
+                // Only a document the reader accepts is cut (see `XMLPlistEditor`).
+                _ = try PreferencesReader.scan(source.path, cloudKey: Preferences.cloudEnabledKey, accountMapKey: nil) { _ in false }
+                try XMLPlistEditor.rewrite(source: fd, sourcePath: source.path, to: out, path: destination.path, decide: fate, add: add)
+            }
+        } catch let error as PreferencesReader.Malformed {
+            throw USMError.wrongKind(path: source.path, expected: "a property list dictionary (binary or XML): \(error.reason)")
         }
-        try FileWrite.create(destination, contents: output)
+        guard fsync(out) == 0 else { throw USMError.writeFailed(path: destination.path, reason: errnoDescription()) }
+        written = true
+    }
+
+    /// What the edit does to the top-level entry `key` (nil: a key no edit names).
+    func fate(_ key: String?) -> PlistEntryFate {
+        guard let key else { return .keep }
+        if removeAccountMaps.contains(key) { return .remove }
+        if key == Preferences.cloudEnabledKey, let cloudEnabled { return .setBool(cloudEnabled) }
+        if Preferences.cachedStoreUUID(key: key, value: NSNull()) != nil {
+            if removeCachedStoreUUIDs { return .remove }
+            if !removeCachedValues.isEmpty { return .removeIfValue(removeCachedValues) }
+        }
+        return .keep
     }
 }
 

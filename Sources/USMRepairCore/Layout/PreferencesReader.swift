@@ -58,7 +58,7 @@ struct PreferencesReader {
         let fd = FileSystemPath.withCString(path) { open($0, O_RDONLY | O_CLOEXEC) }
         guard fd >= 0 else { throw USMError.unreadable(path: path, reason: errnoDescription()) }
         defer { close(fd) }
-        var reader = BlockReader(fd: fd, path: path)
+        var reader = PlistBlockReader(fd: fd, path: path)
         if reader.size >= 8, try reader.bytes(at: 0, count: 8) == Array("bplist00".utf8) {
             var plist = try BinaryPlist(reader: reader)
             return try plist.scan(cloudKey: cloudKey, accountMapKey: accountMapKey, isCacheKey: isCacheKey)
@@ -69,221 +69,6 @@ struct PreferencesReader {
     /// True for the container-ID strings an account map lists.
     static func isContainerID(_ text: String) -> Bool {
         UUID(uuidString: text) != nil || text == "local"
-    }
-}
-
-/// Reads a file at offsets through a small cache of 64 KiB blocks.
-private struct BlockReader {
-    let fd: Int32
-    let path: String
-    let size: Int64
-    private var blocks: [Int64: [UInt8]] = [:]
-    private var order: [Int64] = []
-    static let blockSize: Int64 = 65536
-
-    init(fd: Int32, path: String) {
-        self.fd = fd
-        self.path = path
-        var st = stat()
-        size = fstat(fd, &st) == 0 ? Int64(st.st_size) : 0
-    }
-
-    mutating func bytes(at offset: Int64, count: Int) throws -> [UInt8] {
-        guard offset >= 0, count >= 0, offset + Int64(count) <= size else {
-            throw PreferencesReader.Malformed(reason: "it refers past its end")
-        }
-        var out: [UInt8] = []
-        out.reserveCapacity(count)
-        var position = offset
-        while out.count < count {
-            let start = position - position % Self.blockSize
-            let block = try self.block(start)
-            let from = Int(position - start)
-            let take = min(count - out.count, block.count - from)
-            guard take > 0 else { throw PreferencesReader.Malformed(reason: "it is cut short") }
-            out += block[from..<(from + take)]
-            position += Int64(take)
-        }
-        return out
-    }
-
-    private mutating func block(_ start: Int64) throws -> [UInt8] {
-        if let cached = blocks[start] { return cached }
-        var data = [UInt8](repeating: 0, count: Int(min(Self.blockSize, size - start)))
-        var done = 0
-        while done < data.count {
-            let n = data.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, $0.count - done, off_t(start) + off_t(done)) }
-            if n < 0, errno == EINTR { continue }
-            if n < 0 { throw USMError.unreadable(path: path, reason: errnoDescription()) }
-            if n == 0 { break }
-            done += n
-        }
-        data.removeSubrange(done...)
-        if order.count >= 64 { blocks[order.removeFirst()] = nil }
-        blocks[start] = data
-        order.append(start)
-        return data
-    }
-
-    /// A big-endian unsigned integer of `width` bytes.
-    mutating func integer(at offset: Int64, width: Int) throws -> UInt64 {
-        try bytes(at: offset, count: width).reduce(0) { $0 << 8 | UInt64($1) }
-    }
-}
-
-/// Apple's binary plist (`bplist00`): a trailer at the end gives the offset table, each object
-/// starts with a marker byte. Only the top dictionary's keys and one value are read.
-private struct BinaryPlist {
-    var reader: BlockReader
-    let offsetSize: Int
-    let refSize: Int
-    let objects: UInt64
-    let top: UInt64
-    let tableOffset: Int64
-
-    init(reader: BlockReader) throws {
-        self.reader = reader
-        guard reader.size >= 40 else { throw PreferencesReader.Malformed(reason: "it is too short for a binary plist") }
-        let trailer = try self.reader.bytes(at: reader.size - 32, count: 32)
-        offsetSize = Int(trailer[6])
-        refSize = Int(trailer[7])
-        func be(_ range: Range<Int>) -> UInt64 { trailer[range].reduce(0) { $0 << 8 | UInt64($1) } }
-        objects = be(8..<16)
-        top = be(16..<24)
-        let table = be(24..<32)
-        guard (1...8).contains(offsetSize), (1...8).contains(refSize), objects > 0, top < objects,
-              table >= 8, table < UInt64(reader.size),
-              objects <= (UInt64(reader.size) - table) / UInt64(offsetSize)
-        else { throw PreferencesReader.Malformed(reason: "its binary plist trailer is inconsistent") }
-        tableOffset = Int64(table)
-    }
-
-    private mutating func offset(of object: UInt64) throws -> Int64 {
-        guard object < objects else { throw PreferencesReader.Malformed(reason: "it refers to an object that does not exist") }
-        let value = try reader.integer(at: tableOffset + Int64(object) * Int64(offsetSize), width: offsetSize)
-        guard value >= 8, value < UInt64(tableOffset) else { throw PreferencesReader.Malformed(reason: "an object lies outside it") }
-        return Int64(value)
-    }
-
-    /// The marker's type nibble, the object's count (length) and where its payload starts.
-    private mutating func header(_ object: UInt64) throws -> (type: UInt8, low: UInt8, count: UInt64, payload: Int64) {
-        let at = try offset(of: object)
-        let marker = try reader.bytes(at: at, count: 1)[0]
-        let type = marker >> 4, low = marker & 0x0F
-        guard low == 0x0F, [0x4, 0x5, 0x6, 0x8, 0xA, 0xC, 0xD].contains(type) else { return (type, low, UInt64(low), at + 1) }
-        // A count of 15 or more follows as an integer object.
-        let intMarker = try reader.bytes(at: at + 1, count: 1)[0]
-        guard intMarker >> 4 == 0x1, intMarker & 0x0F <= 3 else { throw PreferencesReader.Malformed(reason: "a length is not an integer") }
-        let width = 1 << Int(intMarker & 0x0F)
-        let count = try reader.integer(at: at + 2, width: width)
-        return (type, low, count, at + 2 + Int64(width))
-    }
-
-    mutating func scan(cloudKey: String, accountMapKey: String?, isCacheKey: (String) -> Bool) throws -> PreferencesReader.Scan {
-        let dict = try header(top)
-        guard dict.type == 0xD else { throw PreferencesReader.Malformed(reason: "its top object is not a dictionary") }
-        guard dict.count <= objects else { throw PreferencesReader.Malformed(reason: "its top dictionary is larger than the plist") }
-        var result = PreferencesReader.Scan(xml: false)
-        let accountKey = accountMapKey.map { Array($0.utf8) }
-        for i in 0..<dict.count {
-            let keyRef = try reader.integer(at: dict.payload + Int64(i) * Int64(refSize), width: refSize)
-            guard let key = try string(keyRef, max: PreferencesReader.maxKey) else { continue }
-            let valueRef = try reader.integer(at: dict.payload + Int64(dict.count + i) * Int64(refSize), width: refSize)
-            if key == cloudKey {
-                result.cloudEnabled = try value(valueRef)
-            } else if isCacheKey(key) {
-                result.caches.append((key, try string(valueRef, max: PreferencesReader.maxString)))
-            }
-            if let accountKey, let list = try lookUp(accountKey, inDictionary: valueRef) {
-                var ids: [String] = []
-                var visited = 0
-                try collectIDs(list, depth: 0, into: &ids, visited: &visited)
-                result.accountMaps.append((key, ids))
-            }
-        }
-        return result
-    }
-
-    /// The value of `key` in the dictionary object `object`; nil when it is not a dictionary or lacks the key.
-    private mutating func lookUp(_ key: [UInt8], inDictionary object: UInt64) throws -> UInt64? {
-        let h = try header(object)
-        guard h.type == 0xD, h.count <= objects else { return nil }
-        for i in 0..<h.count {
-            let keyRef = try reader.integer(at: h.payload + Int64(i) * Int64(refSize), width: refSize)
-            if try string(keyRef, equals: key) {
-                return try reader.integer(at: h.payload + Int64(h.count + i) * Int64(refSize), width: refSize)
-            }
-        }
-        return nil
-    }
-
-    /// Every container-ID string below `object` (arrays and dictionaries followed, bounded).
-    private mutating func collectIDs(_ object: UInt64, depth: Int, into ids: inout [String], visited: inout Int) throws {
-        visited += 1
-        guard depth < PreferencesReader.maxDepth, visited <= PreferencesReader.maxVisited else { return }
-        let h = try header(object)
-        switch h.type {
-        case 0x5, 0x6:
-            if let text = try string(object, max: 64), PreferencesReader.isContainerID(text), !ids.contains(text) { ids.append(text) }
-        case 0xA, 0xD:
-            guard h.count <= objects else { return }
-            // A dictionary's values follow its keys.
-            let first: UInt64 = h.type == 0xD ? h.count : 0
-            for i in first..<(first + h.count) {
-                let ref = try reader.integer(at: h.payload + Int64(i) * Int64(refSize), width: refSize)
-                try collectIDs(ref, depth: depth + 1, into: &ids, visited: &visited)
-                if visited > PreferencesReader.maxVisited { return }
-            }
-        default:
-            return
-        }
-    }
-
-    /// The object as text when it is a string (ASCII or UTF-16) of at most `max` characters.
-    private mutating func string(_ object: UInt64, max: Int) throws -> String? {
-        let h = try header(object)
-        switch h.type {
-        case 0x5:
-            guard h.count <= UInt64(max) else { return nil }
-            return String(decoding: try reader.bytes(at: h.payload, count: Int(h.count)), as: UTF8.self)
-        case 0x6:
-            guard h.count <= UInt64(max) else { return nil }
-            let bytes = try reader.bytes(at: h.payload, count: Int(h.count) * 2)
-            let units = (0..<Int(h.count)).map { UInt16(bytes[2 * $0]) << 8 | UInt16(bytes[2 * $0 + 1]) }
-            return String(decoding: units, as: UTF16.self)
-        default:
-            return nil
-        }
-    }
-
-    /// True when the object is a string spelling exactly `wanted` (ASCII).
-    private mutating func string(_ object: UInt64, equals wanted: [UInt8]) throws -> Bool {
-        let h = try header(object)
-        switch h.type {
-        case 0x5:
-            guard h.count == UInt64(wanted.count) else { return false }
-            return try reader.bytes(at: h.payload, count: wanted.count) == wanted
-        case 0x6:
-            guard h.count == UInt64(wanted.count) else { return false }
-            let units = try reader.bytes(at: h.payload, count: wanted.count * 2)
-            return (0..<wanted.count).allSatisfy { units[2 * $0] == 0 && units[2 * $0 + 1] == wanted[$0] }
-        default:
-            return false
-        }
-    }
-
-    private mutating func value(_ object: UInt64) throws -> PreferencesReader.Value {
-        let h = try header(object)
-        switch (h.type, h.low) {
-        case (0x0, 0x8): return .bool(false)
-        case (0x0, 0x9): return .bool(true)
-        case (0x1, 0...3):
-            let width = 1 << Int(h.low)
-            let raw = try reader.integer(at: h.payload, width: width)
-            // One-, two- and four-byte integers are unsigned; eight-byte ones are signed.
-            return .integer(width == 8 ? Int64(bitPattern: raw) : Int64(raw))
-        default: return .other
-        }
     }
 }
 
@@ -324,7 +109,14 @@ private final class XMLPlistScan: NSObject, XMLParserDelegate {
     }
 
     static func scan(path: String, cloudKey: String, accountMapKey: String?, isCacheKey: (String) -> Bool) throws -> PreferencesReader.Scan {
-        guard let stream = InputStream(fileAtPath: path) else { throw USMError.unreadable(path: path, reason: "cannot open it") }
+        guard let stream = InputStream(fileAtPath: path), let head = FileHandle(forReadingAtPath: path) else {
+            throw USMError.unreadable(path: path, reason: "cannot open it")
+        }
+        let prefix = (try? head.read(upToCount: 1024)) ?? Data()
+        try? head.close()
+        if let problem = try XMLPlistText.encodingProblem(Array(prefix)) ?? XMLPlistText.utf8Problem(path: path) {
+            throw PreferencesReader.Malformed(reason: problem)
+        }
         return try withoutActuallyEscaping(isCacheKey) { predicate in
             let parser = XMLParser(stream: stream)
             parser.shouldResolveExternalEntities = false
@@ -348,6 +140,8 @@ private final class XMLPlistScan: NSObject, XMLParserDelegate {
     func parser(_ parser: XMLParser, didStartElement element: String, namespaceURI: String?, qualifiedName: String?,
                 attributes: [String: String] = [:]) {
         depth += 1
+        // Apple's parser reads a key as text only.
+        if readingKey || readingInnerKey { return fail(parser, "a key holds an element") }
         switch depth {
         case 1 where element != "plist":
             fail(parser, "its root element is <\(element)>, not <plist>")
@@ -443,6 +237,19 @@ private final class XMLPlistScan: NSObject, XMLParserDelegate {
     private func sawAccountKey(_ key: String) -> Bool {
         defer { accountKeySeen = false }
         return accountKeySeen
+    }
+
+    // Apple's parser knows no entities but the predefined ones: a document declaring any is not a plist it reads.
+    func parser(_ parser: XMLParser, foundInternalEntityDeclarationWithName name: String, value: String?) {
+        fail(parser, "it declares an entity (\(name)), which the app's parser does not read")
+    }
+
+    func parser(_ parser: XMLParser, foundExternalEntityDeclarationWithName name: String, publicID: String?, systemID: String?) {
+        fail(parser, "it declares an entity (\(name)), which the app's parser does not read")
+    }
+
+    func parser(_ parser: XMLParser, foundUnparsedEntityDeclarationWithName name: String, publicID: String?, systemID: String?, notationName: String?) {
+        fail(parser, "it declares an entity (\(name)), which the app's parser does not read")
     }
 
     private func fail(_ parser: XMLParser, _ reason: String) {

@@ -75,9 +75,9 @@ public struct ChildProcess {
         close(stdinPipe[1])
 
         var ending: Ending?
-        var pending = Data()
+        var lines = LineSplitter(maxLine: Self.maxLine)
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        reading: while true {
+        while true {
             let left = deadline.timeIntervalSinceNow
             guard left > 0 else {
                 ending = .timedOut
@@ -90,24 +90,13 @@ public struct ChildProcess {
             let n = read(stdoutPipe[0], &buffer, buffer.count)
             if n < 0, errno == EINTR || errno == EAGAIN { continue }
             guard n > 0 else { break }  // end of output
-            var start = 0
-            for i in 0..<n where buffer[i] == 0x0A {
-                pending.append(contentsOf: buffer[start..<i])
-                start = i + 1
-                guard line(pending) else {
-                    ending = .refused
-                    break reading
-                }
-                pending.removeAll(keepingCapacity: true)
-            }
-            pending.append(contentsOf: buffer[start..<n])
-            if pending.count > Self.maxLine {
+            guard buffer.withUnsafeBytes({ lines.feed(UnsafeRawBufferPointer(rebasing: $0[0..<n]), line) }) else {
                 ending = .refused
                 break
             }
         }
         close(stdoutPipe[0])
-        if ending == nil, !pending.isEmpty, !line(pending) { ending = .refused }
+        if ending == nil, !lines.finish(line) { ending = .refused }
         // Wait for the program until the deadline; then the whole group goes.
         var status: Int32 = 0
         var reaped = false
@@ -129,5 +118,36 @@ public struct ChildProcess {
         if let ending { return ending }
         if status & 0x7F == 0 { return .exited((status >> 8) & 0xFF) }
         return .signalled(status & 0x7F)
+    }
+}
+
+/// Cuts a byte stream into lines as it arrives, holding at most one line (of at most `maxLine`
+/// bytes) however much comes: the reading side of `ChildProcess`, apart so that it can be tested
+/// and fuzzed without a process.
+public struct LineSplitter {
+    /// The longest line accepted.
+    public let maxLine: Int
+    private var pending = Data()
+
+    public init(maxLine: Int) { self.maxLine = maxLine }
+
+    /// Hands every complete line of `chunk` (without its `\n`) to `line`. Returns false when
+    /// `line` refused one or the unfinished line passed `maxLine`: the stream is then refused.
+    public mutating func feed(_ chunk: UnsafeRawBufferPointer, _ line: (Data) -> Bool) -> Bool {
+        var start = 0
+        for i in 0..<chunk.count where chunk[i] == 0x0A {
+            pending.append(contentsOf: chunk[start..<i])
+            start = i + 1
+            guard pending.count <= maxLine, line(pending) else { return false }
+            pending.removeAll(keepingCapacity: true)
+        }
+        pending.append(contentsOf: chunk[start..<chunk.count])
+        return pending.count <= maxLine
+    }
+
+    /// Hands over a last line without its `\n`, if any; false when `line` refused it.
+    public mutating func finish(_ line: (Data) -> Bool) -> Bool {
+        defer { pending.removeAll() }
+        return pending.isEmpty || line(pending)
     }
 }

@@ -1,0 +1,120 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The text of an XML plist as Apple's parser reads it: UTF-8 only, the predefined entities and
+/// character references, CDATA as it is. Shared by `PreferencesReader` and `XMLPlistEditor`.
+enum XMLPlistText {
+    /// CDATA content as text with markup characters escaped, so that `decode` gives it back as it is.
+    static func escaped(cdata bytes: [UInt8]) -> [UInt8] {
+        let content = bytes.dropFirst(9).dropLast(3)
+        var out: [UInt8] = []
+        for byte in content {
+            switch byte {
+            case UInt8(ascii: "&"): out += Array("&amp;".utf8)
+            case UInt8(ascii: "<"): out += Array("&lt;".utf8)
+            default: out.append(byte)
+            }
+        }
+        return out
+    }
+
+    /// Text with its entity and character references replaced, as Apple's parser reads it.
+    /// - Throws: `Malformed` for a reference it does not know.
+    static func decode(_ raw: [UInt8]) throws -> String? {
+        guard raw.contains(UInt8(ascii: "&")) else { return String(decoding: raw, as: UTF8.self) }
+        var out = String.UnicodeScalarView()
+        var bytes: [UInt8] = []
+        var i = 0
+        func flush() {
+            out.append(contentsOf: String(decoding: bytes, as: UTF8.self).unicodeScalars)
+            bytes = []
+        }
+        while i < raw.count {
+            guard raw[i] == UInt8(ascii: "&") else {
+                bytes.append(raw[i])
+                i += 1
+                continue
+            }
+            guard let end = raw[i...].firstIndex(of: UInt8(ascii: ";")), end - i <= 12 else {
+                throw PreferencesReader.Malformed(reason: "it has an unfinished entity reference")
+            }
+            let name = String(decoding: raw[(i + 1)..<end], as: UTF8.self)
+            let scalar: Unicode.Scalar?
+            switch name {
+            case "amp": scalar = "&"
+            case "lt": scalar = "<"
+            case "gt": scalar = ">"
+            case "quot": scalar = "\""
+            case "apos": scalar = "'"
+            default:
+                if name.hasPrefix("#x") { scalar = UInt32(name.dropFirst(2), radix: 16).flatMap(Unicode.Scalar.init) }
+                else if name.hasPrefix("#") { scalar = UInt32(name.dropFirst(1), radix: 10).flatMap(Unicode.Scalar.init) }
+                else { scalar = nil }
+            }
+            guard let scalar else { throw PreferencesReader.Malformed(reason: "it refers to an entity the app's parser does not know (&\(name);)") }
+            flush()
+            out.append(scalar)
+            i = end + 1
+        }
+        flush()
+        return String(out)
+    }
+
+    /// Why the document is not one this editor (and the app) reads as UTF-8, judged on its first bytes.
+    static func encodingProblem(_ prefix: [UInt8]) -> String? {
+        if prefix.starts(with: [0xFE, 0xFF]) || prefix.starts(with: [0xFF, 0xFE]) || prefix.prefix(4).contains(0) {
+            return "it is an XML plist in UTF-16 or UTF-32; only UTF-8 is read"
+        }
+        let text = String(decoding: prefix, as: UTF8.self)
+        guard text.drop(while: { $0 == "\u{FEFF}" || $0.isWhitespace }).hasPrefix("<?xml"), let close = text.range(of: "?>") else { return nil }
+        let declaration = text[..<close.lowerBound].lowercased()
+        guard let at = declaration.range(of: "encoding") else { return nil }
+        let value = declaration[at.upperBound...].drop { $0 == " " || $0 == "=" || $0 == "\"" || $0 == "'" || $0 == "\t" }
+            .prefix { $0 != "\"" && $0 != "'" && $0 != " " }
+        return ["utf-8", "utf8", "us-ascii", "ascii"].contains(String(value)) ? nil : "it is an XML plist in \(value); only UTF-8 is read"
+    }
+
+    /// Why the file at `path` is not valid UTF-8 (nil when it is), read as a stream. The XML
+    /// parser is handed only valid UTF-8: FoundationXML stops the process on a name that is not.
+    static func utf8Problem(path: String) throws -> String? {
+        let fd = FileSystemPath.withCString(path) { open($0, O_RDONLY | O_CLOEXEC) }
+        guard fd >= 0 else { throw USMError.unreadable(path: path, reason: errnoDescription()) }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        var need = 0, low: UInt8 = 0x80, high: UInt8 = 0xBF
+        var offset = 0
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+            if n < 0, errno == EINTR { continue }
+            if n < 0 { throw USMError.unreadable(path: path, reason: errnoDescription()) }
+            if n == 0 { return need == 0 ? nil : "it is not valid UTF-8 (it ends inside a character)" }
+            for i in 0..<n {
+                let byte = buffer[i]
+                if need > 0 {
+                    guard byte >= low, byte <= high else { return "it is not valid UTF-8 (at byte \(offset + i))" }
+                    need -= 1
+                    low = 0x80
+                    high = 0xBF
+                    continue
+                }
+                switch byte {
+                case 0x00: return "it holds a NUL byte (at byte \(offset + i))"
+                case 0x01...0x7F: break
+                case 0xC2...0xDF: need = 1
+                case 0xE0: need = 2; low = 0xA0
+                case 0xE1...0xEC, 0xEE, 0xEF: need = 2
+                case 0xED: need = 2; high = 0x9F
+                case 0xF0: need = 3; low = 0x90
+                case 0xF1...0xF3: need = 3
+                case 0xF4: need = 3; high = 0x8F
+                default: return "it is not valid UTF-8 (at byte \(offset + i))"
+                }
+            }
+            offset += n
+        }
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import USMRepairCore
+
+/// What the fuzz targets of `Fuzz/` found, each as the smallest input that showed it, run in
+/// process. The inputs themselves stay in `Fuzz/Corpus/<Target>/crash-*`.
+@Suite("Fuzz findings")
+struct FuzzFindingTests {
+    /// Every byte of the tree under `url`, to prove a refused command changed nothing.
+    func tree(_ url: URL) throws -> TreeSnapshot { try TreeSnapshot(url) }
+
+    /// PreferencesRead, crash-xml-name-not-utf8: an element name that is not UTF-8 stopped the
+    /// process inside FoundationXML (it unwraps the name it cannot decode). The file is now checked
+    /// as UTF-8 before it reaches the parser: bad input, exit 2, nothing changed.
+    @Test("an XML plist whose element name is not UTF-8 is malformed, not a crash")
+    func xmlNameNotUTF8() throws {
+        let tmp = try TempDir()
+        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        var bytes = Array("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<plist version=\"1.0\">\n<dict>\n\t<k".utf8)
+        bytes += [0xB5] + Array("ey>USMCloudEnabledKey</key>\n\t<true/>\n</dict>\n</plist>\n".utf8)
+        try Data(bytes).write(to: paths.prefs)
+        #expect { try Preferences.read(paths.prefs) } throws: { error in
+            guard case let .wrongKind(path, expected) = error as? USMError else { return false }
+            return path == paths.prefs.path && expected.contains("not valid UTF-8")
+        }
+        let status = USM.run(["status", "--container", paths.root.path, "--prefs", paths.prefs.path, "--json"])
+        #expect(status.status == 2)
+        let before = try tree(paths.root)
+        let disable = USM.run(["cloud", "disable", "--container", paths.root.path, "--prefs", paths.prefs.path, "--yes"])
+        #expect(disable.status == 2, "\(disable.stdout)\(disable.stderr)")
+        #expect(try tree(paths.root) == before)
+    }
+
+    /// PreferencesEdit, crash-object-into-offset-table: a binary plist whose last string runs into
+    /// the offset table. The reader looked only at the top dictionary's keys and accepted it; the
+    /// rewrite checked every object and refused it, after the plan was made. The app's parser
+    /// (CoreFoundation, Foundation on Linux too) refuses such a plist whole, so the reader now walks
+    /// every object the top reaches, as the app does: bad input from the start (exit 2), never a
+    /// plan that fails half-way.
+    @Test("a binary plist with an object running into its offset table is malformed for the reader too")
+    func objectIntoOffsetTable() throws {
+        let tmp = try TempDir()
+        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let source = paths.prefs
+        let bytes = try #require(Data(base64Encoded: "YnBsaXN0MDDXAQIDBAUGBwgOARAREhNfECQwRjZFMkMxQS04QjNELTRFNUYtOUE3Qi0xQzJEM0U0RjVBNkJbTlNMYW5ndWFnZXNfEF4vcHJpdmF0ZS92YXIvbW9iaWxlL0xpYnJhcnkvTW9iaWxlIERvY3VtZW50cy9BQkNERTEyMzQ1fmNvbX5leGFtcGxlfm5vdGVzL0Nsb3VkTG9ncy9TdG9yZVVVSUQrXxARTGFzdExhdW5jaFZlcnNpb25fEBJVU01DbG91ZEVuYWJsZWRLZXlfEF8vcHJpdmF0ZS92YXIvbW9iaWxlL0xpYnJhcnkvTW9iaWxlIERvY3VtZW50cy9BQkNERTEyMzQ1fmNvbX5scGVteGFlfm5vdGVzL0Nsb3VkTG9ncy9TdG9yZVVVSUQrK2sA3ABuAO8AYwD2AGQA6QAgAGsAZQB50QkKXxAeUEZVYmlxdWl0eVNldHVwVG9rZW5BbmRJREFycmF5oQuiDA1OaWRlbnRpdHktdG9rZW5fECQ3QzFEMkUzRi00QTVCLTRDNkQtOEU3Ri05MDFBMkIzQzRENUWhD1JlblMyLjQQAV8QJEExQjJDM0Q0LUU1RjYtNDcxMS04ODk5LUFBQkJDQ0RERUVGRmcAdgDkAHIAZABlAAgAFwA+AEoAqwC/ANQBNgFNAVABcQFzAXYBhQGsAa4BsQG1AbcB3gAAAAAAAAIBAAAAAAAAABQAAAAAAAAAAAAAAAAAAAHp"))
+        try bytes.write(to: source)
+        #expect(throws: (any Error).self) { try PropertyListSerialization.propertyList(from: bytes, options: [], format: nil) }
+        #expect { try Preferences.read(source) } throws: { error in
+            guard case let .wrongKind(_, expected) = error as? USMError else { return false }
+            return expected.contains("runs past its end")
+        }
+        let destination = tmp.path("edited.plist")
+        #expect(throws: USMError.self) { try PreferencesEdit(cloudEnabled: false).apply(from: source, to: destination) }
+        #expect(!FileManager.default.fileExists(atPath: destination.path))
+        let before = try TreeSnapshot(paths.root)
+        let disable = USM.run(["cloud", "disable", "--container", paths.root.path, "--yes"])
+        #expect(disable.status == 2, "\(disable.stdout)\(disable.stderr)")
+        #expect(try TreeSnapshot(paths.root) == before)
+    }
+}
