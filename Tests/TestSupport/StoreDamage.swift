@@ -81,13 +81,13 @@ public struct PageMap {
                 }
                 map.leaves[name] = result
             }
-            // Overflow pages: path "<leaf path><cell index, 3 digits>+<n>".
+            // Overflow pages: path "<leaf path><cell index, 3 hex digits>+<n, 6 hex digits>".
             for row in stat where (row["pagetype"] as String) == "overflow" {
                 let name: String = row["name"], path: String = row["path"], page: Int = row["pageno"]
                 guard kinds[name] == "table", let plus = path.firstIndex(of: "+") else { continue }
                 let cellPart = path[..<plus]
                 let leafPath = String(cellPart.dropLast(3))
-                guard let cell = Int(cellPart.suffix(3)), let index = map.leaves[name]?.firstIndex(where: { leafByPath[leafPath + "@" + name]?.1 == $0.page }),
+                guard let cell = Int(cellPart.suffix(3), radix: 16), let index = map.leaves[name]?.firstIndex(where: { leafByPath[leafPath + "@" + name]?.1 == $0.page }),
                       let leaves = map.leaves[name], cell < leaves[index].rowids.count
                 else { continue }
                 map.leaves[name]?[index].overflow[leaves[index].rowids[cell], default: []].append(page)
@@ -168,6 +168,12 @@ public enum StoreDamage {
         let handle = try FileHandle(forWritingTo: store)
         try handle.truncate(atOffset: UInt64(bytes))
         try handle.close()
+    }
+
+    /// Writes `pages` into the header's database size (offset 28), which SQLite trusts while the
+    /// version-valid-for number equals the change counter (as in a healthy store).
+    public static func declarePages(_ store: URL, _ pages: UInt32) throws {
+        try write(store, at: 28, Data([UInt8(pages >> 24 & 0xFF), UInt8(pages >> 16 & 0xFF), UInt8(pages >> 8 & 0xFF), UInt8(pages & 0xFF)]))
     }
 
     /// Cuts the `-wal` in the middle of its last frame.

@@ -182,6 +182,24 @@ struct SalvageDamageTests {
         }
         let o = try Self.salvage(store.damaged, into: tmp.path("out/Salvaged.sqlite"), original: store.original, lostPages: store.lost, map: store.map)
         Self.expectSound(o)
+        // The header still declares the original size: salvage reads what exists and says the rest is past the end.
+        let source = o.report["source"] as? [String: Any] ?? [:]
+        #expect(source["pages"] as? Int == store.lost.min(), "\(source)")  // the whole pages and the cut one
+        #expect("\(o.report)".contains("of the \(store.map.pageCount) its header declares"), "\(o.report["unreadable"] ?? "")")
+    }
+
+    @Test("a header declaring 2^31 pages: only the pages that exist are read (no bitmap or scan that size), every row comes back")
+    func headerClaimsHugeSize() throws {
+        let tmp = try TempDir()
+        let store = try Self.damaged(tmp) { copy, _ in
+            try StoreDamage.declarePages(copy, 0x7FFF_FFF0)
+            return []
+        }
+        let o = try Self.salvage(store.damaged, into: tmp.path("out/Salvaged.sqlite"), original: store.original, lostPages: store.lost, map: store.map)
+        Self.expectSound(o, status: 0)
+        let source = o.report["source"] as? [String: Any] ?? [:]
+        #expect(source["pages"] as? Int == store.map.pageCount, "\(source)")
+        #expect((source["pagesRead"] as? Int ?? .max) <= store.map.pageCount * 2, "\(source)")
     }
 
     @Test("the -wal torn in its last frame: the last transaction is left out (and said), everything before it salvaged")

@@ -47,7 +47,11 @@ extension DamagedStore {
                 }
             }
             guard page >= 1, Int(page) <= pageCount else {
-                lose("a pointer to page \(page), outside the database (\(pageCount) pages)")
+                if let claimed = pages.claimedPages, Int(page) <= claimed {
+                    lose("past the end of the file (\(pages.filePages) whole pages of the \(claimed) its header declares)")
+                } else {
+                    lose("a pointer to page \(page), outside the database (\(pageCount) pages)")
+                }
                 continue
             }
             guard available(page) else {

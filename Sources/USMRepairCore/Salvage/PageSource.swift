@@ -57,8 +57,12 @@ final class PageSource {
     }
 
     let pageSize: Int
-    /// Pages of the database: the WAL's last commit says, else the header, else the file's size.
+    /// Pages salvage reads: the database's size (the WAL's last commit says, else the header, else
+    /// the file's), but never past the last page that exists (in the file or in a WAL frame), so
+    /// that a size field holding any number costs nothing.
     let pageCount: Int
+    /// The database's size as the WAL or the header says it, when that is more than exists.
+    let claimedPages: Int?
     /// Whole pages present in the main file.
     let filePages: Int
     let wal: WALIndex?
@@ -86,7 +90,10 @@ final class PageSource {
         self.wal = wal
         filePages = Int(size / Int64(pageSize))
         let partial = size % Int64(pageSize) == 0 ? 0 : 1
-        pageCount = wal?.databasePages ?? declaredPages ?? (filePages + partial)
+        let claimed = wal?.databasePages ?? declaredPages ?? (filePages + partial)
+        let existing = max(filePages + partial, Int(wal?.frames.keys.max() ?? 0))
+        pageCount = min(claimed, existing)
+        claimedPages = claimed > existing ? claimed : nil
     }
 
     deinit {
