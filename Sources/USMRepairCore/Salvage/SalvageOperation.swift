@@ -125,23 +125,8 @@ public struct SalvageOperation {
         }
         let box = Mutex<SalvageReport?>(nil)
         let executor = self.executor.with(builder: { build in
-            let scratch = try TemporaryDirectory(prefix: "usm-repair-salvage")
-            defer { scratch.remove() }
-            let intermediate = scratch.url.appendingPathComponent(request.destination.fileName)
-            var report = try Self.salvage(request, sibling: sibling, into: intermediate, progress: { _ in })
-            let clock = Date()
-            var options = MigrationOptions(keepUbiquityMetadata: build.keepUbiquityMetadata)
-            options.operation = "salvage"
-            options.externalDataDirectory = request.source.externalDataDirectory
-            options.keepStoreUUID = report.metadata == "kept"
-            options.model = request.model
-            var migration = try engine.build(
-                source: StoreFileSet(main: intermediate), staged: URL(fileURLWithPath: build.staged), shownAs: request.destination,
-                strategy: "ios", options: options, mode: .create)
-            migration.source = .init(path: request.source.main.path, storeUUID: report.source.storeUUID)
-            report.verification = migration.verification
-            report.destination.storeUUID = migration.destination.storeUUID
-            report.durations["build"] = Date().timeIntervalSince(clock)
+            let (report, migration) = try Self.build(request, sibling: sibling, engine: engine, staged: URL(fileURLWithPath: build.staged),
+                                                     keepUbiquityMetadata: build.keepUbiquityMetadata)
             box.withLock { $0 = report }
             return migration
         })
@@ -160,6 +145,39 @@ public struct SalvageOperation {
         report.durations["install"] = result.steps.filter { installing.contains($0.index) }.map(\.seconds).reduce(0, +)
         report.durations["total"] = Date().timeIntervalSince(started)
         return report
+    }
+
+    /// Salvages `request.source` into a private store and has the migration engine build, verify
+    /// and finish the result at `staged` (`ios` from that store; its external data read from the
+    /// source's folder; its `Z_UUID` kept when the metadata was). Installs nothing. The executor's
+    /// builder for `salvage`'s plan; kept apart from `run` so that another plan's build step could
+    /// seed from a salvaged copy (the migration report carries what salvage could not read).
+    static func build(_ request: SalvageRequest, sibling: SiblingSchema? = nil, engine: MigrationEngine, staged: URL,
+                             keepUbiquityMetadata: Bool, operation: String = "salvage") throws -> (SalvageReport, MigrationReport) {
+        let scratch = try TemporaryDirectory(prefix: "usm-repair-salvage")
+        defer { scratch.remove() }
+        let intermediate = scratch.url.appendingPathComponent(request.destination.fileName)
+        var report = try Self.salvage(request, sibling: sibling, into: intermediate, progress: { _ in })
+        let clock = Date()
+        var options = MigrationOptions(keepUbiquityMetadata: keepUbiquityMetadata)
+        options.operation = operation
+        options.externalDataDirectory = request.source.externalDataDirectory
+        options.keepStoreUUID = report.metadata == "kept"
+        options.model = request.model
+        var migration = try engine.build(
+            source: StoreFileSet(main: intermediate), staged: staged, shownAs: request.destination, strategy: "ios", options: options,
+            mode: .create)
+        migration.source = .init(path: request.source.main.path, storeUUID: report.source.storeUUID)
+        // What the build could not read is the loss a plan's report must show.
+        migration.notes += report.unreadable.map { "salvage: not read: \($0)" }
+        for table in report.tables where table.lostCells > 0 || table.lostPages > 0 || !table.dropped.isEmpty {
+            migration.leftOut.append("salvage: \(table.name): \(table.lostCells) cells and \(table.lostPages) pages could not be read\(table.dropped.isEmpty ? "" : ", \(table.dropped.values.reduce(0, +)) rows left out")")
+        }
+        for cut in report.referencesCut { migration.leftOut.append("salvage: \(cut.table).\(cut.column): \(cut.rows) \(cut.kind) references cut (they pointed at lost rows)") }
+        report.verification = migration.verification
+        report.destination.storeUUID = migration.destination.storeUUID
+        report.durations["build"] = Date().timeIntervalSince(clock)
+        return (report, migration)
     }
 
     /// Reads `request.source` into a private store at `url` and makes it consistent.
