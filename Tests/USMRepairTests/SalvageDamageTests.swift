@@ -239,6 +239,24 @@ struct SalvageDamageTests {
         #expect((o.report["source"] as? [String: Any])?["header"] as? String != "intact")
     }
 
+    @Test("a leaf of sqlite_schema lost without --schema-from: every table read is salvaged, and the report says tables may be missing and how to get them")
+    func schemaPartlyLost() throws {
+        let tmp = try TempDir()
+        // Views with long statements spread sqlite_schema over several leaves, the last holding only views.
+        let views = (1...40).map { "CREATE VIEW usm_pad_\($0) AS SELECT '\(String(repeating: "x", count: 400))' AS pad;" }.joined(separator: "\n")
+        let store = try Self.damaged(tmp, prepare: { original in try FixtureStore.mutate(original, views) }) { copy, map in
+            let leaves = (map.leaves["sqlite_schema"] ?? map.leaves["sqlite_master"] ?? []).map(\.page)
+            #expect(leaves.count >= 3, "sqlite_schema leaves: \(leaves)")
+            guard let last = leaves.last else { return [] }
+            try StoreDamage.overwrite(copy, pages: [last], pageSize: map.pageSize)
+            return [last]
+        }
+        let o = try Self.salvage(store.damaged, into: tmp.path("out/Salvaged.sqlite"), original: store.original, lostPages: store.lost, map: store.map)
+        Self.expectSound(o)
+        let unreadable = o.report["unreadable"] as? [String] ?? []
+        #expect(unreadable.contains { $0.contains("not salvaged") && $0.contains("--schema-from") }, "\(unreadable)")
+    }
+
     @Test("the header zeroed: the page size is found from the pages and every row comes back")
     func headerZeroed() throws {
         let tmp = try TempDir()

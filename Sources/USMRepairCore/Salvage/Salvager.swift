@@ -56,6 +56,13 @@ struct Salvager {
         let schemaWhole = schemaTables[0].lost.isEmpty && schemaRows[0].lostCells == 0
         let (rows, roots, schemaSource) = try schema(collector.ordered, whole: schemaWhole)
         report.schema = schemaSource
+        if !schemaWhole, sibling == nil {
+            // A table whose schema row was lost is not salvaged at all: say so, and how to get it back.
+            let known = Set(rows.filter { $0.type == "table" }.map { $0.name.uppercased() })
+            let named = Set(rows.filter { $0.type != "table" && !known.contains($0.tableName.uppercased()) }.map(\.tableName)).sorted()
+            let hint = named.isEmpty ? "" : " (\(named.count) named by the indexes or triggers that were read: \(named.prefix(5).joined(separator: ", "))\(named.count > 5 ? ", ..." : ""))"
+            report.unreadable.append("sqlite_schema: the tables whose schema rows were on its lost part are not salvaged\(hint); give --schema-from a healthy store of the same model to salvage them")
+        }
         var outcome: Outcome?
         let queue = try DatabaseQueue(path: destination.path)
         defer { try? queue.close() }
