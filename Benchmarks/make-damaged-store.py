@@ -41,7 +41,7 @@ import struct
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sqlitefile import Database  # noqa: E402
+from sqlitefile import Database, PageMap  # noqa: E402
 
 KINDS = ["random-1", "random-5", "random-20", "page-header-zeroed", "interior-destroyed", "truncated", "wal-torn",
          "schema-destroyed", "header-zeroed", "freelist-loop"]
@@ -148,16 +148,18 @@ def main():
     ps = db.page_size
     main_pages = len(db.main) // ps
     in_main = [n for n in range(2, main_pages + 1) if n not in db.wal.frames]
-    table_roots = {root for (kind, _, _, root) in db.schema() if kind == "table" and isinstance(root, int) and root > 0}
     pages = []
 
     def table_tree_pages():
-        interior, leaves = [], []
-        for root in sorted(table_roots):
-            i, l = db.table_pages(root)
-            interior += [(n, root) for n in i]
-            leaves += [n for n, _ in l]
-        return interior, leaves
+        """[(interior page, its table's root)], [leaf pages] of every table (sqlite_master's too)."""
+        tree = PageMap(original)
+        try:
+            # sqlite_master's own pages are schema-destroyed's case.
+            interior = [(n, tree.roots.get(name, 0)) for name, ns in tree.interior.items() if name != "sqlite_master" for n in ns]
+            leaves = [page for name, ls in tree.leaves.items() if name != "sqlite_master" for _, page, _ in ls]
+            return interior, leaves
+        finally:
+            tree.close()
 
     if a.kind.startswith("random-"):
         share = int(a.kind.split("-")[1]) / 100

@@ -30,7 +30,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sqlitefile import Database  # noqa: E402
+from sqlitefile import PageMap  # noqa: E402
 
 
 def private(path, folder):
@@ -52,18 +52,11 @@ def main():
     previous = sys.argv[5] if len(sys.argv) > 5 else None
     damage = json.load(open(damage_path))
     damaged = set(damage["pages"])
-    db = Database(original)
-    on_damaged = {}
-    for kind, name, _, root in db.schema():
-        if kind != "table" or not isinstance(root, int) or root <= 0 or name.startswith("sqlite_"):
-            continue
-        _, leaves = db.table_pages(root)
-        keys = set()
-        for page, rows in leaves:
-            for rowid, overflow in rows:
-                if page in damaged or any(o in damaged for o in overflow):
-                    keys.add(rowid)
-        on_damaged[name] = keys
+    pages = PageMap(original)
+    try:
+        on_damaged = pages.rows_on(damaged)
+    finally:
+        pages.close()
     work = tempfile.mkdtemp(prefix="usm-score-")
     try:
         con = sqlite3.connect(private(original, os.path.join(work, "o")))

@@ -4,7 +4,11 @@ Used on *healthy* stores: to know, page by page, what a damage generator destroy
 lived on those pages. Pages are read with the store's -wal applied (frames up to its last valid
 commit, salts and checksums checked), as SQLite reads them.
 """
+import os
+import shutil
+import sqlite3
 import struct
+import tempfile
 
 
 def _wal_checksum(data, big_endian, s0, s1):
@@ -201,4 +205,64 @@ class Database:
                         pos += ln
                 if len(vals) >= 4:
                     out.append((vals[0], vals[1], vals[2], vals[3]))
+        return out
+
+
+class PageMap:
+    """Where each table's pages and rows lie, from SQLite's own dbstat table on a private copy of a
+    healthy store (its -wal applied): interior pages, leaves in key order with their cell counts,
+    and the overflow pages of each cell. Fast at any size (no cell is parsed in Python)."""
+
+    def __init__(self, path):
+        work = tempfile.mkdtemp(prefix="usm-pagemap-")
+        try:
+            copy = os.path.join(work, "s.sqlite")
+            shutil.copyfile(path, copy)
+            if os.path.exists(path + "-wal"):
+                shutil.copyfile(path + "-wal", copy + "-wal")
+            con = sqlite3.connect(copy)
+            self.kinds = {name: kind for kind, name in con.execute("SELECT type, name FROM sqlite_master")}
+            self.kinds["sqlite_master"] = "table"
+            self.roots = {name: root for name, root in con.execute("SELECT name, rootpage FROM sqlite_master WHERE type = 'table'")}
+            self.roots["sqlite_master"] = 1
+            self.interior, self.leaves, self.overflow = {}, {}, {}
+            for name, path_, page, kind, cells in con.execute("SELECT name, path, pageno, pagetype, ncell FROM dbstat ORDER BY name, path"):
+                if self.kinds.get(name) != "table":
+                    continue
+                if kind == "internal":
+                    self.interior.setdefault(name, []).append(page)
+                elif kind == "leaf":
+                    self.leaves.setdefault(name, []).append((path_, page, cells))
+                elif kind == "overflow":
+                    cell_path, _ = path_.split("+", 1)
+                    self.overflow.setdefault(name, {}).setdefault(cell_path, []).append(page)
+            self.con = con
+            self.work = work
+        except Exception:
+            shutil.rmtree(work, ignore_errors=True)
+            raise
+
+    def close(self):
+        self.con.close()
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    def rows_on(self, damaged):
+        """{table: set of rowids} of the rows whose leaf or an overflow page is in `damaged`."""
+        out = {}
+        for name, leaves in self.leaves.items():
+            hit_leaves = [(i, leaf) for i, leaf in enumerate(leaves) if leaf[1] in damaged]
+            hit_cells = {cell for cell, pages in self.overflow.get(name, {}).items() if any(p in damaged for p in pages)}
+            if not hit_leaves and not hit_cells:
+                continue
+            table = "sqlite_master" if name == "sqlite_master" else '"' + name.replace('"', '""') + '"'
+            keys = [r[0] for r in self.con.execute(f"SELECT rowid FROM {table} ORDER BY rowid")]
+            start, found = 0, set()
+            for path_, page, cells in leaves:
+                if page in damaged:
+                    found.update(keys[start:start + cells])
+                for k in range(cells):
+                    if f"{path_}{k:03x}" in hit_cells and start + k < len(keys):
+                        found.add(keys[start + k])
+                start += cells
+            out[name] = found
         return out
