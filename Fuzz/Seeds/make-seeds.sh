@@ -2,7 +2,8 @@
 # Writes the seed corpus of every fuzz target into Fuzz/Corpus/<Target>/ from real examples: the
 # example layout (Examples/), its preferences and markers, plans and journals of real operations
 # stopped half-way (strace kills usm-repair at its N-th rename), bundles and snapshots usm-repair
-# wrote (tar.zst, plain tar, zip), the recipes (Recipes/), the example plugin's output.
+# wrote (tar.zst, plain tar, zip), the recipes (Recipes/), the example plugin's output, and for
+# salvage's reader a small store of its own with its pages, records and damaged copies.
 #
 # Usage: Fuzz/Seeds/make-seeds.sh            (USM_REPAIR_BIN: binary to use; default: a debug build)
 # Seeds are small (a few KiB; the bundles a few tens) and overwritten on each run; files a fuzz
@@ -122,4 +123,7 @@ for r in "$ROOT"/Recipes/*.json; do seed Recipe "$r" "$(basename "$r")"; done
 seed PluginOutput "$WORK/plugin" sqlite-copy-output
 { printf '\x00'; printf '%s\n' '{"note": "ü"}' '{"result": {}}' '{"note": "after"}'; } >"$WORK/plugin2"
 seed PluginOutput "$WORK/plugin2" after-result
+
+# --- salvage's reader of the SQLite file format: a small store of its own, its pages, records, damaged copies
+python3 "$ROOT/Fuzz/Seeds/make-sqlite-seeds.py" "$CORPUS"
 du -sh "$CORPUS"/* >&2

@@ -14,7 +14,8 @@ enum BuiltInStrategies {
     /// Builds the staged store of a plan's `build` step with the migration engine over `registry`:
     /// a verified store whose rows per entity are returned; the executor installs it.
     /// `progress` receives the rows copied so far and in all (strategies that copy rows say it).
-    static func builder(registry: StrategyRegistry, environment: [String: String], recipeSearchPath: [URL],
+    /// `model` (`--model`) says where the source's relationships point when it has no model cache.
+    static func builder(registry: StrategyRegistry, environment: [String: String], recipeSearchPath: [URL], model: ManagedObjectModel? = nil,
                         progress: @escaping @Sendable (Int64, Int64) -> Void = { _, _ in }) -> PlanExecutor.Builder {
         { build in
             var options = build.strategy.options(
@@ -22,6 +23,7 @@ enum BuiltInStrategies {
                 operation: build.operation)
             // A store a maintenance operation builds is a new store to the app (a merge keeps its own).
             options.newIdentity = true
+            options.model = model
             do {
                 return try MigrationEngine(registry: registry).build(
                     source: StoreFileSet(main: URL(fileURLWithPath: build.source)), staged: URL(fileURLWithPath: build.staged),

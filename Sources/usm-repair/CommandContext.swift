@@ -60,6 +60,8 @@ struct CommandContext {
     var strategies = StrategyRegistry(builtInStrategies)
     /// Seams into the plan executor (tests stop a run after a chosen step, as a kill would).
     var hooks = PlanExecutor.Hooks.none
+    /// The app's model (`--model`), for the migration engine's build steps.
+    var model: ManagedObjectModel?
 
     static func live(output: OutputFlags, command: String) -> CommandContext {
         let environment = ProcessInfo.processInfo.environment
@@ -99,7 +101,8 @@ struct CommandContext {
         PlanExecutor(
             snapshotDirectory: snapshotDirectory ?? stateFolder.appendingPathComponent("snapshots", isDirectory: true),
             builder: BuiltInStrategies.builder(
-                registry: strategies, environment: environment, recipeSearchPath: recipeSearchPath, progress: terminal.rowCounter("building")),
+                registry: strategies, environment: environment, recipeSearchPath: recipeSearchPath, model: model,
+                progress: terminal.rowCounter("building")),
             records: OperationRecords(stateFolder: stateFolder), hooks: hooks, commandLine: arguments)
     }
 

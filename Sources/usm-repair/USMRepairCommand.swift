@@ -32,7 +32,8 @@ struct USMRepairCommand: ParsableCommand {
         subcommands: [
             StatusCommand.self, CheckCommand.self, StoresCommand.self, ArchiveCommand.self, RestoreCommand.self, BundleCommand.self,
             DeleteCommand.self, MigrateCommand.self, RebuildCommand.self, SwitchCommand.self, CloudCommand.self,
-            CorruptionCommand.self, RecoverCommand.self, MigrateStoreCommand.self, StrategiesCommand.self, SnapshotsCommand.self,
+            CorruptionCommand.self, RecoverCommand.self, MigrateStoreCommand.self, SalvageCommand.self, StrategiesCommand.self,
+            SnapshotsCommand.self,
         ]
     )
 

@@ -304,7 +304,7 @@ struct CommandLineTests {
             .recoveryConflict(path: "p", kept: "k"), .preconditionFailed("p"), .changedSincePlanning(path: "p"),
             .unknownStrategy("s", known: []), .destinationExists(path: "p"), .sourceDamaged(path: "p", detail: "d"),
             .schemaMismatch(path: "p", detail: "d"), .mergeConflict(entity: "e", count: 1, values: "v"), .recipeInvalid(path: "p", reason: "r"),
-            .recipeFailed(recipe: "r", step: 1, message: "m"), .pluginFailed(program: "p", reason: "r"), .pluginRefused(program: "p", reason: "r"),
+            .modelInvalid(path: "p", reason: "r"), .recipeFailed(recipe: "r", step: 1, message: "m"), .pluginFailed(program: "p", reason: "r"), .pluginRefused(program: "p", reason: "r"),
             .verificationFailed(path: "p", detail: "d"), .unexpected("u"),
             .operationPending(operation: "o", committed: true, reason: "r", underlying: .ioError),
             .operationPending(operation: "o", committed: false, reason: "r", underlying: .outOfSpace),
@@ -317,7 +317,7 @@ struct CommandLineTests {
                  .changedWhileReading, .cloudContainerRequired, .storeBusy, .layoutBusy, .interruptedOperation, .untrustedOperation,
                  .recoveryConflict, .preconditionFailed,
                  .changedSincePlanning, .unknownStrategy, .destinationExists, .sourceDamaged, .schemaMismatch, .mergeConflict,
-                 .recipeInvalid, .recipeFailed, .pluginFailed, .pluginRefused, .verificationFailed, .unexpected, .operationPending:
+                 .recipeInvalid, .modelInvalid, .recipeFailed, .pluginFailed, .pluginRefused, .verificationFailed, .unexpected, .operationPending:
                 break
             }
         }

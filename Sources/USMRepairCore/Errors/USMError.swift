@@ -180,6 +180,8 @@ public enum USMError: Error, Sendable, Equatable {
     case mergeConflict(entity: String, count: Int, values: String)
     /// A recipe that does not decode, has an unsupported version, or names what the store lacks.
     case recipeInvalid(path: String, reason: String)
+    /// A `--model` that is not a Core Data model this reads (Xcode model XML, `.mom`, `.momd`).
+    case modelInvalid(path: String, reason: String)
     /// A recipe step failed while running; its transaction was rolled back.
     case recipeFailed(recipe: String, step: Int, message: String)
     /// An external plugin failed: non-zero exit, timeout, or output that is not its protocol.
@@ -223,7 +225,7 @@ public enum USMError: Error, Sendable, Equatable {
         case .changedSincePlanning: .changedSincePlanning
         case .unknownStrategy: .usage
         case .destinationExists, .mergeConflict, .pluginRefused: .refused
-        case .sourceDamaged, .schemaMismatch, .recipeInvalid: .badInput
+        case .sourceDamaged, .schemaMismatch, .recipeInvalid, .modelInvalid: .badInput
         case .recipeFailed, .pluginFailed, .verificationFailed: .migrationFailed
         case let .operationPending(_, _, _, underlying): underlying
         }
@@ -265,6 +267,7 @@ public enum USMError: Error, Sendable, Equatable {
         case .schemaMismatch: "schema-mismatch"
         case .mergeConflict: "merge-conflict"
         case .recipeInvalid: "recipe-invalid"
+        case .modelInvalid: "model-invalid"
         case .recipeFailed: "recipe-failed"
         case .pluginFailed: "plugin-failed"
         case .pluginRefused: "plugin-refused"
@@ -360,6 +363,8 @@ public enum USMError: Error, Sendable, Equatable {
             "\(count) rows of \(entity) have uniqueness-constrained values the destination already holds (\(values)); nothing was changed (--on-conflict keep-destination or keep-source resolves them)"
         case let .recipeInvalid(path, reason):
             "recipe \(path) is not usable: \(reason)"
+        case let .modelInvalid(path, reason):
+            "model \(path) is not usable: \(reason)"
         case let .recipeFailed(recipe, step, message):
             "recipe \(recipe) failed at step \(step): \(message); its transaction was rolled back and nothing was installed"
         case let .pluginFailed(program, reason):

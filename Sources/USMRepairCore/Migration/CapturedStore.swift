@@ -36,7 +36,8 @@ struct CapturedStore {
 
 extension MigrationEngine {
     /// Captures and checks `files`; refuses what is not a readable, undamaged Core Data store.
-    static func capture(_ files: StoreFileSet, into directory: URL, role: String) throws -> CapturedStore {
+    /// `model` (`--model`) says where relationships point when the store holds no model cache.
+    static func capture(_ files: StoreFileSet, into directory: URL, role: String, model: ManagedObjectModel? = nil) throws -> CapturedStore {
         let capture = try StoreCapture.capture(files, members: ["main", "wal", "journal"], into: directory)
         var copy: URL
         if let openable = capture.openable {
@@ -77,7 +78,7 @@ extension MigrationEngine {
             let detail = report.problems.first { $0.severity == .error }?.message ?? "damaged"
             throw USMError.sourceDamaged(path: files.main.path, detail: detail)
         }
-        let schema = try CoreDataSchema.load(from: copy)
+        let schema = try CoreDataSchema.load(from: copy, model: model)
         let plist: Data? = try {
             let queue = try StagedStore.open(copy, readonly: true)
             defer { try? queue.close() }

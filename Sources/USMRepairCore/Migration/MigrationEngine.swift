@@ -112,7 +112,7 @@ public struct MigrationEngine: Sendable {
         let scratch = try TemporaryDirectory(prefix: "usm-repair-migrate")
         defer { scratch.remove() }
         // 1. The source (and a merge's destination) through consistent private copies.
-        let sourceSide = try Self.capture(source, into: scratch.url.appendingPathComponent("source"), role: "source")
+        let sourceSide = try Self.capture(source, into: scratch.url.appendingPathComponent("source"), role: "source", model: options.model)
         let destinationSide = try mergeInto.map { try Self.capture($0, into: scratch.url.appendingPathComponent("destination"), role: "destination") }
         var report = MigrationReport(
             strategy: description.id, mode: mode, dryRun: dryRun,
@@ -121,7 +121,7 @@ public struct MigrationEngine: Sendable {
         lap("capture", into: &report)
 
         let job = MigrationJob(
-            source: sourceSide.copy, sourceSchema: sourceSide.schema, sourceExternalData: source.externalDataDirectory,
+            source: sourceSide.copy, sourceSchema: sourceSide.schema, sourceExternalData: (options.supportFilesOf ?? source).externalDataDirectory,
             destination: staged.main, destinationSchema: destinationSide?.schema,
             scratch: scratch.url.appendingPathComponent("strategy", isDirectory: true), options: options, dryRun: dryRun, progress: progress)
         try FileManager.default.createDirectory(at: job.scratch, withIntermediateDirectories: true)
@@ -196,7 +196,7 @@ public struct MigrationEngine: Sendable {
             let stagedSchema = try CoreDataSchema.load(from: staged.main)
             report.verification.externalDataFiles = try ExternalDataCopy.run(
                 staged: staged, schema: stagedSchema,
-                from: [source] + (mergeInto.map { [$0] } ?? []))
+                from: [options.supportFilesOf ?? source] + (mergeInto.map { [$0] } ?? []))
         } catch let error as USMError {
             throw error
         } catch {
@@ -228,6 +228,8 @@ public struct MigrationEngine: Sendable {
                          options: MigrationOptions, scratch: URL, notes: inout [String]) -> StoreIdentity.Choice {
         if merge { return .staged }
         if options.newIdentity { return .fresh }
+        // A salvaged store stands in for the damaged one: object URIs name its Z_UUID.
+        if options.keepStoreUUID { return .staged }
         if mode == MigrationRequest.Mode.overwrite.rawValue, FileStatus.lookup(destination.main.path) != nil {
             do {
                 try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)

@@ -108,6 +108,16 @@ public struct MigrationOptions: Sendable {
     /// store's (`--overwrite`) or its source's (a whole-store repair recipe). The maintenance
     /// operations always build a new identity (the app takes a migrated store for a new one).
     public var newIdentity = false
+    /// The store whose support folder (`_EXTERNAL_DATA`, `_FBF`) holds the source's files, when not
+    /// the source itself (`salvage` builds from a private copy of what it read; the files stay in
+    /// the damaged store's folder).
+    public var supportFilesOf: StoreFileSet?
+    /// A new store keeps the source's `Z_UUID` instead of a fresh one (`salvage`: the result
+    /// stands in for the damaged store, and object URIs name its UUID).
+    public var keepStoreUUID = false
+    /// The app's model (`--model`): where the source's relationships point when it holds no model
+    /// cache (a merge moves to-one keys with the rows only when it knows their destination).
+    public var model: ManagedObjectModel?
 
     /// Creates options with the defaults of `migrate-store`.
     public init(recipe: String? = nil, plugin: String? = nil, parameters: [String: String] = [:],

@@ -156,9 +156,10 @@ struct SchemaFacts {
 }
 
 extension CoreDataSchema {
-    /// Reads the Core Data structure of the store at `url` through a read-only connection.
+    /// Reads the Core Data structure of the store at `url` through a read-only connection;
+    /// `model` (`--model`) says where relationships point when the store holds no model cache.
     /// - Throws: `USMError.notCoreData` when `Z_PRIMARYKEY` or `Z_METADATA` is missing.
-    public static func load(from url: URL) throws -> CoreDataSchema {
+    public static func load(from url: URL, model: ManagedObjectModel? = nil) throws -> CoreDataSchema {
         var config = Configuration()
         config.readonly = true
         config.label = "usm-repair.schema"
@@ -168,7 +169,7 @@ extension CoreDataSchema {
             let tables = Set(try String.fetchAll(db, sql: "SELECT upper(name) FROM sqlite_master WHERE type = 'table'"))
             let missing = ["Z_PRIMARYKEY", "Z_METADATA"].filter { !tables.contains($0) }
             guard missing.isEmpty else { throw USMError.notCoreData(path: url.path, missing: missing) }
-            return try CoreDataSchema.read(db)
+            return try CoreDataSchema.read(db, model: model)
         }
     }
 

@@ -56,7 +56,8 @@ enum StoreIdentity {
             let uuid: String? = switch identity {
             case .fresh: UUID().uuidString
             case let .keep(kept): kept
-            case .staged: stagedUUID
+            // A staged store without a UUID (a salvage that lost Z_METADATA's) gets a new one.
+            case .staged: (stagedUUID ?? "").isEmpty ? UUID().uuidString : stagedUUID
             }
             func decode(_ data: Data?, _ what: String) -> [String: Any]? {
                 guard let data, !data.isEmpty else { return [:] }
@@ -107,7 +108,7 @@ enum StoreIdentity {
                     try db.execute(sql: "UPDATE Z_METADATA SET Z_PLIST = ?", arguments: [data])
                 }
             }
-            if identity != .staged || row == nil { try db.execute(sql: "UPDATE Z_METADATA SET Z_UUID = ?", arguments: [uuid]) }
+            if uuid != stagedUUID || row == nil { try db.execute(sql: "UPDATE Z_METADATA SET Z_UUID = ?", arguments: [uuid]) }
             let keys = (result?.keys).map { $0.filter(StoreMetadata.isUbiquityKey).sorted() } ?? []
             return Result(storeUUID: uuid, ubiquityKeys: keys, notes: notes)
         }

@@ -28,6 +28,13 @@ public struct ManagedObjectModel: Sendable, Equatable {
         public let attributes: [String]
         /// Relationships (inherited ones included), sorted by name.
         public let relationships: [Relationship]
+        /// Attribute types by name (`String`, `Integer 64`, `Date`...), when the model says (an
+        /// Xcode model's XML does; a model cache is read for names only).
+        public var attributeTypes: [String: String] = [:]
+        /// True for an abstract entity.
+        public var isAbstract = false
+        /// Uniqueness constraints, each a list of property names.
+        public var uniquenessConstraints: [[String]] = []
     }
 
     /// Every entity, sorted by name.
@@ -182,5 +189,42 @@ private struct KeyedArchive {
             return Int(text[range.upperBound...].prefix { $0.isNumber })
         }
         return nil
+    }
+}
+
+extension ManagedObjectModel {
+    /// The `Z_ENT` number Core Data gives each entity, with its parent's (0 for a root): depth
+    /// first from the root entities in name order, each entity's sub-entities in name order,
+    /// from 1; names compare without case (`NetworkAttachment` before `NWActivityFragment`). Read
+    /// off every store of the corpus with a model cache; used only where the numbers agree with
+    /// the rows found.
+    public func entityNumbers() -> [String: (number: Int, superNumber: Int)] {
+        var children: [String: [String]] = [:]
+        var roots: [String] = []
+        let names = Set(entities.map(\.name))
+        for entity in entities {
+            if let parent = entity.parent, names.contains(parent), parent != entity.name {
+                children[parent, default: []].append(entity.name)
+            } else {
+                roots.append(entity.name)
+            }
+        }
+        var result: [String: (number: Int, superNumber: Int)] = [:]
+        var next = 1
+        func visit(_ name: String, parent: Int) {
+            guard result[name] == nil else { return }
+            let number = next
+            next += 1
+            result[name] = (number, parent)
+            for child in (children[name] ?? []).sorted(by: Self.coreDataOrder) { visit(child, parent: number) }
+        }
+        for root in roots.sorted(by: Self.coreDataOrder) { visit(root, parent: 0) }
+        return result
+    }
+
+    /// Core Data's order of entity names: without case, then with it.
+    static func coreDataOrder(_ a: String, _ b: String) -> Bool {
+        let (x, y) = (a.lowercased(), b.lowercased())
+        return x != y ? x < y : a < b
     }
 }

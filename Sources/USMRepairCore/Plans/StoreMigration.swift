@@ -117,6 +117,7 @@ public struct StoreMigration {
                 keepUbiquityMetadata: build.keepUbiquityMetadata, recipeSearchPath: request.options.recipeSearchPath,
                 environment: request.options.environment)
             options.newIdentity = request.options.newIdentity
+            options.model = request.options.model
             return try engine.build(
                 source: StoreFileSet(main: URL(fileURLWithPath: build.source)), staged: URL(fileURLWithPath: build.staged),
                 shownAs: request.destination, strategy: build.strategy.id ?? request.strategy, options: options,

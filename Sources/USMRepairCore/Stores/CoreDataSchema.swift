@@ -69,7 +69,7 @@ public struct CoreDataSchema: Sendable {
     public let orderedColumns: [String]
     /// To-one foreign keys.
     public let toOneKeys: [ToOneKey]
-    /// Where the to-one keys came from: `model-cache`, `schema` (index naming), or `none`.
+    /// Where the to-one keys came from: `model-cache`, `model` (`--model`), `schema` (index naming), or `none`.
     public let relationshipSource: String
     /// The decoded model, when the store holds a readable model cache.
     public let model: ManagedObjectModel?
@@ -149,8 +149,11 @@ public struct CoreDataSchema: Sendable {
     }
 
     /// Reads the schema of an open store. The caller has checked that `Z_PRIMARYKEY` exists.
-    /// - Parameter entityLimit: the most `Z_PRIMARYKEY` rows read (see `EntityRows.rowLimit`).
-    static func read(_ db: Database, entityLimit: Int = EntityRows.rowLimit) throws -> CoreDataSchema {
+    /// - Parameters:
+    ///   - entityLimit: the most `Z_PRIMARYKEY` rows read (see `EntityRows.rowLimit`).
+    ///   - fallback: the app's model (`--model`), for a store whose model cache is absent or
+    ///     unreadable (its own cache, the store's exact model, wins when there is one).
+    static func read(_ db: Database, entityLimit: Int = EntityRows.rowLimit, model fallback: ManagedObjectModel? = nil) throws -> CoreDataSchema {
         var tables: [String: [(name: String, type: String)]] = [:]
         let tableNames = try BoundedRead.texts(
             db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
@@ -209,6 +212,11 @@ public struct CoreDataSchema: Sendable {
             }
         }
 
+        var modelSource = "model-cache"
+        if model == nil, let fallback {
+            model = fallback
+            modelSource = "model"
+        }
         let partial = CoreDataSchema(
             entities: raw, tables: tables, joinTables: joinTables, historyTables: historyTables, cloudKitTables: cloudKitTables,
             orderedColumns: ordered, toOneKeys: [], relationshipSource: "none", model: model, problems: problems,
@@ -218,7 +226,8 @@ public struct CoreDataSchema: Sendable {
                 String.fromDatabaseValue(row[1] as DatabaseValue).map { (name: name, table: $0) }
             }
         }
-        let (keys, source) = partial.findToOneKeys(indexes: indexes)
+        let (keys, found) = partial.findToOneKeys(indexes: indexes)
+        let source = found == "model-cache" ? modelSource : found
         return CoreDataSchema(
             entities: raw, tables: tables, joinTables: joinTables, historyTables: historyTables, cloudKitTables: cloudKitTables,
             orderedColumns: ordered, toOneKeys: keys, relationshipSource: source, model: model, problems: problems,

@@ -34,15 +34,17 @@ public struct WALFile: Sendable, Equatable {
     /// Bytes read per block (whole frames).
     static let blockSize = 1 << 20
 
-    /// Reads the WAL at `path`.
+    /// Reads the WAL at `path`. `frames`, when given, sees every valid frame in order: its index
+    /// (from 0; it starts at byte 32 + index × (24 + page size)), its page number and its commit
+    /// size (the database's size in pages after a commit frame, 0 otherwise).
     /// - Throws: `USMError.unreadable` when the file cannot be read.
-    public static func read(path: String) throws -> WALFile {
+    public static func read(path: String, frames: ((_ index: Int, _ page: UInt32, _ commit: UInt32) -> Void)? = nil) throws -> WALFile {
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw USMError.unreadable(path: path, reason: errnoDescription())
         }
         defer { try? handle.close() }
         do {
-            return try read(handle)
+            return try read(handle, frames: frames)
         } catch let error as USMError {
             throw error
         } catch {
@@ -50,7 +52,7 @@ public struct WALFile: Sendable, Equatable {
         }
     }
 
-    private static func read(_ handle: FileHandle) throws -> WALFile {
+    private static func read(_ handle: FileHandle, frames: ((Int, UInt32, UInt32) -> Void)?) throws -> WALFile {
         let size = Int64(try handle.seekToEnd())
         try handle.seek(toOffset: 0)
         let header = [UInt8](try handle.read(upToCount: 32) ?? Data())
@@ -102,6 +104,7 @@ public struct WALFile: Sendable, Equatable {
                         return true
                     }
                     sums = next
+                    frames?(valid, page, bigEndian32(frame, 4))
                     valid += 1
                     if bigEndian32(frame, 4) != 0 { committed = valid }
                     offset += frameSize

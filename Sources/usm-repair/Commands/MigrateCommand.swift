@@ -50,6 +50,8 @@ struct MigrateCloudToLocalCommand: USMCommand {
     }
 
     func run(_ context: CommandContext) throws {
+        var context = context
+        context.model = try strategy.loadedModel()
         try context.runOperation(
             .migrateCloudToLocal(uuid: uuid, strategy: strategy.choice, merge: merge, copy: copy.choice), layout: layout, plan: plan,
             data: data.consent)

@@ -80,6 +80,7 @@ struct MigrateStoreCommand: USMCommand {
         var options = choice.options(
             keepUbiquityMetadata: keepUbiquityMetadata, recipeSearchPath: context.recipeSearchPath, environment: context.environment)
         options.newIdentity = newIdentity
+        options.model = try strategy.loadedModel()
         let destinationFiles = StoreFileSet(main: context.paths.url(destination))
         let request = MigrationRequest(
             source: StoreFileSet(main: context.paths.url(source)),

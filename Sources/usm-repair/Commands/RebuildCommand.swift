@@ -63,6 +63,8 @@ struct RebuildCommand: USMCommand {
         case (.cloud, true): .rebuildInApp(copy: copy.choice)
         case (.cloud, false): .rebuildFromCloud(strategy: strategy.choice, copy: copy.choice, keepOld: keepOld, withOlderMarkers: withOlderMarkers)
         }
+        var context = context
+        context.model = try strategy.loadedModel()
         try context.runOperation(maintenance, layout: layout, plan: plan, data: data.consent)
     }
 }

@@ -84,6 +84,17 @@ struct StrategyFlags: ParsableArguments {
         valueName: "seconds"))
     var pluginTimeout: Double = 600
 
+    @Option(name: .customLong("model"), help: ArgumentHelp(
+        "The app's model (.xcdatamodeld, .xcdatamodel, its contents XML, .momd or .mom): where relationships point when the source store holds no model cache.",
+        valueName: "path"), completion: .file())
+    var model: String?
+
+    /// `--model` read, nil when not given.
+    /// - Throws: `notFound`, `modelInvalid` (exit 2).
+    func loadedModel() throws -> ManagedObjectModel? {
+        try model.map { try ModelFile.load(URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath)) }
+    }
+
     func validate() throws {
         if recipe != nil && plugin != nil { throw ValidationError("--recipe and --plugin cannot be used together") }
         if let strategy, strategy != "manual", recipe != nil || plugin != nil {

@@ -1,0 +1,210 @@
+import Foundation
+import Synchronization
+
+/// What `salvage` was asked: values only, so the CLI and the repair operations call it alike.
+public struct SalvageRequest: Sendable {
+    /// The damaged store's file set (only ever read).
+    public var source: StoreFileSet
+    /// Where the salvaged store goes.
+    public var destination: StoreFileSet
+    /// A healthy store of the same model (`--schema-from`), for what the damaged one lost.
+    public var schemaFrom: StoreFileSet?
+    /// The app's model (`--model`): relationships when the store has no model cache, entity numbers.
+    public var model: ManagedObjectModel?
+    /// Replace an existing destination (snapshotted first).
+    public var overwrite: Bool
+    /// Keep `com.apple.coredata.ubiquity.*` keys in the result's metadata.
+    public var keepUbiquityMetadata: Bool
+    /// Read and report; write nothing but a private scratch folder.
+    public var dryRun: Bool
+
+    public init(source: StoreFileSet, destination: StoreFileSet, schemaFrom: StoreFileSet? = nil, model: ManagedObjectModel? = nil,
+                overwrite: Bool = false, keepUbiquityMetadata: Bool = false, dryRun: Bool = false) {
+        self.source = source
+        self.model = model
+        self.destination = destination
+        self.schemaFrom = schemaFrom
+        self.overwrite = overwrite
+        self.keepUbiquityMetadata = keepUbiquityMetadata
+        self.dryRun = dryRun
+    }
+}
+
+/// `salvage SRC DST`: the damaged file set read with salvage's own reader into a private store,
+/// made consistent (`CoreDataConsistency`), then built, verified and installed at DST by the
+/// migration engine (`ios` from that private store) as a journaled plan, like `migrate-store`:
+/// 1. `snapshot` — when DST exists (`--overwrite`): its file set, outside its folder;
+/// 2. `build` — salvage, the Core Data pass, the engine's staging and verification;
+/// 3. `retire` — DST's old members; 4. `install` — the staged main file and `_SUPPORT` folder;
+/// 5. `commit`, `purge`. A kill at any instant is finished or undone by `recover --store DST`.
+public struct SalvageOperation {
+    public let request: SalvageRequest
+    public let engine: MigrationEngine
+    public let executor: PlanExecutor
+
+    public init(request: SalvageRequest, engine: MigrationEngine, executor: PlanExecutor) {
+        self.request = request
+        self.engine = engine
+        self.executor = executor
+    }
+
+    /// The folder the plan works in: DST's.
+    public var root: Plan.Root {
+        let folder = request.destination.directory
+        return Plan.Root(name: folder.lastPathComponent, path: folder.path, privateFolder: ".usm-repair")
+    }
+
+    /// Checks the request and plans it; recovers first what a kill left pending in DST's folder
+    /// (a dry run refuses then, exit 7).
+    /// - Throws: `usage` (SRC is DST), `notFound`, `destinationExists`, `interruptedOperation`...
+    public func plan() throws -> Plan {
+        let source = request.source, destination = request.destination
+        guard source.main.path != destination.main.path else {
+            throw USMError.usage("the source and the destination are the same store; salvage never writes over the damaged store")
+        }
+        guard FileStatus.lookup(source.main.path) != nil else { throw USMError.notFound(path: source.main.path, what: "source store") }
+        if let sibling = request.schemaFrom, FileStatus.lookup(sibling.main.path) == nil {
+            throw USMError.notFound(path: sibling.main.path, what: "--schema-from store")
+        }
+        guard FileStatus.resolve(destination.directory.path)?.kind == .directory else {
+            throw USMError.notFound(path: destination.directory.path, what: "destination folder")
+        }
+        try Snapshot.refuseInside(executor.snapshotDirectory, protected: [destination.directory], why: "the folder this command changes")
+        _ = try executor.recoverBeforePlanning(in: [root], dryRun: request.dryRun)
+        let replacing = !destination.existingMembers().isEmpty
+        if replacing, !request.overwrite { throw USMError.destinationExists(path: destination.main.path) }
+        let id = UUID().uuidString.lowercased()
+        let operation = root.operationURL(id)
+        let staged = operation.appendingPathComponent("staging/1/\(destination.fileName)").path
+        var steps: [Plan.Step] = []
+        var expected: [String: Plan.Fingerprint] = [:]
+        for member in destination.allMembers { expected[member.path] = .of(member.path) }
+        if replacing { steps.append(.init(.snapshot, "the old file set goes into a snapshot archive first; restore puts it back")) }
+        steps.append(.init(.build(.init(
+            source: source.main.path, staged: staged, strategy: StrategyChoice(id: "ios"), mergeInto: nil,
+            keepUbiquityMetadata: request.keepUbiquityMetadata, operation: "salvage")),
+            "every intact row of the damaged file set is read into a private store, made consistent, then staged and verified by the migration engine"))
+        var counter = 1
+        for member in destination.existingMembers() {
+            counter += 1
+            try PlanCheck.linkFree(member.path, under: root.path)
+            steps.append(.init(.retire(path: member.path, trash: operation.appendingPathComponent("trash/\(counter)/\(member.lastPathComponent)").path),
+                               "the old \(member.lastPathComponent) makes way for the salvaged store (it is in the snapshot)"))
+        }
+        steps.append(.init(.install(staged: staged, path: destination.main.path, optional: false),
+                           "renamed into place from the staging folder beside it, with no -wal or -shm"))
+        steps.append(.init(.install(staged: StoreFileSet(main: URL(fileURLWithPath: staged)).supportDirectory.path,
+                                    path: destination.supportDirectory.path, optional: true),
+                           "its external-data folder goes with it"))
+        steps.append(.init(.commit, "from here the salvaged store is in place and is never undone"))
+        steps.append(.init(.purge, "the trash, staging and journal are removed"))
+        return Plan(
+            id: id, operation: "salvage", roots: [root], expected: expected,
+            stores: FileStatus.lookup(destination.main.path) != nil ? [destination.main.path] : [],
+            snapshotItems: replacing ? destination.allMembers.map(\.path) : [], steps: steps, notes: [], nextLaunchBefore: nil,
+            nextLaunchAfter: nil)
+    }
+
+    /// Plans and (unless a dry run) runs; returns the report.
+    public func run(progress: (String) -> Void = { _ in }) throws -> SalvageReport {
+        let started = Date()
+        let plan = try plan()
+        let request = self.request, engine = self.engine
+        let sibling = try request.schemaFrom.map { files -> SiblingSchema in
+            let scratch = try TemporaryDirectory(prefix: "usm-repair-sibling")
+            defer { scratch.remove() }
+            return try SiblingSchema.read(files, scratch: scratch.url)
+        }
+        if request.dryRun {
+            let scratch = try TemporaryDirectory(prefix: "usm-repair-salvage")
+            defer { scratch.remove() }
+            var report = try Self.salvage(request, sibling: sibling, into: scratch.url.appendingPathComponent(request.destination.fileName),
+                                          progress: progress)
+            report.durations["total"] = Date().timeIntervalSince(started)
+            return report
+        }
+        let box = Mutex<SalvageReport?>(nil)
+        let executor = self.executor.with(builder: { build in
+            let (report, migration) = try Self.build(request, sibling: sibling, engine: engine, staged: URL(fileURLWithPath: build.staged),
+                                                     keepUbiquityMetadata: build.keepUbiquityMetadata)
+            box.withLock { $0 = report }
+            return migration
+        })
+        let result = try executor.run(plan, progress: progress)
+        guard var report = box.withLock({ $0 }) else {
+            throw USMError.unexpected("the salvage plan ran without building \(request.destination.main.path)")
+        }
+        report.snapshot = result.snapshot
+        report.notes += result.leftovers.map(MaintenanceRun.leftoverNote)
+        let installing = Set(plan.steps.indices.filter {
+            switch plan.steps[$0].action {
+            case .retire, .install, .commit, .purge: true
+            default: false
+            }
+        })
+        report.durations["install"] = result.steps.filter { installing.contains($0.index) }.map(\.seconds).reduce(0, +)
+        report.durations["total"] = Date().timeIntervalSince(started)
+        return report
+    }
+
+    /// Salvages `request.source` into a private store and has the migration engine build, verify
+    /// and finish the result at `staged` (`ios` from that store; its external data read from the
+    /// source's folder; its `Z_UUID` kept when the metadata was). Installs nothing. The executor's
+    /// builder for `salvage`'s plan; kept apart from `run` so that another plan's build step could
+    /// seed from a salvaged copy (the migration report carries what salvage could not read).
+    static func build(_ request: SalvageRequest, sibling: SiblingSchema? = nil, engine: MigrationEngine, staged: URL,
+                             keepUbiquityMetadata: Bool, operation: String = "salvage") throws -> (SalvageReport, MigrationReport) {
+        let scratch = try TemporaryDirectory(prefix: "usm-repair-salvage")
+        defer { scratch.remove() }
+        let intermediate = scratch.url.appendingPathComponent(request.destination.fileName)
+        var report = try Self.salvage(request, sibling: sibling, into: intermediate, progress: { _ in })
+        let clock = Date()
+        var options = MigrationOptions(keepUbiquityMetadata: keepUbiquityMetadata)
+        options.operation = operation
+        options.supportFilesOf = request.source
+        options.keepStoreUUID = report.metadata == "kept"
+        options.model = request.model
+        var migration = try engine.build(
+            source: StoreFileSet(main: intermediate), staged: staged, shownAs: request.destination, strategy: "ios", options: options,
+            mode: .create)
+        migration.source = .init(path: request.source.main.path, storeUUID: report.source.storeUUID)
+        // What the build could not read is the loss a plan's report must show.
+        migration.notes += report.unreadable.map { "salvage: not read: \($0)" }
+        for table in report.tables where table.lostCells > 0 || table.lostPages > 0 || !table.dropped.isEmpty {
+            migration.leftOut.append("salvage: \(table.name): \(table.lostCells) cells and \(table.lostPages) pages could not be read\(table.dropped.isEmpty ? "" : ", \(table.dropped.values.reduce(0, +)) rows left out")")
+        }
+        for cut in report.referencesCut { migration.leftOut.append("salvage: \(cut.table).\(cut.column): \(cut.rows) \(cut.kind) references cut (they pointed at lost rows)") }
+        report.verification = migration.verification
+        report.destination.storeUUID = migration.destination.storeUUID
+        report.durations["build"] = Date().timeIntervalSince(clock)
+        return (report, migration)
+    }
+
+    /// Reads `request.source` into a private store at `url` and makes it consistent.
+    static func salvage(_ request: SalvageRequest, sibling: SiblingSchema?, into url: URL, progress: (String) -> Void) throws -> SalvageReport {
+        var clock = Date()
+        let outcome = try Salvager(source: request.source, sibling: sibling).run(into: url, dryRun: request.dryRun, progress: progress)
+        var report = outcome.report
+        report.destination = .init(path: request.destination.main.path)
+        report.durations["read"] = Date().timeIntervalSince(clock)
+        clock = Date()
+        progress("making the salvaged rows a consistent Core Data store")
+        do {
+            try CoreDataConsistency(sibling: sibling, model: request.model, source: request.source).run(url, report: &report)
+        } catch let error as USMError {
+            throw error
+        } catch {
+            throw StagedStore.wrapWrite(error, path: url)
+        }
+        report.source.storeUUID = report.metadata == "kept" ? try Self.storeUUID(url) : nil
+        report.durations["consistency"] = Date().timeIntervalSince(clock)
+        return report
+    }
+
+    /// `Z_METADATA.Z_UUID` of the private store.
+    private static func storeUUID(_ url: URL) throws -> String? {
+        let queue = try StagedStore.open(url, readonly: true)
+        defer { try? queue.close() }
+        return try queue.read { db in try String.fetchOne(db, sql: "SELECT Z_UUID FROM Z_METADATA LIMIT 1") }
+    }
+}

@@ -1,0 +1,92 @@
+import ArgumentParser
+import Foundation
+import USMRepairCore
+
+/// `usm-repair salvage SRC DST`: every intact row of a damaged store into a new, healthy one.
+struct SalvageCommand: USMCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "salvage",
+        abstract: "Build a healthy Core Data store from every intact row of a damaged one.",
+        discussion: """
+            For the store SQLite will not open or check ("database disk image is malformed", a torn \
+            page, a truncated file, a -wal whose frames do not match, a zeroed header). SRC's file set \
+            is read with usm-repair's own reader of the SQLite file format, never changed: the header \
+            (or a page size found from the pages), the -wal frames of its last valid commit, every \
+            table from its root, and pages no intact tree leads to, placed in a table only when their \
+            rows fit it and nothing else. Core Data is then made consistent (Z_MAX, Z_PRIMARYKEY, \
+            to-one keys and join rows pointing at lost rows cut, external-data references checked, \
+            Z_METADATA kept) and the result is staged, verified and installed by the migration engine \
+            as migrate-store does. The report lists per table the rows salvaged, the cells known lost, \
+            the pages that could not be read and why, and every reference cut.
+
+            Exit codes: 0 salvaged, nothing lost; 1 salvaged, something lost or cut (the report says \
+            what); 2 nothing to salvage from (not an SQLite file, no schema and no --schema-from); 3 \
+            DST exists (--overwrite --yes replaces it, snapshotted first); 10 the result failed \
+            verification (nothing installed); 64 usage; 66 SRC or DST's folder not found; 74 I/O \
+            error, or SRC changed while it was read; 75 out of space.
+
+            Examples:
+              usm-repair salvage Damaged.sqlite Salvaged.sqlite
+              usm-repair salvage Damaged.sqlite Salvaged.sqlite --dry-run --json
+              usm-repair salvage Damaged.sqlite Salvaged.sqlite --schema-from Healthy-Sibling.sqlite
+              usm-repair salvage Damaged.sqlite Salvaged.sqlite --model MyApp.xcdatamodeld
+            """)
+
+    @Argument(help: ArgumentHelp("The damaged store's main file (its -wal beside it is read too).", valueName: "src"), completion: .file())
+    var source: String
+
+    @Argument(help: ArgumentHelp("The new store's main file.", valueName: "dst"), completion: .file())
+    var destination: String
+
+    @Option(name: .customLong("schema-from"), help: ArgumentHelp(
+        "A healthy store of the same model: the tables, entities and metadata the damaged one lost are taken from it.", valueName: "store"),
+        completion: .file())
+    var schemaFrom: String?
+
+    @Option(name: .customLong("model"), help: ArgumentHelp(
+        "The app's model (.xcdatamodeld, .xcdatamodel, its contents XML, .momd or .mom): relationships when SRC has no model cache, entity numbers when Z_PRIMARYKEY was lost.",
+        valueName: "path"), completion: .file())
+    var model: String?
+
+    @Flag(name: .customLong("dry-run"), help: "Read SRC and report what would be salvaged; write nothing but a private temporary copy.")
+    var dryRun = false
+
+    @Flag(name: .customLong("keep-ubiquity-metadata"), help: "Keep com.apple.coredata.ubiquity.* keys in the result's metadata.")
+    var keepUbiquityMetadata = false
+
+    @Flag(name: .customLong("overwrite"), help: "Replace an existing DST (snapshotted first; needs --yes or a yes at the prompt).")
+    var overwrite = false
+
+    @Flag(name: [.short, .customLong("yes")], help: "Do not ask before replacing DST.")
+    var yes = false
+
+    @Option(name: .customLong("snapshot-dir"), help: ArgumentHelp(
+        "Where the snapshot of a replaced DST goes (default $XDG_STATE_HOME/usm-repair/snapshots).", valueName: "dir"),
+        completion: .directory)
+    var snapshotDir: String?
+
+    @OptionGroup(title: "Output") var output: OutputFlags
+
+    func run(_ context: CommandContext) throws {
+        func files(_ path: String) -> StoreFileSet { StoreFileSet(main: URL(fileURLWithPath: (path as NSString).expandingTildeInPath)) }
+        let destinationFiles = files(destination)
+        let request = SalvageRequest(
+            source: files(source), destination: destinationFiles, schemaFrom: schemaFrom.map(files),
+            model: try model.map { try ModelFile.load(URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath)) }, overwrite: overwrite,
+            keepUbiquityMetadata: keepUbiquityMetadata, dryRun: dryRun)
+        let operation = SalvageOperation(
+            request: request, engine: MigrationEngine(registry: context.strategies),
+            executor: context.executor(snapshotDirectory: snapshotDir.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath, isDirectory: true) }))
+        try context.perform({ terminal in
+            if overwrite, !dryRun, !destinationFiles.existingMembers().isEmpty {
+                try context.consent(
+                    yes: yes, terminal: terminal,
+                    unattended: "\(destinationFiles.main.path) exists; replacing it needs --yes (it is snapshotted first)",
+                    question: "Replace \(destinationFiles.main.path)? It is snapshotted first.") {}
+            }
+            return try operation.run(progress: { terminal.progressLine($0) })
+        }, text: { report, terminal in
+            SalvagePrinter(terminal: terminal, verbose: output.verbose, quiet: output.quiet).print(report)
+        }, status: { $0.exitStatus })
+    }
+}
