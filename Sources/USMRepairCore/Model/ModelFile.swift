@@ -68,7 +68,7 @@ public enum ModelFile {
 
     private static func compiled(_ url: URL) throws -> ManagedObjectModel {
         let data = try read(url)
-        guard let model = ManagedObjectModel.decodeModelCache(data) else {
+        guard case let .model(model) = ManagedObjectModel.decode(data) else {
             throw USMError.modelInvalid(path: url.path, reason: "not a compiled Core Data model (an NSKeyedArchiver archive of NSManagedObjectModel)")
         }
         return model

@@ -124,7 +124,7 @@ struct CoreDataConsistency {
             guard let table = schema.tables.keys.first(where: { $0.uppercased() == "A" + name }), !listed.contains("A" + name),
                   schema.entity(number) == nil, schema.table(table, hasColumn: "Z_ENT")
             else { continue }
-            let found = Set(try Int.fetchAll(db, sql: "SELECT DISTINCT Z_ENT FROM \(SQLName.quote(table))"))
+            let found = Set(try Int.fetchAll(db, sql: "SELECT DISTINCT Z_ENT FROM \(table.sqlIdentifier)"))
             guard found.isSubset(of: [number]) else { continue }
             try db.execute(sql: "INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, 0, 0)", arguments: [number, name])
             report.entitiesRestored.append(name)
@@ -159,7 +159,7 @@ struct CoreDataConsistency {
                 }
                 return "Z" + root.name.uppercased() == table.uppercased()
             }
-            let found = Set(try Int.fetchAll(db, sql: "SELECT DISTINCT Z_ENT FROM \(SQLName.quote(table)) WHERE typeof(Z_ENT) = 'integer'"))
+            let found = Set(try Int.fetchAll(db, sql: "SELECT DISTINCT Z_ENT FROM \(table.sqlIdentifier) WHERE typeof(Z_ENT) = 'integer'"))
             let memberNumbers = Set(members.compactMap { numbers[$0.name]?.number })
             guard !members.isEmpty, found.isSubset(of: memberNumbers) else { continue }
             for entity in members.sorted(by: { (numbers[$0.name]?.number ?? 0) < (numbers[$1.name]?.number ?? 0) }) {
@@ -181,7 +181,7 @@ struct CoreDataConsistency {
         for table in schema.entityTables where StoreChecks.isWellShaped(table, schema) {
             let members = schema.entityNumbers(inTable: table).map(String.init).joined(separator: ",")
             try db.execute(sql: """
-                DELETE FROM \(SQLName.quote(table))
+                DELETE FROM \(table.sqlIdentifier)
                 WHERE Z_ENT IS NULL OR typeof(Z_ENT) != 'integer' OR Z_ENT NOT IN (\(members.isEmpty ? "NULL" : members))
                 """)
             let count = db.changesCount
@@ -195,7 +195,7 @@ struct CoreDataConsistency {
     /// the root's is raised when no member's reaches the largest key.
     private func counters(_ db: Database, schema: CoreDataSchema, report: inout SalvageReport) throws {
         for table in schema.entityTables where schema.table(table, hasColumn: "Z_PK") {
-            let largest = try Int64.fetchOne(db, sql: "SELECT IFNULL(MAX(Z_PK), 0) FROM \(SQLName.quote(table))") ?? 0
+            let largest = try Int64.fetchOne(db, sql: "SELECT IFNULL(MAX(Z_PK), 0) FROM \(table.sqlIdentifier)") ?? 0
             let members = schema.entityNumbers(inTable: table).compactMap(schema.entity)
             let unknown = members.contains { schema.unreadableMax.contains($0.number) }
             guard unknown || (members.map(\.max).max() ?? 0) < largest,
@@ -209,14 +209,14 @@ struct CoreDataConsistency {
     /// Step 5.
     private func references(_ db: Database, schema: CoreDataSchema, report: inout SalvageReport) throws {
         for key in schema.toOneKeys where StoreChecks.isWellShaped(key.table, schema) && StoreChecks.isWellShaped(key.destinationTable, schema) {
-            let column = SQLName.quote(key.column)
+            let column = key.column.sqlIdentifier
             let order = "Z_FOK_" + key.column.dropFirst()
-            let orderSet = schema.table(key.table, hasColumn: order) ? ", \(SQLName.quote(order)) = NULL" : ""
+            let orderSet = schema.table(key.table, hasColumn: order) ? ", \(order.sqlIdentifier) = NULL" : ""
             try db.execute(sql: """
-                UPDATE \(SQLName.quote(key.table)) SET \(column) = NULL\(orderSet)
+                UPDATE \(key.table.sqlIdentifier) SET \(column) = NULL\(orderSet)
                 WHERE \(column) IS NOT NULL AND NOT EXISTS (
-                  SELECT 1 FROM \(SQLName.quote(key.destinationTable)) d
-                  WHERE d.Z_PK = \(SQLName.quote(key.table)).\(column) AND d.Z_ENT IN (\(key.destinationEntities.map(String.init).joined(separator: ","))))
+                  SELECT 1 FROM \(key.destinationTable.sqlIdentifier) d
+                  WHERE d.Z_PK = \(key.table.sqlIdentifier).\(column) AND d.Z_ENT IN (\(key.destinationEntities.map(String.init).joined(separator: ","))))
                 """)
             let count = db.changesCount
             if count > 0 { report.referencesCut.append(.init(kind: "to-one", table: key.table, column: key.column, rows: count)) }
@@ -224,12 +224,12 @@ struct CoreDataConsistency {
         for join in schema.joinTables {
             for (column, number) in join.columns {
                 guard let entity = schema.entity(number), let table = entity.table, StoreChecks.isWellShaped(table, schema) else { continue }
-                let quoted = SQLName.quote(column)
+                let quoted = column.sqlIdentifier
                 try db.execute(sql: """
-                    DELETE FROM \(SQLName.quote(join.name))
+                    DELETE FROM \(join.name.sqlIdentifier)
                     WHERE \(quoted) IS NULL OR NOT EXISTS (
-                      SELECT 1 FROM \(SQLName.quote(table)) d
-                      WHERE d.Z_PK = \(SQLName.quote(join.name)).\(quoted) AND d.Z_ENT IN (\(schema.subtree(of: number).map(String.init).joined(separator: ","))))
+                      SELECT 1 FROM \(table.sqlIdentifier) d
+                      WHERE d.Z_PK = \(join.name.sqlIdentifier).\(quoted) AND d.Z_ENT IN (\(schema.subtree(of: number).map(String.init).joined(separator: ","))))
                     """)
                 let count = db.changesCount
                 if count > 0 { report.referencesCut.append(.init(kind: "join-row", table: join.name, column: column, rows: count)) }
@@ -242,9 +242,9 @@ struct CoreDataConsistency {
         let present = try ExternalData(files: source).fileNames()
         for table in schema.entityTables where schema.table(table, hasColumn: "Z_PK") {
             for column in schema.tables[table] ?? [] where column.type.uppercased().contains("BLOB") {
-                let c = SQLName.quote(column.name)
+                let c = column.name.sqlIdentifier
                 let cursor = try Row.fetchCursor(db, sql: """
-                    SELECT Z_PK, \(c) FROM \(SQLName.quote(table))
+                    SELECT Z_PK, \(c) FROM \(table.sqlIdentifier)
                     WHERE typeof(\(c)) = 'blob' AND length(\(c)) BETWEEN 37 AND 40 AND substr(\(c), 1, 1) = x'02'
                     """)
                 var missing: [Int64] = []
@@ -254,7 +254,7 @@ struct CoreDataConsistency {
                     else { continue }
                     missing.append(key)
                 }
-                for key in missing { try db.execute(sql: "UPDATE \(SQLName.quote(table)) SET \(c) = NULL WHERE Z_PK = ?", arguments: [key]) }
+                for key in missing { try db.execute(sql: "UPDATE \(table.sqlIdentifier) SET \(c) = NULL WHERE Z_PK = ?", arguments: [key]) }
                 if !missing.isEmpty {
                     report.referencesCut.append(.init(kind: "external-data", table: table, column: column.name, rows: missing.count))
                 }
@@ -266,7 +266,7 @@ struct CoreDataConsistency {
     private func rows(_ db: Database, schema: CoreDataSchema) throws -> [SalvageReport.EntityRows] {
         var counts: [Int: Int] = [:]
         for table in schema.entityTables where StoreChecks.isWellShaped(table, schema) {
-            for row in try Row.fetchAll(db, sql: "SELECT Z_ENT, COUNT(*) FROM \(SQLName.quote(table)) GROUP BY Z_ENT") {
+            for row in try Row.fetchAll(db, sql: "SELECT Z_ENT, COUNT(*) FROM \(table.sqlIdentifier) GROUP BY Z_ENT") {
                 if let ent = Int.fromDatabaseValue(row[0] as DatabaseValue) { counts[ent] = Int.fromDatabaseValue(row[1] as DatabaseValue) ?? 0 }
             }
         }

@@ -110,13 +110,13 @@ final class SalvageWriter: RowSink {
         let probe = "usm_salvage_probe_index"
         // The index's columns, read from a non-unique twin.
         guard let on = sql.range(of: " ON ", options: .caseInsensitive) else { return 0 }
-        try db.execute(sql: "CREATE INDEX \(SQLName.quote(probe))\(sql[on.lowerBound...])")
-        defer { try? db.execute(sql: "DROP INDEX IF EXISTS \(SQLName.quote(probe))") }
+        try db.execute(sql: "CREATE INDEX \(probe.sqlIdentifier)\(sql[on.lowerBound...])")
+        defer { try? db.execute(sql: "DROP INDEX IF EXISTS \(probe.sqlIdentifier)") }
         let columns = try String.fetchAll(db, sql: "SELECT name FROM pragma_index_info(?) ORDER BY seqno", arguments: [probe])
         guard !columns.isEmpty, columns.allSatisfy({ !$0.isEmpty }) else { return 0 }
-        let table = SQLName.quote(row.tableName)
-        let list = columns.map(SQLName.quote).joined(separator: ", ")
-        let nonNull = columns.map { "\(SQLName.quote($0)) IS NOT NULL" }.joined(separator: " AND ")
+        let table = row.tableName.sqlIdentifier
+        let list = columns.map(\.sqlIdentifier).joined(separator: ", ")
+        let nonNull = columns.map { "\($0.sqlIdentifier) IS NOT NULL" }.joined(separator: " AND ")
         try db.execute(sql: """
             DELETE FROM \(table) WHERE rowid NOT IN (SELECT MIN(rowid) FROM \(table) GROUP BY \(list))
               AND \(nonNull)
@@ -158,7 +158,7 @@ final class SalvageWriter: RowSink {
     func remove(table: Int, range: ClosedRange<Int64>) -> Int {
         guard table >= 0, table < tables.count else { return 0 }
         do {
-            try db.execute(sql: "DELETE FROM \(SQLName.quote(names[table])) WHERE \(keyName[table]) BETWEEN ? AND ?",
+            try db.execute(sql: "DELETE FROM \(names[table].sqlIdentifier) WHERE \(keyName[table]) BETWEEN ? AND ?",
                            arguments: [range.lowerBound, range.upperBound])
             return db.changesCount
         } catch {
@@ -173,9 +173,9 @@ final class SalvageWriter: RowSink {
         if let statement = inserts[table]?[count] { return statement }
         let info = tables[table]
         guard count <= info.columns.count else { return nil }
-        var columns = info.columns.prefix(count).map { SQLName.quote($0.name) }
+        var columns = info.columns.prefix(count).map { $0.name.sqlIdentifier }
         if info.rowidColumn == nil { columns.insert(keyName[table], at: 0) }
-        let sql = "INSERT INTO \(SQLName.quote(info.name)) (\(columns.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))"
+        let sql = "INSERT INTO \(info.name.sqlIdentifier) (\(columns.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))"
         var statement: OpaquePointer?
         guard sqlite3_prepare_v2(connection, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
             if failure == nil {
@@ -218,8 +218,8 @@ final class SalvageWriter: RowSink {
     /// True when the row already stored under `rowid` holds exactly these values.
     private func same(_ table: Int, rowid: Int64, fields: [FieldValue], record: ByteView) -> Bool {
         let info = tables[table]
-        let columns = info.columns.map { SQLName.quote($0.name) }.joined(separator: ", ")
-        guard let row = try? Row.fetchOne(db, sql: "SELECT \(columns) FROM \(SQLName.quote(info.name)) WHERE \(keyName[table]) = ?",
+        let columns = info.columns.map { $0.name.sqlIdentifier }.joined(separator: ", ")
+        guard let row = try? Row.fetchOne(db, sql: "SELECT \(columns) FROM \(info.name.sqlIdentifier) WHERE \(keyName[table]) = ?",
                                           arguments: [rowid])
         else { return false }
         for i in 0..<info.columns.count {
