@@ -151,7 +151,10 @@ struct HelpExampleTests {
             try fm.createDirectory(at: tmp.path("home/Downloads/Mobile Documents"), withIntermediateDirectories: true)
             try TreeCopy.copy(notes.root, to: tmp.path("home/Downloads/Notes.xcappdata"))
             try TreeCopy.copy(notes.cloudDir, to: tmp.path("home/Downloads/Mobile Documents/ABCDE12345~com~example~notes"))
-            for name in ["Customer.sqlite", "A.sqlite", "B.sqlite", "Cloud.sqlite"] { try FixtureStore.write(to: tmp.path(name)) }
+            for name in ["Customer.sqlite", "A.sqlite", "B.sqlite", "Cloud.sqlite", "Damaged.sqlite", "Sibling.sqlite"] {
+                try FixtureStore.write(to: tmp.path(name))
+            }
+            _ = try ModelFileTests.writeModel(in: tmp.url)
             try fm.createDirectory(at: tmp.path("home/Cases/4711/jo/Library"), withIntermediateDirectories: true)
             let archive = USM.run(["archive", "--container", notes.root.path, "-o", tmp.path("ticket-4711.tar.zst").path])
             guard archive.status == 0 else { throw CocoaError(.fileWriteUnknown) }

@@ -46,6 +46,27 @@ struct SalvageTests {
         #expect(again.status == 3)
     }
 
+    @Test("status advises salvage for a damaged store; the advised command runs as printed, a dry run that writes nothing")
+    func advisedByStatus() throws {
+        let tmp = try TempDir()
+        let store = try SalvageDamageTests.damaged(tmp) { copy, map in
+            let page = try #require(map.interior["ZITEM"]?.first ?? map.leaves["ZITEM"]?.first?.page)
+            try StoreDamage.zeroPageHeader(copy, page: page, pageSize: map.pageSize)
+            return [page]
+        }
+        let before = try TreeSnapshot(tmp.path("damaged"))
+        let status = USM.run(["status", "--store", store.damaged.path, "--json"])
+        let advice = try #require(status.json["advice"] as? [String], "\(status.stdout)\(status.stderr)")
+        let line = try #require(advice.first { $0.contains("usm-repair salvage") }, "\(advice)")
+        let command = try #require(line.components(separatedBy: ": usm-repair ").last)
+        let salvaged = tmp.path("damaged/Library-salvaged.sqlite").path
+        #expect(command == "salvage \(store.damaged.path) \(salvaged) --dry-run", "\(command)")
+        let run = USM.run(command.split(separator: " ").map(String.init))
+        #expect([0, 1].contains(run.status), "\(run.stdout)\(run.stderr)")
+        #expect(run.stdout.contains("Dry run"), "\(run.stdout)")
+        #expect(try TreeSnapshot(tmp.path("damaged")).differences(from: before).isEmpty, "the advised dry run wrote beside the store")
+    }
+
     @Test("--dry-run reads and reports, and writes nothing beside DST")
     func dryRun() throws {
         let tmp = try TempDir()

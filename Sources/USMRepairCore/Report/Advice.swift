@@ -153,7 +153,12 @@ public enum Advice {
             let label = store.uuid.map { "cloud store \($0)" } ?? (store.role == .local ? "local store" : store.path)
             switch store.health {
             case .damaged:
-                say("The \(label) is damaged (\(store.problems.first?.code.rawValue ?? "integrity")). Do not let the app open it before taking a copy of its whole file set; recover from a healthy store.")
+                // Salvage reads the damaged file set without changing it and shows, in its dry run,
+                // what it would keep and what is lost; the result goes beside it under a new name.
+                let main = URL(fileURLWithPath: store.path)
+                let salvaged = main.deletingLastPathComponent()
+                    .appendingPathComponent(main.deletingPathExtension().lastPathComponent + "-salvaged.sqlite").path
+                say("The \(label) is damaged (\(store.problems.first?.code.rawValue ?? "integrity")). Do not let the app open it before taking a copy of its whole file set; recover from a healthy store, or salvage every row that can still be read into a new store (its dry run counts what would be kept and what is lost): usm-repair salvage \(ShellWords.quote(store.path)) \(ShellWords.quote(salvaged)) --dry-run")
             case .notCoreData:
                 say("The \(label) is not a Core Data store: \(store.problems.first?.message ?? "unknown format").")
             case .unreadable:

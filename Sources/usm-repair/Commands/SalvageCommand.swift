@@ -28,8 +28,8 @@ struct SalvageCommand: USMCommand {
             Examples:
               usm-repair salvage Damaged.sqlite Salvaged.sqlite
               usm-repair salvage Damaged.sqlite Salvaged.sqlite --dry-run --json
-              usm-repair salvage Damaged.sqlite Salvaged.sqlite --schema-from Healthy-Sibling.sqlite
-              usm-repair salvage Damaged.sqlite Salvaged.sqlite --model MyApp.xcdatamodeld
+              usm-repair salvage Damaged.sqlite Out.sqlite --schema-from Sibling.sqlite
+              usm-repair salvage Damaged.sqlite Out.sqlite --model Garage.xcdatamodeld
             """)
 
     @Argument(help: ArgumentHelp("The damaged store's main file (its -wal beside it is read too).", valueName: "src"), completion: .file())
