@@ -130,7 +130,7 @@ export OUT
 
 # prepare SIDE CASE DIR: what each side starts from, outside the timing (fresh every run).
 prepare() {
-  rm -rf "$3"; mkdir -p "$3"
+  rm -rf "$3" "$RUN/snapshots"; mkdir -p "$3"
   case "$1:$2" in
     ref:ios) copyset "$SRC" "$3/src" ;;
     ref:copy) sqlite3 "$3/clone.sqlite" < "$OUT/schema.sql" ;;
@@ -154,7 +154,7 @@ usm() { # usm CASE DIR: the usm-repair side
   case "$1" in
     ios) timed "$OUT/ios.usm" "$BIN" migrate-store "$SRC" "$2/Bench.sqlite" --strategy ios --json ;;
     copy) timed "$OUT/copy.usm" "$BIN" migrate-store "$SRC" "$2/Bench.sqlite" --strategy copy-entities --json ;;
-    merge) timed "$OUT/merge.usm" "$BIN" migrate-store "$SRC" "$2/Bench.sqlite" --into --snapshot-dir "$2/snapshots" --json ;;
+    merge) timed "$OUT/merge.usm" "$BIN" migrate-store "$SRC" "$2/Bench.sqlite" --into --snapshot-dir "$RUN/snapshots" --json ;;
     none) timed "$OUT/none.usm" "$BIN" migrate-store "$SRC" "$2/Bench.sqlite" --strategy none --json ;;
   esac
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["durations"]; print(" ".join("%s %.3f" % (k, d[k]) for k in ("capture","strategy","identity","verify","install","total") if k in d))' \
