@@ -254,11 +254,13 @@ wanted() { [[ -z "$ONLY" || "$1" =~ $ONLY ]]; }
 label() { printf '%s' "$1" | tr ' /' '__' | tr -cd 'A-Za-z0-9_.-'; }
 
 # ---------------------------------------------------------------- the runs
+# --replace: the layout's local store holds objects the cloud store lacks (another prefix), so the
+# operations refuse to replace it without being told (the data-first guard); the by-hand side replaces it too.
 DATA_OPS=(
-  "migrate cloud-to-local"
-  "migrate cloud-to-local --strategy ios"
-  "rebuild --from cloud"
-  "rebuild --from cloud --strategy ios"
+  "migrate cloud-to-local --replace"
+  "migrate cloud-to-local --replace --strategy ios"
+  "rebuild --from cloud --replace"
+  "rebuild --from cloud --replace --strategy ios"
 )
 SNAP_OPS=(
   "rebuild --from local"

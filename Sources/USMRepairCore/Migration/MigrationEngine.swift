@@ -130,17 +130,17 @@ public struct MigrationEngine: Sendable {
             report.entities = Self.rowsBefore(sourceSide.report, destinationSide?.report)
             return (report, destinationSide)
         }
-        // The content digests of the source (and of a merge's destination as it was), read once
-        // from the private copies on another thread while the strategy runs: the provenance and
-        // the verification both use them (the copies are private and read-only, so they cannot change).
         // One connection per private copy stays open until the end: the copies' WAL index is built
-        // once, before the two readers start, instead of by whichever opens first.
+        // once, before the two readers below start, instead of by whichever opens first.
         let holders = try ([sourceSide.copy] + (destinationSide.map { [$0.copy] } ?? [])).map { copy in
             let queue = try StagedStore.open(copy, readonly: true)
             _ = try queue.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sqlite_master") }
             return queue
         }
         defer { for holder in holders { try? holder.close() } }
+        // The content digests of the source (and of a merge's destination as it was), read once
+        // from the private copies on another thread while the strategy runs: the provenance and
+        // the verification both use them (the copies are private and read-only, so they cannot change).
         let sourceInput = (sourceSide.copy, sourceSide.schema), destinationInput = destinationSide.map { ($0.copy, $0.schema) }
         let inputDigests = description.rows == .none ? nil : Background { () throws -> InputDigests in
             let source = try ContentDigest.read(sourceInput.0, schema: sourceInput.1)
