@@ -24,7 +24,7 @@ extension USMCommand {
     func run(in context: CommandContext) throws {
         context.scratch.cleanUpAbandoned()
         try Scratch.$current.withValue(context.scratch) {
-            try ChildProcess.$standardError.withValue(context.childStandardError) { try run(context) }
+            try ChildProcess.$standardErrorSink.withValue(context.childStandardError.map(ChildProcess.StandardErrorSink.init)) { try run(context) }
         }
     }
 

@@ -35,10 +35,17 @@ struct CapturedStore {
 }
 
 extension MigrationEngine {
+    /// The tables a strategy that moves no rows reads besides the schema (`StagedStore.cloneSchema`).
+    static let bookkeepingTables = ["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"]
+
     /// Captures and checks `files`; refuses what is not a readable, undamaged Core Data store.
     /// `model` (`--model`) says where relationships point when the store holds no model cache.
-    static func capture(_ files: StoreFileSet, into directory: URL, role: String, model: ManagedObjectModel? = nil) throws -> CapturedStore {
-        let capture = try StoreCapture.capture(files, members: ["main", "wal", "journal"], into: directory)
+    /// - Parameter readsRows: false for a strategy that reads only the schema and the bookkeeping
+    ///   tables (`none`): `quick_check` then covers those tables, not every page of the store.
+    static func capture(_ files: StoreFileSet, into directory: URL, role: String, model: ManagedObjectModel? = nil,
+                        readsRows: Bool = true) throws -> CapturedStore {
+        // The members' SHA-256 is a bundle's business: a migration compares statuses, not hashes.
+        let capture = try StoreCapture.capture(files, members: ["main", "wal", "journal"], into: directory, hashing: false)
         var copy: URL
         if let openable = capture.openable {
             copy = openable
@@ -59,7 +66,7 @@ extension MigrationEngine {
         }
         // quick_check and the cheap invariants here; the full check of the source runs only when the
         // result has an error to compare with (`CapturedStore.fullCheck`).
-        let report = StoreInspector(depth: .status).inspect(
+        let report = StoreInspector(depth: .status, quickCheckTables: readsRows ? nil : bookkeepingTables).inspect(
             files, role: .store, confinement: Confinement(root: files.directory), privateCopy: copy)
         if let failure = report.readFailure {
             switch failure {

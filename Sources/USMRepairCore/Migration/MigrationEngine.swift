@@ -112,7 +112,8 @@ public struct MigrationEngine: Sendable {
         let scratch = try TemporaryDirectory(prefix: "usm-repair-migrate")
         defer { scratch.remove() }
         // 1. The source (and a merge's destination) through consistent private copies.
-        let sourceSide = try Self.capture(source, into: scratch.url.appendingPathComponent("source"), role: "source", model: options.model)
+        let sourceSide = try Self.capture(
+            source, into: scratch.url.appendingPathComponent("source"), role: "source", model: options.model, readsRows: description.rows != .none)
         let destinationSide = try mergeInto.map { try Self.capture($0, into: scratch.url.appendingPathComponent("destination"), role: "destination") }
         var report = MigrationReport(
             strategy: description.id, mode: mode, dryRun: dryRun,
@@ -132,17 +133,26 @@ public struct MigrationEngine: Sendable {
             report.entities = Self.rowsBefore(sourceSide.report, destinationSide?.report)
             return (report, destinationSide)
         }
-        if let destinationSide { try StagedStore.copyWhole(from: destinationSide.copy, to: staged.main) }
-        // Where the result's data comes from, recorded in its metadata: a second run of the same
-        // migration or merge recognises its own end state (a strategy that moves no rows records nothing).
-        var provenance: Provenance.Entry?
-        if description.rows != .none {
-            let digest = try Provenance.digest(ofCopy: sourceSide.copy, schema: sourceSide.schema)
-            report.source.digest = digest
-            provenance = Provenance.Entry(
-                operation: options.operation, mode: mode, sourceStoreUUID: sourceSide.report.storeUUID, sourceDigest: digest,
-                strategy: description.id, date: FileTime.now.iso8601, tool: "usm-repair \(USMRepair.version)")
+        // One connection per private copy stays open until the end: the copies' WAL index is built
+        // once, before the two readers below start, instead of by whichever opens first.
+        let holders = try ([sourceSide.copy] + (destinationSide.map { [$0.copy] } ?? [])).map { copy in
+            let queue = try StagedStore.open(copy, readonly: true)
+            _ = try queue.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sqlite_master") }
+            return queue
         }
+        defer { for holder in holders { try? holder.close() } }
+        // The content digests of the source (and of a merge's destination as it was), read once
+        // from the private copies on another thread while the strategy runs: the provenance and
+        // the verification both use them (the copies are private and read-only, so they cannot change).
+        let sourceInput = (sourceSide.copy, sourceSide.schema), destinationInput = destinationSide.map { ($0.copy, $0.schema) }
+        let inputDigests = description.rows == .none ? nil : Background { () throws -> InputDigests in
+            let source = try ContentDigest.read(sourceInput.0, schema: sourceInput.1)
+            let before = try destinationInput.map { try ContentDigest.read($0.0, schema: $0.1) }
+            return InputDigests(source: source.digests, sourceColumns: source.columns,
+                                before: before?.digests ?? [:], beforeColumns: before?.columns ?? [:])
+        }
+        defer { _ = try? inputDigests?.value() }
+        if let destinationSide { try StagedStore.copyWhole(from: destinationSide.copy, to: staged.main) }
 
         // 2. The strategy.
         let outcome: MigrationOutcome
@@ -171,6 +181,16 @@ public struct MigrationEngine: Sendable {
         lap("strategy", into: &report)
 
         // 3. Counters, identity and external data.
+        // Where the result's data comes from, recorded in its metadata: a second run of the same
+        // migration or merge recognises its own end state (a strategy that moves no rows records nothing).
+        var provenance: Provenance.Entry?
+        if let inputDigests {
+            let digest = Provenance.digest(try inputDigests.value().source, userEntities: Set(sourceSide.schema.userEntities.map(\.name)))
+            report.source.digest = digest
+            provenance = Provenance.Entry(
+                operation: options.operation, mode: mode, sourceStoreUUID: sourceSide.report.storeUUID, sourceDigest: digest,
+                strategy: description.id, date: FileTime.now.iso8601, tool: "usm-repair \(USMRepair.version)")
+        }
         do {
             try Self.deleteJournalMode(staged.main)
             // Installed stores have counters at or above their keys: Core Data hands out Z_MAX + 1,
@@ -209,9 +229,7 @@ public struct MigrationEngine: Sendable {
             source: sourceSide, destination: destinationSide, policy: description.rows, outcome: outcome,
             keepUbiquity: options.keepUbiquityMetadata)
         do {
-            try verifier.verify(
-                staged: staged.main, sourceCopy: sourceSide.copy, sourceSchema: sourceSide.schema, destinationCopy: destinationSide?.copy,
-                destinationSchema: destinationSide?.schema, report: &report)
+            try verifier.verify(staged: staged.main, inputs: try inputDigests?.value(), report: &report)
         } catch let USMError.verificationFailed(_, detail) {
             throw USMError.verificationFailed(path: destination.main.path, detail: detail)
         }

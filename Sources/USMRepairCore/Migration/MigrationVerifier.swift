@@ -52,21 +52,16 @@ struct MigrationVerifier {
     let keepUbiquity: Bool
 
     /// Runs `check` on the staged store and compares rows (and digests, where rows are copied unchanged).
+    /// `inputs` are the digests of the source (and of a merge's destination before), read by the
+    /// engine while the strategy ran; they are required where digests are compared.
     /// Fills `report` and throws `verificationFailed` on the first broken promise.
-    func verify(staged: URL, sourceCopy: URL, sourceSchema: CoreDataSchema, destinationCopy: URL?,
-                destinationSchema: CoreDataSchema?, report: inout MigrationReport) throws {
+    func verify(staged: URL, inputs: InputDigests?, report: inout MigrationReport) throws {
         let files = StoreFileSet(main: staged)
-        // Content digests of the source (and the destination before) and of the result, read on
-        // another thread while the check walks the result's B-trees.
+        // The result's content digests, read on another thread while the check walks its B-trees.
         let digestPolicy = policy == .all || policy == .userEntities
-        let sourceCopyPath = sourceCopy, destinationCopyPath = destinationCopy
-        let digestJob = digestPolicy ? Background { () throws -> DigestSet in
-            let result = try ContentDigest.read(staged, schema: CoreDataSchema.load(from: staged))
-            let source = try ContentDigest.read(sourceCopyPath, schema: sourceSchema)
-            var before: (digests: [String: ContentDigest], columns: [String: [String]]) = ([:], [:])
-            if let destinationCopyPath, let destinationSchema { before = try ContentDigest.read(destinationCopyPath, schema: destinationSchema) }
-            return DigestSet(result: result.digests, resultColumns: result.columns, source: source.digests, sourceColumns: source.columns,
-                             before: before.digests, beforeColumns: before.columns)
+        if digestPolicy, inputs == nil { throw USMError.unexpected("the source's content digests were not read") }
+        let digestJob = digestPolicy ? Background { () throws -> (digests: [String: ContentDigest], columns: [String: [String]]) in
+            try ContentDigest.read(staged, schema: CoreDataSchema.load(from: staged))
         } : nil
         defer { _ = try? digestJob?.value() }
         let result = StoreInspector(depth: .check).inspect(
@@ -131,15 +126,15 @@ struct MigrationVerifier {
 
         // Digests where rows are copied unchanged.
         if let digestJob {
-            let set = try digestJob.value()
-            let (resultDigests, resultColumns) = (set.result, set.resultColumns)
-            let (sourceDigests, sourceColumns) = (set.source, set.sourceColumns)
-            let (beforeDigests, beforeColumns) = (set.before, set.beforeColumns)
+            let (resultDigests, resultColumns) = try digestJob.value()
+            let inputs = inputs ?? InputDigests(source: [:], sourceColumns: [:], before: [:], beforeColumns: [:])
+            let (sourceDigests, sourceColumns) = (inputs.source, inputs.sourceColumns)
+            let (beforeDigests, beforeColumns) = (inputs.before, inputs.beforeColumns)
             for i in entities.indices {
                 let name = entities[i].name
                 guard !(policy == .userEntities && system.contains(name) && !outcome.carried.contains(name)) else { entities[i].digest = "not-copied"; continue }
                 guard (outcome.deduplicated[name] ?? 0) == 0, !outcome.altered.contains(name) else { entities[i].digest = "skipped-changed-rows"; continue }
-                guard resultColumns[name] == sourceColumns[name], destinationCopy == nil || beforeColumns[name] == resultColumns[name] else {
+                guard resultColumns[name] == sourceColumns[name], destination == nil || beforeColumns[name] == resultColumns[name] else {
                     entities[i].digest = "skipped-columns-differ"
                     continue
                 }
@@ -157,10 +152,9 @@ struct MigrationVerifier {
     }
 }
 
-/// The digests the verifier compares, read together on another thread.
-struct DigestSet: Sendable {
-    let result: [String: ContentDigest]
-    let resultColumns: [String: [String]]
+/// The content digests of a migration's inputs: the source, and a merge's destination as it was
+/// (empty otherwise), with the attribute columns each entity's digest covers.
+struct InputDigests: Sendable {
     let source: [String: ContentDigest]
     let sourceColumns: [String: [String]]
     let before: [String: ContentDigest]

@@ -14,6 +14,9 @@ public enum StagedStore {
         var config = Configuration()
         config.readonly = readonly
         config.label = "usm-repair.migrate"
+        // The engine reads a private copy on two connections at once (the content digests while
+        // the strategy runs); one of them may find the other rebuilding the copy's WAL index.
+        config.busyMode = .timeout(30)
         let cache = cacheKiB
         config.prepareDatabase { db in
             try db.execute(sql: "PRAGMA cache_size = -\(cache)")

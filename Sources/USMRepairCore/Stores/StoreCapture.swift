@@ -5,7 +5,7 @@ import Synchronization
 /// copied together, every member checked unchanged from before the first copy to after the last,
 /// so the receiver of a bundle opens exactly what the sender had.
 struct StoreCapture {
-    /// A captured member: the copy, the SHA-256 and the original's status at capture.
+    /// A captured member: the copy, the SHA-256 (empty when not asked for) and the original's status at capture.
     struct Member {
         let copy: URL
         let sha256: String
@@ -21,8 +21,9 @@ struct StoreCapture {
     /// How often a store that keeps changing is copied again before giving up.
     static let attempts = 3
 
-    /// Captures `files` (the members `present` names) into `directory`.
-    static func capture(_ files: StoreFileSet, members present: [String], into directory: URL) throws -> StoreCapture {
+    /// Captures `files` (the members `present` names) into `directory`. With `hashing` off (a
+    /// migration, which never records the members' bytes) no SHA-256 is computed and `sha256` is empty.
+    static func capture(_ files: StoreFileSet, members present: [String], into directory: URL, hashing: Bool = true) throws -> StoreCapture {
         let raw = directory.appendingPathComponent("raw", isDirectory: true)
         for attempt in 1...attempts {
             try? FileManager.default.removeItem(at: directory)
@@ -36,7 +37,7 @@ struct StoreCapture {
             for name in present {
                 guard let url = files.member(name), let status = before[name] else { continue }
                 let copy = raw.appendingPathComponent(name)
-                let result = try FileCopy.copy(from: url.path, to: copy.path, hashing: true)
+                let result = try FileCopy.copy(from: url.path, to: copy.path, hashing: hashing)
                 copies[name] = Member(copy: copy, sha256: result.sha256 ?? "", status: status)
             }
             let unchanged = present.allSatisfy { name in

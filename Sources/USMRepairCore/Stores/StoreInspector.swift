@@ -23,11 +23,20 @@ public struct StoreInspector: Sendable {
     public let depth: Depth
     /// Pages of SQLite cache per connection (negative: KiB); bounds memory on large stores.
     public let cacheSizeKiB: Int
+    /// At `.status` depth, the tables `quick_check` covers (those of them that exist), instead of
+    /// the whole store: for a reader that reads nothing else (the `none` strategy reads the schema
+    /// and three bookkeeping tables). Nil: the whole store.
+    let quickCheckTables: [String]?
 
     /// Creates an inspector.
     public init(depth: Depth, cacheSizeKiB: Int = 2048) {
+        self.init(depth: depth, cacheSizeKiB: cacheSizeKiB, quickCheckTables: nil)
+    }
+
+    init(depth: Depth, cacheSizeKiB: Int = 2048, quickCheckTables: [String]?) {
         self.depth = depth
         self.cacheSizeKiB = cacheSizeKiB
+        self.quickCheckTables = quickCheckTables
     }
 
     /// Inspects the store whose file set is `files`, playing `role` in the layout.
@@ -143,14 +152,30 @@ public struct StoreInspector: Sendable {
             defer { try? queue.close() }
             // Opening applied the WAL or journal; a second connection can now check the B-trees
             // while the first reads metadata and counts.
-            let checker = try DatabaseQueue(path: copy.path, configuration: config)
-            defer { try? checker.close() }
             let pragma = depth == .check ? "integrity_check" : "quick_check"
-            // The B-tree walk (the longest part) overlaps the metadata, schema and row counts.
-            let integrity = Background { try checker.read { db in try String.fetchAll(db, sql: "PRAGMA \(pragma)(20)") } }
+            // The B-tree walk (the longest part) overlaps the metadata, schema and row counts. A
+            // full check splits it over two connections with a larger cache (`IntegrityCheck`).
+            var checkConfig = config
+            if depth == .check {
+                let cache = IntegrityCheck.cacheKiB
+                checkConfig.prepareDatabase { db in
+                    try db.execute(sql: "PRAGMA cache_size = -\(cache)")
+                    try db.execute(sql: "PRAGMA mmap_size = 0")
+                }
+            }
+            let checker = try DatabaseQueue(path: copy.path, configuration: checkConfig)
+            defer { try? checker.close() }
+            let second = depth == .check ? try DatabaseQueue(path: copy.path, configuration: checkConfig) : nil
+            defer { try? second?.close() }
+            let scope = depth == .status ? quickCheckTables : nil
+            let integrity = Background { () throws -> [String] in
+                if let second { return try IntegrityCheck.run(checker, second) }
+                if let scope { return try IntegrityCheck.quickCheck(checker, tables: scope) }
+                return try checker.read { db in try String.fetchAll(db, sql: "PRAGMA \(pragma)(20)") }
+            }
             let readResult = Result { try queue.inDatabase { db in try read(db, into: &report, files: files) } }
             let lines = try integrity.value()
-            report.integrityCheck = pragma
+            report.integrityCheck = scope.map { "quick_check(\($0.joined(separator: ", ")))" } ?? pragma
             if lines == ["ok"] {
                 report.integrity = "ok"
             } else {

@@ -20,7 +20,23 @@ public struct ChildProcess {
     /// Where the program's stderr goes while a run is in progress: nil, the process's own stderr
     /// (inherited); else every chunk it writes, handed to the command's terminal (a command run in
     /// process prints nothing around its context).
-    @TaskLocal public static var standardError: (@Sendable (Data) -> Void)?
+    public static var standardError: (@Sendable (Data) -> Void)? { standardErrorSink?.write }
+
+    /// The task-local behind `standardError`, boxed: an optimised build of Swift 6.3.1 on Linux
+    /// crashes in `swift_task_localValuePush` when a task-local holding an optional closure is
+    /// bound inside another binding (every command of a release build did, at start-up).
+    @TaskLocal public static var standardErrorSink: StandardErrorSink?
+
+    /// A place for a child's stderr, as a class so the task-local holds a plain reference.
+    public final class StandardErrorSink: Sendable {
+        /// Receives every chunk the child writes to stderr.
+        public let write: @Sendable (Data) -> Void
+
+        /// Creates a sink that hands each chunk to `write`.
+        public init(_ write: @escaping @Sendable (Data) -> Void) {
+            self.write = write
+        }
+    }
 
     /// How a run ended.
     public enum Ending: Equatable, Sendable {

@@ -1,0 +1,198 @@
+import Foundation
+import GRDB
+import Testing
+import TestSupport
+@testable import USMRepairCore
+
+/// The verification of a staged store keeps every promise however it is scheduled (issue 15): the
+/// split integrity check finds what one `integrity_check` finds, and the verifier refuses a result
+/// with damaged pages, an index out of step with its table, a broken invariant or a changed row.
+@Suite("migration: verification keeps its promises")
+struct MigrationVerificationTests {
+    /// A source captured as the engine captures it, its whole-store copy staged as `ios` stages it,
+    /// and the digests the engine reads while a strategy runs.
+    struct Staged {
+        let tmp: TempDir
+        let source: CapturedStore
+        let staged: URL
+        let inputs: InputDigests
+
+        init() throws {
+            tmp = try TempDir()
+            var options = FixtureStore.Options()
+            options.walOnlyBooks = 2
+            options.externalCovers = 0   // the verifier checks external data too; this staged copy has none to carry
+            try FixtureStore.write(to: tmp.path("src/A.sqlite"), options)
+            source = try MigrationEngine.capture(StoreFileSet(main: tmp.path("src/A.sqlite")), into: tmp.path("capture"), role: "source")
+            staged = tmp.path("staged/A.sqlite")
+            try FileManager.default.createDirectory(at: tmp.path("staged"), withIntermediateDirectories: true)
+            try StagedStore.copyWhole(from: source.copy, to: staged)
+            let digests = try ContentDigest.read(source.copy, schema: source.schema)
+            inputs = InputDigests(source: digests.digests, sourceColumns: digests.columns, before: [:], beforeColumns: [:])
+        }
+
+        /// Runs the verifier as the engine does for `ios` (every row copied unchanged).
+        func verify() throws -> MigrationReport {
+            var report = MigrationReport(strategy: "ios", mode: "create", dryRun: false,
+                                         source: .init(path: source.files.main.path, storeUUID: nil), destination: .init(path: staged.path, storeUUID: nil))
+            let verifier = MigrationVerifier(source: source, destination: nil, policy: .all, outcome: MigrationOutcome(), keepUbiquity: true)
+            try verifier.verify(staged: staged, inputs: inputs, report: &report)
+            return report
+        }
+
+        /// The detail of the verification failure `verify()` throws, or nil when it passes.
+        func failure() -> String? {
+            do {
+                _ = try verify()
+                return nil
+            } catch let USMError.verificationFailed(_, detail) {
+                return detail
+            } catch {
+                return "unexpected error: \(error)"
+            }
+        }
+
+        func sql(_ text: String) throws {
+            let queue = try DatabaseQueue(path: staged.path)
+            try queue.writeWithoutTransaction { db in try db.execute(sql: text) }
+            try queue.close()
+        }
+    }
+
+    /// Two read-only connections to `url`, as the inspector opens them for the split check.
+    static func split(_ url: URL) throws -> [String] {
+        var config = Configuration()
+        config.readonly = true
+        let a = try DatabaseQueue(path: url.path, configuration: config), b = try DatabaseQueue(path: url.path, configuration: config)
+        defer { try? a.close(); try? b.close() }
+        return try IntegrityCheck.run(a, b)
+    }
+
+    static func sqlite(_ url: URL, _ sql: String) throws -> [String] {
+        let queue = try DatabaseQueue(path: url.path)
+        defer { try? queue.close() }
+        return try queue.read { db in try String.fetchAll(db, sql: sql) }
+    }
+
+    @Test("an untouched copy passes: integrity ok, rows equal, every entity's digest compared")
+    func untouched() throws {
+        let s = try Staged()
+        let report = try s.verify()
+        #expect(report.verification.integrity == "ok")
+        #expect(report.verification.rows == "equal")
+        #expect(report.verification.digestsCompared >= 5)
+        #expect(try Self.split(s.staged) == ["ok"])
+    }
+
+    @Test("a row whose content changed after the build is refused (same count, different digest)")
+    func changedRow() throws {
+        let s = try Staged()
+        try s.sql("UPDATE ZITEM SET ZTITLE = ZTITLE || ' (changed)' WHERE Z_PK = (SELECT MIN(Z_PK) FROM ZITEM WHERE Z_ENT = 2)")
+        #expect(s.failure()?.contains("the content of Book differs") == true, "\(s.failure() ?? "passed")")
+    }
+
+    @Test("a missing row is refused by the row counts")
+    func missingRow() throws {
+        let s = try Staged()
+        // Its join rows go with it, so no invariant of check is broken: only the counts can tell.
+        try s.sql("DELETE FROM Z_1TAGS WHERE Z_1ITEMS = (SELECT MAX(Z_PK) FROM ZITEM WHERE Z_ENT = 3); DELETE FROM ZITEM WHERE Z_PK = (SELECT MAX(Z_PK) FROM ZITEM WHERE Z_ENT = 3)")
+        #expect(s.failure()?.contains("rows per entity differ") == true, "\(s.failure() ?? "passed")")
+    }
+
+    @Test("an index out of step with its table is found by the split check and refused")
+    func indexOutOfStep() throws {
+        let s = try Staged()
+        // The index's entries were built for ZAUTHOR; its definition now says ZSHELF.
+        try s.sql("PRAGMA writable_schema = ON; UPDATE sqlite_master SET sql = 'CREATE INDEX ZITEM_ZAUTHOR_INDEX ON ZITEM (ZSHELF)' WHERE name = 'ZITEM_ZAUTHOR_INDEX'; PRAGMA writable_schema = OFF")
+        #expect(try Self.sqlite(s.staged, "PRAGMA quick_check") == ["ok"], "quick_check does not compare indexes: only the per-table part can find this")
+        let lines = try Self.split(s.staged)
+        #expect(lines.contains { $0.contains("missing from index ZITEM_ZAUTHOR_INDEX") }, "\(lines)")
+        #expect(s.failure() == "integrity_check failed")
+    }
+
+    @Test("a page no B-tree uses is found by the split check's store-wide part and refused")
+    func pageNeverUsed() throws {
+        let s = try Staged()
+        try s.sql("PRAGMA auto_vacuum = NONE; VACUUM; CREATE TABLE scratch (x); INSERT INTO scratch SELECT randomblob(3000) FROM ZITEM; DROP TABLE scratch")
+        #expect(try Self.sqlite(s.staged, "PRAGMA freelist_count").first.flatMap { Int($0) } ?? 0 > 0)
+        // Forget the freelist in the header (trunk page and count): its pages now belong to nothing.
+        let handle = try FileHandle(forUpdating: s.staged)
+        try handle.seek(toOffset: 32)
+        try handle.write(contentsOf: Data(count: 8))
+        try handle.close()
+        let tables = try Self.sqlite(s.staged, "SELECT name FROM sqlite_master WHERE type = 'table'")
+        for table in tables {
+            #expect(try Self.sqlite(s.staged, "PRAGMA integrity_check(\(table.sqlIdentifier))") == ["ok"], "per-table checks leave page accounting out: \(table)")
+        }
+        let lines = try Self.split(s.staged)
+        #expect(lines.contains { $0.contains("never used") }, "\(lines)")
+        #expect(s.failure() == "integrity_check failed")
+    }
+
+    @Test("a to-one key to no object (a check invariant at error level) is refused though rows and digests match")
+    func danglingToOne() throws {
+        let s = try Staged()
+        try s.sql("UPDATE ZITEM SET ZAUTHOR = 9999 WHERE Z_PK = (SELECT MIN(Z_PK) FROM ZITEM WHERE ZAUTHOR IS NOT NULL)")
+        let detail = s.failure()
+        #expect(detail != nil && detail != "integrity_check failed", "\(detail ?? "passed")")
+    }
+
+    /// Drops the freelist from the header of the store at `url` after giving it free pages: pages
+    /// that belong to no B-tree, which only the store-wide part of a check can see.
+    static func orphanPages(_ url: URL) throws {
+        let queue = try DatabaseQueue(path: url.path)
+        try queue.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA journal_mode = DELETE; PRAGMA auto_vacuum = NONE; VACUUM")
+            try db.execute(sql: "CREATE TABLE scratch (x); INSERT INTO scratch SELECT randomblob(3000) FROM ZITEM; DROP TABLE scratch")
+        }
+        try queue.close()
+        let handle = try FileHandle(forUpdating: url)
+        try handle.seek(toOffset: 32)
+        try handle.write(contentsOf: Data(count: 8))
+        try handle.close()
+    }
+
+    @Test("none checks what it reads: a source damaged elsewhere gives an empty store, damage in Z_PRIMARYKEY is refused")
+    func noneChecksWhatItReads() throws {
+        let tmp = try TempDir()
+        try FixtureStore.write(to: tmp.path("src/A.sqlite"))
+        try FileManager.default.createDirectory(at: tmp.path("out"), withIntermediateDirectories: true)
+        try Self.orphanPages(tmp.path("src/A.sqlite"))
+        #expect(try Self.sqlite(tmp.path("src/A.sqlite"), "PRAGMA quick_check").first != "ok")
+        // copy-entities reads every row: the whole store is checked and the source refused.
+        #expect {
+            try Migrate.run(tmp.path("src/A.sqlite"), tmp.path("out/copy.sqlite"), strategy: "copy-entities")
+        } throws: { error in
+            if case .sourceDamaged? = error as? USMError { return true }
+            return false
+        }
+        // none reads the schema and the bookkeeping tables, which are sound: its result is verified as always.
+        let report = try Migrate.run(tmp.path("src/A.sqlite"), tmp.path("out/none.sqlite"), strategy: "none")
+        #expect(report.verification.integrity == "ok")
+        #expect(try Migrate.check(tmp.path("out/none.sqlite")).errors.isEmpty)
+
+        // A damaged page in a table none reads is refused.
+        try FixtureStore.write(to: tmp.path("src2/B.sqlite"))
+        let (root, pageSize) = try {
+            let queue = try DatabaseQueue(path: tmp.path("src2/B.sqlite").path)
+            defer { try? queue.close() }
+            return try queue.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA journal_mode = DELETE")
+                return (try Int.fetchOne(db, sql: "SELECT rootpage FROM sqlite_master WHERE name = 'Z_PRIMARYKEY'") ?? 0,
+                        try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096)
+            }
+        }()
+        #expect(root > 1)
+        let handle = try FileHandle(forUpdating: tmp.path("src2/B.sqlite"))
+        try handle.seek(toOffset: UInt64((root - 1) * pageSize))
+        try handle.write(contentsOf: Data(repeating: 0xEE, count: 64))
+        try handle.close()
+        #expect {
+            try Migrate.run(tmp.path("src2/B.sqlite"), tmp.path("out/none2.sqlite"), strategy: "none")
+        } throws: { error in
+            if case .sourceDamaged? = error as? USMError { return true }
+            return false
+        }
+        #expect(!FileManager.default.fileExists(atPath: tmp.path("out/none2.sqlite").path))
+    }
+}
