@@ -5,7 +5,9 @@ import PackageDescription
 /// each depending only on the core; the executable and the tests depend on every one of them.
 let strategies = ["IOS", "CopyEntities", "Manual", "None"].map { "\($0)Strategy" }
 let strategyTargets: [Target] = strategies.map {
-    .target(name: $0, dependencies: ["USMRepairCore"], path: "Plugins/\($0)", exclude: $0 == "ManualStrategy" ? ["README.md"] : [])
+    .target(
+        name: $0, dependencies: ["USMRepairCore"], path: "Plugins/\($0)",
+        exclude: $0 == "ManualStrategy" ? ["README.md"] : [])
 }
 let strategyDependencies: [Target.Dependency] = strategies.map { .target(name: $0) }
 let grdb: Target.Dependency = .product(name: "GRDB", package: "GRDB.swift")

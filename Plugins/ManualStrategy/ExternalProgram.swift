@@ -1,9 +1,9 @@
 import Foundation
 import USMRepairCore
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A plugin program found on `PATH` (`usm-repair-strategy-<name>`).
@@ -47,7 +47,8 @@ public enum ExternalProgram {
     public static func locate(_ reference: String, environment: [String: String]) throws -> URL {
         if reference.contains("/") {
             let url = URL(fileURLWithPath: (reference as NSString).expandingTildeInPath).standardizedFileURL
-            guard FileStatus.resolve(url.path)?.kind == .file, FileManager.default.isExecutableFile(atPath: url.path) else {
+            guard FileStatus.resolve(url.path)?.kind == .file, FileManager.default.isExecutableFile(atPath: url.path)
+            else {
                 throw USMError.notFound(path: url.path, what: "plugin program (an executable file)")
             }
             return url
@@ -83,41 +84,56 @@ public enum ExternalProgram {
         let userBefore = listing(userFolder)
         let request = PluginRequest(
             protocol: 1,
-            source: .init(path: source.path, storeUUID: nil, externalData: job.sourceExternalData.path,
-                          entities: job.sourceSchema.entities.map {
-                              .init(name: $0.name, number: $0.number, parent: job.sourceSchema.entity($0.superNumber)?.name,
-                                    table: $0.table, system: $0.isSystem)
-                          }),
+            source: .init(
+                path: source.path, storeUUID: nil, externalData: job.sourceExternalData.path,
+                entities: job.sourceSchema.entities.map {
+                    .init(
+                        name: $0.name, number: $0.number, parent: job.sourceSchema.entity($0.superNumber)?.name,
+                        table: $0.table, system: $0.isSystem)
+                }),
             destination: .init(path: job.destination.path, exists: job.isMerge),
             scratch: work.path, parameters: job.options.parameters)
         let requestData = try JSONEncoder().encode(request)
 
         var environment: [String: String] = ["TMPDIR": work.path]
         for key in ["PATH", "HOME", "LANG"] { environment[key] = job.options.environment[key] }
-        var outcome = MigrationOutcome(plugin: program.path, steps: [MigrationStep("ran \(program.path) migrate", why: "the external plugin filled the staged store")])
+        var outcome = MigrationOutcome(
+            plugin: program.path,
+            steps: [MigrationStep("ran \(program.path) migrate", why: "the external plugin filled the staged store")])
         var output = PluginOutput(name: name)
         // Each line as it comes: memory stays flat however much the program prints.
         let ending = try ChildProcess(
-            program: program, arguments: ["migrate"], environment: environment, directory: work, timeout: job.options.pluginTimeout
+            program: program, arguments: ["migrate"], environment: environment, directory: work,
+            timeout: job.options.pluginTimeout
         ).run(input: requestData) { line in
             output.accept(line, progress: job.progress)
         }
         outcome.notes = output.notes
-        let result = output.result, protocolError = output.protocolError
+        let result = output.result
+        let protocolError = output.protocolError
         let stray = listing(userFolder).subtracting(userBefore)
         if ending == .timedOut {
-            throw USMError.pluginFailed(program: name, reason: "timed out after \(Int(job.options.pluginTimeout)) s (--plugin-timeout) and was stopped with everything it started")
+            throw USMError.pluginFailed(
+                program: name,
+                reason:
+                    "timed out after \(Int(job.options.pluginTimeout)) s (--plugin-timeout) and was stopped with everything it started"
+            )
         }
         // What the program may not touch, checked before its answer is believed.
         if !stray.isEmpty {
             for entry in stray { try? FileManager.default.removeItem(at: userFolder.appendingPathComponent(entry)) }
-            throw USMError.pluginRefused(program: name, reason: "it created \(stray.sorted().joined(separator: ", ")) in \(userFolder.path), outside its destination (removed)")
+            throw USMError.pluginRefused(
+                program: name,
+                reason:
+                    "it created \(stray.sorted().joined(separator: ", ")) in \(userFolder.path), outside its destination (removed)"
+            )
         }
         let allowed: Set<String> = Set(["", "-wal", "-shm", "-journal"].map { job.destination.lastPathComponent + $0 })
             .union([StoreFileSet(main: job.destination).supportDirectory.lastPathComponent])
         let outside = listing(staging).subtracting(allowed)
         if !outside.isEmpty {
-            throw USMError.pluginRefused(program: name, reason: "it wrote \(outside.sorted().joined(separator: ", ")) beside its destination")
+            throw USMError.pluginRefused(
+                program: name, reason: "it wrote \(outside.sorted().joined(separator: ", ")) beside its destination")
         }
         if listing(sourceDir) != ["source.sqlite"] || (try? FileDigest.sha256(of: source)) != sourceHash {
             throw USMError.pluginRefused(program: name, reason: "it changed its read-only copy of the source")
@@ -125,9 +141,12 @@ public enum ExternalProgram {
         switch ending {
         case .exited(0): break
         case let .exited(code): throw USMError.pluginFailed(program: name, reason: "exited with status \(code)")
-        case let .signalled(signal): throw USMError.pluginFailed(program: name, reason: "was killed by signal \(signal)")
+        case let .signalled(signal):
+            throw USMError.pluginFailed(program: name, reason: "was killed by signal \(signal)")
         case .refused:
-            throw USMError.pluginFailed(program: name, reason: protocolError ?? "a stdout line is longer than \(ChildProcess.maxLine) bytes; it was stopped")
+            throw USMError.pluginFailed(
+                program: name,
+                reason: protocolError ?? "a stdout line is longer than \(ChildProcess.maxLine) bytes; it was stopped")
         case .timedOut: break
         }
         guard let result else { throw USMError.pluginFailed(program: name, reason: "it printed no result line") }
@@ -135,4 +154,3 @@ public enum ExternalProgram {
         return outcome
     }
 }
-

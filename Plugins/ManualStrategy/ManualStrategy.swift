@@ -11,8 +11,12 @@ public struct ManualStrategy: MigrationStrategy {
         id: "manual", name: "Manual (recipe or external plugin)",
         summary: "Runs a recipe from Recipes/ (or a path) or an external usm-repair-strategy-<name> program.",
         keeps: "what the recipe or program says; the result must pass integrity and every invariant of check",
-        limits: "rows per entity are reported, not required to match; a plugin sees only a private copy and the staging folder",
-        parameters: ["--recipe NAME|PATH", "--plugin NAME|PATH", "--param KEY=VALUE (repeatable)", "--plugin-timeout SECONDS", "--into"],
+        limits:
+            "rows per entity are reported, not required to match; a plugin sees only a private copy and the staging folder",
+        parameters: [
+            "--recipe NAME|PATH", "--plugin NAME|PATH", "--param KEY=VALUE (repeatable)", "--plugin-timeout SECONDS",
+            "--into",
+        ],
         supportsMerge: true, rows: .reported)
 
     /// Strategies hold no state.
@@ -33,7 +37,13 @@ public struct ManualStrategy: MigrationStrategy {
     public func plan(_ job: MigrationJob) throws -> [MigrationStep] {
         if let plugin = job.options.plugin {
             let program = try ExternalProgram.locate(plugin, environment: job.options.environment)
-            return [MigrationStep("run \(program.path) migrate", why: "the external plugin fills the staged store from a private read-only copy of the source (timeout \(Int(job.options.pluginTimeout)) s)")]
+            return [
+                MigrationStep(
+                    "run \(program.path) migrate",
+                    why:
+                        "the external plugin fills the staged store from a private read-only copy of the source (timeout \(Int(job.options.pluginTimeout)) s)"
+                )
+            ]
         }
         let loaded = try recipe(job)
         return try RecipeRunner(loaded: loaded, job: job).plan()
@@ -81,22 +91,31 @@ struct RecipeRunner {
     func map(_ step: Recipe.Step, _ values: [String: String]) throws -> CopyMap {
         let only = step.only.map { Set($0.map { substitute($0, values) }) }
         let except = Set((step.except ?? []).map { substitute($0, values) })
-        let rename = Dictionary((step.rename ?? [:]).map { (substitute($0.key, values), substitute($0.value, values)) }, uniquingKeysWith: { a, _ in a })
+        let rename = Dictionary(
+            (step.rename ?? [:]).map { (substitute($0.key, values), substitute($0.value, values)) },
+            uniquingKeysWith: { a, _ in a })
         let known = Set(job.sourceSchema.userEntities.map(\.name))
         for name in Array(only ?? []) + Array(except) + Array(rename.keys) where !known.contains(name) {
-            throw USMError.recipeInvalid(path: loaded.url.path, reason: "entity \(name) is not in the source (it has \(known.sorted().joined(separator: ", ")))")
+            throw USMError.recipeInvalid(
+                path: loaded.url.path,
+                reason: "entity \(name) is not in the source (it has \(known.sorted().joined(separator: ", ")))")
         }
         return CopyMap(only: only, except: except, rename: rename)
     }
 
     func plan() throws -> [MigrationStep] {
         let values = try parameters()
-        var steps = [MigrationStep("recipe \(recipe.id) \(recipe.version) (sha256 \(loaded.sha256))", why: recipe.summary)]
+        var steps = [
+            MigrationStep("recipe \(recipe.id) \(recipe.version) (sha256 \(loaded.sha256))", why: recipe.summary)
+        ]
         if recipe.steps.first?.copy != "store" && !job.isMerge {
-            steps.append(MigrationStep("create the destination with the source's schema and no rows", why: "the recipe's steps fill it"))
+            steps.append(
+                MigrationStep(
+                    "create the destination with the source's schema and no rows", why: "the recipe's steps fill it"))
         }
         for (i, step) in recipe.steps.enumerated() {
-            steps.append(MigrationStep("\(i + 1). " + describe(step, values), why: step.why, sql: step.sql.map { [$0] } ?? []))
+            steps.append(
+                MigrationStep("\(i + 1). " + describe(step, values), why: step.why, sql: step.sql.map { [$0] } ?? []))
             if step.copy == "entities" { _ = try map(step, values) }
         }
         return steps
@@ -106,9 +125,14 @@ struct RecipeRunner {
         switch step.action {
         case .copy? where step.copy == "store": "copy the whole store"
         case .copy?:
-            "copy entities" + (step.only.map { " only \($0.map { substitute($0, values) }.joined(separator: ", "))" } ?? "")
+            "copy entities"
+                + (step.only.map { " only \($0.map { substitute($0, values) }.joined(separator: ", "))" } ?? "")
                 + (step.except.map { " except \($0.map { substitute($0, values) }.joined(separator: ", "))" } ?? "")
-                + (step.rename.map { " renaming " + $0.map { "\(substitute($0.key, values)) → \(substitute($0.value, values))" }.sorted().joined(separator: ", ") } ?? "")
+                + (step.rename.map {
+                    " renaming "
+                        + $0.map { "\(substitute($0.key, values)) → \(substitute($0.value, values))" }.sorted().joined(
+                            separator: ", ")
+                } ?? "")
         case .sql?: "run SQL"
         case .setMetadata?: "set metadata \((step.setMetadata ?? [:]).keys.sorted().joined(separator: ", "))"
         case .removeMetadata?: "remove metadata \((step.removeMetadata ?? []).joined(separator: ", "))"
@@ -125,7 +149,8 @@ struct RecipeRunner {
         var steps = recipe.steps[...]
         if steps.first?.copy == "store" {
             guard !job.isMerge else {
-                throw USMError.recipeInvalid(path: loaded.url.path, reason: "its first step copies the whole store, which cannot merge (--into)")
+                throw USMError.recipeInvalid(
+                    path: loaded.url.path, reason: "its first step copies the whole store, which cannot merge (--into)")
             }
             try StagedStore.copyWhole(from: job.source, to: job.destination)
             steps = steps.dropFirst()
@@ -160,8 +185,12 @@ struct RecipeRunner {
                             outcome.notes.append("Z_MAX of \(name) raised to \(value)")
                         }
                     case .clearTables?:
-                        for (table, rows) in try session.clearTables(matching: (step.clearTables ?? []).map { substitute($0, values) }) {
-                            outcome.leftOut.append("\(table): \(rows) rows removed by the recipe (\(step.why)); its entities keep their Z_MAX")
+                        for (table, rows) in try session.clearTables(
+                            matching: (step.clearTables ?? []).map { substitute($0, values) })
+                        {
+                            outcome.leftOut.append(
+                                "\(table): \(rows) rows removed by the recipe (\(step.why)); its entities keep their Z_MAX"
+                            )
                         }
                     case nil:
                         // Loading refuses a step that names no action or several.
@@ -169,8 +198,10 @@ struct RecipeRunner {
                     }
                 } catch let error as USMError {
                     switch error {
-                    case .schemaMismatch, .mergeConflict, .usage, .recipeInvalid, .outOfSpace, .preconditionFailed: throw error
-                    case let .sqlite(_, _, message): throw USMError.recipeFailed(recipe: recipe.id, step: number, message: message)
+                    case .schemaMismatch, .mergeConflict, .usage, .recipeInvalid, .outOfSpace, .preconditionFailed:
+                        throw error
+                    case let .sqlite(_, _, message):
+                        throw USMError.recipeFailed(recipe: recipe.id, step: number, message: message)
                     case .writeFailed where step.action == .sql:
                         // A write the step attempted that the file system refused (the source's
                         // private copy is read-only): the recipe's failure, not the destination's.

@@ -115,8 +115,10 @@ struct PluginOutput {
             return false
         }
         guard let message = try? JSONDecoder().decode(PluginMessage.self, from: line),
-              [message.progress != nil, message.note != nil, message.result != nil].filter({ $0 }).count == 1 else {
-            protocolError = "stdout line \(lineNumber) is not a protocol message: \(String(decoding: line.prefix(80), as: UTF8.self).debugDescription)"
+            [message.progress != nil, message.note != nil, message.result != nil].filter({ $0 }).count == 1
+        else {
+            protocolError =
+                "stdout line \(lineNumber) is not a protocol message: \(String(decoding: line.prefix(80), as: UTF8.self).debugDescription)"
             return false
         }
         if let note = message.note, notes.count < Self.maxNotes { notes.append("\(name): \(Self.clip(note))") }

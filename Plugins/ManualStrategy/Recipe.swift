@@ -11,16 +11,28 @@ public struct Recipe: Codable, Sendable, Equatable {
 
     /// A value a recipe step may set in the metadata.
     public enum Value: Codable, Sendable, Equatable {
-        case string(String), number(Double), bool(Bool), array([Value]), object([String: Value])
+        case string(String)
+        case number(Double)
+        case bool(Bool)
+        case array([Value])
+        case object([String: Value])
 
         public init(from decoder: Decoder) throws {
             let c = try decoder.singleValueContainer()
-            if let b = try? c.decode(Bool.self) { self = .bool(b) }
-            else if let n = try? c.decode(Double.self) { self = .number(n) }
-            else if let s = try? c.decode(String.self) { self = .string(s) }
-            else if let a = try? c.decode([Value].self) { self = .array(a) }
-            else if let o = try? c.decode([String: Value].self) { self = .object(o) }
-            else { throw DecodingError.dataCorruptedError(in: c, debugDescription: "null and other values cannot go into store metadata") }
+            if let b = try? c.decode(Bool.self) {
+                self = .bool(b)
+            } else if let n = try? c.decode(Double.self) {
+                self = .number(n)
+            } else if let s = try? c.decode(String.self) {
+                self = .string(s)
+            } else if let a = try? c.decode([Value].self) {
+                self = .array(a)
+            } else if let o = try? c.decode([String: Value].self) {
+                self = .object(o)
+            } else {
+                throw DecodingError.dataCorruptedError(
+                    in: c, debugDescription: "null and other values cannot go into store metadata")
+            }
         }
 
         public func encode(to encoder: Encoder) throws {
@@ -75,9 +87,11 @@ public struct Recipe: Codable, Sendable, Equatable {
 
         /// The one action the step names, or nil when it names none or several.
         public var action: Action? {
-            let set: [Action] = [copy != nil ? .copy : nil, sql != nil ? .sql : nil, setMetadata != nil ? .setMetadata : nil,
-                                 removeMetadata != nil ? .removeMetadata : nil, fixCounters == true ? .fixCounters : nil,
-                                 clearTables != nil ? .clearTables : nil].compactMap { $0 }
+            let set: [Action] = [
+                copy != nil ? .copy : nil, sql != nil ? .sql : nil, setMetadata != nil ? .setMetadata : nil,
+                removeMetadata != nil ? .removeMetadata : nil, fixCounters == true ? .fixCounters : nil,
+                clearTables != nil ? .clearTables : nil,
+            ].compactMap { $0 }
             return set.count == 1 ? set[0] : nil
         }
     }
@@ -118,20 +132,29 @@ public struct LoadedRecipe: Sendable {
         let url: URL
         if reference.contains("/") || reference.hasSuffix(".json") {
             url = URL(fileURLWithPath: (reference as NSString).expandingTildeInPath)
-            guard FileStatus.resolve(url.path)?.kind == .file else { throw USMError.notFound(path: url.path, what: "recipe") }
+            guard FileStatus.resolve(url.path)?.kind == .file else {
+                throw USMError.notFound(path: url.path, what: "recipe")
+            }
         } else {
-            guard let found = search.map({ $0.appendingPathComponent(reference + ".json") })
-                .first(where: { FileStatus.resolve($0.path)?.kind == .file }) else {
-                let looked = search.map { FileStatus.resolve($0.path)?.kind == .directory ? $0.path : "\($0.path) (absent)" }
+            guard
+                let found = search.map({ $0.appendingPathComponent(reference + ".json") })
+                    .first(where: { FileStatus.resolve($0.path)?.kind == .file })
+            else {
+                let looked = search.map {
+                    FileStatus.resolve($0.path)?.kind == .directory ? $0.path : "\($0.path) (absent)"
+                }
                 throw USMError.notFound(
                     path: reference,
-                    what: "recipe (looked in \(looked.isEmpty ? "no folder: set USM_REPAIR_RECIPES" : looked.joined(separator: ", ")))")
+                    what:
+                        "recipe (looked in \(looked.isEmpty ? "no folder: set USM_REPAIR_RECIPES" : looked.joined(separator: ", ")))"
+                )
             }
             url = found
         }
         // A recipe is a short list of steps: a file this large is not one (and is never read whole).
         if let size = FileStatus.resolve(url.path)?.size, size > maxBytes {
-            throw USMError.recipeInvalid(path: url.path, reason: "it is \(size) bytes; a recipe is at most \(maxBytes) bytes")
+            throw USMError.recipeInvalid(
+                path: url.path, reason: "it is \(size) bytes; a recipe is at most \(maxBytes) bytes")
         }
         // Read through a handle, at most one byte past the limit: a file that grew since it was
         // measured is still not read whole.
@@ -142,7 +165,8 @@ public struct LoadedRecipe: Sendable {
             data = try handle.read(upToCount: Int(maxBytes) + 1) ?? Data()
         } catch { throw USMError.wrap(error, path: url.path) }
         guard data.count <= maxBytes else {
-            throw USMError.recipeInvalid(path: url.path, reason: "it is larger than \(maxBytes) bytes; a recipe is at most \(maxBytes) bytes")
+            throw USMError.recipeInvalid(
+                path: url.path, reason: "it is larger than \(maxBytes) bytes; a recipe is at most \(maxBytes) bytes")
         }
         let recipe: Recipe
         do {
@@ -158,39 +182,56 @@ public struct LoadedRecipe: Sendable {
 
     static func validate(_ recipe: Recipe, path: String) throws {
         guard recipe.format == Recipe.formatName else {
-            throw USMError.recipeInvalid(path: path, reason: "format is \(recipe.format.debugDescription), not \"\(Recipe.formatName)\"")
+            throw USMError.recipeInvalid(
+                path: path, reason: "format is \(recipe.format.debugDescription), not \"\(Recipe.formatName)\"")
         }
         guard recipe.formatVersion >= 1, recipe.formatVersion <= Recipe.highestFormatVersion else {
-            throw USMError.recipeInvalid(path: path, reason: "formatVersion \(recipe.formatVersion) is not one this usm-repair reads (highest: \(Recipe.highestFormatVersion))")
+            throw USMError.recipeInvalid(
+                path: path,
+                reason:
+                    "formatVersion \(recipe.formatVersion) is not one this usm-repair reads (highest: \(Recipe.highestFormatVersion))"
+            )
         }
         guard !recipe.steps.isEmpty else { throw USMError.recipeInvalid(path: path, reason: "it has no steps") }
         for (i, step) in recipe.steps.enumerated() {
             guard let action = step.action else {
-                throw USMError.recipeInvalid(path: path, reason: "step \(i + 1) must name exactly one of copy, sql, setMetadata, removeMetadata, fixCounters, clearTables")
+                throw USMError.recipeInvalid(
+                    path: path,
+                    reason:
+                        "step \(i + 1) must name exactly one of copy, sql, setMetadata, removeMetadata, fixCounters, clearTables"
+                )
             }
             guard !step.why.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
                 throw USMError.recipeInvalid(path: path, reason: "step \(i + 1) has no why")
             }
             if action == .copy {
                 guard step.copy == "store" || step.copy == "entities" else {
-                    throw USMError.recipeInvalid(path: path, reason: "step \(i + 1): copy must be \"store\" or \"entities\"")
+                    throw USMError.recipeInvalid(
+                        path: path, reason: "step \(i + 1): copy must be \"store\" or \"entities\"")
                 }
                 if step.copy == "store", i != 0 {
-                    throw USMError.recipeInvalid(path: path, reason: "step \(i + 1): copy \"store\" can only be the first step")
+                    throw USMError.recipeInvalid(
+                        path: path, reason: "step \(i + 1): copy \"store\" can only be the first step")
                 }
             } else if step.only != nil || step.except != nil || step.rename != nil {
-                throw USMError.recipeInvalid(path: path, reason: "step \(i + 1): only/except/rename belong to a copy \"entities\" step")
+                throw USMError.recipeInvalid(
+                    path: path, reason: "step \(i + 1): only/except/rename belong to a copy \"entities\" step")
             }
         }
     }
 
     static func describe(_ error: DecodingError) -> String {
-        func at(_ path: [CodingKey]) -> String { path.isEmpty ? "the top level" : path.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".") }
+        func at(_ path: [CodingKey]) -> String {
+            path.isEmpty
+                ? "the top level" : path.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+        }
         switch error {
         case let .keyNotFound(key, context): return "missing key \(key.stringValue) at \(at(context.codingPath))"
-        case let .typeMismatch(_, context): return "wrong type at \(at(context.codingPath)): \(context.debugDescription)"
+        case let .typeMismatch(_, context):
+            return "wrong type at \(at(context.codingPath)): \(context.debugDescription)"
         case let .valueNotFound(_, context): return "missing value at \(at(context.codingPath))"
-        case let .dataCorrupted(context): return "not valid JSON at \(at(context.codingPath)): \(context.debugDescription)"
+        case let .dataCorrupted(context):
+            return "not valid JSON at \(at(context.codingPath)): \(context.debugDescription)"
         @unknown default: return "\(error)"
         }
     }

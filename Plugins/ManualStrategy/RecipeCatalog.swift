@@ -21,9 +21,12 @@ public enum RecipeCatalog {
     /// development build). Folders that do not exist are included: a recipe that is not found
     /// names every folder looked in.
     public static func searchPath(environment: [String: String], executable: URL) -> [URL] {
-        var folders = (environment["USM_REPAIR_RECIPES"] ?? "").split(separator: ":").map { URL(fileURLWithPath: String($0), isDirectory: true) }
+        var folders = (environment["USM_REPAIR_RECIPES"] ?? "").split(separator: ":").map {
+            URL(fileURLWithPath: String($0), isDirectory: true)
+        }
         let bin = executable.resolvingSymlinksInPath().deletingLastPathComponent()
-        folders.append(bin.deletingLastPathComponent().appendingPathComponent("share/usm-repair/recipes", isDirectory: true))
+        folders.append(
+            bin.deletingLastPathComponent().appendingPathComponent("share/usm-repair/recipes", isDirectory: true))
         var dir = bin
         for _ in 0..<5 {
             if FileStatus.lookup(dir.appendingPathComponent("Package.swift").path) != nil {
@@ -45,11 +48,17 @@ public enum RecipeCatalog {
         var seen: Set<String> = []
         var entries: [Entry] = []
         for folder in existing(search) {
-            let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter { $0.hasSuffix(".json") }.sorted()
+            let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter {
+                $0.hasSuffix(".json")
+            }.sorted()
             for name in names {
                 guard let loaded = try? LoadedRecipe.load(folder.appendingPathComponent(name).path, search: []),
-                      seen.insert(loaded.recipe.id).inserted else { continue }
-                entries.append(Entry(id: loaded.recipe.id, summary: loaded.recipe.summary, version: loaded.recipe.version, path: loaded.url.path))
+                    seen.insert(loaded.recipe.id).inserted
+                else { continue }
+                entries.append(
+                    Entry(
+                        id: loaded.recipe.id, summary: loaded.recipe.summary, version: loaded.recipe.version,
+                        path: loaded.url.path))
             }
         }
         return entries

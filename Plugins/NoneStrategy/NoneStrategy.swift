@@ -9,7 +9,8 @@ public struct NoneStrategy: MigrationStrategy {
     public static let description = StrategyDescription(
         id: "none", name: "No data",
         summary: "Creates an empty store with the source's schema, metadata and model cache; no rows move.",
-        keeps: "the schema (tables, indexes, triggers), Z_PRIMARYKEY with the source's Z_MAX, the metadata (fresh UUID) and Z_MODELCACHE",
+        keeps:
+            "the schema (tables, indexes, triggers), Z_PRIMARYKEY with the source's Z_MAX, the metadata (fresh UUID) and Z_MODELCACHE",
         limits: "no rows; with --into there is nothing to do, so it is refused",
         parameters: [], supportsMerge: false, rows: .none)
 
@@ -18,8 +19,11 @@ public struct NoneStrategy: MigrationStrategy {
 
     /// The steps `--dry-run` prints.
     public func plan(_ job: MigrationJob) throws -> [MigrationStep] {
-        [MigrationStep("create \(job.destination.lastPathComponent) with the source's schema and no rows",
-                       why: "the app opens it as an empty store of the same model")]
+        [
+            MigrationStep(
+                "create \(job.destination.lastPathComponent) with the source's schema and no rows",
+                why: "the app opens it as an empty store of the same model")
+        ]
     }
 
     /// Fills the staged store of `job`.

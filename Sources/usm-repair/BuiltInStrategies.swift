@@ -15,18 +15,23 @@ enum BuiltInStrategies {
     /// a verified store whose rows per entity are returned; the executor installs it.
     /// `progress` receives the rows copied so far and in all (strategies that copy rows say it).
     /// `model` (`--model`) says where the source's relationships point when it has no model cache.
-    static func builder(registry: StrategyRegistry, environment: [String: String], recipeSearchPath: [URL], model: ManagedObjectModel? = nil,
-                        progress: @escaping @Sendable (Int64, Int64) -> Void = { _, _ in }) -> PlanExecutor.Builder {
+    static func builder(
+        registry: StrategyRegistry, environment: [String: String], recipeSearchPath: [URL],
+        model: ManagedObjectModel? = nil,
+        progress: @escaping @Sendable (Int64, Int64) -> Void = { _, _ in }
+    ) -> PlanExecutor.Builder {
         { build in
             var options = build.strategy.options(
-                keepUbiquityMetadata: build.keepUbiquityMetadata, recipeSearchPath: recipeSearchPath, environment: environment,
+                keepUbiquityMetadata: build.keepUbiquityMetadata, recipeSearchPath: recipeSearchPath,
+                environment: environment,
                 operation: build.operation)
             // A store a maintenance operation builds is a new store to the app (a merge keeps its own).
             options.newIdentity = true
             options.model = model
             do {
                 return try MigrationEngine(registry: registry).build(
-                    source: StoreFileSet(main: URL(fileURLWithPath: build.source)), staged: URL(fileURLWithPath: build.staged),
+                    source: StoreFileSet(main: URL(fileURLWithPath: build.source)),
+                    staged: URL(fileURLWithPath: build.staged),
                     strategy: build.strategy.id ?? StrategyRegistry.defaultID, options: options,
                     mergeInto: build.mergeInto.map { StoreFileSet(main: URL(fileURLWithPath: $0)) }, progress: progress)
             } catch USMError.sourceDamaged(let path, let detail) {

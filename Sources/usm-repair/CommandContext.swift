@@ -24,7 +24,9 @@ extension USMCommand {
     func run(in context: CommandContext) throws {
         context.scratch.cleanUpAbandoned()
         try Scratch.$current.withValue(context.scratch) {
-            try ChildProcess.$standardErrorSink.withValue(context.childStandardError.map(ChildProcess.StandardErrorSink.init)) { try run(context) }
+            try ChildProcess.$standardErrorSink.withValue(
+                context.childStandardError.map(ChildProcess.StandardErrorSink.init)
+            ) { try run(context) }
         }
     }
 
@@ -66,7 +68,8 @@ struct CommandContext {
     static func live(output: OutputFlags, command: String) -> CommandContext {
         let environment = ProcessInfo.processInfo.environment
         return CommandContext(
-            terminal: .live(quiet: output.quiet, json: output.json, environment: environment), output: output, command: command,
+            terminal: .live(quiet: output.quiet, json: output.json, environment: environment), output: output,
+            command: command,
             environment: environment, executable: runningExecutable,
             arguments: CommandLine.arguments, paths: .live(environment: environment))
     }
@@ -79,7 +82,8 @@ struct CommandContext {
 
     /// The recipe names found where this binary looks for them (shell completion of `--recipe`).
     static func recipeNames() -> [String] {
-        let search = RecipeCatalog.searchPath(environment: ProcessInfo.processInfo.environment, executable: runningExecutable)
+        let search = RecipeCatalog.searchPath(
+            environment: ProcessInfo.processInfo.environment, executable: runningExecutable)
         return RecipeCatalog.list(search: search).map(\.id)
     }
 
@@ -114,7 +118,8 @@ struct CommandContext {
     /// the error envelope on stdout with `--json`) and its documented exit code.
     /// `json`, when given, writes the JSON in pieces instead (reports that can be large).
     func perform<Result: Encodable>(
-        _ body: (Terminal) throws -> Result, text: (Result, Terminal) -> Void, status: (Result) -> ExitStatus = { _ in .ok },
+        _ body: (Terminal) throws -> Result, text: (Result, Terminal) -> Void,
+        status: (Result) -> ExitStatus = { _ in .ok },
         json: ((Result, (String) -> Void) throws -> Void)? = nil
     ) throws {
         let result: Result
@@ -146,40 +151,52 @@ struct CommandContext {
         var inspection = inspection
         inspection.records = OperationRecords(stateFolder: stateFolder)
         inspection.strategies = strategyResolver
-        try perform({ terminal in
-            try inspection.run(progress: terminal.progress)
-        }, text: { report, terminal in
-            ReportPrinter(terminal: terminal, verbose: output.verbose, quiet: output.quiet).print(report)
-        }, status: { $0.exitCode }, json: { report, write in try report.writeJSON(write) })
+        try perform(
+            { terminal in
+                try inspection.run(progress: terminal.progress)
+            },
+            text: { report, terminal in
+                ReportPrinter(terminal: terminal, verbose: output.verbose, quiet: output.quiet).print(report)
+            }, status: { $0.exitCode }, json: { report, write in try report.writeJSON(write) })
     }
 
     /// Plans a maintenance operation, prints the plan, asks (or needs `--yes`), runs it, prints the result.
-    func runOperation(_ maintenance: Maintenance, layout: LayoutFlags, plan flags: PlanFlags, data: DataConsent = DataConsent()) throws {
+    func runOperation(
+        _ maintenance: Maintenance, layout: LayoutFlags, plan flags: PlanFlags, data: DataConsent = DataConsent()
+    ) throws {
         let operation = MaintenanceRun(
-            options: layout.options(paths), maintenance: maintenance, executor: executor(snapshotDirectory: flags.snapshotDirectory(paths)),
+            options: layout.options(paths), maintenance: maintenance,
+            executor: executor(snapshotDirectory: flags.snapshotDirectory(paths)),
             strategies: strategyResolver, consent: data)
-        try perform({ terminal -> MaintenanceRun.Report in
-            let planned = try operation.plan(dryRun: flags.dryRun)
-            let preview = operation.report(
-                planned.plan, before: planned.report, result: nil, after: nil, recovered: planned.recovered, dryRun: flags.dryRun,
-                notes: planned.notes)
-            if flags.dryRun || planned.plan.isNoOp { return preview }
-            try consent(
-                yes: flags.yes, terminal: terminal,
-                unattended: "\(maintenance.command) changes files: run it with --yes (see the plan with --dry-run)",
-                question: "Run this plan? A snapshot is taken first.") { PlanPrinter(terminal: terminal, verbose: output.verbose).print(preview) }
-            return try operation.run(planned, progress: { terminal.progressLine($0) })
-        }, text: { report, terminal in
-            guard !output.quiet || report.dryRun else {
-                // Quiet, but never without the way back: the undo goes to stderr.
-                if let snapshot = report.snapshot { terminal.err("to undo: usm-repair restore \(ShellWords.quote(snapshot)) --yes") }
-                return
-            }
-            PlanPrinter(terminal: terminal, verbose: output.verbose).print(report)
-        }, status: { report in
-            // --detailed-exitcode: a deployment script tells "done" (20) from "nothing to do" (0).
-            flags.detailedExitCode && !report.noOp ? .applied : .ok
-        })
+        try perform(
+            { terminal -> MaintenanceRun.Report in
+                let planned = try operation.plan(dryRun: flags.dryRun)
+                let preview = operation.report(
+                    planned.plan, before: planned.report, result: nil, after: nil, recovered: planned.recovered,
+                    dryRun: flags.dryRun,
+                    notes: planned.notes)
+                if flags.dryRun || planned.plan.isNoOp { return preview }
+                try consent(
+                    yes: flags.yes, terminal: terminal,
+                    unattended: "\(maintenance.command) changes files: run it with --yes (see the plan with --dry-run)",
+                    question: "Run this plan? A snapshot is taken first."
+                ) { PlanPrinter(terminal: terminal, verbose: output.verbose).print(preview) }
+                return try operation.run(planned, progress: { terminal.progressLine($0) })
+            },
+            text: { report, terminal in
+                guard !output.quiet || report.dryRun else {
+                    // Quiet, but never without the way back: the undo goes to stderr.
+                    if let snapshot = report.snapshot {
+                        terminal.err("to undo: usm-repair restore \(ShellWords.quote(snapshot)) --yes")
+                    }
+                    return
+                }
+                PlanPrinter(terminal: terminal, verbose: output.verbose).print(report)
+            },
+            status: { report in
+                // --detailed-exitcode: a deployment script tells "done" (20) from "nothing to do" (0).
+                flags.detailedExitCode && !report.noOp ? .applied : .ok
+            })
     }
 
     /// Consent to run a plan: `--yes`, or a yes at the prompt after `showPlan`; without a terminal
@@ -220,7 +237,8 @@ struct ErrorEnvelope: Encodable {
     ) {
         if json {
             let envelope = ErrorEnvelope(
-                command: command, error: Body(code: code, message: message), exitCode: status.rawValue, exitStatus: status.name)
+                command: command, error: Body(code: code, message: message), exitCode: status.rawValue,
+                exitStatus: status.name)
             if let text = try? JSONOutput.encode(envelope) { out(text) }
         }
         err("usm-repair: error: \(message)")

@@ -30,9 +30,11 @@ struct USMRepairCommand: ParsableCommand {
             """,
         version: USMRepair.version,
         subcommands: [
-            StatusCommand.self, CheckCommand.self, StoresCommand.self, ArchiveCommand.self, RestoreCommand.self, BundleCommand.self,
+            StatusCommand.self, CheckCommand.self, StoresCommand.self, ArchiveCommand.self, RestoreCommand.self,
+            BundleCommand.self,
             DeleteCommand.self, MigrateCommand.self, RebuildCommand.self, SwitchCommand.self, CloudCommand.self,
-            CorruptionCommand.self, RecoverCommand.self, MigrateStoreCommand.self, SalvageCommand.self, StrategiesCommand.self,
+            CorruptionCommand.self, RecoverCommand.self, MigrateStoreCommand.self, SalvageCommand.self,
+            StrategiesCommand.self,
             SnapshotsCommand.self,
         ]
     )
@@ -46,10 +48,9 @@ struct USMRepairCommand: ParsableCommand {
         signal(SIGXFSZ, SIG_IGN)
         signal(SIGPIPE, SIG_IGN)
         let status = execute(
-            Array(CommandLine.arguments.dropFirst()), out: { StandardStream.output.write($0) }, err: { StandardStream.error.write($0) }
-        ) { command, output in
-            CommandContext.live(output: output, command: command.commandPath)
-        }
+            Array(CommandLine.arguments.dropFirst()), out: { StandardStream.output.write($0) },
+            err: { StandardStream.error.write($0) },
+            context: { command, output in CommandContext.live(output: output, command: command.commandPath) })
         Foundation.exit(status)
     }
 
@@ -77,7 +78,8 @@ struct USMRepairCommand: ParsableCommand {
                 // A group named without a subcommand (or no arguments at all, as when the runtime
                 // could not read them) does nothing: a usage error, never a silent success.
                 err(helpMessage(for: type(of: command)) + "\n")
-                return report(ValidationError("a subcommand is needed (listed above)"), arguments: arguments, out: out, err: err)
+                return report(
+                    ValidationError("a subcommand is needed (listed above)"), arguments: arguments, out: out, err: err)
             } else {
                 var command = command
                 try command.run()
@@ -93,7 +95,9 @@ struct USMRepairCommand: ParsableCommand {
     /// What an error that escaped a command (or its parsing) prints, and its exit code: help and
     /// version on stdout (0); usage errors as the error line, the envelope and the usage lines (64);
     /// anything else as its sentence and envelope (commands print their own failures first).
-    private static func report(_ error: any Error, arguments: [String], out: (String) -> Void, err: (String) -> Void) -> Int32 {
+    private static func report(_ error: any Error, arguments: [String], out: (String) -> Void, err: (String) -> Void)
+        -> Int32
+    {
         let json = arguments.contains("--json")
         let code = exitCode(for: error)
         if code == .success {
@@ -103,7 +107,8 @@ struct USMRepairCommand: ParsableCommand {
         let printErr: (String) -> Void = { err(Terminal.escape($0) + "\n") }
         if !(error is USMError) {
             ErrorEnvelope.print(
-                command: commandPath(in: arguments), code: "usage", message: message(for: error), status: .usage, json: json,
+                command: commandPath(in: arguments), code: "usage", message: message(for: error), status: .usage,
+                json: json,
                 out: { out($0 + "\n") }, err: printErr)
             // ArgumentParser's usage lines and help hint, without its own "Error:" line.
             let rest = fullMessage(for: error).split(separator: "\n", omittingEmptySubsequences: false)
@@ -113,7 +118,8 @@ struct USMRepairCommand: ParsableCommand {
         }
         let wrapped = USMError.wrap(error)
         ErrorEnvelope.print(
-            command: commandPath(in: arguments), code: wrapped.code, message: wrapped.message, status: wrapped.exitStatus,
+            command: commandPath(in: arguments), code: wrapped.code, message: wrapped.message,
+            status: wrapped.exitStatus,
             json: json, out: { out($0 + "\n") }, err: printErr)
         return wrapped.exitStatus.rawValue
     }

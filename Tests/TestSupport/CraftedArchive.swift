@@ -18,8 +18,10 @@ public enum CraftedArchive {
         public var mtime: Int64
         public var mtimeNanoseconds: Int
 
-        public init(_ path: String, _ kind: Kind = .file, data: Data = Data(), linkTarget: String? = nil,
-                    declaredSize: Int64? = nil, mode: UInt32 = 0o644, mtime: Int64 = 1_700_000_000, mtimeNanoseconds: Int = 0) {
+        public init(
+            _ path: String, _ kind: Kind = .file, data: Data = Data(), linkTarget: String? = nil,
+            declaredSize: Int64? = nil, mode: UInt32 = 0o644, mtime: Int64 = 1_700_000_000, mtimeNanoseconds: Int = 0
+        ) {
             self.path = path
             self.kind = kind
             self.data = data
@@ -32,8 +34,10 @@ public enum CraftedArchive {
     }
 
     /// A manifest listing `entries` as a bundle would (roots from their first path component).
-    public static func manifest(for entries: [Entry], roots: [String]? = nil, format: String = "usm-repair-bundle",
-                                sizeOverride: [String: Int64] = [:]) -> Data {
+    public static func manifest(
+        for entries: [Entry], roots: [String]? = nil, format: String = "usm-repair-bundle",
+        sizeOverride: [String: Int64] = [:]
+    ) -> Data {
         let files: [[String: Any]] = entries.map { e in
             var record: [String: Any] = [
                 "kind": e.kind == .directory ? "directory" : e.kind == .symlink ? "symlink" : "file",
@@ -41,11 +45,14 @@ public enum CraftedArchive {
                 "size": sizeOverride[e.path] ?? Int64(e.kind == .file ? e.data.count : 0),
                 "mode": String(format: "%04o", e.mode), "mtime": "x", "mtimeNanos": e.mtime * 1_000_000_000,
             ]
-            if e.kind == .file { record["sha256"] = SHA256.hash(data: e.data).map { String(format: "%02x", $0) }.joined() }
+            if e.kind == .file {
+                record["sha256"] = SHA256.hash(data: e.data).map { String(format: "%02x", $0) }.joined()
+            }
             if let t = e.linkTarget { record["linkTarget"] = t }
             return record
         }
-        let rootNames = roots ?? Array(Set(entries.compactMap { $0.path.split(separator: "/").first.map(String.init) })).sorted()
+        let rootNames =
+            roots ?? Array(Set(entries.compactMap { $0.path.split(separator: "/").first.map(String.init) })).sorted()
         let manifest: [String: Any] = [
             "format": format, "formatVersion": 1, "archiveFormat": "tar.gz", "content": "full",
             "roots": rootNames.map { ["name": $0, "source": "/somewhere/\($0)"] }, "files": files,

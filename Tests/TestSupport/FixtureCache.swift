@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Templates built once per test process and copied by every test that asks for the same thing
@@ -15,7 +15,8 @@ public enum FixtureCache {
 
     /// The folder holding every template of this process.
     static let folder: URL = {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("usm-fixture-cache-\(getpid())", isDirectory: true)
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "usm-fixture-cache-\(getpid())", isDirectory: true)
         try? FileManager.default.removeItem(at: url)
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         atexit { try? FileManager.default.removeItem(at: FixtureCache.folder) }

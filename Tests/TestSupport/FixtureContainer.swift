@@ -109,11 +109,13 @@ public struct FixtureContainer {
         /// Core Data's copy of a version-1 cloud store for a peer and account.
         public func cloudStore(_ uuid: String, peer: String? = nil, account: String? = nil) -> URL {
             appDir.appendingPathComponent(
-                "CloudStore/CoreDataUbiquitySupport/\(peer ?? self.peer)/\(uuid)/\(account ?? self.account)/store/\(uuid).sqlite")
+                "CloudStore/CoreDataUbiquitySupport/\(peer ?? self.peer)/\(uuid)/\(account ?? self.account)/store/\(uuid).sqlite"
+            )
         }
         /// The cache key a device writes for `StoreUUID` + `+`×version.
         public func cacheKey(version: Int, team: String = "ABCDE12345") -> String {
-            "/private/var/mobile/Library/Mobile Documents/\(team)~com~example~notes/CloudLogs/StoreUUID" + String(repeating: "+", count: version)
+            "/private/var/mobile/Library/Mobile Documents/\(team)~com~example~notes/CloudLogs/StoreUUID"
+                + String(repeating: "+", count: version)
         }
         public init(root: URL, cloudDir: URL, peer: String, account: String) {
             self.root = root
@@ -125,12 +127,14 @@ public struct FixtureContainer {
 
     /// The paths `write(to:)` uses for `root` and `o`.
     public static func paths(_ root: URL, _ o: Options = Options()) -> Paths {
-        let cloud: URL = switch o.cloudLocation {
-        case .inside: root.appendingPathComponent("iCloud", isDirectory: true)
-        case .beside, .none:
-            root.deletingLastPathComponent().appendingPathComponent(
-                "Mobile Documents/\(o.team)~\(o.bundleID.replacingOccurrences(of: ".", with: "~"))", isDirectory: true)
-        }
+        let cloud: URL =
+            switch o.cloudLocation {
+            case .inside: root.appendingPathComponent("iCloud", isDirectory: true)
+            case .beside, .none:
+                root.deletingLastPathComponent().appendingPathComponent(
+                    "Mobile Documents/\(o.team)~\(o.bundleID.replacingOccurrences(of: ".", with: "~"))",
+                    isDirectory: true)
+            }
         return Paths(root: root, cloudDir: cloud, peer: o.peer, account: o.account)
     }
 
@@ -147,7 +151,8 @@ public struct FixtureContainer {
         func copy(_ uuid: String, peer: String, account: String, options: FixtureStore.Options) throws {
             let store = paths.cloudStore(uuid, peer: peer, account: account)
             try FixtureStore.write(to: store, options)
-            let container = store.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("container")
+            let container = store.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
+                "container")
             try fm.createDirectory(at: container, withIntermediateDirectories: true)
             try Data("bookkeeping".utf8).write(to: container.appendingPathComponent("ubiquity.plist"))
         }
@@ -184,7 +189,8 @@ public struct FixtureContainer {
             if let old = o.oldUUID { logged.append((old, old)) }
             if let v0 = o.ios6UUID ?? o.ios6CopyUUID { logged.append((v0, "UbiquityStore")) }
             for (uuid, content) in logged {
-                let peer = paths.logs.appendingPathComponent("\(uuid)/mobile.8F7E6D5C-4B3A-4291-8070-6F5E4D3C2B1A/\(content)", isDirectory: true)
+                let peer = paths.logs.appendingPathComponent(
+                    "\(uuid)/mobile.8F7E6D5C-4B3A-4291-8070-6F5E4D3C2B1A/\(content)", isDirectory: true)
                 try fm.createDirectory(at: peer.appendingPathComponent("receipts"), withIntermediateDirectories: true)
                 try Data("opaque transaction log 1".utf8).write(to: peer.appendingPathComponent("0001.cdt"))
                 try Data("opaque transaction log 2".utf8).write(to: peer.appendingPathComponent("0002.cdt"))
@@ -214,7 +220,8 @@ public struct FixtureContainer {
         if o.accountMap {
             prefs[o.activeUUID] = ["PFUbiquitySetupTokenAndIDArray": [[Data("identity-token".utf8), o.account]]]
         }
-        let data = try PropertyListSerialization.data(fromPropertyList: prefs, format: o.xmlPreferences ? .xml : .binary, options: 0)
+        let data = try PropertyListSerialization.data(
+            fromPropertyList: prefs, format: o.xmlPreferences ? .xml : .binary, options: 0)
         try data.write(to: paths.prefs)
         return paths
     }
@@ -226,13 +233,19 @@ extension FixtureContainer {
     /// ubiquitous document), `AdditionalContent/`; with `ubiquityCopy`, the iOS 7 copy under
     /// `StoreContent/CoreDataUbiquitySupport/<peer>/<content>/<account>/store/persistentStore` instead.
     @discardableResult
-    public static func writeDocument(at package: URL, nosync: Bool = false, ubiquityCopy: Bool = false,
-                                     options: FixtureStore.Options = FixtureStore.Options()) throws -> URL {
+    public static func writeDocument(
+        at package: URL, nosync: Bool = false, ubiquityCopy: Bool = false,
+        options: FixtureStore.Options = FixtureStore.Options()
+    ) throws -> URL {
         let content = package.appendingPathComponent(nosync ? "StoreContent.nosync" : "StoreContent", isDirectory: true)
-        let store = ubiquityCopy
-            ? content.appendingPathComponent("CoreDataUbiquitySupport/mobile~8F7E6D5C-4B3A-4291-8070-6F5E4D3C2B1A/NotesDoc/7C1D2E3F-4A5B-4C6D-8E7F-901A2B3C4D5E/store/persistentStore")
+        let store =
+            ubiquityCopy
+            ? content.appendingPathComponent(
+                "CoreDataUbiquitySupport/mobile~8F7E6D5C-4B3A-4291-8070-6F5E4D3C2B1A/NotesDoc/7C1D2E3F-4A5B-4C6D-8E7F-901A2B3C4D5E/store/persistentStore"
+            )
             : content.appendingPathComponent("persistentStore")
-        try FileManager.default.createDirectory(at: store.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: store.deletingLastPathComponent(), withIntermediateDirectories: true)
         try FixtureStore.write(to: store, options)
         var metadata: [String: Any] = ["NSFileType": "com.example.notes.document"]
         if ubiquityCopy || nosync {
@@ -241,7 +254,8 @@ extension FixtureContainer {
         }
         try PropertyListSerialization.data(fromPropertyList: metadata, format: .xml, options: 0)
             .write(to: package.appendingPathComponent("DocumentMetadata.plist"))
-        try FileManager.default.createDirectory(at: package.appendingPathComponent("AdditionalContent"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: package.appendingPathComponent("AdditionalContent"), withIntermediateDirectories: true)
         try Data("thumbnail".utf8).write(to: package.appendingPathComponent("AdditionalContent/thumbnail.png"))
         return store
     }
@@ -250,19 +264,24 @@ extension FixtureContainer {
     /// without UbiquityStoreManager (seeds 001/002): `<dir>/CoreDataUbiquitySupport/<peer>/<content>/<account>/store/<file>`
     /// and `container/` beside `store/`, one per account (`local` for the local account).
     @discardableResult
-    public static func writeAppleUbiquity(in dir: URL, contentName: String = "persistentStore_ICLOUD",
-                                          accounts: [String] = ["80693193-0A2B-4C3D-8E4F-5A6B7C8D9E0F", "local"],
-                                          peer: String = "mobile~8F7E6D5C-4B3A-4291-8070-6F5E4D3C2B1A") throws -> [URL] {
+    public static func writeAppleUbiquity(
+        in dir: URL, contentName: String = "persistentStore_ICLOUD",
+        accounts: [String] = ["80693193-0A2B-4C3D-8E4F-5A6B7C8D9E0F", "local"],
+        peer: String = "mobile~8F7E6D5C-4B3A-4291-8070-6F5E4D3C2B1A"
+    ) throws -> [URL] {
         var stores: [URL] = []
         for (index, account) in accounts.enumerated() {
-            let base = dir.appendingPathComponent("CoreDataUbiquitySupport/\(peer)/\(contentName)/\(account)", isDirectory: true)
+            let base = dir.appendingPathComponent(
+                "CoreDataUbiquitySupport/\(peer)/\(contentName)/\(account)", isDirectory: true)
             let store = base.appendingPathComponent("store/\(contentName)")
-            try FileManager.default.createDirectory(at: store.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: store.deletingLastPathComponent(), withIntermediateDirectories: true)
             var options = FixtureStore.Options()
             options.ubiquityMetadata = account != "local"
             options.seed = UInt64(20 + index)
             try FixtureStore.write(to: store, options)
-            try FileManager.default.createDirectory(at: base.appendingPathComponent("container"), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: base.appendingPathComponent("container"), withIntermediateDirectories: true)
             try Data("bookkeeping".utf8).write(to: base.appendingPathComponent("container/ubiquity.plist"))
             stores.append(store)
         }

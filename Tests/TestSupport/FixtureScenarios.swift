@@ -44,7 +44,11 @@ extension FixtureContainer {
         Scenario("cache under the version-0 key") { $0.cache = .otherVersion },
         Scenario("marker with a trailing newline (E12)") { $0.markers = ["StoreUUID+": $0.activeUUID + "\n"] },
         Scenario("empty marker (E12)") { $0.markers = ["StoreUUID+": ""] },
-        Scenario("no marker, no cache, local -wal unmerged (E2)") { $0.markers = [:]; $0.cache = .none; $0.local.walOnlyBooks = 2 },
+        Scenario("no marker, no cache, local -wal unmerged (E2)") {
+            $0.markers = [:]
+            $0.cache = .none
+            $0.local.walOnlyBooks = 2
+        },
         Scenario("cache without a marker (4.7c)") { $0.markers = [:] },
         Scenario("two copies of the active store, no account map") {
             $0.accountMap = false
@@ -53,11 +57,21 @@ extension FixtureContainer {
         Scenario("iCloud off: the app runs on its local store (E1)") { $0.cloudEnabled = false },
         Scenario("no local store") { $0.localStore = false },
         Scenario("no copy of the active store here, logs present (E6)") { $0.activeStoreCopy = false },
-        Scenario("no copy and no logs of the active store (E7)") { $0.activeStoreCopy = false; $0.activeLogs = false },
+        Scenario("no copy and no logs of the active store (E7)") {
+            $0.activeStoreCopy = false
+            $0.activeLogs = false
+        },
         Scenario("a stray file at the nominal URL (E13)") { $0.nominalFile = true },
-        Scenario("an iOS 6 store only (E8)") { $0.markers = ["StoreUUID": "5E6F7A8B-9C0D-4E1F-8A2B-3C4D5E6F7A8B"]; $0.ios6UUID = "5E6F7A8B-9C0D-4E1F-8A2B-3C4D5E6F7A8B"; $0.cache = .none },
+        Scenario("an iOS 6 store only (E8)") {
+            $0.markers = ["StoreUUID": "5E6F7A8B-9C0D-4E1F-8A2B-3C4D5E6F7A8B"]
+            $0.ios6UUID = "5E6F7A8B-9C0D-4E1F-8A2B-3C4D5E6F7A8B"
+            $0.cache = .none
+        },
         Scenario("the download alone, no ubiquity container") { $0.cloudLocation = .none },
-        Scenario("the app opens an empty cloud store while the local store holds the data") { $0.cloud = FixtureContainer.emptyStore; $0.cloud.ubiquityMetadata = true },
+        Scenario("the app opens an empty cloud store while the local store holds the data") {
+            $0.cloud = FixtureContainer.emptyStore
+            $0.cloud.ubiquityMetadata = true
+        },
         Scenario("the local store is empty, the cloud store holds the data") { $0.local = FixtureContainer.emptyStore },
         Scenario("the active store is empty, the old store's copy holds the data") {
             $0.old = $0.cloud

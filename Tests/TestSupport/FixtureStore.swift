@@ -69,7 +69,8 @@ public struct FixtureStore {
         let directory = url.deletingLastPathComponent()
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         for suffix in ["", "-wal", "-shm"] {
-            try FileManager.default.copyItem(atPath: template.appendingPathComponent("store.sqlite").path + suffix, toPath: url.path + suffix)
+            try FileManager.default.copyItem(
+                atPath: template.appendingPathComponent("store.sqlite").path + suffix, toPath: url.path + suffix)
         }
         // The support folder's files (external storage, file-backed futures) under the store's own name.
         let baseName = url.deletingPathExtension().lastPathComponent
@@ -80,7 +81,8 @@ public struct FixtureStore {
             let target = directory.appendingPathComponent(".\(baseName)_SUPPORT/\(folder)", isDirectory: true)
             try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true)
             for name in names {
-                try FileManager.default.copyItem(at: source.appendingPathComponent(name), to: target.appendingPathComponent(name))
+                try FileManager.default.copyItem(
+                    at: source.appendingPathComponent(name), to: target.appendingPathComponent(name))
             }
         }
     }
@@ -109,13 +111,18 @@ public struct FixtureStore {
             try db.execute(sql: schemaSQL(history: o.history, futures: o.fileBackedFutures > 0, cloudKit: o.cloudKit))
             var pk = 0
             for a in 1...max(o.authors, 1) where a <= o.authors {
-                try db.execute(sql: "INSERT INTO ZAUTHOR (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES (?, 4, 1, ?)", arguments: [a, "Author \(a) \(rng.word())"])
+                try db.execute(
+                    sql: "INSERT INTO ZAUTHOR (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES (?, 4, 1, ?)",
+                    arguments: [a, "Author \(a) \(rng.word())"])
             }
             for s in 1...max(o.shelves, 1) where s <= o.shelves {
-                try db.execute(sql: "INSERT INTO ZSHELF (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES (?, 5, 1, ?)", arguments: [s, "Shelf \(s)"])
+                try db.execute(
+                    sql: "INSERT INTO ZSHELF (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES (?, 5, 1, ?)",
+                    arguments: [s, "Shelf \(s)"])
             }
             for t in 1...max(o.tags, 1) where t <= o.tags {
-                try db.execute(sql: "INSERT INTO ZTAG (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES (?, 6, 1, ?)", arguments: [t, rng.word()])
+                try db.execute(
+                    sql: "INSERT INTO ZTAG (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES (?, 6, 1, ?)", arguments: [t, rng.word()])
             }
             for b in 0..<o.books {
                 pk += 1
@@ -134,13 +141,15 @@ public struct FixtureStore {
                     let name = rng.uuid()
                     let bytes = Data((0..<(1000 + 7 * b)).map { _ in UInt8(truncatingIfNeeded: rng.next()) })
                     futureFiles.append((name, bytes))
-                    try db.execute(sql: "UPDATE ZITEM SET ZRECORDING = ? WHERE Z_PK = ?",
-                                   arguments: [futureReference(uuid: name, size: UInt64(bytes.count)), pk])
+                    try db.execute(
+                        sql: "UPDATE ZITEM SET ZRECORDING = ? WHERE Z_PK = ?",
+                        arguments: [futureReference(uuid: name, size: UInt64(bytes.count)), pk])
                 }
             }
             for m in 0..<o.magazines {
                 pk += 1
-                try insertItem(db, pk: pk, ent: 3, title: "Magazine \(pk)", o: o, cover: nil, position: o.books + m, issue: m + 1)
+                try insertItem(
+                    db, pk: pk, ent: 3, title: "Magazine \(pk)", o: o, cover: nil, position: o.books + m, issue: m + 1)
             }
             if o.tags > 0 {
                 let insert = try db.cachedStatement(sql: "INSERT INTO Z_1TAGS (Z_1ITEMS, Z_6TAGS) VALUES (?, ?)")
@@ -160,9 +169,12 @@ public struct FixtureStore {
             try queue.write { db in
                 let start = try Int.fetchOne(db, sql: "SELECT MAX(Z_PK) FROM ZITEM") ?? 0
                 for i in 0..<o.walOnlyBooks {
-                    try insertItem(db, pk: start + i + 1, ent: 2, title: "WAL-only book \(i + 1)", o: o, cover: nil, position: 1000 + i)
+                    try insertItem(
+                        db, pk: start + i + 1, ent: 2, title: "WAL-only book \(i + 1)", o: o, cover: nil,
+                        position: 1000 + i)
                 }
-                try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = 1", arguments: [start + o.walOnlyBooks])
+                try db.execute(
+                    sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = 1", arguments: [start + o.walOnlyBooks])
             }
         }
         // Copy while the connection is still open: the -wal holds the un-checkpointed rows exactly
@@ -216,7 +228,9 @@ public struct FixtureStore {
     public static func writePlainSQLite(to url: URL) throws {
         let queue = try DatabaseQueue(path: url.path)
         try queue.write { db in
-            try db.execute(sql: "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes (body) VALUES ('hello')")
+            try db.execute(
+                sql: "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes (body) VALUES ('hello')"
+            )
         }
         try queue.close()
     }
@@ -279,7 +293,10 @@ public struct FixtureStore {
     /// delegate keeps it.
     static func insertCloudKit(_ db: Database, items: Int, books: Int) throws {
         try db.execute(sql: "INSERT INTO ANSCKDATABASEMETADATA VALUES (1, 16004, 1, 2, x'0102030405')")
-        try db.execute(sql: "INSERT INTO ANSCKRECORDZONEMETADATA VALUES (1, 16006, 1, 1, 'com.apple.coredata.cloudkit.zone', '__defaultOwner__')")
+        try db.execute(
+            sql:
+                "INSERT INTO ANSCKRECORDZONEMETADATA VALUES (1, 16006, 1, 1, 'com.apple.coredata.cloudkit.zone', '__defaultOwner__')"
+        )
         for item in 1...max(items, 1) where item <= items {
             try db.execute(
                 sql: "INSERT INTO ANSCKRECORDMETADATA VALUES (?, 16005, 1, ?, ?, 0, 0, 1, ?, ?, x'00')",
@@ -295,18 +312,29 @@ public struct FixtureStore {
         let author: Int? = ent == 2 && o.authors > 0 ? (pk % o.authors) + 1 : nil
         let shelf: Int? = o.shelves > 0 ? (pk % o.shelves) + 1 : nil
         // One prepared statement for every row (rows by the ten thousand in the larger fixtures).
-        try db.cachedStatement(sql: """
-            INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZAUTHOR, ZSHELF, Z_FOK_SHELF, ZISSUE, ZCREATED, ZTITLE, ZCOVER)
-            VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?)
-            """).execute(
-            arguments: [pk, ent, author, shelf, shelf.map { _ in (position + 1) * 1024 }, issue, 743_906_532.0 + Double(pk), title, cover])
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZAUTHOR, ZSHELF, Z_FOK_SHELF, ZISSUE, ZCREATED, ZTITLE, ZCOVER)
+                VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?)
+                """
+        ).execute(
+            arguments: [
+                pk, ent, author, shelf, shelf.map { _ in (position + 1) * 1024 }, issue, 743_906_532.0 + Double(pk),
+                title, cover,
+            ])
     }
 
     static func insertHistory(_ db: Database, items: Int) throws {
-        try db.execute(sql: "INSERT INTO ATRANSACTIONSTRING VALUES (1, 16003, 1, 'com.example.app'), (2, 16003, 1, 'Example')")
-        try db.execute(sql: "INSERT INTO ATRANSACTION (Z_PK, Z_ENT, Z_OPT, ZBUNDLEIDTS, ZPROCESSIDTS, ZTIMESTAMP) VALUES (1, 16002, 1, 1, 2, 743906532.0)")
+        try db.execute(
+            sql: "INSERT INTO ATRANSACTIONSTRING VALUES (1, 16003, 1, 'com.example.app'), (2, 16003, 1, 'Example')")
+        try db.execute(
+            sql:
+                "INSERT INTO ATRANSACTION (Z_PK, Z_ENT, Z_OPT, ZBUNDLEIDTS, ZPROCESSIDTS, ZTIMESTAMP) VALUES (1, 16002, 1, 1, 2, 743906532.0)"
+        )
         let insert = try db.cachedStatement(
-            sql: "INSERT INTO ACHANGE (Z_PK, Z_ENT, Z_OPT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID) VALUES (?, 16001, 1, 0, 2, ?, 1)")
+            sql:
+                "INSERT INTO ACHANGE (Z_PK, Z_ENT, Z_OPT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID) VALUES (?, 16001, 1, 0, 2, ?, 1)"
+        )
         for item in 1...max(items, 1) where item <= items {
             try insert.execute(arguments: [item, item])
         }
@@ -369,11 +397,16 @@ public struct SeededRandom {
     }
 
     public mutating func uuid() -> String {
-        let a = next(), b = next()
+        let a = next()
+        let b = next()
         var bytes = [UInt8](repeating: 0, count: 16)
         for i in 0..<8 { bytes[i] = UInt8(truncatingIfNeeded: a >> (8 * UInt64(i))) }
         for i in 0..<8 { bytes[8 + i] = UInt8(truncatingIfNeeded: b >> (8 * UInt64(i))) }
-        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15])).uuidString
+        return UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+            )
+        ).uuidString
     }
 }

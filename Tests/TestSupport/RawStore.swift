@@ -14,7 +14,9 @@ public enum RawStore {
 
     /// Writes a store at `url` from `sql` (run after `bookkeeping` when `withBookkeeping`), then
     /// lets `fill` add rows in the same transaction.
-    public static func write(to url: URL, withBookkeeping: Bool = true, _ sql: String, fill: ((Database) throws -> Void)? = nil) throws {
+    public static func write(
+        to url: URL, withBookkeeping: Bool = true, _ sql: String, fill: ((Database) throws -> Void)? = nil
+    ) throws {
         try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
         let queue = try DatabaseQueue(path: url.path)
         try queue.write { db in

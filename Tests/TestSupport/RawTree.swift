@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Every entry below a folder as raw bytes, read with `readdir`, `lstat` and `readlink` and hashed
@@ -27,10 +27,16 @@ public enum RawTree {
             guard cPath(path, { lstat($0, &st) }) == 0 else { throw CocoaError(.fileReadUnknown) }
             var line = rel
             let kind = st.st_mode & S_IFMT
-            line += Array("|\(kind == S_IFDIR ? "d" : kind == S_IFLNK ? "l" : kind == S_IFREG ? "f" : "?")|\(kind == S_IFREG ? Int(st.st_size) : 0)|\(String(st.st_mode & 0o7777, radix: 8))|".utf8)
+            line += Array(
+                "|\(kind == S_IFDIR ? "d" : kind == S_IFLNK ? "l" : kind == S_IFREG ? "f" : "?")|\(kind == S_IFREG ? Int(st.st_size) : 0)|\(String(st.st_mode & 0o7777, radix: 8))|"
+                    .utf8)
             if kind == S_IFLNK {
                 var buffer = [UInt8](repeating: 0, count: 4096)
-                let n = cPath(path) { p in buffer.withUnsafeMutableBufferPointer { readlink(p, UnsafeMutableRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), 4096) } }
+                let n = cPath(path) { p in
+                    buffer.withUnsafeMutableBufferPointer {
+                        readlink(p, UnsafeMutableRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), 4096)
+                    }
+                }
                 line += buffer.prefix(max(0, n))
             } else if kind == S_IFREG {
                 let data = try cPath(path) { p -> Data in
@@ -39,7 +45,8 @@ public enum RawTree {
                     defer { close(fd) }
                     return FileHandle(fileDescriptor: fd, closeOnDealloc: false).readDataToEndOfFile()
                 }
-                line += Array("|".utf8) + Array(SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined().utf8)
+                line +=
+                    Array("|".utf8) + Array(SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined().utf8)
             }
             lines.append(line)
             if kind == S_IFDIR { try walk(path, relative: rel, into: &lines) }
@@ -47,6 +54,8 @@ public enum RawTree {
     }
 
     private static func cPath<T>(_ bytes: [UInt8], _ body: (UnsafePointer<CChar>) throws -> T) rethrows -> T {
-        try (bytes + [0]).withUnsafeBufferPointer { try $0.withMemoryRebound(to: CChar.self) { try body($0.baseAddress!) } }
+        try (bytes + [0]).withUnsafeBufferPointer {
+            try $0.withMemoryRebound(to: CChar.self) { try body($0.baseAddress!) }
+        }
     }
 }

@@ -51,11 +51,15 @@ public struct PageMap {
                 if (row["type"] as String) == "table" { map.roots[name] = row["rootpage"] }
             }
             map.roots["sqlite_master"] = 1
-            let stat = try Row.fetchAll(db, sql: "SELECT name, path, pageno, pagetype, ncell FROM dbstat ORDER BY name, path")
+            let stat = try Row.fetchAll(
+                db, sql: "SELECT name, path, pageno, pagetype, ncell FROM dbstat ORDER BY name, path")
             var leafByPath: [String: (String, Int)] = [:]
             var order: [String: [(path: String, page: Int, cells: Int)]] = [:]
             for row in stat {
-                let name: String = row["name"], path: String = row["path"], page: Int = row["pageno"], type: String = row["pagetype"]
+                let name: String = row["name"]
+                let path: String = row["path"]
+                let page: Int = row["pageno"]
+                let type: String = row["pagetype"]
                 if kinds[name] != "table" {
                     map.indexPages.insert(page)
                     continue
@@ -70,7 +74,8 @@ public struct PageMap {
             }
             for (name, leaves) in order {
                 let quoted = "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-                let keys = try Int64.fetchAll(db, sql: "SELECT rowid FROM \(name == "sqlite_master" ? "sqlite_master" : quoted) ORDER BY rowid")
+                let keys = try Int64.fetchAll(
+                    db, sql: "SELECT rowid FROM \(name == "sqlite_master" ? "sqlite_master" : quoted) ORDER BY rowid")
                 var next = 0
                 var result: [Leaf] = []
                 for leaf in leaves.sorted(by: { $0.path < $1.path }) {
@@ -83,12 +88,16 @@ public struct PageMap {
             }
             // Overflow pages: path "<leaf path><cell index, 3 hex digits>+<n, 6 hex digits>".
             for row in stat where (row["pagetype"] as String) == "overflow" {
-                let name: String = row["name"], path: String = row["path"], page: Int = row["pageno"]
+                let name: String = row["name"]
+                let path: String = row["path"]
+                let page: Int = row["pageno"]
                 guard kinds[name] == "table", let plus = path.firstIndex(of: "+") else { continue }
                 let cellPart = path[..<plus]
                 let leafPath = String(cellPart.dropLast(3))
-                guard let cell = Int(cellPart.suffix(3), radix: 16), let index = map.leaves[name]?.firstIndex(where: { leafByPath[leafPath + "@" + name]?.1 == $0.page }),
-                      let leaves = map.leaves[name], cell < leaves[index].rowids.count
+                guard let cell = Int(cellPart.suffix(3), radix: 16),
+                    let index = map.leaves[name]?.firstIndex(where: { leafByPath[leafPath + "@" + name]?.1 == $0.page }
+                    ),
+                    let leaves = map.leaves[name], cell < leaves[index].rowids.count
                 else { continue }
                 map.leaves[name]?[index].overflow[leaves[index].rowids[cell], default: []].append(page)
             }
@@ -101,7 +110,8 @@ public struct PageMap {
         var result: [String: Set<Int64>] = [:]
         for (table, leaves) in leaves {
             for leaf in leaves {
-                for key in leaf.rowids where pages.contains(leaf.page) || (leaf.overflow[key] ?? []).contains(where: pages.contains) {
+                for key in leaf.rowids
+                where pages.contains(leaf.page) || (leaf.overflow[key] ?? []).contains(where: pages.contains) {
                     result[table, default: []].insert(key)
                 }
             }
@@ -129,7 +139,9 @@ public enum StoreRows {
         defer { try? queue.close() }
         return try queue.read { db in
             var result: [String: [Int64: [DatabaseValue]]] = [:]
-            for name in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'") {
+            for name in try String.fetchAll(
+                db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+            {
                 let quoted = "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
                 var rows: [Int64: [DatabaseValue]] = [:]
                 for row in try Row.fetchAll(db, sql: "SELECT rowid AS usm_key, * FROM \(quoted)") {
@@ -173,7 +185,9 @@ public enum StoreDamage {
     /// Writes `pages` into the header's database size (offset 28), which SQLite trusts while the
     /// version-valid-for number equals the change counter (as in a healthy store).
     public static func declarePages(_ store: URL, _ pages: UInt32) throws {
-        try write(store, at: 28, Data([UInt8(pages >> 24 & 0xFF), UInt8(pages >> 16 & 0xFF), UInt8(pages >> 8 & 0xFF), UInt8(pages & 0xFF)]))
+        try write(
+            store, at: 28,
+            Data([UInt8(pages >> 24 & 0xFF), UInt8(pages >> 16 & 0xFF), UInt8(pages >> 8 & 0xFF), UInt8(pages & 0xFF)]))
     }
 
     /// Cuts the `-wal` in the middle of its last frame.
@@ -190,7 +204,9 @@ public enum StoreDamage {
     @discardableResult
     public static func loopFreelist(_ store: URL, pageSize: Int) throws -> [Int] {
         let data = try Data(contentsOf: store)
-        func be32(_ at: Int) -> Int { Int(data[at]) << 24 | Int(data[at + 1]) << 16 | Int(data[at + 2]) << 8 | Int(data[at + 3]) }
+        func be32(_ at: Int) -> Int {
+            Int(data[at]) << 24 | Int(data[at + 1]) << 16 | Int(data[at + 2]) << 8 | Int(data[at + 3])
+        }
         var trunks: [Int] = []
         var trunk = be32(32)
         while trunk != 0, !trunks.contains(trunk) {
@@ -198,7 +214,9 @@ public enum StoreDamage {
             trunk = be32((trunk - 1) * pageSize)
         }
         guard let first = trunks.first, let last = trunks.last else { return [] }
-        try write(store, at: UInt64((last - 1) * pageSize), Data([UInt8(first >> 24 & 0xFF), UInt8(first >> 16 & 0xFF), UInt8(first >> 8 & 0xFF), UInt8(first & 0xFF)]))
+        try write(
+            store, at: UInt64((last - 1) * pageSize),
+            Data([UInt8(first >> 24 & 0xFF), UInt8(first >> 16 & 0xFF), UInt8(first >> 8 & 0xFF), UInt8(first & 0xFF)]))
         return trunks
     }
 

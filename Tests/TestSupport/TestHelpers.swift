@@ -1,8 +1,8 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A temporary folder for one test, removed when released.
@@ -10,7 +10,8 @@ public final class TempDir {
     public let url: URL
 
     public init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("usm-test-\(UUID().uuidString)", isDirectory: true)
+        url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "usm-test-\(UUID().uuidString)", isDirectory: true)
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
 
@@ -56,7 +57,8 @@ public struct TreeSnapshot: Equatable, CustomStringConvertible {
                     let target = try fm.destinationOfSymbolicLink(atPath: child.path)
                     result[childRel] = Entry(kind: "link", mode: 0, content: Data(target.utf8), modified: nil)
                 default:
-                    result[childRel] = Entry(kind: "file", mode: mode, content: try Data(contentsOf: child), modified: modified)
+                    result[childRel] = Entry(
+                        kind: "file", mode: mode, content: try Data(contentsOf: child), modified: modified)
                 }
             }
         }
@@ -84,13 +86,16 @@ public enum Corpus {
 
     /// The main store file of every corpus folder.
     public static func stores() -> [URL] {
-        guard let dir = directory, let folders = try? FileManager.default.contentsOfDirectory(atPath: dir.path) else { return [] }
+        guard let dir = directory, let folders = try? FileManager.default.contentsOfDirectory(atPath: dir.path) else {
+            return []
+        }
         return folders.sorted().compactMap { folder in
             let url = dir.appendingPathComponent(folder)
             let files = (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []
             return files.sorted().first { name in
                 !name.hasSuffix("-wal") && !name.hasSuffix("-shm") && !name.hasSuffix(".md") && !name.hasPrefix(".")
-                    && (try? FileHandle(forReadingFrom: url.appendingPathComponent(name)).read(upToCount: 15)) == Data("SQLite format 3".utf8)
+                    && (try? FileHandle(forReadingFrom: url.appendingPathComponent(name)).read(upToCount: 15))
+                        == Data("SQLite format 3".utf8)
             }.map { url.appendingPathComponent($0) }
         }
     }

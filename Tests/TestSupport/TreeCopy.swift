@@ -1,8 +1,8 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Copies a folder tree as `cp -a` would, in process: files with their bytes, modes and file
@@ -11,7 +11,9 @@ import Darwin
 public enum TreeCopy {
     public static func copy(_ from: URL, to: URL) throws {
         var info = stat()
-        guard lstat(from.path, &info) == 0 else { throw CocoaError(.fileReadNoSuchFile, userInfo: [NSFilePathErrorKey: from.path]) }
+        guard lstat(from.path, &info) == 0 else {
+            throw CocoaError(.fileReadNoSuchFile, userInfo: [NSFilePathErrorKey: from.path])
+        }
         switch info.st_mode & S_IFMT {
         case S_IFDIR:
             try FileManager.default.createDirectory(at: to, withIntermediateDirectories: false)
@@ -27,9 +29,9 @@ public enum TreeCopy {
         }
         chmod(to.path, info.st_mode & 0o7777)
         #if canImport(Glibc)
-        var times = [info.st_atim, info.st_mtim]
+            var times = [info.st_atim, info.st_mtim]
         #else
-        var times = [info.st_atimespec, info.st_mtimespec]
+            var times = [info.st_atimespec, info.st_mtimespec]
         #endif
         utimensat(AT_FDCWD, to.path, &times, AT_SYMLINK_NOFOLLOW)
     }

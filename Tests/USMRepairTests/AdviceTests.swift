@@ -19,7 +19,10 @@ struct AdviceTests {
         var rest = Substring(line)
         while let range = rest.range(of: "usm-repair ") {
             rest = rest[range.upperBound...]
-            var words: [String] = [], word = "", quoted = false, index = rest.startIndex
+            var words: [String] = []
+            var word = ""
+            var quoted = false
+            var index = rest.startIndex
             scan: while index < rest.endIndex {
                 let c = rest[index]
                 if quoted {
@@ -30,7 +33,10 @@ struct AdviceTests {
                 } else if c == "'" {
                     quoted = true
                 } else if c == " " {
-                    if !word.isEmpty { words.append(word); word = "" }
+                    if !word.isEmpty {
+                        words.append(word)
+                        word = ""
+                    }
                     if words.last == "--dry-run" { break scan }
                 } else if [";", ",", ")", "("].contains(c) {
                     break scan
@@ -46,8 +52,9 @@ struct AdviceTests {
         return result
     }
 
-    @Test("every command the advice gives runs as typed; a changing one is accepted by its dry run, changes something and loses nothing the app shows",
-          arguments: FixtureContainer.scenarios)
+    @Test(
+        "every command the advice gives runs as typed; a changing one is accepted by its dry run, changes something and loses nothing the app shows",
+        arguments: FixtureContainer.scenarios)
     func commandsRun(_ scenario: FixtureContainer.Scenario) throws {
         let f = try Fixture(scenario.configure)
         let before = try f.snapshot()
@@ -64,13 +71,17 @@ struct AdviceTests {
                     continue
                 }
                 #expect(r.status == 0, "\(scenario): advised `\(words.joined(separator: " "))` is refused: \(r.stderr)")
-                #expect(r.json["noOp"] as? Bool == false, "\(scenario): advised `\(words.joined(separator: " "))` changes nothing")
+                #expect(
+                    r.json["noOp"] as? Bool == false,
+                    "\(scenario): advised `\(words.joined(separator: " "))` changes nothing")
                 let ledger = r.json["ledger"] as? [String: Any]
                 let shownBefore = (ledger?["before"] as? [String: Any])?["objects"] as? Int
                 let shownAfter = (ledger?["after"] as? [String: Any])?["objects"] as? Int
                 if let shownBefore, shownBefore > 0 {
-                    #expect((shownAfter ?? -1) >= shownBefore,
-                            "\(scenario): `\(words.joined(separator: " "))` leaves the app showing \(shownAfter.map(String.init) ?? "an unknown number of") objects instead of \(shownBefore)")
+                    #expect(
+                        (shownAfter ?? -1) >= shownBefore,
+                        "\(scenario): `\(words.joined(separator: " "))` leaves the app showing \(shownAfter.map(String.init) ?? "an unknown number of") objects instead of \(shownBefore)"
+                    )
                 }
             }
         }
@@ -82,8 +93,12 @@ struct AdviceTests {
         let f = try Fixture { $0.corruptedUUID = $0.activeUUID }
         let advice = try #require(try f.run(["status", "--json"]).json["advice"] as? [String])
         let refused = advice.filter { $0.contains("not as things are") }
-        #expect(refused.contains { $0.contains("`rebuild --from local` refuses") && $0.contains("--discard-cloud") }, "\(advice)")
-        #expect(!advice.contains { $0.contains("usm-repair rebuild --from local") && $0.hasSuffix("--dry-run") }, "\(advice)")
+        #expect(
+            refused.contains { $0.contains("`rebuild --from local` refuses") && $0.contains("--discard-cloud") },
+            "\(advice)")
+        #expect(
+            !advice.contains { $0.contains("usm-repair rebuild --from local") && $0.hasSuffix("--dry-run") },
+            "\(advice)")
         // The unverified advice (a bundle's report, which cannot plan) still proposes it.
         let unverified = try f.status().advice
         #expect(unverified.contains { $0.contains("rebuild --from local") && $0.contains("--dry-run") })

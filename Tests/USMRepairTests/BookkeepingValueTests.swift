@@ -17,25 +17,48 @@ struct BookkeepingValueTests {
     }
 
     static let breakages: [Breakage] = [
-        .init(name: "Z_SUPER as text", sql: "UPDATE Z_PRIMARYKEY SET Z_SUPER = 'x' WHERE Z_ENT = 2", subject: "Z_PRIMARYKEY.Z_SUPER"),
-        .init(name: "Z_SUPER as a blob", sql: "UPDATE Z_PRIMARYKEY SET Z_SUPER = x'0102' WHERE Z_ENT = 2", subject: "Z_PRIMARYKEY.Z_SUPER"),
-        .init(name: "Z_SUPER as 1e300", sql: "UPDATE Z_PRIMARYKEY SET Z_SUPER = 1e300 WHERE Z_ENT = 2", subject: "Z_PRIMARYKEY.Z_SUPER"),
-        .init(name: "Z_MAX as text", sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = 'many' WHERE Z_ENT = 4", subject: "Z_PRIMARYKEY.Z_MAX"),
-        .init(name: "Z_MAX as a blob", sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = x'00' WHERE Z_ENT = 4", subject: "Z_PRIMARYKEY.Z_MAX"),
-        .init(name: "Z_MAX as 1e300", sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = 1e300 WHERE Z_ENT = 4", subject: "Z_PRIMARYKEY.Z_MAX"),
-        .init(name: "Z_NAME as a blob", sql: "UPDATE Z_PRIMARYKEY SET Z_NAME = x'ff00fe' WHERE Z_ENT = 3", subject: "Z_PRIMARYKEY.Z_NAME"),
-        .init(name: "Z_NAME as NULL", sql: "UPDATE Z_PRIMARYKEY SET Z_NAME = NULL WHERE Z_ENT = 3", subject: "Z_PRIMARYKEY.Z_NAME"),
+        .init(
+            name: "Z_SUPER as text", sql: "UPDATE Z_PRIMARYKEY SET Z_SUPER = 'x' WHERE Z_ENT = 2",
+            subject: "Z_PRIMARYKEY.Z_SUPER"),
+        .init(
+            name: "Z_SUPER as a blob", sql: "UPDATE Z_PRIMARYKEY SET Z_SUPER = x'0102' WHERE Z_ENT = 2",
+            subject: "Z_PRIMARYKEY.Z_SUPER"),
+        .init(
+            name: "Z_SUPER as 1e300", sql: "UPDATE Z_PRIMARYKEY SET Z_SUPER = 1e300 WHERE Z_ENT = 2",
+            subject: "Z_PRIMARYKEY.Z_SUPER"),
+        .init(
+            name: "Z_MAX as text", sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = 'many' WHERE Z_ENT = 4",
+            subject: "Z_PRIMARYKEY.Z_MAX"),
+        .init(
+            name: "Z_MAX as a blob", sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = x'00' WHERE Z_ENT = 4",
+            subject: "Z_PRIMARYKEY.Z_MAX"),
+        .init(
+            name: "Z_MAX as 1e300", sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = 1e300 WHERE Z_ENT = 4",
+            subject: "Z_PRIMARYKEY.Z_MAX"),
+        .init(
+            name: "Z_NAME as a blob", sql: "UPDATE Z_PRIMARYKEY SET Z_NAME = x'ff00fe' WHERE Z_ENT = 3",
+            subject: "Z_PRIMARYKEY.Z_NAME"),
+        .init(
+            name: "Z_NAME as NULL", sql: "UPDATE Z_PRIMARYKEY SET Z_NAME = NULL WHERE Z_ENT = 3",
+            subject: "Z_PRIMARYKEY.Z_NAME"),
         .init(name: "Z_UUID as a blob", sql: "UPDATE Z_METADATA SET Z_UUID = x'ff00fe'", subject: "Z_METADATA.Z_UUID"),
-        .init(name: "Z_UUID of 5,000 characters", sql: "UPDATE Z_METADATA SET Z_UUID = printf('%.*c', 5000, 'x')", subject: "Z_METADATA.Z_UUID"),
-        .init(name: "Z_ENT as text in an entity table", sql: "UPDATE ZITEM SET Z_ENT = 'abc' WHERE Z_PK = 1", subject: "ZITEM.Z_ENT"),
-        .init(name: "Z_ENT as a real in an entity table", sql: "UPDATE ZAUTHOR SET Z_ENT = 4.5 WHERE Z_PK = 1", subject: "ZAUTHOR.Z_ENT"),
-        .init(name: "Z_PK as text in an entity table without a rowid key",
-              sql: """
-                  CREATE TABLE ZNOTE (Z_PK INTEGER, Z_ENT INTEGER, Z_OPT INTEGER, ZTEXT VARCHAR);
-                  INSERT INTO Z_PRIMARYKEY VALUES (7, 'Note', 0, 2);
-                  INSERT INTO ZNOTE VALUES (1, 7, 1, 'a'), ('two', 7, 1, 'b');
-                  """,
-              subject: "ZNOTE.Z_PK"),
+        .init(
+            name: "Z_UUID of 5,000 characters", sql: "UPDATE Z_METADATA SET Z_UUID = printf('%.*c', 5000, 'x')",
+            subject: "Z_METADATA.Z_UUID"),
+        .init(
+            name: "Z_ENT as text in an entity table", sql: "UPDATE ZITEM SET Z_ENT = 'abc' WHERE Z_PK = 1",
+            subject: "ZITEM.Z_ENT"),
+        .init(
+            name: "Z_ENT as a real in an entity table", sql: "UPDATE ZAUTHOR SET Z_ENT = 4.5 WHERE Z_PK = 1",
+            subject: "ZAUTHOR.Z_ENT"),
+        .init(
+            name: "Z_PK as text in an entity table without a rowid key",
+            sql: """
+                CREATE TABLE ZNOTE (Z_PK INTEGER, Z_ENT INTEGER, Z_OPT INTEGER, ZTEXT VARCHAR);
+                INSERT INTO Z_PRIMARYKEY VALUES (7, 'Note', 0, 2);
+                INSERT INTO ZNOTE VALUES (1, 7, 1, 'a'), ('two', 7, 1, 'b');
+                """,
+            subject: "ZNOTE.Z_PK"),
     ]
 
     @Test("status, check and archive report the value and go on", arguments: breakages)
@@ -48,7 +71,8 @@ struct BookkeepingValueTests {
 
         for command in ["status", "check"] {
             let r = USM.run([command, "--store", store.path, "--json"])
-            #expect([0, 1].contains(r.status), "\(command) \(breakage.name): exit \(r.status)\n\(r.stderr.suffix(500))")
+            #expect(
+                [0, 1].contains(r.status), "\(command) \(breakage.name): exit \(r.status)\n\(r.stderr.suffix(500))")
             let problems = ((r.json["stores"] as? [[String: Any]])?.first?["problems"] as? [[String: Any]]) ?? []
             let found = problems.first { $0["code"] as? String == "bookkeeping-value" }
             #expect(found?["subject"] as? String == breakage.subject, "\(command) \(breakage.name): \(problems)")
@@ -71,7 +95,9 @@ struct BookkeepingValueTests {
         let tmp = try TempDir()
         let store = tmp.path("Library.sqlite")
         try FixtureStore.write(to: store)
-        try FixtureStore.mutate(store, "UPDATE Z_PRIMARYKEY SET Z_MAX = 'many' WHERE Z_ENT = 4; UPDATE ZITEM SET Z_ENT = 'abc' WHERE Z_PK = 1")
+        try FixtureStore.mutate(
+            store,
+            "UPDATE Z_PRIMARYKEY SET Z_MAX = 'many' WHERE Z_ENT = 4; UPDATE ZITEM SET Z_ENT = 'abc' WHERE Z_PK = 1")
         let report = try Inspection(options: LayoutOptions(store: store), depth: .check).run()
         let s = try #require(report.stores.first)
         #expect(s.health == .ok)
@@ -104,7 +130,10 @@ struct BookkeepingValueTests {
         for command in ["status", "check"] {
             let r = USM.run([command, "--store", store.path, "--json"])
             #expect([0, 1, 2].contains(r.status), "\(command): exit \(r.status)\n\(r.stderr.suffix(500))")
-            let codes = ((r.json["stores"] as? [[String: Any]])?.first?["problems"] as? [[String: Any]])?.compactMap { $0["code"] as? String } ?? []
+            let codes =
+                ((r.json["stores"] as? [[String: Any]])?.first?["problems"] as? [[String: Any]])?.compactMap {
+                    $0["code"] as? String
+                } ?? []
             #expect(codes.contains("wal-mismatch"), "the -shm records other salts than the -wal: \(codes)")
         }
         // Without the -shm nothing says whose -wal it is; reading must still not crash.

@@ -9,7 +9,9 @@ import TestSupport
 /// entity name of megabytes. (Peak memory itself is measured by the benchmark, not here.)
 @Suite("bounded reads")
 struct BoundedReadTests {
-    func inspect(_ sql: String, arguments: StatementArguments = [], depth: StoreInspector.Depth = .check) throws -> StoreReport {
+    func inspect(_ sql: String, arguments: StatementArguments = [], depth: StoreInspector.Depth = .check) throws
+        -> StoreReport
+    {
         let tmp = try TempDir()
         let store = tmp.path("S.sqlite")
         try FixtureStore.write(to: store)
@@ -47,24 +49,29 @@ struct BoundedReadTests {
         let bomb = Self.zeroBomb(bytes: ManagedObjectModel.inflatedLimit * 2)
         #expect(bomb.count < 100_000)
         #expect(Inflate.raw(bomb, limit: ManagedObjectModel.inflatedLimit) == nil)
-        #expect(Inflate.raw(Self.zeroBomb(bytes: 1000), limit: 4096)?.count == 1000, "the hand-made stream is valid DEFLATE")
+        #expect(
+            Inflate.raw(Self.zeroBomb(bytes: 1000), limit: 4096)?.count == 1000, "the hand-made stream is valid DEFLATE"
+        )
         let s = try inspect("INSERT INTO Z_MODELCACHE VALUES (?)", arguments: [bomb])
         let problem = try #require(s.problems.first { $0.code == .modelCacheTooLarge })
         #expect(problem.severity == .warning)
         #expect(s.tables?.relationshipSource == "schema", "relationships come from the index names instead")
         // A stored blob over the cap is refused without being fetched.
-        let big = try inspect("INSERT INTO Z_MODELCACHE VALUES (zeroblob(?))", arguments: [ManagedObjectModel.inflatedLimit + 1])
+        let big = try inspect(
+            "INSERT INTO Z_MODELCACHE VALUES (zeroblob(?))", arguments: [ManagedObjectModel.inflatedLimit + 1])
         #expect(big.problems.contains { $0.code == .modelCacheTooLarge })
     }
 
     @Test("an entity name of megabytes is a bookkeeping-value problem, not a name")
     func hugeName() throws {
-        let s = try inspect("UPDATE Z_PRIMARYKEY SET Z_NAME = ? WHERE Z_ENT = 6", arguments: [String(repeating: "T", count: 3 << 20)])
+        let s = try inspect(
+            "UPDATE Z_PRIMARYKEY SET Z_NAME = ? WHERE Z_ENT = 6", arguments: [String(repeating: "T", count: 3 << 20)])
         let problem = try #require(s.problems.first { $0.code == .bookkeepingValue })
         #expect(problem.subject == "Z_PRIMARYKEY.Z_NAME")
         #expect(s.entities.count == 6)
         #expect(s.entities.allSatisfy { $0.name.utf8.count < 1000 })
-        #expect(s.entities.first { $0.name == "Book" }?.rows == FixtureStore.Options().books, "the other entities are read")
+        #expect(
+            s.entities.first { $0.name == "Book" }?.rows == FixtureStore.Options().books, "the other entities are read")
     }
 
     /// Raw DEFLATE (one fixed-Huffman block) of `bytes` zero bytes: a literal 0, then matches of
@@ -92,13 +99,18 @@ struct BoundedReadTests {
         var used = 8
 
         mutating func bit(_ b: Int) {
-            if used == 8 { bytes.append(0); used = 0 }
+            if used == 8 {
+                bytes.append(0)
+                used = 0
+            }
             if b != 0 { bytes[bytes.count - 1] |= UInt8(1 << used) }
             used += 1
         }
 
         mutating func bits(_ value: Int, count: Int) { for i in 0..<count { bit((value >> i) & 1) } }
-        mutating func huffman(_ code: Int, count: Int) { for i in stride(from: count - 1, through: 0, by: -1) { bit((code >> i) & 1) } }
+        mutating func huffman(_ code: Int, count: Int) {
+            for i in stride(from: count - 1, through: 0, by: -1) { bit((code >> i) & 1) }
+        }
         func data() -> Data { Data(bytes) }
     }
 }

@@ -3,7 +3,7 @@ import Testing
 import TestSupport
 @testable import USMRepairCore
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// File names are bytes: NFC and NFD spellings side by side, emoji, and names that are not UTF-8
@@ -14,7 +14,9 @@ struct BundleNameTests {
     /// Creates a file whose name is `name` bytes inside `dir`.
     static func createFile(_ dir: URL, _ name: [UInt8], _ content: String) throws {
         let path = Array(dir.path.utf8) + [UInt8(ascii: "/")] + name + [0]
-        let fd = path.withUnsafeBufferPointer { $0.withMemoryRebound(to: CChar.self) { open($0.baseAddress!, O_WRONLY | O_CREAT | O_EXCL, 0o644) } }
+        let fd = path.withUnsafeBufferPointer {
+            $0.withMemoryRebound(to: CChar.self) { open($0.baseAddress!, O_WRONLY | O_CREAT | O_EXCL, 0o644) }
+        }
         try #require(fd >= 0, "cannot create \(name)")
         _ = content.withCString { write(fd, $0, strlen($0)) }
         close(fd)
@@ -25,7 +27,9 @@ struct BundleNameTests {
         let t = target + [0]
         let r = path.withUnsafeBufferPointer { p in
             t.withUnsafeBufferPointer { tt in
-                p.withMemoryRebound(to: CChar.self) { pp in tt.withMemoryRebound(to: CChar.self) { symlink($0.baseAddress!, pp.baseAddress!) } }
+                p.withMemoryRebound(to: CChar.self) { pp in
+                    tt.withMemoryRebound(to: CChar.self) { symlink($0.baseAddress!, pp.baseAddress!) }
+                }
             }
         }
         try #require(r == 0)
@@ -36,10 +40,10 @@ struct BundleNameTests {
     static func rawListing(_ root: URL) throws -> Data { try RawTree.listing(root) }
 
     static let names: [[UInt8]] = [
-        Array("caf\u{E9}.cdt".utf8),            // NFC
-        Array("cafe\u{301}.cdt".utf8),          // NFD: another file on Linux
-        Array("\u{1F600} log.cdt".utf8),        // emoji
-        Array("\u{F780}private.cdt".utf8),      // a character of the escape block, spelt out
+        Array("caf\u{E9}.cdt".utf8),  // NFC
+        Array("cafe\u{301}.cdt".utf8),  // NFD: another file on Linux
+        Array("\u{1F600} log.cdt".utf8),  // emoji
+        Array("\u{F780}private.cdt".utf8),  // a character of the escape block, spelt out
         [0x62, 0x61, 0x64, 0xFF, 0xFE, 0x2E, 0x63, 0x64, 0x74],  // not UTF-8
         [0xC3, 0x28, 0x2E, 0x63, 0x64, 0x74],  // a cut-off UTF-8 sequence
     ]
@@ -100,9 +104,11 @@ struct BundleNameTests {
             let text = FileSystemPath.string(fromBytes: bytes)
             #expect(FileSystemPath.bytes(text) == bytes, "\(bytes)")
         }
-        #expect(FileSystemPath.string(fromBytes: Self.names[0]) != FileSystemPath.string(fromBytes: Self.names[1]) || true)
+        #expect(
+            FileSystemPath.string(fromBytes: Self.names[0]) != FileSystemPath.string(fromBytes: Self.names[1]) || true)
         #expect(FileSystemPath.bytes("caf\u{E9}") != FileSystemPath.bytes("cafe\u{301}"))
-        #expect(FileSystemPath.components("../\u{301}x") == ["..", "\u{301}x"], "split at the / byte, as the kernel does")
+        #expect(
+            FileSystemPath.components("../\u{301}x") == ["..", "\u{301}x"], "split at the / byte, as the kernel does")
         #expect(FileSystemPath.isAbsolute("/\u{301}etc"))
     }
 }

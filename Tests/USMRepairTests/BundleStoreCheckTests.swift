@@ -34,7 +34,9 @@ struct BundleStoreCheckTests {
         for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: swapped.path + suffix) }
         let swappedData = try Data(contentsOf: swapped)
         let digest = try FileCopy.sha256(of: swapped.path)
-        let items = try ArchiveContents.items(archive).filter { !$0.path.hasSuffix("-wal") && !$0.path.hasSuffix("-shm") }
+        let items = try ArchiveContents.items(archive).filter {
+            !$0.path.hasSuffix("-wal") && !$0.path.hasSuffix("-shm")
+        }
         let manifestData = try #require(items.first { $0.path == "manifest.json" }?.data)
         var manifest = try #require(try JSONSerialization.jsonObject(with: manifestData) as? [String: Any])
         manifest["files"] = (manifest["files"] as? [[String: Any]] ?? []).compactMap { record -> [String: Any]? in
@@ -48,12 +50,17 @@ struct BundleStoreCheckTests {
         }
         let forgedManifest = try JSONSerialization.data(withJSONObject: manifest)
         let forged = tmp.path("forged.tar.zst")
-        try CraftedArchive.write(items.map { item in
-            let kind: CraftedArchive.Entry.Kind = item.kind == .directory ? .directory : item.kind == .symlink ? .symlink : .file
-            let data = item.path == "manifest.json" ? forgedManifest : item.path == "store/S.sqlite" ? swappedData : item.data
-            return CraftedArchive.Entry(item.path, kind, data: data, linkTarget: item.linkTarget, mode: item.mode,
-                                        mtime: item.mtime.seconds, mtimeNanoseconds: Int(item.mtime.nanoseconds))
-        }, to: forged, zstd: true)
+        try CraftedArchive.write(
+            items.map { item in
+                let kind: CraftedArchive.Entry.Kind =
+                    item.kind == .directory ? .directory : item.kind == .symlink ? .symlink : .file
+                let data =
+                    item.path == "manifest.json"
+                    ? forgedManifest : item.path == "store/S.sqlite" ? swappedData : item.data
+                return CraftedArchive.Entry(
+                    item.path, kind, data: data, linkTarget: item.linkTarget, mode: item.mode,
+                    mtime: item.mtime.seconds, mtimeNanoseconds: Int(item.mtime.nanoseconds))
+            }, to: forged, zstd: true)
         let forgedDigest = try FileCopy.sha256(of: forged.path).sha256
         try Data("\(forgedDigest)  forged.tar.zst\n".utf8).write(to: URL(fileURLWithPath: forged.path + ".sha256"))
 
@@ -61,8 +68,15 @@ struct BundleStoreCheckTests {
         #expect(v.status == 1, "\(v.stdout)\(v.stderr)")
         #expect(v.json["sidecar"] as? String == "ok", "the sidecar was forged to match")
         let problems = (v.json["mismatches"] as? [[String: Any]] ?? []).compactMap { $0["problem"] as? String }
-        #expect(problems.contains { $0.contains("Z_UUID 11111111-2222-4333-8444-555555555555 differs from the manifest's \(options.storeUUID)") }, "\(problems)")
-        #expect(problems.contains { $0.contains("entity Book has 9 rows in the store, the manifest says \(options.books)") }, "\(problems)")
+        #expect(
+            problems.contains {
+                $0.contains(
+                    "Z_UUID 11111111-2222-4333-8444-555555555555 differs from the manifest's \(options.storeUUID)")
+            }, "\(problems)")
+        #expect(
+            problems.contains {
+                $0.contains("entity Book has 9 rows in the store, the manifest says \(options.books)")
+            }, "\(problems)")
         let r = USM.run(["restore", forged.path, "--to", tmp.path("back").path])
         #expect(r.status == 1, "\(r.stderr)")
         #expect(r.stderr.contains("store/S.sqlite: "), "\(r.stderr)")

@@ -8,20 +8,27 @@ import TestSupport
 @Suite("bundles")
 struct BundleTests {
     /// Every entry of `restored` equals the same entry of `original` (bytes, mode, mtime, links).
-    static func expectSubset(_ restored: TreeSnapshot, of original: TreeSnapshot, sourceLocation: SourceLocation = #_sourceLocation) {
+    static func expectSubset(
+        _ restored: TreeSnapshot, of original: TreeSnapshot, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         #expect(!restored.entries.isEmpty, sourceLocation: sourceLocation)
         for (path, entry) in restored.entries {
-            #expect(original.entries[path] == entry, "\(path) differs after the round trip", sourceLocation: sourceLocation)
+            #expect(
+                original.entries[path] == entry, "\(path) differs after the round trip", sourceLocation: sourceLocation)
         }
     }
 
-    @Test("round trip in every format: bytes, modes, mtimes; the user's folder untouched", arguments: ArchiveFormat.allCases)
+    @Test(
+        "round trip in every format: bytes, modes, mtimes; the user's folder untouched",
+        arguments: ArchiveFormat.allCases)
     func roundTrip(format: ArchiveFormat) throws {
         let tmp = try TempDir()
         let paths = try FixtureContainer.write(to: tmp.path("Notes.xcappdata"))
         // Modes and times a copy must keep.
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: paths.prefs.path)
-        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 1_234_567_890.123_456)], ofItemAtPath: paths.localStore.path)
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date(timeIntervalSince1970: 1_234_567_890.123_456)], ofItemAtPath: paths.localStore.path
+        )
         let before = try TreeSnapshot(paths.root)
         let cloudBefore = try TreeSnapshot(paths.cloudDir)
         let out = tmp.path("out")
@@ -38,7 +45,9 @@ struct BundleTests {
 
         // The sidecar is sha256sum's format (`otherTools` runs sha256sum -c on it).
         let digest = try FileCopy.sha256(of: archive.path).sha256
-        #expect(try String(contentsOf: URL(fileURLWithPath: archive.path + ".sha256"), encoding: .utf8) == "\(digest)  \(archive.lastPathComponent)\n")
+        #expect(
+            try String(contentsOf: URL(fileURLWithPath: archive.path + ".sha256"), encoding: .utf8)
+                == "\(digest)  \(archive.lastPathComponent)\n")
 
         let v = USM.run(["bundle", "verify", archive.path, "--json"])
         #expect(v.status == 0, "\(v.stdout)")
@@ -53,8 +62,10 @@ struct BundleTests {
         // Everything the layout holds came back: every store file set (Core Data's copies with their
         // container/ folders), logs, markers, preferences.
         let copy = paths.cloudStore(FixtureContainer.Options().activeUUID).path.dropFirst(paths.root.path.count + 1)
-        for rel in ["AppData/Library/Application Support/UbiquityStore.sqlite-wal", copy + "-shm", copy + "-wal",
-                    "AppData/Library/Preferences/com.example.notes.plist"] {
+        for rel in [
+            "AppData/Library/Application Support/UbiquityStore.sqlite-wal", copy + "-shm", copy + "-wal",
+            "AppData/Library/Preferences/com.example.notes.plist",
+        ] {
             #expect(restored.entries[String(rel)] != nil, "\(rel) restored")
         }
         #expect(restored.entries.keys.contains { $0.hasSuffix("/container/ubiquity.plist") })
@@ -74,7 +85,9 @@ struct BundleTests {
         #expect(USM.run(["archive", "--store", store.path, "-o", archive.path]).status == 0)
         #expect(USM.run(["restore", archive.path, "--to", tmp.path("back").path]).status == 0)
         let restored = tmp.path("back/store/Library.sqlite")
-        #expect(try Data(contentsOf: URL(fileURLWithPath: restored.path + "-wal")) == Data(contentsOf: URL(fileURLWithPath: store.path + "-wal")))
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: restored.path + "-wal"))
+                == Data(contentsOf: URL(fileURLWithPath: store.path + "-wal")))
         let report = try Inspection(options: LayoutOptions(store: restored), depth: .check).run()
         #expect(report.stores[0].entities.first { $0.name == "Book" }?.rows == options.books + 4)
         #expect(report.exitCode == .ok)
@@ -85,7 +98,8 @@ struct BundleTests {
         let tmp = try TempDir()
         let paths = try FixtureContainer.write(to: tmp.path("c"), Self.inside)
         let archive = tmp.path("bundle.bin")
-        #expect(USM.run(["archive", "--container", paths.root.path, "-o", archive.path, "--format", "tar.xz"]).status == 0)
+        #expect(
+            USM.run(["archive", "--container", paths.root.path, "-o", archive.path, "--format", "tar.xz"]).status == 0)
         let magic = try FileHandle(forReadingFrom: archive).read(upToCount: 6)
         #expect(magic == Data([0xFD, 0x37, 0x7A, 0x58, 0x5A, 0x00]), "xz magic")
         #expect(USM.run(["bundle", "verify", archive.path]).status == 0)
@@ -120,13 +134,17 @@ struct BundleTests {
     func otherTools() throws {
         let tmp = try TempDir()
         let paths = try FixtureContainer.write(to: tmp.path("c"), Self.inside)
-        for (format, tool) in [(ArchiveFormat.tarZstd, ["tar", "--zstd", "-tf"]), (.tarGzip, ["tar", "-tzf"]), (.tarXz, ["tar", "-tJf"]),
-                               (.tarZstd, ["bsdtar", "-tf"]), (.zip, ["unzip", "-tq"])] {
+        for (format, tool) in [
+            (ArchiveFormat.tarZstd, ["tar", "--zstd", "-tf"]), (.tarGzip, ["tar", "-tzf"]), (.tarXz, ["tar", "-tJf"]),
+            (.tarZstd, ["bsdtar", "-tf"]), (.zip, ["unzip", "-tq"]),
+        ] {
             let archive = tmp.path("t-\(UUID().uuidString)\(format.fileExtension)")
             #expect(USM.run(["archive", "--container", paths.root.path, "-o", archive.path]).status == 0)
             let out = try Self.run("/usr/bin/env", tool + [archive.path])
             #expect(out.contains(format == .zip ? "No errors" : "manifest.json"), "\(tool)")
-            let sums = try Self.run("/usr/bin/env", ["sh", "-c", "cd '\(tmp.url.path)' && sha256sum -c '\(archive.lastPathComponent).sha256'"])
+            let sums = try Self.run(
+                "/usr/bin/env",
+                ["sh", "-c", "cd '\(tmp.url.path)' && sha256sum -c '\(archive.lastPathComponent).sha256'"])
             #expect(sums.contains(": OK"), "\(sums)")
         }
     }
@@ -135,7 +153,10 @@ struct BundleTests {
     func redact() throws {
         let tmp = try TempDir()
         let paths = try FixtureContainer.write(to: tmp.path("c"), Self.inside)
-        try FixtureStore.mutate(paths.localStore, "UPDATE ZAUTHOR SET ZNAME = 'Ada Lovelace' WHERE Z_PK IN (1, 2); UPDATE ZAUTHOR SET ZNAME = 'Grace Hopper' WHERE Z_PK = 3")
+        try FixtureStore.mutate(
+            paths.localStore,
+            "UPDATE ZAUTHOR SET ZNAME = 'Ada Lovelace' WHERE Z_PK IN (1, 2); UPDATE ZAUTHOR SET ZNAME = 'Grace Hopper' WHERE Z_PK = 3"
+        )
         let archive = tmp.path("r.tar.zst")
         let a = USM.run(["archive", "--container", paths.root.path, "--redact", "-o", archive.path, "--json"])
         #expect(a.status == 0, "\(a.stderr)")
@@ -150,11 +171,15 @@ struct BundleTests {
         let bytes = try Data(contentsOf: local)
         #expect(bytes.range(of: Data("Lovelace".utf8)) == nil, "no plaintext left in the file")
         #expect(bytes.range(of: Data("Book 1".utf8)) == nil)
-        let names = try DatabaseQueue(path: local.path).read { db in try String.fetchAll(db, sql: "SELECT ZNAME FROM ZAUTHOR ORDER BY Z_PK") }
+        let names = try DatabaseQueue(path: local.path).read { db in
+            try String.fetchAll(db, sql: "SELECT ZNAME FROM ZAUTHOR ORDER BY Z_PK")
+        }
         #expect(names[0] == names[1] && names[0] != names[2])
         #expect(names.allSatisfy { $0.hasPrefix("redacted:") })
         let report = try Inspection(options: LayoutOptions(container: root), depth: .check).run()
-        #expect(report.stores.first { $0.role == .local }?.entities.first { $0.name == "Book" }?.rows == FixtureStore.Options().books)
+        #expect(
+            report.stores.first { $0.role == .local }?.entities.first { $0.name == "Book" }?.rows
+                == FixtureStore.Options().books)
         let logs = try TreeSnapshot(root.appendingPathComponent("iCloud/CloudLogs"))
         #expect(!logs.entries.keys.contains { $0.hasSuffix(".cdt") }, "transaction logs left out")
         let manifest = try Self.manifest(archive)
@@ -167,12 +192,17 @@ struct BundleTests {
     func redactUnreadable() throws {
         let tmp = try TempDir()
         let paths = try FixtureContainer.write(to: tmp.path("c"), Self.inside)
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: paths.localStore.path + suffix) }
+        for suffix in ["", "-wal", "-shm"] {
+            try? FileManager.default.removeItem(atPath: paths.localStore.path + suffix)
+        }
         try Data("secret customer notes, not a database".utf8).write(to: paths.localStore)
         let archive = tmp.path("r.tar.zst")
         #expect(USM.run(["archive", "--container", paths.root.path, "--redact", "-o", archive.path]).status == 0)
         let skipped = try #require(try Self.manifest(archive)["skipped"] as? [[String: Any]])
-        #expect(skipped.contains { ($0["path"] as? String)?.hasSuffix("UbiquityStore.sqlite") == true && $0["kind"] as? String == "store" })
+        #expect(
+            skipped.contains {
+                ($0["path"] as? String)?.hasSuffix("UbiquityStore.sqlite") == true && $0["kind"] as? String == "store"
+            })
         let listing = try ArchiveContents.allFileData(archive)
         #expect(listing.range(of: Data("secret customer notes".utf8)) == nil)
     }
@@ -182,7 +212,8 @@ struct BundleTests {
         let tmp = try TempDir()
         let paths = try FixtureContainer.write(to: tmp.path("c"), Self.inside)
         let archive = tmp.path("m.tar.zst")
-        #expect(USM.run(["archive", "--container", paths.root.path, "--metadata-only", "-o", archive.path]).status == 0)
+        #expect(
+            USM.run(["archive", "--container", paths.root.path, "--metadata-only", "-o", archive.path]).status == 0)
         #expect(USM.run(["restore", archive.path, "--to", tmp.path("back").path]).status == 0)
         let root = tmp.path("back/container")
         let report = try Inspection(options: LayoutOptions(container: root), depth: .check).run()
@@ -190,7 +221,9 @@ struct BundleTests {
         #expect(report.stores.allSatisfy { $0.objects == 0 && $0.health == .ok })
         #expect(report.stores.first?.storeUUID == FixtureStore.Options().storeUUID)
         let stores = try #require(try Self.manifest(archive)["stores"] as? [[String: Any]])
-        #expect((stores.first { $0["role"] as? String == "local" }?["rows"] as? [String: Int])?["Book"] == FixtureStore.Options().books)
+        #expect(
+            (stores.first { $0["role"] as? String == "local" }?["rows"] as? [String: Int])?["Book"]
+                == FixtureStore.Options().books)
     }
 
     @Test("symlinks kept inside, links out and FIFOs left out with a note")
@@ -198,15 +231,21 @@ struct BundleTests {
         let tmp = try TempDir()
         let paths = try FixtureContainer.write(to: tmp.path("c"), Self.inside)
         let logs = paths.logs
-        try FileManager.default.createSymbolicLink(atPath: logs.appendingPathComponent("latest").path, withDestinationPath: "StoreUUID+")
-        try FileManager.default.createSymbolicLink(atPath: logs.appendingPathComponent("escape").path, withDestinationPath: "../../../../etc")
+        try FileManager.default.createSymbolicLink(
+            atPath: logs.appendingPathComponent("latest").path, withDestinationPath: "StoreUUID+")
+        try FileManager.default.createSymbolicLink(
+            atPath: logs.appendingPathComponent("escape").path, withDestinationPath: "../../../../etc")
         #expect(mkfifo(logs.appendingPathComponent("pipe").path, 0o644) == 0)
         let archive = tmp.path("s.tar.zst")
         let a = USM.run(["archive", "--container", paths.root.path, "-o", archive.path])
         #expect(a.status == 0, "\(a.stderr)")
         let skipped = try #require(try Self.manifest(archive)["skipped"] as? [[String: Any]])
-        #expect(skipped.contains { ($0["path"] as? String)?.hasSuffix("escape") == true && $0["kind"] as? String == "symlink" })
-        #expect(skipped.contains { ($0["path"] as? String)?.hasSuffix("pipe") == true && $0["kind"] as? String == "fifo" })
+        #expect(
+            skipped.contains {
+                ($0["path"] as? String)?.hasSuffix("escape") == true && $0["kind"] as? String == "symlink"
+            })
+        #expect(
+            skipped.contains { ($0["path"] as? String)?.hasSuffix("pipe") == true && $0["kind"] as? String == "fifo" })
         #expect(USM.run(["restore", archive.path, "--to", tmp.path("back").path]).status == 0)
         let link = tmp.path("back/container/iCloud/CloudLogs/latest").path
         #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link) == "StoreUUID+")
@@ -219,11 +258,19 @@ struct BundleTests {
         let paths = try FixtureContainer.write(to: tmp.path("c"), Self.inside)
         let out = tmp.path("out")
         try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
-        let r = USM.run(["archive", "--container", paths.root.path, "-o", out.appendingPathComponent("x.tar.zst").path, "--max-size", "2K"])
+        let r = USM.run([
+            "archive", "--container", paths.root.path, "-o", out.appendingPathComponent("x.tar.zst").path, "--max-size",
+            "2K",
+        ])
         #expect(r.status == 3)
         #expect(r.stderr.contains("over --max-size 2048"))
-        #expect(try FileManager.default.contentsOfDirectory(atPath: out.path).isEmpty, "nothing written, no partial file")
-        #expect(USM.run(["archive", "--container", paths.root.path, "-o", out.appendingPathComponent("y.tar.zst").path, "--max-size", "10M"]).status == 0)
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: out.path).isEmpty, "nothing written, no partial file")
+        #expect(
+            USM.run([
+                "archive", "--container", paths.root.path, "-o", out.appendingPathComponent("y.tar.zst").path,
+                "--max-size", "10M",
+            ]).status == 0)
     }
 
     @Test("the output never lands in the container, and never overwrites without --overwrite")
@@ -231,7 +278,9 @@ struct BundleTests {
         let tmp = try TempDir()
         let paths = try FixtureContainer.write(to: tmp.path("c"), Self.inside)
         let before = try TreeSnapshot(paths.root)
-        let inside = USM.run(["archive", "--container", paths.root.path, "-o", paths.root.appendingPathComponent("b.tar.zst").path])
+        let inside = USM.run([
+            "archive", "--container", paths.root.path, "-o", paths.root.appendingPathComponent("b.tar.zst").path,
+        ])
         #expect(inside.status == 64)
         #expect(try TreeSnapshot(paths.root) == before)
         let out = tmp.path("b.tar.zst")
@@ -248,7 +297,8 @@ struct BundleTests {
         let archive = tmp.path("b.tar.zst")
         #expect(USM.run(["archive", "--container", paths.root.path, "-o", archive.path]).status == 0)
         let target = tmp.path("t")
-        try FileManager.default.createDirectory(at: target.appendingPathComponent("container"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: target.appendingPathComponent("container"), withIntermediateDirectories: true)
         try Data("older work".utf8).write(to: target.appendingPathComponent("container/notes.txt"))
         let before = try TreeSnapshot(target)
 

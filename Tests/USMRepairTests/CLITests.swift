@@ -8,13 +8,16 @@ import TestSupport
 /// The command line as a user meets it: help, version, JSON shape, documentation.
 @Suite("command line")
 struct CLITests {
-    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     @Test("help everywhere, version, completion scripts")
     func help() throws {
-        for args in [["--help"], ["status", "--help"], ["check", "--help"], ["help", "check"], ["archive", "--help"],
-                     ["restore", "--help"], ["bundle", "--help"], ["bundle", "verify", "--help"],
-                     ["migrate-store", "--help"], ["strategies", "--help"]] {
+        for args in [
+            ["--help"], ["status", "--help"], ["check", "--help"], ["help", "check"], ["archive", "--help"],
+            ["restore", "--help"], ["bundle", "--help"], ["bundle", "verify", "--help"],
+            ["migrate-store", "--help"], ["strategies", "--help"],
+        ] {
             let r = USM.run(args)
             #expect(r.status == 0, "\(args)")
             #expect(r.stdout.contains("USAGE"), "\(args)")
@@ -32,15 +35,19 @@ struct CLITests {
         let tmp = try TempDir()
         let paths = try FixtureContainer.write(to: tmp.path("c"))
         let json = USM.run(["status", "--app-dir", paths.appDir.path, "--json"]).json
-        for key in ["schemaVersion", "command", "cloudEnabled", "activeStore", "corruption", "stores", "layout", "problems",
-                    "advice", "summary", "exitCode", "exitStatus"] {
+        for key in [
+            "schemaVersion", "command", "cloudEnabled", "activeStore", "corruption", "stores", "layout", "problems",
+            "advice", "summary", "exitCode", "exitStatus",
+        ] {
             #expect(json.keys.contains(key), "top-level key \(key)")
         }
         #expect(json["cloudEnabled"] is NSNull, "no preferences named: unknown, not false")
         #expect(json["activeStore"] is NSNull, "no cloud folder named: no marker read")
         let store = try #require((json["stores"] as? [[String: Any]])?.first)
-        for key in ["role", "uuid", "path", "exists", "health", "storeUUID", "ubiquityMetadata", "walPresent", "entities",
-                    "problems", "cloudVersion", "active", "journalMode", "integrity", "objects", "files", "metadata", "tables"] {
+        for key in [
+            "role", "uuid", "path", "exists", "health", "storeUUID", "ubiquityMetadata", "walPresent", "entities",
+            "problems", "cloudVersion", "active", "journalMode", "integrity", "objects", "files", "metadata", "tables",
+        ] {
             #expect(store.keys.contains(key), "store key \(key)")
         }
         let entity = try #require((store["entities"] as? [[String: Any]])?.first)
@@ -87,9 +94,13 @@ struct CLITests {
     func readme() throws {
         let readme = try String(contentsOf: Self.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
         for code in ProblemCode.allCases {
-            #expect(readme.contains("| `\(code.rawValue)` | \(code.severity.rawValue) |"), "problem code \(code.rawValue) with its severity")
+            #expect(
+                readme.contains("| `\(code.rawValue)` | \(code.severity.rawValue) |"),
+                "problem code \(code.rawValue) with its severity")
         }
-        for status in ExitStatus.allCases { #expect(readme.contains("| \(status.rawValue) |"), "exit code \(status.rawValue)") }
+        for status in ExitStatus.allCases {
+            #expect(readme.contains("| \(status.rawValue) |"), "exit code \(status.rawValue)")
+        }
         // Every flag of every command, read from the commands' own help: a new flag the README does
         // not name fails here.
         var flags: Set<String> = []
@@ -100,7 +111,9 @@ struct CLITests {
         }
         for sub in USMRepairCommand.configuration.subcommands { walk(sub) }
         #expect(flags.count > 40)
-        for flag in flags.subtracting(["--help", "--version", "--generate-completion-script", "--experimental-dump-help"]).sorted() {
+        for flag in flags.subtracting([
+            "--help", "--version", "--generate-completion-script", "--experimental-dump-help",
+        ]).sorted() {
             #expect(readme.contains("`\(flag)"), "flag \(flag)")
         }
         let changelog = try String(contentsOf: Self.packageRoot.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)

@@ -7,8 +7,10 @@ import TestSupport
 @Suite("check")
 struct CheckTests {
     /// Writes a fixture store, breaks it with `sql`, and returns check's report on it.
-    func checkBroken(_ sql: String?, options: FixtureStore.Options = FixtureStore.Options(),
-                     after: ((URL) throws -> Void)? = nil) throws -> (report: StatusReport, exit: Int32, codes: [String]) {
+    func checkBroken(
+        _ sql: String?, options: FixtureStore.Options = FixtureStore.Options(),
+        after: ((URL) throws -> Void)? = nil
+    ) throws -> (report: StatusReport, exit: Int32, codes: [String]) {
         let tmp = try TempDir()
         let store = tmp.path("Library.sqlite")
         try FixtureStore.write(to: store, options)
@@ -87,13 +89,18 @@ struct CheckTests {
         options.ubiquityMetadata = true
         try FixtureStore.write(to: tmp.path("UbiquityStore.sqlite"), options)
         let report = try Inspection(options: LayoutOptions(appDirectory: tmp.url), depth: .check).run()
-        #expect(report.allProblems.filter { $0.severity != .info }.map(\.code.rawValue) == ["ubiquity-metadata-in-local-store"])
+        #expect(
+            report.allProblems.filter { $0.severity != .info }.map(\.code.rawValue) == [
+                "ubiquity-metadata-in-local-store"
+            ])
         #expect(report.exitCode == .problemsFound)
         #expect(report.stores[0].ubiquityMetadata)
         // The same store as Core Data's copy of a cloud store is fine.
         let cloud = try TempDir()
         let uuid = "0F6E2C1A-8B3D-4E5F-9A7B-1C2D3E4F5A6B"
-        let copy = cloud.path("CloudStore/CoreDataUbiquitySupport/mobile~8F7E6D5C-4B3A-4291-8070-6F5E4D3C2B1A/\(uuid)/7C1D2E3F-4A5B-4C6D-8E7F-901A2B3C4D5E/store/\(uuid).sqlite")
+        let copy = cloud.path(
+            "CloudStore/CoreDataUbiquitySupport/mobile~8F7E6D5C-4B3A-4291-8070-6F5E4D3C2B1A/\(uuid)/7C1D2E3F-4A5B-4C6D-8E7F-901A2B3C4D5E/store/\(uuid).sqlite"
+        )
         try FileManager.default.createDirectory(at: copy.deletingLastPathComponent(), withIntermediateDirectories: true)
         try FixtureStore.write(to: copy, options)
         let ok = try Inspection(options: LayoutOptions(appDirectory: cloud.url), depth: .check).run()
@@ -190,7 +197,9 @@ struct CheckTests {
         let strict = try Inspection(options: LayoutOptions(appDirectory: tmp.url), depth: .check, strict: true).run()
         #expect(strict.exitCode == .problemsFound)
         #expect(report.layout.leftovers.map(\.kind) == ["MigrationSource"])
-        #expect(!report.stores.contains { $0.path.hasSuffix("MigrationSource.sqlite") }, "a temp store is not a cloud store")
+        #expect(
+            !report.stores.contains { $0.path.hasSuffix("MigrationSource.sqlite") }, "a temp store is not a cloud store"
+        )
         let status = try Inspection(options: LayoutOptions(appDirectory: tmp.url), depth: .status).run()
         #expect(status.exitCode == .ok, "status reports it without failing")
     }

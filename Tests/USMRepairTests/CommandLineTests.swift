@@ -5,7 +5,7 @@ import TestSupport
 @testable import USMRepairCore
 @testable import usm_repair
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What a new user meets: the README's examples as written, help with examples, names that say
@@ -15,8 +15,10 @@ struct CommandLineTests {
     // MARK: - README and help examples (items 19, 22)
 
     /// The README sections whose examples this test runs: the read-only commands and the bundle ones.
-    static let exampleSections = ["### `usm-repair status`", "### `usm-repair check`", "### `usm-repair archive`",
-                                  "### `usm-repair bundle verify", "### `usm-repair restore"]
+    static let exampleSections = [
+        "### `usm-repair status`", "### `usm-repair check`", "### `usm-repair archive`",
+        "### `usm-repair bundle verify", "### `usm-repair restore",
+    ]
 
     /// Every `usm-repair ...` line in the code blocks of those sections, in README order.
     static func readmeExamples() throws -> [String] {
@@ -29,7 +31,10 @@ struct CommandLineTests {
                 inSection = exampleSections.contains { line.hasPrefix($0) }
                 continue
             }
-            if line.hasPrefix("```") { inCode.toggle(); continue }
+            if line.hasPrefix("```") {
+                inCode.toggle()
+                continue
+            }
             if inSection, inCode, line.hasPrefix("usm-repair ") { lines.append(String(line)) }
         }
         return lines
@@ -45,28 +50,37 @@ struct CommandLineTests {
         // A download with its ubiquity container beside it, as a Mac keeps it (~/Library/Mobile Documents).
         try FixtureContainer.write(to: home.path("Downloads/com.example.notes.xcappdata"))
         try FileManager.default.createDirectory(at: home.path("Library"), withIntermediateDirectories: true)
-        try FileManager.default.createSymbolicLink(atPath: home.path("Library/Mobile Documents").path, withDestinationPath: "../Downloads/Mobile Documents")
+        try FileManager.default.createSymbolicLink(
+            atPath: home.path("Library/Mobile Documents").path, withDestinationPath: "../Downloads/Mobile Documents")
         try FixtureContainer.writeDocument(at: home.path("Downloads/Trip.notesdoc"))
         try FixtureContainer.write(to: home.path("Customer.xcappdata"), BundleTests.inside)
         try FixtureStore.write(to: home.path("Customer.sqlite"))
         let app = try FixtureContainer.write(to: home.path("layout"), BundleTests.inside)
         try FileManager.default.createSymbolicLink(atPath: home.path("App").path, withDestinationPath: "layout/AppData")
-        try FileManager.default.createSymbolicLink(atPath: home.path("iCloud").path, withDestinationPath: "layout/iCloud")
+        try FileManager.default.createSymbolicLink(
+            atPath: home.path("iCloud").path, withDestinationPath: "layout/iCloud")
         #expect(FileManager.default.fileExists(atPath: app.prefs.path))
-        let before = try TreeSnapshot(home.path("Customer.sqlite").deletingLastPathComponent().appendingPathComponent("Downloads"))
+        let before = try TreeSnapshot(
+            home.path("Customer.sqlite").deletingLastPathComponent().appendingPathComponent("Downloads"))
         for example in examples {
             let r = try CLI.shell(example, in: home.url, environment: ["HOME": home.url.path])
             #expect(r.status == 0, "\(example): \(r.stdout)\(r.stderr)")
         }
         #expect(try TreeSnapshot(home.path("Downloads")) == before, "examples that read never write")
-        let bundles = try FileManager.default.contentsOfDirectory(atPath: home.url.path).filter { $0.hasPrefix("usm-bundle-") && $0.hasSuffix(".tar.zst") }
+        let bundles = try FileManager.default.contentsOfDirectory(atPath: home.url.path).filter {
+            $0.hasPrefix("usm-bundle-") && $0.hasSuffix(".tar.zst")
+        }
         #expect(bundles.count == 1, "the --store example wrote its bundle beside the store: \(bundles)")
     }
 
     /// The words of a command line as the shell splits them (quotes and backslashes; no expansion,
     /// which parsing does not need).
     static func words(_ line: Substring) -> [String] {
-        var words: [String] = [], word = "", inWord = false, quote: Character?, escaped = false
+        var words: [String] = []
+        var word = ""
+        var inWord = false
+        var quote: Character?
+        var escaped = false
         for c in line {
             if escaped {
                 word.append(c)
@@ -126,7 +140,10 @@ struct CommandLineTests {
         try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
         let cases: [([String], String)] = [
             (["-o", out.appendingPathComponent("foo.rar").path], "ends in .rar"),
-            (["-o", out.appendingPathComponent("x.zip").path, "--format", "tar.gz"], "names a zip archive but --format is tar.gz"),
+            (
+                ["-o", out.appendingPathComponent("x.zip").path, "--format", "tar.gz"],
+                "names a zip archive but --format is tar.gz"
+            ),
             (["-o", out.appendingPathComponent("x.tgz").path], "ends in .tgz"),
             (["-o", out.appendingPathComponent("bundle").path], "does not say which format"),
         ]
@@ -137,8 +154,14 @@ struct CommandLineTests {
             #expect((r.json["error"] as? [String: Any])?["code"] as? String == "usage")
         }
         #expect(try FileManager.default.contentsOfDirectory(atPath: out.path).isEmpty)
-        #expect(USM.run(["archive", "--container", paths.root.path, "-o", out.appendingPathComponent("b.bin").path, "--format", "zip"]).status == 0)
-        #expect(USM.run(["archive", "--container", paths.root.path, "-o", out.appendingPathComponent("B.ZIP").path]).status == 0)
+        #expect(
+            USM.run([
+                "archive", "--container", paths.root.path, "-o", out.appendingPathComponent("b.bin").path, "--format",
+                "zip",
+            ]).status == 0)
+        #expect(
+            USM.run(["archive", "--container", paths.root.path, "-o", out.appendingPathComponent("B.ZIP").path]).status
+                == 0)
     }
 
     /// The estimate against the real size, in every format.
@@ -150,7 +173,9 @@ struct CommandLineTests {
             let bytes = try #require(r.json["bytes"] as? Int, sourceLocation: sourceLocation)
             let estimate = try #require(r.json["estimatedBytes"] as? Int, sourceLocation: sourceLocation)
             let ratio = Double(estimate) / Double(bytes)
-            #expect(ratio > 0.8 && ratio < 1.25, "\(format): estimated \(estimate) for \(bytes) bytes (ratio \(ratio))", sourceLocation: sourceLocation)
+            #expect(
+                ratio > 0.8 && ratio < 1.25, "\(format): estimated \(estimate) for \(bytes) bytes (ratio \(ratio))",
+                sourceLocation: sourceLocation)
         }
     }
 
@@ -160,7 +185,10 @@ struct CommandLineTests {
         let paths = try FixtureContainer.write(to: tmp.path("c"), BundleTests.inside)
         try estimateRatios(["--container", paths.root.path], in: tmp)
         // The bundle of about 19 KB that a 50K limit refused (the old estimate was 6 times too high).
-        #expect(USM.run(["archive", "--container", paths.root.path, "-o", tmp.path("small.tar.zst").path, "--max-size", "50K"]).status == 0)
+        #expect(
+            USM.run([
+                "archive", "--container", paths.root.path, "-o", tmp.path("small.tar.zst").path, "--max-size", "50K",
+            ]).status == 0)
 
         // Larger: a store of 20,000 books, and 300 logs, some random, some text.
         var options = FixtureStore.Options()
@@ -172,7 +200,9 @@ struct CommandLineTests {
         var rng = SeededRandom(seed: 11)
         for i in 0..<300 {
             let size = 100 + Int(rng.next() % 4000)
-            let data = i % 3 == 0 ? Data((0..<size).map { _ in UInt8(truncatingIfNeeded: rng.next()) })
+            let data =
+                i % 3 == 0
+                ? Data((0..<size).map { _ in UInt8(truncatingIfNeeded: rng.next()) })
                 : Data(String(repeating: "log entry \(i) ", count: size / 12).utf8)
             try data.write(to: logs.appendingPathComponent(String(format: "%04d.cdt", i)))
         }
@@ -210,22 +240,29 @@ struct CommandLineTests {
         let archive = tmp.path("b.tar.zst")
         #expect(USM.run(["archive", "--container", paths.root.path, "-o", archive.path]).status == 0)
         let target = tmp.path("t")
-        try FileManager.default.createDirectory(at: target.appendingPathComponent("container"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: target.appendingPathComponent("container"), withIntermediateDirectories: true)
         try Data("older work".utf8).write(to: target.appendingPathComponent("container/notes.txt"))
         return (archive, target)
     }
 
-    @Test("a snapshot never goes through a planted <to>/.usm-repair-snapshots link; the path printed exists and restores")
+    @Test(
+        "a snapshot never goes through a planted <to>/.usm-repair-snapshots link; the path printed exists and restores")
     func plantedSnapshotLink() throws {
         let tmp = try TempDir()
         let (archive, target) = try restoreSetup(tmp)
         let elsewhere = tmp.path("elsewhere")
         try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
-        try FileManager.default.createSymbolicLink(atPath: target.appendingPathComponent(".usm-repair-snapshots").path, withDestinationPath: elsewhere.path)
+        try FileManager.default.createSymbolicLink(
+            atPath: target.appendingPathComponent(".usm-repair-snapshots").path, withDestinationPath: elsewhere.path)
         let state = tmp.path("state")
-        let r = USM.run(["restore", archive.path, "--to", target.path, "--yes", "--json"], environment: ["XDG_STATE_HOME": state.path])
+        let r = USM.run(
+            ["restore", archive.path, "--to", target.path, "--yes", "--json"],
+            environment: ["XDG_STATE_HOME": state.path])
         #expect(r.status == 0, "\(r.stderr)")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere.path).isEmpty, "nothing written through the link")
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: elsewhere.path).isEmpty,
+            "nothing written through the link")
         #expect(FileStatus.lookup(target.appendingPathComponent(".usm-repair-snapshots").path)?.kind == .symlink)
         let snapshot = try #require(r.json["snapshot"] as? String)
         #expect(snapshot.hasPrefix(state.appendingPathComponent("usm-repair/snapshots").path + "/"), "\(snapshot)")
@@ -238,35 +275,54 @@ struct CommandLineTests {
     func snapshotInsideReplaced() throws {
         let tmp = try TempDir()
         let (archive, target) = try restoreSetup(tmp)
-        try FileManager.default.createSymbolicLink(atPath: tmp.path("link").path, withDestinationPath: target.appendingPathComponent("container").path)
+        try FileManager.default.createSymbolicLink(
+            atPath: tmp.path("link").path, withDestinationPath: target.appendingPathComponent("container").path)
         let before = try TreeSnapshot(tmp.url)
         for dir in [target.appendingPathComponent("container/snaps"), tmp.path("link/snaps")] {
-            let r = USM.run(["restore", archive.path, "--to", target.path, "--yes", "--snapshot-dir", dir.path, "--json"])
+            let r = USM.run([
+                "restore", archive.path, "--to", target.path, "--yes", "--snapshot-dir", dir.path, "--json",
+            ])
             #expect(r.status == 64, "\(dir.path): \(r.stderr)")
-            #expect(r.stderr.contains("lies inside \(target.appendingPathComponent("container").path), which this command changes"), "\(r.stderr)")
+            #expect(
+                r.stderr.contains(
+                    "lies inside \(target.appendingPathComponent("container").path), which this command changes"),
+                "\(r.stderr)")
             #expect(r.json["exitStatus"] as? String == "usage")
             #expect(try TreeSnapshot(tmp.url) == before, "nothing lost, nothing written: \(dir.path)")
         }
     }
 
-    @Test("--snapshot-dir on a read-only file system: exit 74 with a sentence naming the folder", .enabled(if: geteuid() == 0, "mounting needs root"))
+    @Test(
+        "--snapshot-dir on a read-only file system: exit 74 with a sentence naming the folder",
+        .enabled(if: geteuid() == 0, "mounting needs root"))
     func readOnlySnapshotFolder() throws {
         let tmp = try TempDir()
         let (archive, target) = try restoreSetup(tmp)
         let ro = tmp.path("ro")
         try FileManager.default.createDirectory(at: ro, withIntermediateDirectories: true)
         let tmpfs = try TestMount(tmpfsAt: ro, size: 64 << 10, readOnly: true)
-        defer { tmpfs.unmount(); withExtendedLifetime(tmp) {} }
+        defer {
+            tmpfs.unmount()
+            withExtendedLifetime(tmp) {}
+        }
         let before = try TreeSnapshot(target)
-        let r = USM.run(["restore", archive.path, "--to", target.path, "--yes", "--snapshot-dir", ro.appendingPathComponent("snaps").path])
+        let r = USM.run([
+            "restore", archive.path, "--to", target.path, "--yes", "--snapshot-dir",
+            ro.appendingPathComponent("snaps").path,
+        ])
         #expect(r.status == 74, "\(r.stderr)")
-        #expect(r.stderr.contains("cannot write \(ro.path)/snaps: cannot create the snapshot folder: Read-only file system"), "\(r.stderr)")
+        #expect(
+            r.stderr.contains(
+                "cannot write \(ro.path)/snaps: cannot create the snapshot folder: Read-only file system"),
+            "\(r.stderr)")
         #expect(!r.stderr.contains("NSCocoaErrorDomain"))
         #expect(try TreeSnapshot(target) == before, "nothing replaced")
         // The folder exists but cannot take a file: the same kind of sentence.
         let r2 = USM.run(["restore", archive.path, "--to", target.path, "--yes", "--snapshot-dir", ro.path])
         #expect(r2.status == 74, "\(r2.stderr)")
-        #expect(r2.stderr.contains("cannot write \(ro.path)/") && r2.stderr.contains("Read-only file system"), "\(r2.stderr)")
+        #expect(
+            r2.stderr.contains("cannot write \(ro.path)/") && r2.stderr.contains("Read-only file system"),
+            "\(r2.stderr)")
         #expect(try TreeSnapshot(target) == before)
     }
 
@@ -281,8 +337,12 @@ struct CommandLineTests {
             let r = USM.run([command, "--container", paths.root.path, "--json"])
             #expect(r.status == 2, "\(command): \(r.stdout)")
             let problems = r.json["problems"] as? [[String: Any]] ?? []
-            #expect(problems.contains { $0["code"] as? String == "marker-malformed" && ($0["message"] as? String)?.contains("resolves to nothing") == true },
-                    "\(problems)")
+            #expect(
+                problems.contains {
+                    $0["code"] as? String == "marker-malformed"
+                        && ($0["message"] as? String)?.contains("resolves to nothing") == true
+                },
+                "\(problems)")
             let markers = (r.json["layout"] as? [String: Any])?["markers"] as? [[String: Any]] ?? []
             #expect(markers.contains { $0["name"] as? String == "StoreUUID+" && $0["valid"] as? Bool == false })
         }
@@ -294,17 +354,23 @@ struct CommandLineTests {
     func errorCodesDocumented() throws {
         let samples: [USMError] = [
             .notFound(path: "p", what: "w"), .wrongKind(path: "p", expected: "e"), .unreadable(path: "p", reason: "r"),
-            .writeFailed(path: "p", reason: "r"), .outOfSpace(path: "p", reason: "r"), .notSQLite(path: "p", reason: "r"),
-            .notCoreData(path: "p", missing: []), .sqlite(path: "p", code: 1, message: "m"), .symlinkEscapes(path: "p", target: "t", root: "r"),
+            .writeFailed(path: "p", reason: "r"), .outOfSpace(path: "p", reason: "r"),
+            .notSQLite(path: "p", reason: "r"),
+            .notCoreData(path: "p", missing: []), .sqlite(path: "p", code: 1, message: "m"),
+            .symlinkEscapes(path: "p", target: "t", root: "r"),
             .usage("u"), .archive(path: "p", code: 1, message: "m"), .brokenArchive(path: "p", message: "m"),
-            .notABundle(path: "p", reason: "r"), .hostileArchive(path: "p", reason: "r"), .manifestMismatch(path: "p", count: 1, first: "f"),
+            .notABundle(path: "p", reason: "r"), .hostileArchive(path: "p", reason: "r"),
+            .manifestMismatch(path: "p", count: 1, first: "f"),
             .tooLarge(estimate: 2, limit: 1, detail: "d"), .confirmationRequired("c"), .changedWhileReading(path: "p"),
-            .cloudContainerRequired(operation: "o", why: "w"), .storeBusy(path: "p", reason: "r", pid: nil), .layoutBusy(path: "p", pid: nil),
+            .cloudContainerRequired(operation: "o", why: "w"), .storeBusy(path: "p", reason: "r", pid: nil),
+            .layoutBusy(path: "p", pid: nil),
             .interruptedOperation(path: "p", operation: "o"), .untrustedOperation(path: "p", reason: "r"),
             .recoveryConflict(path: "p", kept: "k"), .preconditionFailed("p"), .changedSincePlanning(path: "p"),
             .unknownStrategy("s", known: []), .destinationExists(path: "p"), .sourceDamaged(path: "p", detail: "d"),
-            .schemaMismatch(path: "p", detail: "d"), .mergeConflict(entity: "e", count: 1, values: "v"), .recipeInvalid(path: "p", reason: "r"),
-            .modelInvalid(path: "p", reason: "r"), .recipeFailed(recipe: "r", step: 1, message: "m"), .pluginFailed(program: "p", reason: "r"), .pluginRefused(program: "p", reason: "r"),
+            .schemaMismatch(path: "p", detail: "d"), .mergeConflict(entity: "e", count: 1, values: "v"),
+            .recipeInvalid(path: "p", reason: "r"),
+            .modelInvalid(path: "p", reason: "r"), .recipeFailed(recipe: "r", step: 1, message: "m"),
+            .pluginFailed(program: "p", reason: "r"), .pluginRefused(program: "p", reason: "r"),
             .verificationFailed(path: "p", detail: "d"), .unexpected("u"),
             .operationPending(operation: "o", committed: true, reason: "r", underlying: .ioError),
             .operationPending(operation: "o", committed: false, reason: "r", underlying: .outOfSpace),
@@ -312,20 +378,27 @@ struct CommandLineTests {
         // Every case once: a case added without a sample above stops this switch from compiling.
         for sample in samples {
             switch sample {
-            case .notFound, .wrongKind, .unreadable, .writeFailed, .outOfSpace, .notSQLite, .notCoreData, .sqlite, .symlinkEscapes, .usage,
-                 .archive, .brokenArchive, .notABundle, .hostileArchive, .manifestMismatch, .tooLarge, .confirmationRequired,
-                 .changedWhileReading, .cloudContainerRequired, .storeBusy, .layoutBusy, .interruptedOperation, .untrustedOperation,
-                 .recoveryConflict, .preconditionFailed,
-                 .changedSincePlanning, .unknownStrategy, .destinationExists, .sourceDamaged, .schemaMismatch, .mergeConflict,
-                 .recipeInvalid, .modelInvalid, .recipeFailed, .pluginFailed, .pluginRefused, .verificationFailed, .unexpected, .operationPending:
+            case .notFound, .wrongKind, .unreadable, .writeFailed, .outOfSpace, .notSQLite, .notCoreData, .sqlite,
+                .symlinkEscapes, .usage,
+                .archive, .brokenArchive, .notABundle, .hostileArchive, .manifestMismatch, .tooLarge,
+                .confirmationRequired,
+                .changedWhileReading, .cloudContainerRequired, .storeBusy, .layoutBusy, .interruptedOperation,
+                .untrustedOperation,
+                .recoveryConflict, .preconditionFailed,
+                .changedSincePlanning, .unknownStrategy, .destinationExists, .sourceDamaged, .schemaMismatch,
+                .mergeConflict,
+                .recipeInvalid, .modelInvalid, .recipeFailed, .pluginFailed, .pluginRefused, .verificationFailed,
+                .unexpected, .operationPending:
                 break
             }
         }
         let readme = try String(contentsOf: CLITests.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
         let row = try #require(readme.split(separator: "\n").first { $0.hasPrefix("| `error.code` |") })
         for sample in samples { #expect(row.contains("`\(sample.code)`"), "error code \(sample.code)") }
-        let changelog = try String(contentsOf: CLITests.packageRoot.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
-        #expect(changelog.contains("## [\(USMRepair.version)] - "), "a released section for --version \(USMRepair.version)")
+        let changelog = try String(
+            contentsOf: CLITests.packageRoot.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
+        #expect(
+            changelog.contains("## [\(USMRepair.version)] - "), "a released section for --version \(USMRepair.version)")
         let unreleased = try #require(changelog.range(of: "## [Unreleased]"))
         let released = try #require(changelog.range(of: "## [\(USMRepair.version)]"))
         #expect(unreleased.lowerBound < released.lowerBound)
@@ -339,7 +412,10 @@ struct CommandLineTests {
             (["bogus", "--json"], 64, "usm-repair", "usage"),
             (["bundle", "verify", "--json"], 64, "bundle verify", "usage"),
             (["archive", "--store", "/x.sqlite", "-o", "y.rar", "--json"], 64, "archive", "usage"),
-            (["restore", tmp.path("none.tar.zst").path, "--to", tmp.path("t").path, "--json"], 66, "restore", "not-found"),
+            (
+                ["restore", tmp.path("none.tar.zst").path, "--to", tmp.path("t").path, "--json"], 66, "restore",
+                "not-found"
+            ),
             (["check", "--store", "/x", "--ignore", "no-such-code", "--json"], 64, "check", "usage"),
         ]
         for (args, code, command, errorCode) in cases {

@@ -15,17 +15,22 @@ struct CorpusTests {
         let queue = try DatabaseQueue(path: copy.path)
         defer { try? queue.close() }
         return try queue.read { db in
-            let tables = try String.fetchAll(db, sql: """
-                SELECT m.name FROM sqlite_master m WHERE m.type = 'table'
-                  AND EXISTS (SELECT 1 FROM pragma_table_info(m.name) WHERE name = 'Z_ENT')
-                  AND EXISTS (SELECT 1 FROM pragma_table_info(m.name) WHERE name = 'Z_PK')
-                """)
+            let tables = try String.fetchAll(
+                db,
+                sql: """
+                    SELECT m.name FROM sqlite_master m WHERE m.type = 'table'
+                      AND EXISTS (SELECT 1 FROM pragma_table_info(m.name) WHERE name = 'Z_ENT')
+                      AND EXISTS (SELECT 1 FROM pragma_table_info(m.name) WHERE name = 'Z_PK')
+                    """)
             var counts: [Int: Int] = [:]
             for table in tables {
                 let quoted = "\"" + table.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-                for row in try Row.fetchAll(db, sql: """
-                    SELECT Z_ENT, COUNT(*) FROM \(quoted) WHERE Z_ENT IN (SELECT Z_ENT FROM Z_PRIMARYKEY) GROUP BY Z_ENT
-                    """) {
+                for row in try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT Z_ENT, COUNT(*) FROM \(quoted) WHERE Z_ENT IN (SELECT Z_ENT FROM Z_PRIMARYKEY) GROUP BY Z_ENT
+                        """)
+                {
                     counts[row[0], default: 0] += row[1] as Int
                 }
             }
@@ -49,7 +54,9 @@ struct CorpusTests {
             #expect(s.objects == expected.values.reduce(0, +))
             // No real store breaks an invariant beyond the notes about its sidecars and metadata.
             let allowed: Set<String> = ["wal-header-without-wal", "metadata-plist-null"]
-            #expect(s.problems.filter { !allowed.contains($0.code.rawValue) }.isEmpty, "\(store.lastPathComponent): \(s.problems)")
+            #expect(
+                s.problems.filter { !allowed.contains($0.code.rawValue) }.isEmpty,
+                "\(store.lastPathComponent): \(s.problems)")
         }
         #expect(try TreeSnapshot(folder) == before)
     }
@@ -69,7 +76,8 @@ struct CorpusTests {
         let source = try #require(Corpus.stores().first { $0.lastPathComponent == "SampleModel_V1.sqlite" })
         let tmp = try TempDir()
         let copy = try Corpus.copy(source, into: tmp.url)
-        try FixtureStore.mutate(copy, "UPDATE ZCAR SET ZOWNER = 9999 WHERE Z_PK = (SELECT MIN(Z_PK) FROM ZCAR WHERE ZOWNER IS NOT NULL)")
+        try FixtureStore.mutate(
+            copy, "UPDATE ZCAR SET ZOWNER = 9999 WHERE Z_PK = (SELECT MIN(Z_PK) FROM ZCAR WHERE ZOWNER IS NOT NULL)")
         let report = try Inspection(options: LayoutOptions(store: copy), depth: .check).run()
         let s = try #require(report.stores.first)
         #expect(s.tables?.relationshipSource == "model-cache")
@@ -87,8 +95,9 @@ struct CorpusTests {
         #expect(report.exitCode == .ok)
     }
 
-    @Test("bundles of real stores: byte-identical round trip, and redacted copies that still pass check",
-          arguments: Corpus.stores())
+    @Test(
+        "bundles of real stores: byte-identical round trip, and redacted copies that still pass check",
+        arguments: Corpus.stores())
     func bundles(store: URL) throws {
         let tmp = try TempDir()
         let folder = store.deletingLastPathComponent()
@@ -98,14 +107,20 @@ struct CorpusTests {
         #expect(USM.run(["restore", full.path, "--to", tmp.path("full").path, "-q"]).status == 0)
         for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: store.path + suffix) {
             let restored = tmp.path("full/store/\(store.lastPathComponent)\(suffix)")
-            #expect(try Data(contentsOf: restored) == Data(contentsOf: URL(fileURLWithPath: store.path + suffix)), "\(suffix)")
+            #expect(
+                try Data(contentsOf: restored) == Data(contentsOf: URL(fileURLWithPath: store.path + suffix)),
+                "\(suffix)")
         }
         let redacted = tmp.path("redacted.tar.zst")
         #expect(USM.run(["archive", "--store", store.path, "--redact", "-o", redacted.path, "-q"]).status == 0)
         #expect(USM.run(["restore", redacted.path, "--to", tmp.path("redacted").path, "-q"]).status == 0)
-        let report = try Inspection(options: LayoutOptions(store: tmp.path("redacted/store/\(store.lastPathComponent)")), depth: .check).run()
+        let report = try Inspection(
+            options: LayoutOptions(store: tmp.path("redacted/store/\(store.lastPathComponent)")), depth: .check
+        ).run()
         let original = try Inspection(options: LayoutOptions(store: store), depth: .status).run()
-        #expect(report.stores[0].problems.filter { $0.code.rawValue != "metadata-plist-null" }.isEmpty, "\(report.stores[0].problems)")
+        #expect(
+            report.stores[0].problems.filter { $0.code.rawValue != "metadata-plist-null" }.isEmpty,
+            "\(report.stores[0].problems)")
         #expect(report.stores[0].objects == original.stores[0].objects, "rows kept")
         #expect(try TreeSnapshot(folder) == before)
     }

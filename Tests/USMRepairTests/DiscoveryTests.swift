@@ -14,7 +14,8 @@ struct DiscoveryTests {
         let tmp = try TempDir()
         let uuid = "0F6E2C1A-8B3D-4E5F-9A7B-1C2D3E4F5A6B"
         let cases: [(String, Marker.Defect?)] = [
-            (uuid, nil), (uuid + "\n", .trailingNewline), (" " + uuid, .trailingNewline), (uuid.lowercased(), .lowercase),
+            (uuid, nil), (uuid + "\n", .trailingNewline), (" " + uuid, .trailingNewline),
+            (uuid.lowercased(), .lowercase),
             ("", .empty), ("not a uuid", .notAUUID), ("\u{FEFF}" + uuid, .notAUUID),
         ]
         for (index, (content, defect)) in cases.enumerated() {
@@ -36,14 +37,20 @@ struct DiscoveryTests {
         let tmp = try TempDir()
         let dict: [String: Any] = [
             "USMCloudEnabledKey": true,
-            "/private/var/mobile/Library/Mobile Documents/T~com~x/CloudLogs/StoreUUID+": "0F6E2C1A-8B3D-4E5F-9A7B-1C2D3E4F5A6B",
+            "/private/var/mobile/Library/Mobile Documents/T~com~x/CloudLogs/StoreUUID+":
+                "0F6E2C1A-8B3D-4E5F-9A7B-1C2D3E4F5A6B",
             "/Users/me/Library/Mobile Documents/T~com~x/CloudLogs/StoreUUID": "a1b2",
             "/elsewhere/CloudLogs/StoreUUIDs": "not a cache key",
-            "0F6E2C1A-8B3D-4E5F-9A7B-1C2D3E4F5A6B": ["PFUbiquitySetupTokenAndIDArray": [[Data([1, 2]), "7C1D2E3F-4A5B-4C6D-8E7F-901A2B3C4D5E"]]],
-            "UbiquityStore": ["PFUbiquitySetupTokenAndIDArray": [["token": Data([3]), "id": "6A5B4C3D-2E1F-4A0B-9C8D-7E6F5A4B3C2D"]]],
+            "0F6E2C1A-8B3D-4E5F-9A7B-1C2D3E4F5A6B": [
+                "PFUbiquitySetupTokenAndIDArray": [[Data([1, 2]), "7C1D2E3F-4A5B-4C6D-8E7F-901A2B3C4D5E"]]
+            ],
+            "UbiquityStore": [
+                "PFUbiquitySetupTokenAndIDArray": [["token": Data([3]), "id": "6A5B4C3D-2E1F-4A0B-9C8D-7E6F5A4B3C2D"]]
+            ],
         ]
         let url = tmp.path("p.plist")
-        try PropertyListSerialization.data(fromPropertyList: dict, format: xml ? .xml : .binary, options: 0).write(to: url)
+        try PropertyListSerialization.data(fromPropertyList: dict, format: xml ? .xml : .binary, options: 0).write(
+            to: url)
         let prefs = try Preferences.read(url)
         #expect(prefs.isXML == xml)
         #expect(prefs.cloudEnabled == true)
@@ -75,8 +82,10 @@ struct DiscoveryTests {
     func documents() throws {
         let tmp = try TempDir()
         let paths = try FixtureContainer.write(to: tmp.path("Notes.xcappdata"))
-        let local = try FixtureContainer.writeDocument(at: paths.root.appendingPathComponent("AppData/Documents/Trip.notesdoc"))
-        let nosync = try FixtureContainer.writeDocument(at: paths.cloudDir.appendingPathComponent("Documents/Old.notesdoc"), nosync: true)
+        let local = try FixtureContainer.writeDocument(
+            at: paths.root.appendingPathComponent("AppData/Documents/Trip.notesdoc"))
+        let nosync = try FixtureContainer.writeDocument(
+            at: paths.cloudDir.appendingPathComponent("Documents/Old.notesdoc"), nosync: true)
         let ios7 = try FixtureContainer.writeDocument(
             at: paths.cloudDir.appendingPathComponent("Documents/New.notesdoc"), ubiquityCopy: true)
         let before = try paths.folders.map(TreeSnapshot.init)
@@ -92,7 +101,9 @@ struct DiscoveryTests {
         }
         #expect(report.stores.first { $0.path == ios7.path }?.copy?.contentName == "NotesDoc")
 
-        let one = USM.run(["check", "--document", local.deletingLastPathComponent().deletingLastPathComponent().path, "--json"])
+        let one = USM.run([
+            "check", "--document", local.deletingLastPathComponent().deletingLastPathComponent().path, "--json",
+        ])
         #expect(one.status == 0, "\(one.stdout)")
         #expect((one.json["stores"] as? [[String: Any]])?.first?["role"] as? String == "document")
         #expect((one.json["layout"] as? [String: Any])?["mode"] as? String == "document")
@@ -100,7 +111,10 @@ struct DiscoveryTests {
 
         // A bundle holds the whole package and restores it byte for byte.
         let archive = tmp.path("d.tar.zst")
-        let a = USM.run(["archive", "--document", local.deletingLastPathComponent().deletingLastPathComponent().path, "-o", archive.path])
+        let a = USM.run([
+            "archive", "--document", local.deletingLastPathComponent().deletingLastPathComponent().path, "-o",
+            archive.path,
+        ])
         #expect(a.status == 0, "\(a.stderr)")
         #expect(USM.run(["restore", archive.path, "--to", tmp.path("back").path]).status == 0)
         let restored = try TreeSnapshot(tmp.path("back/document"))
@@ -119,20 +133,25 @@ struct DiscoveryTests {
         let found = report.stores.filter { $0.role == .ubiquity }
         #expect(Set(found.map(\.path)) == Set(stores.map(\.path)))
         #expect(Set(found.compactMap { $0.copy?.account }) == ["80693193-0A2B-4C3D-8E4F-5A6B7C8D9E0F", "local"])
-        #expect(found.allSatisfy { $0.copy?.contentName == "persistentStore_ICLOUD" && $0.copy?.containerFolder != nil })
+        #expect(
+            found.allSatisfy { $0.copy?.contentName == "persistentStore_ICLOUD" && $0.copy?.containerFolder != nil })
         #expect(found.allSatisfy { $0.health == .ok && $0.problems.isEmpty }, "\(found.map(\.problems))")
 
         let archive = tmp.path("a.tar.zst")
         #expect(USM.run(["archive", "--container", paths.root.path, "-o", archive.path]).status == 0)
         #expect(USM.run(["restore", archive.path, "--to", tmp.path("back").path]).status == 0)
-        let rel = "AppData/Documents/CoreDataUbiquitySupport/mobile~8F7E6D5C-4B3A-4291-8070-6F5E4D3C2B1A/persistentStore_ICLOUD/local"
+        let rel =
+            "AppData/Documents/CoreDataUbiquitySupport/mobile~8F7E6D5C-4B3A-4291-8070-6F5E4D3C2B1A/persistentStore_ICLOUD/local"
         let back = try TreeSnapshot(tmp.path("back/container/\(rel)"))
-        #expect(try back == TreeSnapshot(paths.root.appendingPathComponent(rel)), "store/ and container/ come back whole")
+        #expect(
+            try back == TreeSnapshot(paths.root.appendingPathComponent(rel)), "store/ and container/ come back whole")
     }
 
-    @Test("the ubiquity container: inside the download, beside it, or named", arguments: [
-        FixtureContainer.CloudLocation.inside, .beside,
-    ])
+    @Test(
+        "the ubiquity container: inside the download, beside it, or named",
+        arguments: [
+            FixtureContainer.CloudLocation.inside, .beside,
+        ])
     func cloudLocation(_ location: FixtureContainer.CloudLocation) throws {
         let tmp = try TempDir()
         var o = FixtureContainer.Options()
@@ -140,13 +159,15 @@ struct DiscoveryTests {
         let paths = try FixtureContainer.write(to: tmp.path("Notes.xcappdata"), o)
         let found = try Layout.discover(LayoutOptions(container: paths.root))
         #expect(found.cloudDirectory?.path == paths.cloudDir.path)
-        let named = try Layout.discover(LayoutOptions(appDirectory: paths.appDir, cloudDirectory: paths.cloudDir, preferences: paths.prefs))
+        let named = try Layout.discover(
+            LayoutOptions(appDirectory: paths.appDir, cloudDirectory: paths.cloudDir, preferences: paths.prefs))
         #expect(named.activeMarker?.value == o.activeUUID)
         #expect(named.copies(of: o.activeUUID).count == 1)
     }
 
-    @Test("every corpus store as the local store and as Core Data's copy of the active cloud store",
-          arguments: Corpus.stores())
+    @Test(
+        "every corpus store as the local store and as Core Data's copy of the active cloud store",
+        arguments: Corpus.stores())
     func corpusInLayouts(store: URL) throws {
         let tmp = try TempDir()
         var o = FixtureContainer.Options()
@@ -162,7 +183,8 @@ struct DiscoveryTests {
         }
         let cloudCopy = try Corpus.copy(store, into: copyDir)
         for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: cloudCopy.path + suffix) {
-            try FileManager.default.moveItem(atPath: cloudCopy.path + suffix, toPath: paths.cloudStore(o.activeUUID).path + suffix)
+            try FileManager.default.moveItem(
+                atPath: cloudCopy.path + suffix, toPath: paths.cloudStore(o.activeUUID).path + suffix)
         }
         let before = try paths.folders.map(TreeSnapshot.init)
         let alone = try Inspection(options: LayoutOptions(store: store), depth: .status).run().stores[0]

@@ -14,15 +14,21 @@ struct EntityHierarchyTests {
         let tmp = try TempDir()
         let store = tmp.path("Deep.sqlite")
         let depth = 50_000
-        try RawStore.write(to: store, """
+        try RawStore.write(
+            to: store,
+            """
             CREATE TABLE ZE1 (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZVALUE INTEGER, ZE1 INTEGER);
             CREATE INDEX ZE1_ZE1_INDEX ON ZE1 (ZE1);
             CREATE TABLE Z_1LINKS (Z_1LINKS INTEGER, Z_\(depth)LINKED INTEGER);
-            """) { db in
+            """
+        ) { db in
             let insert = try db.makeStatement(sql: "INSERT INTO Z_PRIMARYKEY VALUES (?, ?, ?, ?)")
             for n in 1...depth { try insert.execute(arguments: [n, "E\(n)", n - 1, n == 1 ? 4 : 0]) }
             // Rows of the root, of the middle and of the deepest entity, all in the root's table.
-            try db.execute(sql: "INSERT INTO ZE1 VALUES (1, 1, 1, 0, NULL), (2, 25000, 1, 0, 1), (3, \(depth), 1, 0, 2), (4, \(depth), 1, 0, 99)")
+            try db.execute(
+                sql:
+                    "INSERT INTO ZE1 VALUES (1, 1, 1, 0, NULL), (2, 25000, 1, 0, 1), (3, \(depth), 1, 0, 2), (4, \(depth), 1, 0, 99)"
+            )
             try db.execute(sql: "INSERT INTO Z_1LINKS VALUES (1, 3), (2, 77)")
         }
         let report = try Inspection(options: LayoutOptions(store: store), depth: .check).run()
@@ -38,7 +44,9 @@ struct EntityHierarchyTests {
         #expect(s.entities.first { $0.number == depth }?.parent == "E\(depth - 1)")
         // The checks ran over the whole hierarchy: the to-one key (ZE1.ZE1, any entity of the chain)
         // pointing at Z_PK 99 and the join row pointing at Z_PK 77 are dangling, nothing else.
-        #expect(s.problems.map(\.code).filter { $0 != .metadataPlistNull } == [.danglingToOne, .danglingJoinRow], "\(s.problems)")
+        #expect(
+            s.problems.map(\.code).filter { $0 != .metadataPlistNull } == [.danglingToOne, .danglingJoinRow],
+            "\(s.problems)")
         #expect(s.tables?.toOne.first?.destinationEntities.count == depth)
     }
 
@@ -47,14 +55,17 @@ struct EntityHierarchyTests {
         let tmp = try TempDir()
         let store = tmp.path("Flat.sqlite")
         let count = 200_000
-        try RawStore.write(to: store, """
+        try RawStore.write(
+            to: store,
+            """
             CREATE TABLE ZE1 (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER);
             CREATE TABLE ZE2 (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER);
             -- Numbers from 16000 are Core Data's own entities, whose tables take an A prefix.
             CREATE TABLE AE199999 (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZE1 INTEGER);
             CREATE INDEX AE199999_ZE1_INDEX ON AE199999 (ZE1);
             CREATE TABLE Z_1LINKS (Z_1LINKS INTEGER, Z_199999LINKED INTEGER);
-            """) { db in
+            """
+        ) { db in
             let insert = try db.makeStatement(sql: "INSERT INTO Z_PRIMARYKEY VALUES (?, ?, 0, ?)")
             for n in 1...count { try insert.execute(arguments: [n, "E\(n)", n == 1 || n == 199_999 ? 2 : 1]) }
             try db.execute(sql: "INSERT INTO ZE1 VALUES (1, 1, 1), (2, 1, 1), (3, 1234, 1)")
@@ -75,12 +86,21 @@ struct EntityHierarchyTests {
             #expect(counts.rows[1] == 2)
             #expect(counts.rows[199_999] == 2)
             let missing = try #require(counts.problems.first { $0.code == .entityTableMissing })
-            #expect(missing.count == 15_999 - 2, "numbers from 16000 are Core Data's own entities, which need no table of their own")
-            #expect(counts.problems.filter { $0.code == .entityTableMissing }.count == 1, "one problem however many entities")
+            #expect(
+                missing.count == 15_999 - 2,
+                "numbers from 16000 are Core Data's own entities, which need no table of their own")
+            #expect(
+                counts.problems.filter { $0.code == .entityTableMissing }.count == 1,
+                "one problem however many entities")
             #expect(counts.problems.first { $0.code == .entityWrongTable }?.count == 1)
-            #expect(try StoreChecks.primaryKeyProblems(db, schema: schema).map(\.subject) == ["ZE1"], "Z_MAX 2 but Z_PK 3")
-            #expect(try StoreChecks.toOneProblems(db, schema: schema).map(\.count) == [1], "AE199999.ZE1 = 7 points at nothing")
-            #expect(try StoreChecks.joinProblems(db, schema: schema).map(\.count) == [1], "Z_1LINKS row (3, 1): no ZE1 row 3 of E1")
+            #expect(
+                try StoreChecks.primaryKeyProblems(db, schema: schema).map(\.subject) == ["ZE1"], "Z_MAX 2 but Z_PK 3")
+            #expect(
+                try StoreChecks.toOneProblems(db, schema: schema).map(\.count) == [1],
+                "AE199999.ZE1 = 7 points at nothing")
+            #expect(
+                try StoreChecks.joinProblems(db, schema: schema).map(\.count) == [1],
+                "Z_1LINKS row (3, 1): no ZE1 row 3 of E1")
             #expect(try StoreChecks.unlistedTableProblems(db, schema: schema).isEmpty)
         }
         try queue.close()
@@ -93,15 +113,18 @@ struct EntityHierarchyTests {
         #expect(tooMany.count == count)
         #expect(s.entities.first { $0.number == 1 }?.rows == 2)
         #expect(s.entities.first { $0.number == 2 }?.rows == 1)
-        #expect(s.problems.contains { $0.code == .entityTableUnlisted && $0.subject == "AE199999" },
-                "the table of an entity past the limit is not hidden: \(s.problems.map(\.code))")
+        #expect(
+            s.problems.contains { $0.code == .entityTableUnlisted && $0.subject == "AE199999" },
+            "the table of an entity past the limit is not hidden: \(s.problems.map(\.code))")
     }
 
     @Test("a Z_SUPER cycle is a problem, not a loop", .timeLimit(.minutes(1)))
     func cycle() throws {
         let tmp = try TempDir()
         let store = tmp.path("Cycle.sqlite")
-        try RawStore.write(to: store, """
+        try RawStore.write(
+            to: store,
+            """
             CREATE TABLE ZA (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER);
             CREATE TABLE ZB (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER);
             CREATE TABLE ZROOT (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZLOOP INTEGER);

@@ -40,14 +40,19 @@ struct ExampleContainerTests {
         #expect(report.nextLaunch?.rows == ["E4", "E9"])
         #expect(report.allProblems.map(\.code) == [.activeStoreMarkedCorrupt], "\(report.allProblems)")
         let active = try #require(report.stores.first { $0.active == true })
-        #expect(active.entities.first { $0.name == "Book" }?.rows == Self.options.cloud.books + Self.options.cloud.walOnlyBooks,
-                "the example keeps rows that exist only in the -wal")
+        #expect(
+            active.entities.first { $0.name == "Book" }?.rows == Self.options.cloud.books
+                + Self.options.cloud.walOnlyBooks,
+            "the example keeps rows that exist only in the -wal")
         #expect(try paths.folders.map(TreeSnapshot.init) == before)
 
         // The README's first command, as a user types it.
         let text = USM.run(["status", "--container", Self.root.path])
         #expect(text.status == 1, "the active store marked corrupt makes status exit 1")
-        #expect(text.stdout.contains("Next launch:  opens the cloud store \(Self.options.activeUUID) from this device's copy (peer \(Self.options.peer), account \(Self.options.account)) (E4)"))
+        #expect(
+            text.stdout.contains(
+                "Next launch:  opens the cloud store \(Self.options.activeUUID) from this device's copy (peer \(Self.options.peer), account \(Self.options.account)) (E4)"
+            ))
         // The objects the app shows, as the ledger counts them: history rows said apart.
         #expect(text.stdout.contains("6 entities, 20 objects, 12 history rows, store UUID"), "\(text.stdout)")
         #expect(text.stdout.contains("6 entities, 18 objects, store UUID"), "\(text.stdout)")

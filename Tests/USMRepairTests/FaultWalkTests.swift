@@ -16,7 +16,9 @@ import TestSupport
 @Suite(
     "kill and failure points",
     .enabled(if: FaultWalk.strace != nil, "strace is not installed (apt-get install strace)"),
-    .enabled(if: FaultWalk.requested, "the walk runs with USM_FAULT_WALK=all or USM_FAULT_WALK_STRIDE=N (.ci/run walks every 9th point)"))
+    .enabled(
+        if: FaultWalk.requested,
+        "the walk runs with USM_FAULT_WALK=all or USM_FAULT_WALK_STRIDE=N (.ci/run walks every 9th point)"))
 struct FaultWalkTests {
     @Test("kill points: recover gives the old state or the new one, nothing left", arguments: FaultWalk.commands)
     func killPoints(_ command: FaultWalk.Command) throws {
@@ -28,7 +30,9 @@ struct FaultWalkTests {
         print("kill walk \(command): \(report.walked) points, outcomes \(report.outcomes)")
     }
 
-    @Test("failure points: a documented exit code, never a crash or a hang; old files or new ones", arguments: FaultWalk.commands)
+    @Test(
+        "failure points: a documented exit code, never a crash or a hang; old files or new ones",
+        arguments: FaultWalk.commands)
     func failurePoints(_ command: FaultWalk.Command) throws {
         let walk = try FaultWalk(command)
         let report = try walk.failures()
@@ -36,7 +40,9 @@ struct FaultWalkTests {
         #expect(report.failures.isEmpty, "\(command): \(report.failures.prefix(10).joined(separator: "\n"))")
         #expect(report.walked > 0)
         print("failure walk \(command): \(report.walked) points, outcomes \(report.outcomes)")
-        for (outcome, example) in report.examples.sorted(by: { $0.key < $1.key }) { print("  \(outcome), first at: \(example)") }
+        for (outcome, example) in report.examples.sorted(by: { $0.key < $1.key }) {
+            print("  \(outcome), first at: \(example)")
+        }
     }
 }
 
@@ -69,13 +75,20 @@ struct FaultWalk {
 
     /// Every changing command, or those whose description contains `USM_FAULT_WALK_ONLY` (to walk one).
     static let commands: [Command] = {
-        let all = DataFirstTests.everyCommand.map { Command(arguments: $0) } + [
-            Command(arguments: ["rebuild", "--from", "local", "--discard-cloud"], undo: true),
-            Command(arguments: ["migrate", "cloud-to-local", "--replace"], undo: true),
-            Command(arguments: ["migrate-store", "{copy}", "{local}", "--overwrite"], recover: ["recover", "--store", "{local}"]),
-            Command(arguments: ["migrate-store", "{copy}", "{local}", "--into"], recover: ["recover", "--store", "{local}"]),
-            Command(arguments: ["restore", "{archive}", "--to", "{tmp}/t"], recover: ["recover", "--app-dir", "{tmp}/t"], extraFolders: ["{tmp}/t"]),
-        ]
+        let all =
+            DataFirstTests.everyCommand.map { Command(arguments: $0) } + [
+                Command(arguments: ["rebuild", "--from", "local", "--discard-cloud"], undo: true),
+                Command(arguments: ["migrate", "cloud-to-local", "--replace"], undo: true),
+                Command(
+                    arguments: ["migrate-store", "{copy}", "{local}", "--overwrite"],
+                    recover: ["recover", "--store", "{local}"]),
+                Command(
+                    arguments: ["migrate-store", "{copy}", "{local}", "--into"],
+                    recover: ["recover", "--store", "{local}"]),
+                Command(
+                    arguments: ["restore", "{archive}", "--to", "{tmp}/t"],
+                    recover: ["recover", "--app-dir", "{tmp}/t"], extraFolders: ["{tmp}/t"]),
+            ]
         guard let only = ProcessInfo.processInfo.environment["USM_FAULT_WALK_ONLY"] else { return all }
         return all.filter { $0.description.contains(only) }
     }()
@@ -85,20 +98,27 @@ struct FaultWalk {
 
     /// Calls that change the file system's names or make data durable: a kill before each is a
     /// distinct state (content writes in between only fill private files).
-    static let killCalls = ["rename", "renameat", "renameat2", "unlink", "unlinkat", "rmdir", "mkdir", "mkdirat", "link", "linkat", "fsync", "fdatasync", "ftruncate"]
-    /// Calls made to fail: the same, and writes (EIO; ENOSPC for writes).
-    static let failCalls: [(call: String, error: String)] = killCalls.map { ($0, "EIO") } + [
-        ("write", "EIO"), ("write", "ENOSPC"), ("pwrite64", "ENOSPC"), ("openat", "EIO"),
+    static let killCalls = [
+        "rename", "renameat", "renameat2", "unlink", "unlinkat", "rmdir", "mkdir", "mkdirat", "link", "linkat", "fsync",
+        "fdatasync", "ftruncate",
     ]
+    /// Calls made to fail: the same, and writes (EIO; ENOSPC for writes).
+    static let failCalls: [(call: String, error: String)] =
+        killCalls.map { ($0, "EIO") } + [
+            ("write", "EIO"), ("write", "ENOSPC"), ("pwrite64", "ENOSPC"), ("openat", "EIO"),
+        ]
 
     /// Appends a walk's findings to the file `USM_FAULT_WALK_LOG` names, when set.
     static func log(_ command: Command, _ report: Report) {
         guard let path = ProcessInfo.processInfo.environment["USM_FAULT_WALK_LOG"] else { return }
         let text = report.failures.map { "\(command)\t\($0)\n" }.joined()
-        guard let handle = FileHandle(forWritingAtPath: path) ?? {
-            FileManager.default.createFile(atPath: path, contents: nil)
-            return FileHandle(forWritingAtPath: path)
-        }() else { return }
+        guard
+            let handle = FileHandle(forWritingAtPath: path)
+                ?? {
+                    FileManager.default.createFile(atPath: path, contents: nil)
+                    return FileHandle(forWritingAtPath: path)
+                }()
+        else { return }
         handle.seekToEndOfFile()
         handle.write(Data(text.utf8))
         try? handle.close()
@@ -132,7 +152,9 @@ struct FaultWalk {
         tmp = try TempDir()
         let configure: (inout FixtureContainer.Options) -> Void = {
             // The active store marked corrupt, except for the commands that mark it.
-            $0.corruptedUUID = ["corruption", "mark"] == command.arguments || command.arguments.contains("--in-app") ? nil : $0.activeUUID
+            $0.corruptedUUID =
+                ["corruption", "mark"] == command.arguments || command.arguments.contains("--in-app")
+                ? nil : $0.activeUUID
             $0.cloudEnabled = command.arguments == ["cloud", "enable"] ? false : true
             $0.local.walOnlyBooks = 2
             $0.local.books = 4
@@ -141,7 +163,9 @@ struct FaultWalk {
         template = try OperationTests.Fixture(configure)
         if command.arguments.contains("{archive}") {
             // restore --to: an archive of the container, restored over a folder that holds an older one.
-            let archived = USM.run(["archive", "--container", template.paths.root.path, "-o", template.tmp.path("b.tar.zst").path])
+            let archived = USM.run([
+                "archive", "--container", template.paths.root.path, "-o", template.tmp.path("b.tar.zst").path,
+            ])
             try #require(archived.status == 0, "archive: \(archived.stderr)")
             let older = template.tmp.path("t/container")
             try FileManager.default.createDirectory(at: older, withIntermediateDirectories: true)
@@ -160,7 +184,9 @@ struct FaultWalk {
             let r = clean.run(["restore", snapshot!, "--yes"], state: tmp.path("clean"))
             try #require(r.status == 0, "\(command): \(r.stderr)")
             newState = try clean.snapshot()
-            try #require(OperationTests.contentDifferences(newState, before).isEmpty, "the undo gives back the state before the operation")
+            try #require(
+                OperationTests.contentDifferences(newState, before).isEmpty,
+                "the undo gives back the state before the operation")
         } else {
             snapshot = nil
             pristine = nil
@@ -216,12 +242,16 @@ struct FaultWalk {
     func counts(_ calls: [String]) throws -> [String: Int] {
         let f = try prepare()
         let out = tmp.path("count-\(UUID().uuidString).txt")
-        let r = try f.trace(arguments(f), strace: ["-c", "-o", out.path, "-e", "trace=\(Set(calls).sorted().joined(separator: ","))"], state: tmp.path("count"))
+        let r = try f.trace(
+            arguments(f), strace: ["-c", "-o", out.path, "-e", "trace=\(Set(calls).sorted().joined(separator: ","))"],
+            state: tmp.path("count"))
         try #require(r.status == 0, "\(command) under strace: \(r.stderr)")
         var counts: [String: Int] = [:]
         for line in try String(contentsOf: out, encoding: .utf8).split(separator: "\n") {
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-            guard fields.count >= 5, let name = fields.last.map(String.init), calls.contains(name), let n = Int(fields[3]) else { continue }
+            guard fields.count >= 5, let name = fields.last.map(String.init), calls.contains(name),
+                let n = Int(fields[3])
+            else { continue }
             counts[name] = n
         }
         return counts
@@ -243,14 +273,20 @@ struct FaultWalk {
         let state = try Self.snapshot(f, command)
         var problems: [String] = []
         let extra = Command.substitute(command.extraFolders, f).map { URL(fileURLWithPath: $0) }
-        for folder in f.paths.folders + extra where (try TreeSnapshot(folder)).entries.keys.contains(where: { $0.contains(".usm-repair") }) {
+        for folder in f.paths.folders + extra
+        where (try TreeSnapshot(folder)).entries.keys.contains(where: { $0.contains(".usm-repair") }) {
             problems.append("usm-repair's private folders left in \(folder.lastPathComponent)")
         }
         if state == oldState { return ("old", problems) }
         let differences = OperationTests.contentDifferences(state, newState)
         if differences.isEmpty { return ("new", problems) }
         let fromOld = OperationTests.contentDifferences(state, oldState)
-        return ("neither", problems + ["neither old nor new: differs from new in \(differences.prefix(4)), from old in \(fromOld.prefix(4))"])
+        return (
+            "neither",
+            problems + [
+                "neither old nor new: differs from new in \(differences.prefix(4)), from old in \(fromOld.prefix(4))"
+            ]
+        )
     }
 
     func kills() throws -> Report {
@@ -259,7 +295,9 @@ struct FaultWalk {
             let f = try prepare()
             let old = try Self.snapshot(f, command)
             let state = tmp.path("kill-\(call)-\(k)")
-            let r = try f.trace(arguments(f), strace: ["-e", "trace=\(call)", "-e", "inject=\(call):signal=KILL:when=\(k)"], state: state)
+            let r = try f.trace(
+                arguments(f), strace: ["-e", "trace=\(call)", "-e", "inject=\(call):signal=KILL:when=\(k)"],
+                state: state)
             let recovered = recover(f, state: state)
             var (outcome, problems) = try judge(f, old: old)
             if recovered.status != 0 { problems.append("recover exited \(recovered.status): \(recovered.stderr)") }
@@ -284,9 +322,14 @@ struct FaultWalk {
                 let old = try Self.snapshot(f, command)
                 let state = tmp.path("fail-\(call)-\(error)-\(k)")
                 let traced = tmp.path("trace-\(call)-\(error)-\(k).txt")
-                let r = try f.trace(arguments(f), strace: ["-o", traced.path, "-e", "trace=\(call)", "-e", "inject=\(call):error=\(error):when=\(k)"], state: state)
+                let r = try f.trace(
+                    arguments(f),
+                    strace: [
+                        "-o", traced.path, "-e", "trace=\(call)", "-e", "inject=\(call):error=\(error):when=\(k)",
+                    ], state: state)
                 // The call that was made to fail, for the findings.
-                let injected = ((try? String(contentsOf: traced, encoding: .utf8)) ?? "").split(separator: "\n")
+                let injected =
+                    ((try? String(contentsOf: traced, encoding: .utf8)) ?? "").split(separator: "\n")
                     .first { $0.contains("INJECTED") }.map { String($0.prefix(400)) } ?? "?"
                 var problems: [String] = []
                 // The dynamic loader's own calls fail before usm-repair runs (exit 127): not ours.
@@ -294,34 +337,50 @@ struct FaultWalk {
                     report.outcomes["loader", default: 0] += 1
                     continue
                 }
-                if r.status > 128 || r.status < 0 { problems.append("killed by a signal (\(r.status)): \(r.stderr.suffix(400))") }
+                if r.status > 128 || r.status < 0 {
+                    problems.append("killed by a signal (\(r.status)): \(r.stderr.suffix(400))")
+                }
                 if r.status == 124 { problems.append("hung (stopped after the time limit)") }
                 // An I/O error or a full disk is never the input's fault: not bad input (2).
-                if r.status == 2 { problems.append("an injected \(error) reported as bad input (exit 2): \(r.stderr.suffix(300))") }
-                if ![0, 3, 5, 7, 8, 9, 10, 74, 75].contains(r.status) { problems.append("exit \(r.status) is not a code this command documents: \(r.stderr.suffix(300))") }
+                if r.status == 2 {
+                    problems.append("an injected \(error) reported as bad input (exit 2): \(r.stderr.suffix(300))")
+                }
+                if ![0, 3, 5, 7, 8, 9, 10, 74, 75].contains(r.status) {
+                    problems.append("exit \(r.status) is not a code this command documents: \(r.stderr.suffix(300))")
+                }
                 var (outcome, judged) = try judge(f, old: old)
                 // A failure must leave the old files; it may have left an operation pending only
                 // when its own undo failed too (then `recover` must give the old state).
                 if r.status != 0, outcome != "old" {
                     let recovered = recover(f, state: state)
                     (outcome, judged) = try judge(f, old: old)
-                    if recovered.status != 0 { problems.append("recover after the failure exited \(recovered.status): \(recovered.stderr)") }
-                    if outcome == "new", recovered.json["recovered"] == nil { problems.append("exit \(r.status) but the new state is in place") }
+                    if recovered.status != 0 {
+                        problems.append("recover after the failure exited \(recovered.status): \(recovered.stderr)")
+                    }
+                    if outcome == "new", recovered.json["recovered"] == nil {
+                        problems.append("exit \(r.status) but the new state is in place")
+                    }
                     outcome += " after recover"
                 }
                 // A lock file or empty folder of ours that could not be removed after a complete
                 // change: said in the report, and removed by the next run.
-                if r.status == 0, outcome != "new" || !judged.isEmpty, r.stdout.contains("could not remove its own lock or empty folder") {
+                if r.status == 0, outcome != "new" || !judged.isEmpty,
+                    r.stdout.contains("could not remove its own lock or empty folder")
+                {
                     let recovered = recover(f, state: state)
                     (outcome, judged) = try judge(f, old: old)
-                    if recovered.status != 0 { problems.append("recover after the leftover exited \(recovered.status): \(recovered.stderr)") }
+                    if recovered.status != 0 {
+                        problems.append("recover after the leftover exited \(recovered.status): \(recovered.stderr)")
+                    }
                     outcome += " after cleanup"
                 }
                 if r.status == 0, !outcome.hasPrefix("new") { problems.append("exit 0 but not the new state") }
                 problems += judged
                 report.walked += 1
                 report.outcomes["\(r.status) \(outcome)", default: 0] += 1
-                if report.examples["\(r.status) \(outcome)"] == nil { report.examples["\(r.status) \(outcome)"] = "\(call)=\(error) #\(k) \(injected)" }
+                if report.examples["\(r.status) \(outcome)"] == nil {
+                    report.examples["\(r.status) \(outcome)"] = "\(call)=\(error) #\(k) \(injected)"
+                }
                 report.failures += problems.map { "\(call)=\(error) #\(k) [\(injected)]: \($0)" }
             }
         }
@@ -350,7 +409,10 @@ extension OperationTests.Fixture {
     /// command), with its own state folder, stopped after 60 s (exit 124).
     func trace(_ args: [String], strace options: [String], state: URL) throws -> CLI.Result {
         let all = args + (Self.namesOwnPaths(args) ? [] : flags)
-        let quoted = ([FaultWalk.strace!.path, "-f", "-qq"] + (options.contains("-o") ? [] : ["-o", "/dev/null"]) + options + [CLI.binary.path] + all)
+        let quoted =
+            ([FaultWalk.strace!.path, "-f", "-qq"] + (options.contains("-o") ? [] : ["-o", "/dev/null"]) + options + [
+                CLI.binary.path
+            ] + all)
             .map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
         return try CLI.shell("timeout -k 5 60 \(quoted)", in: tmp.url, environment: ["XDG_STATE_HOME": state.path])
     }

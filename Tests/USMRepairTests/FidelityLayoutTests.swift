@@ -4,9 +4,9 @@ import Testing
 import TestSupport
 @testable import USMRepairCore
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Issue 19, the files a maintenance operation leaves around the stores: what UbiquityStoreManager
@@ -28,7 +28,8 @@ struct FidelityLayoutTests {
         let store = other.path("Seed.sqlite")
         try FixtureStore.write(to: store, o)
         for suffix in ["-wal", "-shm"] {
-            try FileManager.default.copyItem(atPath: store.path + suffix, toPath: folder.appendingPathComponent(name + suffix).path)
+            try FileManager.default.copyItem(
+                atPath: store.path + suffix, toPath: folder.appendingPathComponent(name + suffix).path)
         }
     }
 
@@ -44,7 +45,8 @@ struct FidelityLayoutTests {
             for suffix in ["-wal", "-shm", "-journal"] where leftovers {
                 let leftover = paths.appDir.appendingPathComponent("CopyMigrationStore.sqlite" + suffix)
                 if FileStatus.lookup(leftover.path) != nil {
-                    try FileManager.default.copyItem(at: leftover, to: scratch.path("CopyMigrationStore.sqlite" + suffix))
+                    try FileManager.default.copyItem(
+                        at: leftover, to: scratch.path("CopyMigrationStore.sqlite" + suffix))
                 }
             }
             let copy = scratch.path("CopyMigrationStore.sqlite")
@@ -54,7 +56,8 @@ struct FidelityLayoutTests {
             return try queue.read { db in
                 let check = try String.fetchAll(db, sql: "PRAGMA integrity_check").joined(separator: "; ")
                 let uuid = try String.fetchOne(db, sql: "SELECT Z_UUID FROM Z_METADATA") ?? "none"
-                let counters = try String.fetchOne(db, sql: "SELECT group_concat(Z_ENT || ':' || Z_MAX) FROM Z_PRIMARYKEY") ?? ""
+                let counters =
+                    try String.fetchOne(db, sql: "SELECT group_concat(Z_ENT || ':' || Z_MAX) FROM Z_PRIMARYKEY") ?? ""
                 return "\(check); \(uuid); \(counters)"
             }
         } catch {
@@ -62,9 +65,12 @@ struct FidelityLayoutTests {
         }
     }
 
-    @Test("a seeding plan retires CopyMigrationStore.sqlite* and MigrationSource.sqlite* as file sets; the seeding's copy then opens intact",
-          arguments: [["rebuild", "--from", "local", "--discard-cloud"], ["migrate", "local-to-cloud", "--discard-cloud"],
-                      ["rebuild", "--from", "cloud", "--replace"]])
+    @Test(
+        "a seeding plan retires CopyMigrationStore.sqlite* and MigrationSource.sqlite* as file sets; the seeding's copy then opens intact",
+        arguments: [
+            ["rebuild", "--from", "local", "--discard-cloud"], ["migrate", "local-to-cloud", "--discard-cloud"],
+            ["rebuild", "--from", "cloud", "--replace"],
+        ])
     func seedingRetiresLeftovers(command: [String]) throws {
         let f = try Fixture()
         try Self.plantFailedSeeding(in: f.paths.appDir, name: "CopyMigrationStore.sqlite")
@@ -72,8 +78,10 @@ struct FidelityLayoutTests {
         try Data("stale copy".utf8).write(to: cloudStore.appendingPathComponent("MigrationSource.sqlite"))
         try Self.plantFailedSeeding(in: cloudStore, name: "MigrationSource.sqlite")
         let leftovers = [
-            f.paths.appDir.appendingPathComponent("CopyMigrationStore.sqlite-wal"), f.paths.appDir.appendingPathComponent("CopyMigrationStore.sqlite-shm"),
-            cloudStore.appendingPathComponent("MigrationSource.sqlite"), cloudStore.appendingPathComponent("MigrationSource.sqlite-wal"),
+            f.paths.appDir.appendingPathComponent("CopyMigrationStore.sqlite-wal"),
+            f.paths.appDir.appendingPathComponent("CopyMigrationStore.sqlite-shm"),
+            cloudStore.appendingPathComponent("MigrationSource.sqlite"),
+            cloudStore.appendingPathComponent("MigrationSource.sqlite-wal"),
             cloudStore.appendingPathComponent("MigrationSource.sqlite-shm"),
         ]
         // The issue's reproduction, on the layout as it is: SQLite replays the foreign -wal onto the
@@ -85,23 +93,30 @@ struct FidelityLayoutTests {
 
         let dry = try f.run(command + ["--dry-run", "--json"])
         #expect(dry.status == 0, "\(dry.stderr)")
-        let retired = Set(((dry.json["steps"] as? [[String: Any]]) ?? []).filter { $0["action"] as? String == "retire" }
-            .compactMap { ($0["paths"] as? [String])?.first })
-        for leftover in leftovers { #expect(retired.contains(leftover.path), "\(command): \(leftover.lastPathComponent) is retired") }
+        let retired = Set(
+            ((dry.json["steps"] as? [[String: Any]]) ?? []).filter { $0["action"] as? String == "retire" }
+                .compactMap { ($0["paths"] as? [String])?.first })
+        for leftover in leftovers {
+            #expect(retired.contains(leftover.path), "\(command): \(leftover.lastPathComponent) is retired")
+        }
         let notes = (dry.json["notes"] as? [String]) ?? []
         #expect(notes.contains { $0.contains("CopyMigrationStore.sqlite") && $0.contains("-wal") }, "\(notes)")
 
         let json = try OperationTests.apply(f, command)
         #expect(OperationTests.state(json) == "E2")
         for leftover in leftovers { #expect(!f.exists(leftover), "\(leftover.lastPathComponent) is gone") }
-        #expect(Self.seedingCopy(f.paths) == Self.seedingCopy(f.paths, leftovers: false), "the seeding's copy opens as the local store")
+        #expect(
+            Self.seedingCopy(f.paths) == Self.seedingCopy(f.paths, leftovers: false),
+            "the seeding's copy opens as the local store")
         #expect(Self.seedingCopy(f.paths).hasPrefix("ok; "))
 
         // In the snapshot: the undo puts them back.
         let snapshot = try #require(json["snapshot"] as? String)
         let undo = USM.run(["restore", snapshot, "--yes"])
         #expect(undo.status == 0, "\(undo.stderr)")
-        for leftover in leftovers { #expect(f.exists(leftover), "\(leftover.lastPathComponent) is back after the undo") }
+        for leftover in leftovers {
+            #expect(f.exists(leftover), "\(leftover.lastPathComponent) is back after the undo")
+        }
     }
 
     /// Every entry below `folder` whose owner is not `uid:gid`.
@@ -111,14 +126,17 @@ struct FidelityLayoutTests {
         while let next = stack.popLast() {
             if let owner = Ownership.of(next), owner != Ownership(uid: uid, gid: gid) { found.append(next) }
             if FileStatus.lookup(next)?.kind == .directory {
-                for name in try FileManager.default.contentsOfDirectory(atPath: next) { stack.append(next + "/" + name) }
+                for name in try FileManager.default.contentsOfDirectory(atPath: next) {
+                    stack.append(next + "/" + name)
+                }
             }
         }
         return found
     }
 
-    @Test("run as root on another user's folders, every file written (stores, sidecars, external data, preferences, markers) keeps that user as owner",
-          .enabled(if: geteuid() == 0, "needs root to give files to another user"))
+    @Test(
+        "run as root on another user's folders, every file written (stores, sidecars, external data, preferences, markers) keeps that user as owner",
+        .enabled(if: geteuid() == 0, "needs root to give files to another user"))
     func ownersKept() throws {
         let nobody: UInt32 = 65534
         let f = try Fixture()
@@ -144,13 +162,18 @@ struct FidelityLayoutTests {
         #expect(mode == 0o600, "the preferences keep their mode")
     }
 
-    @Test("ios: an installed whole-store copy whose Z_MAX is behind its keys gets its counters raised, and the report says so")
+    @Test(
+        "ios: an installed whole-store copy whose Z_MAX is behind its keys gets its counters raised, and the report says so"
+    )
     func iosRaisesCounters() throws {
         let f = try Fixture()
         let cloud = f.paths.cloudStore(f.options.activeUUID)
         try FixtureStore.mutate(cloud, "UPDATE Z_PRIMARYKEY SET Z_MAX = Z_MAX - 5 WHERE Z_ENT = 1")
-        let keys = try DatabaseQueue(path: cloud.path).read { try Int64.fetchOne($0, sql: "SELECT MAX(Z_PK) FROM ZITEM") ?? 0 }
-        #expect(try f.status().stores.first { $0.path == cloud.path }?.problems.contains { $0.code == .zmaxBehind } == true)
+        let keys = try DatabaseQueue(path: cloud.path).read {
+            try Int64.fetchOne($0, sql: "SELECT MAX(Z_PK) FROM ZITEM") ?? 0
+        }
+        #expect(
+            try f.status().stores.first { $0.path == cloud.path }?.problems.contains { $0.code == .zmaxBehind } == true)
 
         let json = try OperationTests.apply(f, ["migrate", "cloud-to-local", "--strategy", "ios", "--replace"])
         let notes = (json["notes"] as? [String]) ?? []
@@ -158,18 +181,34 @@ struct FidelityLayoutTests {
         let check = USM.run(["check", "--store", f.paths.localStore.path, "--json"])
         #expect(check.status == 0, "\(check.stdout)")
         #expect(!check.stdout.contains("zmax-behind"))
-        let queue = try DatabaseQueue(path: f.paths.localStore.path, configuration: { var c = Configuration(); c.readonly = true; return c }())
-        let counters = try queue.read { try Int64.fetchAll($0, sql: "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT IN (1, 2, 3) ORDER BY Z_ENT") }
-        #expect(counters == [keys, 0, 0], "the hierarchy's counter on its root's row, as Core Data keeps it: \(counters), keys up to \(keys)")
+        let queue = try DatabaseQueue(
+            path: f.paths.localStore.path,
+            configuration: {
+                var c = Configuration()
+                c.readonly = true
+                return c
+            }())
+        let counters = try queue.read {
+            try Int64.fetchAll($0, sql: "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT IN (1, 2, 3) ORDER BY Z_ENT")
+        }
+        #expect(
+            counters == [keys, 0, 0],
+            "the hierarchy's counter on its root's row, as Core Data keeps it: \(counters), keys up to \(keys)")
     }
 
-    @Test("status: a CopyMigrationStore.sqlite-wal beside the local store is a hazard to the predicted seeding, with advice that clears it")
+    @Test(
+        "status: a CopyMigrationStore.sqlite-wal beside the local store is a hazard to the predicted seeding, with advice that clears it"
+    )
     func statusWarnsOfSeedingHazard() throws {
-        let f = try Fixture { $0.markers = [:]; $0.cache = .none }
+        let f = try Fixture {
+            $0.markers = [:]
+            $0.cache = .none
+        }
         try Self.plantFailedSeeding(in: f.paths.appDir, name: "CopyMigrationStore.sqlite")
         let report = try f.status()
         #expect(report.nextLaunch?.outcome == .seedNewCloudStore)
-        let hazard = try #require(report.problems.first { $0.code == .seedCopySidecar }, "\(report.problems.map(\.code))")
+        let hazard = try #require(
+            report.problems.first { $0.code == .seedCopySidecar }, "\(report.problems.map(\.code))")
         #expect(hazard.severity == .warning)
         #expect(hazard.message.contains("CopyMigrationStore.sqlite-wal"))
         let text = try f.run(["status"])

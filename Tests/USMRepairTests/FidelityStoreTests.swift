@@ -10,7 +10,9 @@ import TestSupport
 @Suite("fidelity: stores")
 struct FidelityStoreTests {
     /// A store written by the fixture builder at `<tmp>/<name>.sqlite`.
-    static func store(_ tmp: TempDir, _ name: String, _ configure: (inout FixtureStore.Options) -> Void = { _ in }) throws -> URL {
+    static func store(_ tmp: TempDir, _ name: String, _ configure: (inout FixtureStore.Options) -> Void = { _ in })
+        throws -> URL
+    {
         var o = FixtureStore.Options()
         configure(&o)
         let url = tmp.path("\(name)/\(name).sqlite")
@@ -52,17 +54,25 @@ struct FidelityStoreTests {
         let queue = try DatabaseQueue(path: store.path)
         defer { try? queue.close() }
         return try queue.read { db in
-            Dictionary(try Row.fetchAll(db, sql: "SELECT Z_ENT, Z_MAX FROM Z_PRIMARYKEY").map { ($0["Z_ENT"] as Int, $0["Z_MAX"] as Int64) },
-                       uniquingKeysWith: { a, _ in a })
+            Dictionary(
+                try Row.fetchAll(db, sql: "SELECT Z_ENT, Z_MAX FROM Z_PRIMARYKEY").map {
+                    ($0["Z_ENT"] as Int, $0["Z_MAX"] as Int64)
+                },
+                uniquingKeysWith: { a, _ in a })
         }
     }
 
     // MARK: - 4. CloudKit mirroring
 
-    @Test("copy-entities into a new store carries the ANSCK* rows with the keys of the objects they name, never 'holds no objects'")
+    @Test(
+        "copy-entities into a new store carries the ANSCK* rows with the keys of the objects they name, never 'holds no objects'"
+    )
     func cloudKitCarried() throws {
         let tmp = try TempDir()
-        let source = try Self.store(tmp, "Source") { $0.cloudKit = true; $0.history = true }
+        let source = try Self.store(tmp, "Source") {
+            $0.cloudKit = true
+            $0.history = true
+        }
         let rows = try #require(try Self.value(source, "SELECT COUNT(*) FROM ANSCKRECORDMETADATA"))
         #expect(rows > 0)
         let destination = tmp.path("New.sqlite")
@@ -70,7 +80,9 @@ struct FidelityStoreTests {
         #expect(r.status == 0, "\(r.stderr)")
         #expect(!r.stdout.contains("holds no objects"), "\(r.stdout)")
         #expect(try Self.value(destination, "SELECT COUNT(*) FROM ANSCKRECORDMETADATA") == rows)
-        let named = try Self.value(destination, """
+        let named = try Self.value(
+            destination,
+            """
             SELECT COUNT(*) FROM ANSCKRECORDMETADATA m JOIN ZITEM i ON i.Z_PK = m.ZENTITYPK AND i.Z_ENT = m.ZENTITYID
             """)
         #expect(named == rows, "every mirroring row names an object of the result")
@@ -81,23 +93,33 @@ struct FidelityStoreTests {
         #expect(check.status == 0, "\(check.stdout)")
     }
 
-    @Test("a merge whose source holds ANSCK* rows is refused (exit 8) unless --drop-cloudkit names the loss; strip-cloudkit empties them on purpose")
+    @Test(
+        "a merge whose source holds ANSCK* rows is refused (exit 8) unless --drop-cloudkit names the loss; strip-cloudkit empties them on purpose"
+    )
     func cloudKitMergeRefused() throws {
         let tmp = try TempDir()
         let source = try Self.store(tmp, "Source") { $0.cloudKit = true }
-        let destination = try Self.store(tmp, "Destination") { $0.seed = 5; $0.storeUUID = "5D5D5D5D-5D5D-4D5D-8D5D-5D5D5D5D5D5D" }
+        let destination = try Self.store(tmp, "Destination") {
+            $0.seed = 5
+            $0.storeUUID = "5D5D5D5D-5D5D-4D5D-8D5D-5D5D5D5D5D5D"
+        }
         let before = try TreeSnapshot(destination.deletingLastPathComponent())
         for dry in [true, false] {
-            let refused = USM.run(["migrate-store", source.path, destination.path, "--into", "--json"] + (dry ? ["--dry-run"] : []))
+            let refused = USM.run(
+                ["migrate-store", source.path, destination.path, "--into", "--json"] + (dry ? ["--dry-run"] : []))
             #expect(refused.status == 8, "dry run \(dry): \(refused.stdout)\(refused.stderr)")
-            #expect(refused.stderr.contains("--drop-cloudkit") && refused.stderr.contains("ANSCKRECORDMETADATA"), "\(refused.stderr)")
+            #expect(
+                refused.stderr.contains("--drop-cloudkit") && refused.stderr.contains("ANSCKRECORDMETADATA"),
+                "\(refused.stderr)")
         }
         #expect(try TreeSnapshot(destination.deletingLastPathComponent()) == before, "nothing changed")
 
         let merged = USM.run(["migrate-store", source.path, destination.path, "--into", "--drop-cloudkit", "--json"])
         #expect(merged.status == 0, "\(merged.stderr)")
         let leftOut = (merged.json["leftOut"] as? [String]) ?? []
-        #expect(leftOut.contains { $0.contains("ANSCKRECORDMETADATA") && $0.contains("dropped (--drop-cloudkit)") }, "\(leftOut)")
+        #expect(
+            leftOut.contains { $0.contains("ANSCKRECORDMETADATA") && $0.contains("dropped (--drop-cloudkit)") },
+            "\(leftOut)")
         #expect(!merged.stdout.contains("holds no objects"))
 
         let stripped = tmp.path("Stripped.sqlite")
@@ -106,7 +128,9 @@ struct FidelityStoreTests {
         #expect(try Self.value(stripped, "SELECT COUNT(*) FROM ANSCKRECORDMETADATA") == 0)
     }
 
-    @Test("migrate cloud-to-local --merge from a cloud store holding ANSCK* rows is refused at planning without --drop-cloudkit")
+    @Test(
+        "migrate cloud-to-local --merge from a cloud store holding ANSCK* rows is refused at planning without --drop-cloudkit"
+    )
     func cloudKitMergeRefusedAtPlanning() throws {
         let f = try OperationTests.Fixture { $0.cloud.cloudKit = true }
         let before = try f.snapshot()
@@ -114,17 +138,24 @@ struct FidelityStoreTests {
         #expect(refused.status == 8, "\(refused.stdout)\(refused.stderr)")
         #expect(refused.stderr.contains("--drop-cloudkit"))
         #expect(try f.snapshot() == before)
-        let allowed = try f.run(["migrate", "cloud-to-local", "--merge", "--allow-duplicates", "--drop-cloudkit", "--dry-run"])
+        let allowed = try f.run([
+            "migrate", "cloud-to-local", "--merge", "--allow-duplicates", "--drop-cloudkit", "--dry-run",
+        ])
         #expect(allowed.status == 0, "\(allowed.stderr)")
     }
 
     // MARK: - 5. Versioning metadata in a merge
 
-    @Test("in a merge the versioning keys are the destination's alone: the source's checksum and framework version are not taken")
+    @Test(
+        "in a merge the versioning keys are the destination's alone: the source's checksum and framework version are not taken"
+    )
     func mergeKeepsVersioningKeys() throws {
         let tmp = try TempDir()
         let source = try Self.store(tmp, "Source")
-        let destination = try Self.store(tmp, "Destination") { $0.seed = 5; $0.storeUUID = "5D5D5D5D-5D5D-4D5D-8D5D-5D5D5D5D5D5D" }
+        let destination = try Self.store(tmp, "Destination") {
+            $0.seed = 5
+            $0.storeUUID = "5D5D5D5D-5D5D-4D5D-8D5D-5D5D5D5D5D5D"
+        }
         try Self.setMetadata(source) {
             $0["NSPersistenceFrameworkVersion"] = 1333
             $0["NSStoreModelVersionChecksumKey"] = "bXkgY2hlY2tzdW0="
@@ -142,7 +173,10 @@ struct FidelityStoreTests {
         let after = try Self.metadata(destination)
         #expect(after.uuid == "5D5D5D5D-5D5D-4D5D-8D5D-5D5D5D5D5D5D")
         #expect(after.plist["NSPersistenceFrameworkVersion"] as? Int == 1251)
-        for key in ["NSStoreModelVersionChecksumKey", "NSStoreModelVersionHashesDigest", "_NSStoreAncillaryModelVersionHashes", "_NSAutoVacuumLevel"] {
+        for key in [
+            "NSStoreModelVersionChecksumKey", "NSStoreModelVersionHashesDigest", "_NSStoreAncillaryModelVersionHashes",
+            "_NSAutoVacuumLevel",
+        ] {
             #expect(after.plist[key] == nil, "\(key) is not taken from the source")
         }
         #expect(after.plist["NSStoreModelVersionHashes"] as? [String: Data] == hashes)
@@ -151,33 +185,50 @@ struct FidelityStoreTests {
 
     // MARK: - 6. Identity
 
-    @Test("--overwrite keeps the replaced store's Z_UUID (and NSStoreUUID), the in-place recipes keep the source's; --new-identity gives a new one")
+    @Test(
+        "--overwrite keeps the replaced store's Z_UUID (and NSStoreUUID), the in-place recipes keep the source's; --new-identity gives a new one"
+    )
     func identityKept() throws {
         let tmp = try TempDir()
         let source = try Self.store(tmp, "Source") { $0.history = true }
         try Self.setMetadata(source) { $0["NSStoreUUID"] = "6B1F6C1E-2D3A-4F5B-8C7D-9E0F1A2B3C4D" }
         let replaced = "5D5D5D5D-5D5D-4D5D-8D5D-5D5D5D5D5D5D"
         for strategy in ["copy-entities", "ios"] {
-            let destination = try Self.store(tmp, "Overwritten-\(strategy)") { $0.seed = 5; $0.storeUUID = replaced }
-            let r = USM.run(["migrate-store", source.path, destination.path, "--strategy", strategy, "--overwrite", "--yes", "--json"])
+            let destination = try Self.store(tmp, "Overwritten-\(strategy)") {
+                $0.seed = 5
+                $0.storeUUID = replaced
+            }
+            let r = USM.run([
+                "migrate-store", source.path, destination.path, "--strategy", strategy, "--overwrite", "--yes",
+                "--json",
+            ])
             #expect(r.status == 0, "\(r.stderr)")
             let after = try Self.metadata(destination)
             #expect(after.uuid == replaced, "\(strategy): the replaced store's identity")
-            #expect(after.plist["NSStoreUUID"] as? String == replaced, "\(strategy): the metadata names the same identity")
+            #expect(
+                after.plist["NSStoreUUID"] as? String == replaced, "\(strategy): the metadata names the same identity")
             #expect(((r.json["notes"] as? [String]) ?? []).contains { $0.contains("kept from the store it replaces") })
-            let fresh = USM.run(["migrate-store", source.path, destination.path, "--strategy", strategy, "--overwrite", "--new-identity", "--yes"])
+            let fresh = USM.run([
+                "migrate-store", source.path, destination.path, "--strategy", strategy, "--overwrite", "--new-identity",
+                "--yes",
+            ])
             #expect(fresh.status == 0, "\(fresh.stderr)")
             let renewed = try Self.metadata(destination)
-            #expect(renewed.uuid != replaced && renewed.uuid != "6B1F6C1E-2D3A-4F5B-8C7D-9E0F1A2B3C4D" && renewed.uuid.flatMap(UUID.init) != nil)
+            #expect(
+                renewed.uuid != replaced && renewed.uuid != "6B1F6C1E-2D3A-4F5B-8C7D-9E0F1A2B3C4D"
+                    && renewed.uuid.flatMap(UUID.init) != nil)
             #expect(renewed.plist["NSStoreUUID"] as? String == renewed.uuid)
         }
         for recipe in ["fix-counters", "drop-history", "strip-ubiquity"] {
             let repaired = tmp.path("\(recipe).sqlite")
             let r = USM.run(["migrate-store", source.path, repaired.path, "--recipe", recipe])
             #expect(r.status == 0, "\(r.stderr)")
-            #expect(try Self.metadata(repaired).uuid == "6B1F6C1E-2D3A-4F5B-8C7D-9E0F1A2B3C4D", "\(recipe) keeps the store's identity")
+            #expect(
+                try Self.metadata(repaired).uuid == "6B1F6C1E-2D3A-4F5B-8C7D-9E0F1A2B3C4D",
+                "\(recipe) keeps the store's identity")
             let renamed = tmp.path("\(recipe)-new.sqlite")
-            #expect(USM.run(["migrate-store", source.path, renamed.path, "--recipe", recipe, "--new-identity"]).status == 0)
+            #expect(
+                USM.run(["migrate-store", source.path, renamed.path, "--recipe", recipe, "--new-identity"]).status == 0)
             #expect(try Self.metadata(renamed).uuid != "6B1F6C1E-2D3A-4F5B-8C7D-9E0F1A2B3C4D")
         }
         // A new store from another keeps making a new identity.
@@ -200,12 +251,18 @@ struct FidelityStoreTests {
 
     // MARK: - 7. Counters
 
-    @Test("counters of entities whose rows are left out keep the source's Z_MAX", arguments: [
-        ["--strategy", "copy-entities"], ["--strategy", "none"], ["--recipe", "drop-history"], ["--recipe", "strip-cloudkit"],
-    ])
+    @Test(
+        "counters of entities whose rows are left out keep the source's Z_MAX",
+        arguments: [
+            ["--strategy", "copy-entities"], ["--strategy", "none"], ["--recipe", "drop-history"],
+            ["--recipe", "strip-cloudkit"],
+        ])
     func countersKept(strategy: [String]) throws {
         let tmp = try TempDir()
-        let source = try Self.store(tmp, "Source") { $0.history = true; $0.cloudKit = true }
+        let source = try Self.store(tmp, "Source") {
+            $0.history = true
+            $0.cloudKit = true
+        }
         let before = try Self.counters(source)
         #expect([16001, 16002, 16003, 16004, 16005, 16006].allSatisfy { (before[$0] ?? 0) > 0 })
         let destination = tmp.path("Out.sqlite")
@@ -224,7 +281,8 @@ struct FidelityStoreTests {
         let tmp = try TempDir()
         let source = try Self.store(tmp, "Source") { $0.fileBackedFutures = 2 }
         let files = StoreFileSet(main: source)
-        let futures = try FileManager.default.contentsOfDirectory(atPath: files.fileBackedFuturesDirectory.path).sorted()
+        let futures = try FileManager.default.contentsOfDirectory(atPath: files.fileBackedFuturesDirectory.path)
+            .sorted()
         #expect(futures.count == 2)
         let good = USM.run(["check", "--store", source.path, "--json"])
         #expect(good.status == 0, "\(good.stdout)")
@@ -232,14 +290,17 @@ struct FidelityStoreTests {
 
         for arguments in [["--strategy", "copy-entities"], ["--strategy", "ios"], ["--recipe", "fix-counters"]] {
             let destination = tmp.path("\(arguments[1])/Out.sqlite")
-            try FileManager.default.createDirectory(at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
             let r = USM.run(["migrate-store", source.path, destination.path] + arguments)
             #expect(r.status == 0, "\(arguments): \(r.stderr)")
             let out = StoreFileSet(main: destination)
             for name in futures {
-                #expect(FileManager.default.contentsEqual(
-                    atPath: files.fileBackedFuturesDirectory.appendingPathComponent(name).path,
-                    andPath: out.fileBackedFuturesDirectory.appendingPathComponent(name).path), "\(arguments): \(name) carried")
+                #expect(
+                    FileManager.default.contentsEqual(
+                        atPath: files.fileBackedFuturesDirectory.appendingPathComponent(name).path,
+                        andPath: out.fileBackedFuturesDirectory.appendingPathComponent(name).path),
+                    "\(arguments): \(name) carried")
             }
             #expect(USM.run(["check", "--store", destination.path]).status == 0, "\(arguments)")
         }
@@ -247,7 +308,8 @@ struct FidelityStoreTests {
         // A file gone, a file of another size: both are errors check reports.
         try FileManager.default.removeItem(at: files.fileBackedFuturesDirectory.appendingPathComponent(futures[0]))
         try Data("short".utf8).write(to: files.fileBackedFuturesDirectory.appendingPathComponent(futures[1]))
-        try Data("stray".utf8).write(to: files.fileBackedFuturesDirectory.appendingPathComponent("0D0D0D0D-0D0D-4D0D-8D0D-0D0D0D0D0D0D"))
+        try Data("stray".utf8).write(
+            to: files.fileBackedFuturesDirectory.appendingPathComponent("0D0D0D0D-0D0D-4D0D-8D0D-0D0D0D0D0D0D"))
         let bad = USM.run(["check", "--store", source.path])
         #expect(bad.status == 1, "\(bad.stdout)")
         #expect(bad.stdout.contains("external-data-missing") && bad.stdout.contains("_FBF"), "\(bad.stdout)")
@@ -255,7 +317,8 @@ struct FidelityStoreTests {
         #expect(bad.stdout.contains("external-data-orphan"), "\(bad.stdout)")
     }
 
-    @Test("external-storage references are written as Core Data writes them (0x02, the UUID, a NUL) and read either way")
+    @Test(
+        "external-storage references are written as Core Data writes them (0x02, the UUID, a NUL) and read either way")
     func externalStorageReference() throws {
         let name = "0F6E2C1A-8B3D-4E5F-9A7B-1C2D3E4F5A6B"
         #expect(ExternalData.reference(Data([0x02]) + Data(name.utf8) + Data([0]))?.name == name)

@@ -27,7 +27,9 @@ struct FuzzFindingTests {
         let status = USM.run(["status", "--container", paths.root.path, "--prefs", paths.prefs.path, "--json"])
         #expect(status.status == 2)
         let before = try tree(paths.root)
-        let disable = USM.run(["cloud", "disable", "--container", paths.root.path, "--prefs", paths.prefs.path, "--yes"])
+        let disable = USM.run([
+            "cloud", "disable", "--container", paths.root.path, "--prefs", paths.prefs.path, "--yes",
+        ])
         #expect(disable.status == 2, "\(disable.stdout)\(disable.stderr)")
         #expect(try tree(paths.root) == before)
     }
@@ -43,9 +45,15 @@ struct FuzzFindingTests {
         let tmp = try TempDir()
         let paths = try FixtureContainer.write(to: tmp.path("c"))
         let source = paths.prefs
-        let bytes = try #require(Data(base64Encoded: "YnBsaXN0MDDXAQIDBAUGBwgOARAREhNfECQwRjZFMkMxQS04QjNELTRFNUYtOUE3Qi0xQzJEM0U0RjVBNkJbTlNMYW5ndWFnZXNfEF4vcHJpdmF0ZS92YXIvbW9iaWxlL0xpYnJhcnkvTW9iaWxlIERvY3VtZW50cy9BQkNERTEyMzQ1fmNvbX5leGFtcGxlfm5vdGVzL0Nsb3VkTG9ncy9TdG9yZVVVSUQrXxARTGFzdExhdW5jaFZlcnNpb25fEBJVU01DbG91ZEVuYWJsZWRLZXlfEF8vcHJpdmF0ZS92YXIvbW9iaWxlL0xpYnJhcnkvTW9iaWxlIERvY3VtZW50cy9BQkNERTEyMzQ1fmNvbX5scGVteGFlfm5vdGVzL0Nsb3VkTG9ncy9TdG9yZVVVSUQrK2sA3ABuAO8AYwD2AGQA6QAgAGsAZQB50QkKXxAeUEZVYmlxdWl0eVNldHVwVG9rZW5BbmRJREFycmF5oQuiDA1OaWRlbnRpdHktdG9rZW5fECQ3QzFEMkUzRi00QTVCLTRDNkQtOEU3Ri05MDFBMkIzQzRENUWhD1JlblMyLjQQAV8QJEExQjJDM0Q0LUU1RjYtNDcxMS04ODk5LUFBQkJDQ0RERUVGRmcAdgDkAHIAZABlAAgAFwA+AEoAqwC/ANQBNgFNAVABcQFzAXYBhQGsAa4BsQG1AbcB3gAAAAAAAAIBAAAAAAAAABQAAAAAAAAAAAAAAAAAAAHp"))
+        let bytes = try #require(
+            Data(
+                base64Encoded:
+                    "YnBsaXN0MDDXAQIDBAUGBwgOARAREhNfECQwRjZFMkMxQS04QjNELTRFNUYtOUE3Qi0xQzJEM0U0RjVBNkJbTlNMYW5ndWFnZXNfEF4vcHJpdmF0ZS92YXIvbW9iaWxlL0xpYnJhcnkvTW9iaWxlIERvY3VtZW50cy9BQkNERTEyMzQ1fmNvbX5leGFtcGxlfm5vdGVzL0Nsb3VkTG9ncy9TdG9yZVVVSUQrXxARTGFzdExhdW5jaFZlcnNpb25fEBJVU01DbG91ZEVuYWJsZWRLZXlfEF8vcHJpdmF0ZS92YXIvbW9iaWxlL0xpYnJhcnkvTW9iaWxlIERvY3VtZW50cy9BQkNERTEyMzQ1fmNvbX5scGVteGFlfm5vdGVzL0Nsb3VkTG9ncy9TdG9yZVVVSUQrK2sA3ABuAO8AYwD2AGQA6QAgAGsAZQB50QkKXxAeUEZVYmlxdWl0eVNldHVwVG9rZW5BbmRJREFycmF5oQuiDA1OaWRlbnRpdHktdG9rZW5fECQ3QzFEMkUzRi00QTVCLTRDNkQtOEU3Ri05MDFBMkIzQzRENUWhD1JlblMyLjQQAV8QJEExQjJDM0Q0LUU1RjYtNDcxMS04ODk5LUFBQkJDQ0RERUVGRmcAdgDkAHIAZABlAAgAFwA+AEoAqwC/ANQBNgFNAVABcQFzAXYBhQGsAa4BsQG1AbcB3gAAAAAAAAIBAAAAAAAAABQAAAAAAAAAAAAAAAAAAAHp"
+            ))
         try bytes.write(to: source)
-        #expect(throws: (any Error).self) { try PropertyListSerialization.propertyList(from: bytes, options: [], format: nil) }
+        #expect(throws: (any Error).self) {
+            try PropertyListSerialization.propertyList(from: bytes, options: [], format: nil)
+        }
         #expect { try Preferences.read(source) } throws: { error in
             guard case let .wrongKind(_, expected) = error as? USMError else { return false }
             return expected.contains("runs past its end")

@@ -104,19 +104,26 @@ struct HelpExampleTests {
         #expect(count > 60, "examples found: \(count)")
     }
 
-    @Test("every example runs: read-only ones as they are, changing ones as a dry run (no usage error, nothing named is missing)")
+    @Test(
+        "every example runs: read-only ones as they are, changing ones as a dry run (no usage error, nothing named is missing)"
+    )
     func everyExampleRuns() throws {
         let world = try World()
         var ran = 0
         for command in Self.commands() {
-            for example in Self.examples(in: USMRepairCommand.helpMessage(for: command, columns: 80)) where !example.hasPrefix("cd ") {
+            for example in Self.examples(in: USMRepairCommand.helpMessage(for: command, columns: 80))
+            where !example.hasPrefix("cd ") {
                 var args = Array(Self.words(example, home: world.home.path).dropFirst()).map(world.absolute)
                 let path = USMRepairCommand.commandPath(in: args)
-                guard let type = Self.commands().first(where: { USMRepairCommand.path(to: $0) == path }) else { continue }
+                guard let type = Self.commands().first(where: { USMRepairCommand.path(to: $0) == path }) else {
+                    continue
+                }
                 let help = USMRepairCommand.helpMessage(for: type, columns: 200)
                 // An option line, not an example that mentions the flag.
                 let changing = help.contains("\n  --dry-run")
-                let readOnly = ["status", "check", "stores", "strategies", "bundle verify", "snapshots list", "snapshots", "help"].contains(path)
+                let readOnly = [
+                    "status", "check", "stores", "strategies", "bundle verify", "snapshots list", "snapshots", "help",
+                ].contains(path)
                 guard changing || readOnly else { continue }
                 if changing, !args.contains("--dry-run") { args.append("--dry-run") }
                 if changing, path != "snapshots prune", !args.contains("--snapshot-dir"), !args.contains("--to") {
@@ -146,26 +153,36 @@ struct HelpExampleTests {
             let notes = try FixtureContainer.write(to: tmp.path("Notes.xcappdata"))
             try FixtureContainer.write(to: tmp.path("x/Customer.xcappdata"))
             try fm.moveItem(at: tmp.path("x/Customer.xcappdata"), to: tmp.path("Customer.xcappdata"))
-            for copy in ["C", "iCloud", "Mobile Documents/T~com~x"] { try TreeCopy.copy(notes.cloudDir, to: tmp.path(copy)) }
+            for copy in ["C", "iCloud", "Mobile Documents/T~com~x"] {
+                try TreeCopy.copy(notes.cloudDir, to: tmp.path(copy))
+            }
             try TreeCopy.copy(notes.appDir, to: tmp.path("Application Support"))
             try fm.createDirectory(at: tmp.path("home/Downloads/Mobile Documents"), withIntermediateDirectories: true)
             try TreeCopy.copy(notes.root, to: tmp.path("home/Downloads/Notes.xcappdata"))
-            try TreeCopy.copy(notes.cloudDir, to: tmp.path("home/Downloads/Mobile Documents/ABCDE12345~com~example~notes"))
-            for name in ["Customer.sqlite", "A.sqlite", "B.sqlite", "Cloud.sqlite", "Damaged.sqlite", "Sibling.sqlite"] {
+            try TreeCopy.copy(
+                notes.cloudDir, to: tmp.path("home/Downloads/Mobile Documents/ABCDE12345~com~example~notes"))
+            for name in ["Customer.sqlite", "A.sqlite", "B.sqlite", "Cloud.sqlite", "Damaged.sqlite", "Sibling.sqlite"]
+            {
                 try FixtureStore.write(to: tmp.path(name))
             }
             _ = try ModelFileTests.writeModel(in: tmp.url)
             try fm.createDirectory(at: tmp.path("home/Cases/4711/jo/Library"), withIntermediateDirectories: true)
-            let archive = USM.run(["archive", "--container", notes.root.path, "-o", tmp.path("ticket-4711.tar.zst").path])
+            let archive = USM.run([
+                "archive", "--container", notes.root.path, "-o", tmp.path("ticket-4711.tar.zst").path,
+            ])
             guard archive.status == 0 else { throw CocoaError(.fileWriteUnknown) }
             // The snapshot the restore examples name: a real one, of a copy, under that name.
             let copy = tmp.path("copy/Notes.xcappdata")
             try FixtureContainer.write(to: copy)
             let snapshots = tmp.path("home/.local/state/usm-repair/snapshots")
-            let run = USM.run(["delete", "container", "--container", copy.path, "--yes", "--json", "--snapshot-dir", snapshots.path])
+            let run = USM.run([
+                "delete", "container", "--container", copy.path, "--yes", "--json", "--snapshot-dir", snapshots.path,
+            ])
             guard let taken = run.json["snapshot"] as? String else { throw CocoaError(.fileWriteUnknown) }
             // The restore examples `cd` into the snapshot folder; here it is the world's folder.
-            try fm.moveItem(atPath: taken, toPath: tmp.path("delete-container-Notes.xcappdata-20261121T101500Z-1a2b3c4d.tar.zst").path)
+            try fm.moveItem(
+                atPath: taken,
+                toPath: tmp.path("delete-container-Notes.xcappdata-20261121T101500Z-1a2b3c4d.tar.zst").path)
         }
 
         /// A word naming a file of the world, made absolute; any other word as it is.

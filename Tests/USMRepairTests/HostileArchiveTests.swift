@@ -11,8 +11,10 @@ struct HostileArchiveTests {
 
     /// Writes `entries` after a manifest of `listed` (default: the entries themselves), runs
     /// `restore` and `bundle verify`, and proves the target and the folder around it unchanged.
-    func expectRefused(_ entries: [E], listed: [E]? = nil, manifest: Data? = nil, restoreStatus: Int32 = 3,
-                       verifyStatus: Int32? = nil, message: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    func expectRefused(
+        _ entries: [E], listed: [E]? = nil, manifest: Data? = nil, restoreStatus: Int32 = 3,
+        verifyStatus: Int32? = nil, message: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let tmp = try TempDir()
         let archive = tmp.path("evil.tar.gz")
         let manifestData = manifest ?? CraftedArchive.manifest(for: listed ?? entries)
@@ -28,19 +30,23 @@ struct HostileArchiveTests {
         #expect(FileStatus.lookup("/tmp/usm-evil") == nil, sourceLocation: sourceLocation)
 
         let v = USM.run(["bundle", "verify", archive.path])
-        #expect(v.status == (verifyStatus ?? restoreStatus), "verify: \(v.stdout)\(v.stderr)", sourceLocation: sourceLocation)
+        #expect(
+            v.status == (verifyStatus ?? restoreStatus), "verify: \(v.stdout)\(v.stderr)",
+            sourceLocation: sourceLocation)
     }
 
     let ok = E("container/a.txt", data: Data("fine".utf8))
 
     @Test("absolute paths")
     func absolute() throws {
-        try expectRefused([ok, E("/tmp/usm-evil", data: Data("x".utf8))], listed: [ok], message: "has an absolute path")
+        try expectRefused(
+            [ok, E("/tmp/usm-evil", data: Data("x".utf8))], listed: [ok], message: "has an absolute path")
     }
 
     @Test("'..' components")
     func dotDot() throws {
-        try expectRefused([E("container/../../usm-evil", data: Data("x".utf8))], listed: [ok], message: "'..' component")
+        try expectRefused(
+            [E("container/../../usm-evil", data: Data("x".utf8))], listed: [ok], message: "'..' component")
     }
 
     @Test("symlinks pointing outside, and files written through a symlink")
@@ -56,7 +62,8 @@ struct HostileArchiveTests {
 
     @Test("hard links and device files")
     func kinds() throws {
-        try expectRefused([ok, E("container/h", .hardlink, linkTarget: "container/a.txt")], listed: [ok], message: "hard link")
+        try expectRefused(
+            [ok, E("container/h", .hardlink, linkTarget: "container/a.txt")], listed: [ok], message: "hard link")
         try expectRefused([ok, E("container/dev", .characterDevice)], listed: [ok], message: "device, FIFO or socket")
         try expectRefused([ok, E("container/fifo", .fifo)], listed: [ok], message: "device, FIFO or socket")
     }
@@ -64,8 +71,9 @@ struct HostileArchiveTests {
     @Test("an entry larger than its manifest declares")
     func larger() throws {
         let big = E("container/big.bin", data: Data(count: 100_000))
-        try expectRefused([big], manifest: CraftedArchive.manifest(for: [big], sizeOverride: ["container/big.bin": 10]),
-                          message: "more than the manifest's 10")
+        try expectRefused(
+            [big], manifest: CraftedArchive.manifest(for: [big], sizeOverride: ["container/big.bin": 10]),
+            message: "more than the manifest's 10")
     }
 
     @Test("duplicate entries")
@@ -78,16 +86,22 @@ struct HostileArchiveTests {
         let changed = E("container/a.txt", data: Data("FINE".utf8))  // same size, other bytes
         try expectRefused([changed], listed: [ok], restoreStatus: 1, message: "does not match its manifest")
         // An entry the manifest does not list.
-        try expectRefused([ok, E("container/extra.txt", data: Data("x".utf8))], listed: [ok], restoreStatus: 1, message: "not in the manifest")
+        try expectRefused(
+            [ok, E("container/extra.txt", data: Data("x".utf8))], listed: [ok], restoreStatus: 1,
+            message: "not in the manifest")
         // A file the manifest lists that is missing.
-        try expectRefused([ok], listed: [ok, E("container/gone.txt", data: Data("x".utf8))], restoreStatus: 1, message: "missing from the archive")
+        try expectRefused(
+            [ok], listed: [ok, E("container/gone.txt", data: Data("x".utf8))], restoreStatus: 1,
+            message: "missing from the archive")
     }
 
     @Test("an archive that is not ours")
     func notOurs() throws {
-        try expectRefused([ok], manifest: CraftedArchive.manifest(for: [ok], format: "something-else"), restoreStatus: 2,
-                          message: "is not a usm-repair bundle")
-        try expectRefused([ok], manifest: Data("{\"hello\": 1}".utf8), restoreStatus: 2, message: "is not a usm-repair bundle")
+        try expectRefused(
+            [ok], manifest: CraftedArchive.manifest(for: [ok], format: "something-else"), restoreStatus: 2,
+            message: "is not a usm-repair bundle")
+        try expectRefused(
+            [ok], manifest: Data("{\"hello\": 1}".utf8), restoreStatus: 2, message: "is not a usm-repair bundle")
         // A tar without any manifest.
         let tmp = try TempDir()
         let plain = tmp.path("plain.tar.gz")

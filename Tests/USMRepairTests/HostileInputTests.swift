@@ -3,7 +3,7 @@ import Testing
 import TestSupport
 @testable import USMRepairCore
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Bad input gets a clear message, a documented exit code, and nothing changes.
@@ -27,7 +27,9 @@ struct HostileInputTests {
             #expect(r.status == 2)
             let s = (r.json["stores"] as? [[String: Any]])?.first
             #expect(s?["health"] as? String == "not-core-data")
-            #expect((s?["problems"] as? [[String: Any]])?.first?["message"] as? String == "\(store.path) is not an SQLite database (the file is empty)")
+            #expect(
+                (s?["problems"] as? [[String: Any]])?.first?["message"] as? String
+                    == "\(store.path) is not an SQLite database (the file is empty)")
         }
         let text = try run(["status", "--store", store.path], in: tmp)
         #expect(text.stdout.contains("the file is empty"))
@@ -82,7 +84,8 @@ struct HostileInputTests {
         try FixtureStore.writePlainSQLite(to: store)
         let r = try run(["status", "--store", store.path], in: tmp)
         #expect(r.status == 2)
-        #expect(r.stdout.contains("is an SQLite database but not a Core Data store (no Z_PRIMARYKEY, Z_METADATA table)"))
+        #expect(
+            r.stdout.contains("is an SQLite database but not a Core Data store (no Z_PRIMARYKEY, Z_METADATA table)"))
     }
 
     @Test("a NULL Z_PLIST is reported, not fatal")
@@ -182,7 +185,8 @@ struct HostileInputTests {
         let problems = r.json["problems"] as? [[String: Any]] ?? []
         #expect(problems.first?["code"] as? String == "preferences-malformed")
         // A key of the wrong type is malformed too.
-        let bad = try PropertyListSerialization.data(fromPropertyList: ["USMCloudEnabledKey": "yes please"], format: .xml, options: 0)
+        let bad = try PropertyListSerialization.data(
+            fromPropertyList: ["USMCloudEnabledKey": "yes please"], format: .xml, options: 0)
         try bad.write(to: paths.prefs)
         let r2 = try run(["status", "--container", paths.root.path, "--prefs", paths.prefs.path], in: tmp)
         #expect(r2.status == 2)
@@ -196,12 +200,15 @@ struct HostileInputTests {
         try FixtureStore.write(to: outside.appendingPathComponent("Secret.sqlite"))
         let paths = try FixtureContainer.write(to: tmp.path("c"))
         try FileManager.default.removeItem(at: paths.localStore)
-        try FileManager.default.createSymbolicLink(at: paths.localStore, withDestinationURL: outside.appendingPathComponent("Secret.sqlite"))
+        try FileManager.default.createSymbolicLink(
+            at: paths.localStore, withDestinationURL: outside.appendingPathComponent("Secret.sqlite"))
         let r = try run(["status", "--container", paths.root.path, "--json"], in: tmp)
         #expect(r.status == 3)
         let local = (r.json["stores"] as? [[String: Any]])?.first
         #expect(local?["health"] as? String == "unreadable")
-        #expect(local?["entities"] as? [Any] == nil || (local?["entities"] as? [Any])?.isEmpty == true, "nothing read through the link")
+        #expect(
+            local?["entities"] as? [Any] == nil || (local?["entities"] as? [Any])?.isEmpty == true,
+            "nothing read through the link")
         #expect(r.stdout.contains("symlink-escapes"))
 
         // A CloudLogs folder linked out of the container is refused as well.
@@ -213,7 +220,8 @@ struct HostileInputTests {
         // A link that stays inside the container is followed.
         let inside = try TempDir()
         try FixtureStore.write(to: inside.path("real/UbiquityStore.sqlite"))
-        try FileManager.default.createSymbolicLink(at: inside.path("UbiquityStore.sqlite"), withDestinationURL: inside.path("real/UbiquityStore.sqlite"))
+        try FileManager.default.createSymbolicLink(
+            at: inside.path("UbiquityStore.sqlite"), withDestinationURL: inside.path("real/UbiquityStore.sqlite"))
         let ok = try Inspection(options: LayoutOptions(appDirectory: inside.url), depth: .status).run()
         #expect(ok.stores[0].health == .ok)
     }
@@ -227,7 +235,9 @@ struct HostileInputTests {
         let r = USM.run(["status", "--store", store.path, "--json"], environment: ["TMPDIR": "/nonexistent/usm-tmp"])
         #expect(r.status == 74, "\(r.stdout)")
         #expect(r.stdout.contains("set TMPDIR to a writable folder with space"))
-        let a = USM.run(["archive", "--store", store.path, "-o", tmp.path("b.tar.zst").path], environment: ["TMPDIR": "/nonexistent/usm-tmp"])
+        let a = USM.run(
+            ["archive", "--store", store.path, "-o", tmp.path("b.tar.zst").path],
+            environment: ["TMPDIR": "/nonexistent/usm-tmp"])
         #expect(a.status == 74)
         var after = try TreeSnapshot(tmp.url).entries
         #expect(after.removeValue(forKey: "b.tar.zst") == nil, "no bundle written")

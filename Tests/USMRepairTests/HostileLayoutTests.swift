@@ -15,29 +15,39 @@ struct HostileLayoutTests {
     /// looked for) with a file in it, the target of every attack below.
     static func outside(_ f: Fixture) throws -> (dir: URL, file: URL) {
         let dir = f.tmp.path("deep/er/elsewhere")
-        try FileManager.default.createDirectory(at: dir.appendingPathComponent("dir"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: dir.appendingPathComponent("dir"), withIntermediateDirectories: true)
         let file = dir.appendingPathComponent("dir/precious.txt")
         try Data("keep me".utf8).write(to: file)
         return (dir, file)
     }
 
     /// Writes a crafted operation folder into the app folder's private folder.
-    static func plant(_ plan: Plan, folderName: String? = nil, in f: Fixture, journal: String = #"{"event":"committed"}"# + "\n") throws -> URL {
-        let folder = f.paths.appDir.appendingPathComponent(".usm-repair/operations/\(folderName ?? plan.id)", isDirectory: true)
+    static func plant(
+        _ plan: Plan, folderName: String? = nil, in f: Fixture, journal: String = #"{"event":"committed"}"# + "\n"
+    ) throws -> URL {
+        let folder = f.paths.appDir.appendingPathComponent(
+            ".usm-repair/operations/\(folderName ?? plan.id)", isDirectory: true)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try JSONOutput.data(plan).write(to: folder.appendingPathComponent("plan.json"))
         try Data(journal.utf8).write(to: folder.appendingPathComponent("journal.jsonl"))
         return folder
     }
 
-    static func appRoot(_ f: Fixture) -> Plan.Root { Plan.Root(name: "app", path: f.paths.appDir.path, privateFolder: ".usm-repair") }
-
-    static func plan(id: String, roots: [Plan.Root], steps: [Plan.Step]) -> Plan {
-        Plan(id: id, operation: "delete local-store", roots: roots, expected: [:], stores: [], snapshotItems: [], steps: steps, notes: [],
-             nextLaunchBefore: nil, nextLaunchAfter: nil)
+    static func appRoot(_ f: Fixture) -> Plan.Root {
+        Plan.Root(name: "app", path: f.paths.appDir.path, privateFolder: ".usm-repair")
     }
 
-    @Test("a planted plan whose id climbs out of the layout: recover refuses (3), the folder outside stays, status says so")
+    static func plan(id: String, roots: [Plan.Root], steps: [Plan.Step]) -> Plan {
+        Plan(
+            id: id, operation: "delete local-store", roots: roots, expected: [:], stores: [], snapshotItems: [],
+            steps: steps, notes: [],
+            nextLaunchBefore: nil, nextLaunchAfter: nil)
+    }
+
+    @Test(
+        "a planted plan whose id climbs out of the layout: recover refuses (3), the folder outside stays, status says so"
+    )
     func plantedIDEscape() throws {
         let f = try Fixture()
         let (dir, file) = try Self.outside(f)
@@ -55,7 +65,10 @@ struct HostileLayoutTests {
         #expect(codes.contains("untrusted-operation"))
         // Every changing command recovers first: each refuses the same way, nothing changed.
         let layout = try f.snapshot()
-        for command in [["delete", "local-store"], ["cloud", "disable"], ["corruption", "clear"], ["rebuild", "--from", "local", "--discard-cloud"]] {
+        for command in [
+            ["delete", "local-store"], ["cloud", "disable"], ["corruption", "clear"],
+            ["rebuild", "--from", "local", "--discard-cloud"],
+        ] {
             let refused = try f.run(command + ["--yes"])
             #expect(refused.status == 3, "\(command): \(refused.stderr)")
             let dry = try f.run(command + ["--dry-run"])
@@ -65,7 +78,9 @@ struct HostileLayoutTests {
         #expect(try TreeSnapshot(dir) == before)
     }
 
-    @Test("planted plans with plain ids: steps, trash, staging or roots outside the layout are never obeyed", arguments: 0..<5)
+    @Test(
+        "planted plans with plain ids: steps, trash, staging or roots outside the layout are never obeyed",
+        arguments: 0..<5)
     func plantedSteps(variant: Int) throws {
         let f = try Fixture()
         let (dir, file) = try Self.outside(f)
@@ -77,19 +92,37 @@ struct HostileLayoutTests {
         var journal = #"{"event":"begin","step":0}"# + "\n"
         switch variant {
         case 0:  // retire a file outside into the trash, not committed: "undo" would move it around
-            plan = Self.plan(id: id, roots: [root], steps: [.init(.retire(path: file.path, trash: op.path + "/trash/1/x"), "r"), .init(.commit, "c")])
+            plan = Self.plan(
+                id: id, roots: [root],
+                steps: [.init(.retire(path: file.path, trash: op.path + "/trash/1/x"), "r"), .init(.commit, "c")])
         case 1:  // trash outside the operation folder
-            plan = Self.plan(id: id, roots: [root], steps: [.init(.retire(path: f.paths.localStore.path, trash: dir.path + "/stolen"), "r"), .init(.commit, "c")])
+            plan = Self.plan(
+                id: id, roots: [root],
+                steps: [
+                    .init(.retire(path: f.paths.localStore.path, trash: dir.path + "/stolen"), "r"),
+                    .init(.commit, "c"),
+                ])
             try FileManager.default.copyItem(at: f.paths.localStore, to: dir.appendingPathComponent("stolen"))
         case 2:  // install from a staging outside: undo would move the user's file there
-            plan = Self.plan(id: id, roots: [root], steps: [.init(.install(staged: dir.path + "/dir", path: f.paths.localStore.path, optional: false), "i"), .init(.commit, "c")])
+            plan = Self.plan(
+                id: id, roots: [root],
+                steps: [
+                    .init(.install(staged: dir.path + "/dir", path: f.paths.localStore.path, optional: false), "i"),
+                    .init(.commit, "c"),
+                ])
         case 3:  // an extra root outside: its private folder would be locked and purged
             try FileManager.default.createDirectory(at: outsideRoot.operationURL(id), withIntermediateDirectories: true)
             try Data("theirs".utf8).write(to: outsideRoot.operationURL(id).appendingPathComponent("x"))
             plan = Self.plan(id: id, roots: [root, outsideRoot], steps: [.init(.commit, "c"), .init(.purge, "p")])
             journal = #"{"event":"begin","step":0}"# + "\n" + #"{"event":"committed"}"# + "\n"
         default:  // a well-formed plan of a foreign machine: no record here
-            plan = Self.plan(id: id, roots: [root], steps: [.init(.retire(path: f.paths.localStore.path, trash: op.path + "/trash/1/UbiquityStore.sqlite"), "r"), .init(.commit, "c")])
+            plan = Self.plan(
+                id: id, roots: [root],
+                steps: [
+                    .init(
+                        .retire(path: f.paths.localStore.path, trash: op.path + "/trash/1/UbiquityStore.sqlite"), "r"),
+                    .init(.commit, "c"),
+                ])
         }
         _ = try Self.plant(plan, in: f, journal: journal)
         let before = try TreeSnapshot(dir)
@@ -105,14 +138,16 @@ struct HostileLayoutTests {
         let f = try Fixture()
         let (dir, _) = try Self.outside(f)
         // A real operation stopped after its retire step.
-        let steps = try #require(try f.run(["delete", "local-store", "--dry-run", "--json"]).json["steps"] as? [[String: Any]])
+        let steps = try #require(
+            try f.run(["delete", "local-store", "--dry-run", "--json"]).json["steps"] as? [[String: Any]])
         let retire = try #require(steps.lastIndex { $0["action"] as? String == "retire" })
         let killed = try f.run(["delete", "local-store", "--yes"], hooks: .interrupt(after: retire))
         #expect(killed.status == PlanExecutor.Hooks.interruptedStatus)
         let folder = try #require(PlanExecutor.pending(in: [Self.appRoot(f)]).first)
         let planURL = folder.appendingPathComponent("plan.json")
         var text = try String(contentsOf: planURL, encoding: .utf8)
-        text = text.replacingOccurrences(of: f.paths.localStore.path, with: dir.appendingPathComponent("dir/precious.txt").path)
+        text = text.replacingOccurrences(
+            of: f.paths.localStore.path, with: dir.appendingPathComponent("dir/precious.txt").path)
         try text.write(to: planURL, atomically: false, encoding: .utf8)
         let before = try TreeSnapshot(dir)
         let r = try f.run(["recover"])
@@ -126,9 +161,12 @@ struct HostileLayoutTests {
     func recoveryConflict() throws {
         let f = try Fixture()
         let original = try Data(contentsOf: f.paths.localStore)
-        let steps = try #require(try f.run(["delete", "local-store", "--dry-run", "--json"]).json["steps"] as? [[String: Any]])
+        let steps = try #require(
+            try f.run(["delete", "local-store", "--dry-run", "--json"]).json["steps"] as? [[String: Any]])
         let retire = try #require(steps.lastIndex { $0["action"] as? String == "retire" })
-        #expect(try f.run(["delete", "local-store", "--yes"], hooks: .interrupt(after: retire)).status == PlanExecutor.Hooks.interruptedStatus)
+        #expect(
+            try f.run(["delete", "local-store", "--yes"], hooks: .interrupt(after: retire)).status
+                == PlanExecutor.Hooks.interruptedStatus)
         #expect(!FileManager.default.fileExists(atPath: f.paths.localStore.path))
         // The app starts meanwhile and makes a new, empty store at the same path.
         try Data("new empty store".utf8).write(to: f.paths.localStore)
@@ -137,7 +175,8 @@ struct HostileLayoutTests {
         #expect((r.json["error"] as? [String: Any])?["code"] as? String == "recovery-conflict")
         #expect(!r.stdout.contains("undone"))
         #expect(try Data(contentsOf: f.paths.localStore) == Data("new empty store".utf8), "the newcomer is not touched")
-        let folder = try #require(PlanExecutor.pending(in: [Self.appRoot(f)]).first, "still pending: the trash keeps the original")
+        let folder = try #require(
+            PlanExecutor.pending(in: [Self.appRoot(f)]).first, "still pending: the trash keeps the original")
         #expect(try TreeSnapshot(folder).entries.values.contains { $0.content == original })
         // Once the newcomer is moved away, recovery puts the original back.
         try FileManager.default.moveItem(at: f.paths.localStore, to: f.tmp.path("newcomer.sqlite"))
@@ -147,8 +186,9 @@ struct HostileLayoutTests {
         #expect(try Data(contentsOf: f.paths.localStore) == original)
     }
 
-    @Test("a symlinked CloudStore/ or CloudLogs/ is never walked through: every operation refuses (3), nothing outside changes",
-          arguments: ["CloudStore", "CloudLogs"])
+    @Test(
+        "a symlinked CloudStore/ or CloudLogs/ is never walked through: every operation refuses (3), nothing outside changes",
+        arguments: ["CloudStore", "CloudLogs"])
     func symlinkedFolders(folder: String) throws {
         let f = try Fixture()
         let (dir, _) = try Self.outside(f)
@@ -159,12 +199,17 @@ struct HostileLayoutTests {
         try FileManager.default.createSymbolicLink(at: real, withDestinationURL: moved)
         let before = try TreeSnapshot(dir)
         var commands: [[String]] = [
-            ["delete", "container"], ["delete", "container", "--local-only"], ["delete", "cloud-store", "--uuid", f.options.activeUUID],
-            ["migrate", "local-to-cloud", "--discard-cloud"], ["rebuild", "--from", "local", "--discard-cloud"], ["corruption", "mark", f.options.activeUUID],
+            ["delete", "container"], ["delete", "container", "--local-only"],
+            ["delete", "cloud-store", "--uuid", f.options.activeUUID],
+            ["migrate", "local-to-cloud", "--discard-cloud"], ["rebuild", "--from", "local", "--discard-cloud"],
+            ["corruption", "mark", f.options.activeUUID],
             ["switch", f.options.oldUUID!],
         ]
         if folder == "CloudStore" {
-            commands += [["delete", "cloud-store", "--local-only", "--uuid", f.options.activeUUID], ["rebuild", "--from", "cloud", "--replace"]]
+            commands += [
+                ["delete", "cloud-store", "--local-only", "--uuid", f.options.activeUUID],
+                ["rebuild", "--from", "cloud", "--replace"],
+            ]
         }
         for command in commands {
             let r = try f.run(command + ["--yes"])
@@ -182,28 +227,36 @@ struct HostileLayoutTests {
         // After the snapshot (which records CorruptedUUID+ as absent): CloudLogs becomes a link out.
         let logs = f.paths.logs
         try FileManager.default.moveItem(at: logs, to: dir.appendingPathComponent("CloudLogs"))
-        try FileManager.default.createSymbolicLink(at: logs, withDestinationURL: dir.appendingPathComponent("CloudLogs"))
+        try FileManager.default.createSymbolicLink(
+            at: logs, withDestinationURL: dir.appendingPathComponent("CloudLogs"))
         let before = try TreeSnapshot(dir)
         let r = USM.run(["restore", snapshot, "--yes"])
         #expect(r.status == 3, "\(r.stderr)")
         #expect(try TreeSnapshot(dir) == before)
     }
 
-    @Test("a store held by another process (a copy in a write transaction, the local store open for reading): every operation that would move it, and the undo, refuse (5)")
+    @Test(
+        "a store held by another process (a copy in a write transaction, the local store open for reading): every operation that would move it, and the undo, refuse (5)"
+    )
     func copyInUse() throws {
         let f = try Fixture()
         let copy = f.paths.cloudStore(f.options.activeUUID)
         let holder = try SQLiteHolder(copy)
         defer { holder.stop() }
         let layout = try f.snapshot()
-        for command in [["delete", "container"], ["delete", "container", "--local-only"], ["delete", "cloud-store"],
-                        ["delete", "cloud-store", "--local-only"], ["migrate", "local-to-cloud", "--discard-cloud"], ["rebuild", "--from", "local", "--discard-cloud"]] {
+        for command in [
+            ["delete", "container"], ["delete", "container", "--local-only"], ["delete", "cloud-store"],
+            ["delete", "cloud-store", "--local-only"], ["migrate", "local-to-cloud", "--discard-cloud"],
+            ["rebuild", "--from", "local", "--discard-cloud"],
+        ] {
             let r = try f.run(command + ["--yes"])
             #expect(r.status == 5, "\(command): \(r.status) \(r.stderr)")
         }
         holder.stop()
         var after = try f.snapshot()
-        #expect(Self.contentOnly(after) == Self.contentOnly(layout), "\(zip(after, layout).map { $0.differences(from: $1) }.joined())")
+        #expect(
+            Self.contentOnly(after) == Self.contentOnly(layout),
+            "\(zip(after, layout).map { $0.differences(from: $1) }.joined())")
         // The local store merely open (a reader between transactions) in another process: an
         // operation that moves it and the undo that would put it back refuse too.
         let rebuilt = try OperationTests.apply(f, ["rebuild", "--from", "local", "--discard-cloud"])
@@ -217,7 +270,9 @@ struct HostileLayoutTests {
         #expect(undo.status == 5, "\(undo.stderr)")
         reader.stop()
         after = try f.snapshot()
-        #expect(Self.contentOnly(after) == Self.contentOnly(changed), "\(zip(after, changed).map { $0.differences(from: $1) }.joined())")
+        #expect(
+            Self.contentOnly(after) == Self.contentOnly(changed),
+            "\(zip(after, changed).map { $0.differences(from: $1) }.joined())")
     }
 
     /// Snapshots compared without the -shm and -wal files (the holder's connection makes them).
@@ -225,15 +280,19 @@ struct HostileLayoutTests {
         trees.map { $0.entries.filter { !$0.key.hasSuffix("-shm") && !$0.key.hasSuffix("-wal") } }
     }
 
-    @Test("a snapshot folder inside any folder of the layout is refused (64), whatever the operation touches; nothing changes")
+    @Test(
+        "a snapshot folder inside any folder of the layout is refused (64), whatever the operation touches; nothing changes"
+    )
     func snapshotInsideLayout() throws {
         let f = try Fixture()
         let before = try f.snapshot()
         let inCloud = f.paths.cloudDir.appendingPathComponent("snaps").path
         let inApp = f.paths.appDir.appendingPathComponent("snaps").path
         let cases: [([String], String)] = [
-            (["migrate", "cloud-to-local", "--replace"], inCloud), (["cloud", "disable"], inCloud), (["delete", "local-store"], inCloud),
-            (["corruption", "mark"], inApp), (["switch", f.options.oldUUID!], inApp), (["delete", "local-store"], f.paths.root.path),
+            (["migrate", "cloud-to-local", "--replace"], inCloud), (["cloud", "disable"], inCloud),
+            (["delete", "local-store"], inCloud),
+            (["corruption", "mark"], inApp), (["switch", f.options.oldUUID!], inApp),
+            (["delete", "local-store"], f.paths.root.path),
         ]
         for (command, folder) in cases {
             for mode in ["--yes", "--dry-run"] {
@@ -243,15 +302,19 @@ struct HostileLayoutTests {
         }
         // The default snapshot folder, a link into the ubiquity container: personal data would sync.
         let state = f.tmp.path("state")
-        try FileManager.default.createDirectory(at: state.appendingPathComponent("usm-repair"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: state.appendingPathComponent("usm-repair"), withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(
-            at: state.appendingPathComponent("usm-repair/snapshots"), withDestinationURL: f.paths.cloudDir.appendingPathComponent("x"))
+            at: state.appendingPathComponent("usm-repair/snapshots"),
+            withDestinationURL: f.paths.cloudDir.appendingPathComponent("x"))
         let linked = try f.run(["delete", "local-store", "--yes"], environment: ["XDG_STATE_HOME": state.path])
         #expect(linked.status == 64, "\(linked.stderr)")
         #expect(try f.snapshot() == before)
     }
 
-    @Test("malformed preferences are bad input for every changing command (2, naming the file), never skipped", arguments: 0..<5)
+    @Test(
+        "malformed preferences are bad input for every changing command (2, naming the file), never skipped",
+        arguments: 0..<5)
     func malformedPreferences(variant: Int) throws {
         let f = try Fixture()
         var data = try Data(contentsOf: f.paths.prefs)
@@ -263,11 +326,15 @@ struct HostileLayoutTests {
         case 1: data = Data()
         case 2: data = data.prefix(data.count / 2)
         case 3: data.replaceSubrange((data.count - 26)..<data.count, with: Data(repeating: 0xFF, count: 26))
-        default: data = try PropertyListSerialization.data(fromPropertyList: ["USMCloudEnabledKey"], format: .binary, options: 0)
+        default:
+            data = try PropertyListSerialization.data(
+                fromPropertyList: ["USMCloudEnabledKey"], format: .binary, options: 0)
         }
         try data.write(to: f.paths.prefs)
         let before = try f.snapshot()
-        for command in [["switch", f.options.oldUUID!], ["delete", "container"], ["cloud", "disable"], ["cloud", "enable"]] {
+        for command in [
+            ["switch", f.options.oldUUID!], ["delete", "container"], ["cloud", "disable"], ["cloud", "enable"],
+        ] {
             let r = try f.run(command + ["--yes"])
             #expect(r.status == 2, "variant \(variant) \(command): \(r.status) \(r.stderr)")
             #expect(r.stderr.contains("com.example.notes.plist"), "variant \(variant) \(command): \(r.stderr)")
@@ -275,18 +342,27 @@ struct HostileLayoutTests {
         #expect(try f.snapshot() == before)
     }
 
-    @Test("cloud disable killed while the preferences are moved aside: status names the operation, recover finds it and puts them back")
+    @Test(
+        "cloud disable killed while the preferences are moved aside: status names the operation, recover finds it and puts them back"
+    )
     func preferencesMovedAside() throws {
         let f = try Fixture()
         let original = try Data(contentsOf: f.paths.prefs)
-        let steps = try #require(try f.run(["cloud", "disable", "--dry-run", "--json"]).json["steps"] as? [[String: Any]])
+        let steps = try #require(
+            try f.run(["cloud", "disable", "--dry-run", "--json"]).json["steps"] as? [[String: Any]])
         let retire = try #require(steps.firstIndex { $0["action"] as? String == "retire" })
-        #expect(try f.run(["cloud", "disable", "--yes"], hooks: .interrupt(after: retire)).status == PlanExecutor.Hooks.interruptedStatus)
+        #expect(
+            try f.run(["cloud", "disable", "--yes"], hooks: .interrupt(after: retire)).status
+                == PlanExecutor.Hooks.interruptedStatus)
         #expect(!FileManager.default.fileExists(atPath: f.paths.prefs.path))
         let status = try f.run(["status", "--json"])
         let problems = (status.json["problems"] as? [[String: Any]]) ?? []
-        #expect(problems.contains { $0["code"] as? String == "interrupted-operation" && ($0["message"] as? String)?.contains("cloud disable") == true },
-                "\(problems)")
+        #expect(
+            problems.contains {
+                $0["code"] as? String == "interrupted-operation"
+                    && ($0["message"] as? String)?.contains("cloud disable") == true
+            },
+            "\(problems)")
         let r = try f.run(["recover", "--json"])
         #expect(r.status == 0, "\(r.stderr)")
         #expect((r.json["recovered"] as? [[String: Any]])?.first?["outcome"] as? String == "undone")
@@ -305,16 +381,19 @@ final class SQLiteHolder {
         let out = Pipe()
         process = try Launcher.start(
             URL(fileURLWithPath: "/usr/bin/env"),
-            ["python3", "-c", """
-            import sqlite3, sys, time
-            c = sqlite3.connect(sys.argv[1], isolation_level=None)
-            if sys.argv[2] == "1":
-                c.execute("BEGIN IMMEDIATE")
-            else:
-                c.execute("SELECT COUNT(*) FROM sqlite_master").fetchall()
-            print("held", flush=True)
-            time.sleep(60)
-            """, store.path, transaction ? "1" : "0"], stdout: out)
+            [
+                "python3", "-c",
+                """
+                import sqlite3, sys, time
+                c = sqlite3.connect(sys.argv[1], isolation_level=None)
+                if sys.argv[2] == "1":
+                    c.execute("BEGIN IMMEDIATE")
+                else:
+                    c.execute("SELECT COUNT(*) FROM sqlite_master").fetchall()
+                print("held", flush=True)
+                time.sleep(60)
+                """, store.path, transaction ? "1" : "0",
+            ], stdout: out)
         _ = out.fileHandleForReading.readData(ofLength: 5)
     }
 
@@ -339,36 +418,47 @@ struct HostileRecipeTests {
         let recipe = tmp.path("r.json")
         let json: [String: Any] = [
             "format": "usm-repair-recipe", "formatVersion": 1, "id": "hostile", "version": "1", "summary": "s",
-            "steps": [["copy": "entities", "why": "w"], ["sql": sql.replacingOccurrences(of: "$X", with: outside.path), "why": "w"]],
+            "steps": [
+                ["copy": "entities", "why": "w"],
+                ["sql": sql.replacingOccurrences(of: "$X", with: outside.path), "why": "w"],
+            ],
         ]
         try JSONSerialization.data(withJSONObject: json).write(to: recipe)
-        let r = USM.run(["migrate-store", tmp.path("src/S.sqlite").path, tmp.path("dst/D.sqlite").path, "--recipe", recipe.path,
-                         "--plugin-timeout", timeout, "--json"])
+        let r = USM.run([
+            "migrate-store", tmp.path("src/S.sqlite").path, tmp.path("dst/D.sqlite").path, "--recipe", recipe.path,
+            "--plugin-timeout", timeout, "--json",
+        ])
         return (r, outside, tmp)
     }
 
-    @Test("SQL that would reach another file, change the source or the process: recipe-failed (10) naming the step, nothing made",
-          arguments: [
+    @Test(
+        "SQL that would reach another file, change the source or the process: recipe-failed (10) naming the step, nothing made",
+        arguments: [
             "ATTACH DATABASE '$X/a.sqlite' AS x; CREATE TABLE x.t(a);",
             "VACUUM INTO '$X/b.sqlite';",
             "DETACH DATABASE src; ATTACH DATABASE '$X/c.sqlite' AS src; CREATE TABLE src.t(a);",
             "PRAGMA temp_store_directory = '$X';",
             "INSERT INTO src.ZSHELF (Z_PK, Z_ENT, Z_OPT) VALUES (999, 1, 1);",
             "BEGIN; COMMIT;",
-          ])
+        ])
     func deniedSQL(sql: String) throws {
         let (r, outside, tmp) = try Self.run(sql)
         #expect(r.status == 10, "\(sql): \(r.stderr)")
         #expect((r.json["error"] as? [String: Any])?["code"] as? String == "recipe-failed", "\(sql)")
         #expect(r.stderr.contains("step 2"), "\(sql): \(r.stderr)")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path).isEmpty, "\(sql): a file was made outside")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path("dst").path).isEmpty, "\(sql): staging left behind")
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: outside.path).isEmpty, "\(sql): a file was made outside"
+        )
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: tmp.path("dst").path).isEmpty,
+            "\(sql): staging left behind")
     }
 
     @Test("an endless recursive query is stopped at the deadline: recipe-failed (10), nothing left")
     func endlessQuery() throws {
         let started = Date()
-        let (r, _, tmp) = try Self.run("WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n;", timeout: "1")
+        let (r, _, tmp) = try Self.run(
+            "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n;", timeout: "1")
         #expect(r.status == 10, "\(r.stderr)")
         #expect(r.stderr.contains("--plugin-timeout"), "\(r.stderr)")
         #expect(Date().timeIntervalSince(started) < 20)
@@ -381,7 +471,9 @@ struct HostileRecipeTests {
         try FixtureStore.write(to: tmp.path("src/S.sqlite"))
         let recipe = tmp.path("big.json")
         try Data(repeating: 0x20, count: 2 << 20).write(to: recipe)
-        let r = USM.run(["migrate-store", tmp.path("src/S.sqlite").path, tmp.path("D.sqlite").path, "--recipe", recipe.path])
+        let r = USM.run([
+            "migrate-store", tmp.path("src/S.sqlite").path, tmp.path("D.sqlite").path, "--recipe", recipe.path,
+        ])
         #expect(r.status == 2, "\(r.stderr)")
     }
 }

@@ -19,11 +19,16 @@ struct IdentifierQuotingTests {
     func oneHelper() throws {
         let core = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Sources/USMRepairCore")
-        let files = FileManager.default.enumerator(atPath: core.path)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") } ?? []
+        let files =
+            FileManager.default.enumerator(atPath: core.path)?.compactMap { $0 as? String }.filter {
+                $0.hasSuffix(".swift")
+            } ?? []
         #expect(files.count > 10)
         for file in files {
             let text = try String(contentsOf: core.appendingPathComponent(file), encoding: .utf8)
-            #expect(!text.contains(".quotedDatabaseIdentifier"), "\(file) quotes identifiers without doubling embedded quotes")
+            #expect(
+                !text.contains(".quotedDatabaseIdentifier"),
+                "\(file) quotes identifiers without doubling embedded quotes")
         }
     }
 
@@ -52,10 +57,12 @@ struct IdentifierQuotingTests {
         #expect(s.entities.first { $0.name == "Quo\"te" }?.rows == 2)
         #expect(s.entities.first { $0.name == "Quo\"te" }?.table == "ZQUO\"TE")
         let subjects = Set(s.problems.map { "\($0.code.rawValue) \($0.subject ?? "")" })
-        #expect(subjects == [
-            "dangling-to-one ZQUO\"TE.ZAUTHOR", "dangling-join-row Z_7TA\"GS.Z_6TA\"GS", "external-data-missing ZQUO\"TE.ZDA\"TA",
-            "zmax-behind ZQUO\"TE",
-        ], "\(s.problems)")
+        #expect(
+            subjects == [
+                "dangling-to-one ZQUO\"TE.ZAUTHOR", "dangling-join-row Z_7TA\"GS.Z_6TA\"GS",
+                "external-data-missing ZQUO\"TE.ZDA\"TA",
+                "zmax-behind ZQUO\"TE",
+            ], "\(s.problems)")
 
         // archive --redact and --metadata-only rewrite the store through the same names.
         try FileManager.default.createDirectory(at: tmp.path("out"), withIntermediateDirectories: true)
@@ -66,7 +73,8 @@ struct IdentifierQuotingTests {
             let target = tmp.path("restored\(mode)")
             #expect(USM.run(["restore", bundle.path, "--to", target.path, "-q"]).status == 0)
             let copy = target.appendingPathComponent("store/S.sqlite")
-            #expect(FileManager.default.fileExists(atPath: copy.path), "\(mode): the store is in the bundle, not left out")
+            #expect(
+                FileManager.default.fileExists(atPath: copy.path), "\(mode): the store is in the bundle, not left out")
             let restored = try Inspection(options: LayoutOptions(store: copy), depth: .status).run().stores[0]
             #expect(restored.entities.first { $0.name == "Quo\"te" }?.rows == (mode == "--redact" ? 2 : 0))
         }
@@ -79,7 +87,8 @@ struct IdentifierQuotingTests {
         let store = tmp.path("S.sqlite")
         try FixtureStore.write(to: store)
         // ZSHELF is the destination of ZITEM.ZSHELF; a dangling author key is planted as well.
-        try FixtureStore.mutate(store, "ALTER TABLE ZSHELF DROP COLUMN Z_ENT; UPDATE ZITEM SET ZAUTHOR = 999 WHERE Z_PK = 1")
+        try FixtureStore.mutate(
+            store, "ALTER TABLE ZSHELF DROP COLUMN Z_ENT; UPDATE ZITEM SET ZAUTHOR = 999 WHERE Z_PK = 1")
         let report = try Inspection(options: LayoutOptions(store: store), depth: .check).run()
         let s = try #require(report.stores.first)
         #expect(s.health == .ok)

@@ -14,14 +14,17 @@ struct InstalledToolTests {
     static let packageRoot = CLITests.packageRoot
 
     /// Runs a program, returning its exit status and output (stdout and stderr).
-    static func run(_ program: String, _ arguments: [String], in directory: URL = URL(fileURLWithPath: "/"),
-                    environment: [String: String]) throws -> (status: Int32, stdout: String, stderr: String) {
+    static func run(
+        _ program: String, _ arguments: [String], in directory: URL = URL(fileURLWithPath: "/"),
+        environment: [String: String]
+    ) throws -> (status: Int32, stdout: String, stderr: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: program)
         process.arguments = arguments
         process.currentDirectoryURL = directory
         process.environment = environment
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         process.standardOutput = out
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
@@ -36,7 +39,10 @@ struct InstalledToolTests {
         let outData = out.fileHandleForReading.readDataToEndOfFile()
         group.wait()
         process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData.get(), as: UTF8.self))
+        return (
+            process.terminationStatus, String(decoding: outData, as: UTF8.self),
+            String(decoding: errData.get(), as: UTF8.self)
+        )
     }
 
     final class LockedBox: Sendable {
@@ -45,29 +51,39 @@ struct InstalledToolTests {
         func get() -> Data { data.withLock { $0 } }
     }
 
-    @Test("the staged prefix: binary, recipes, completions, docs; run from elsewhere (and through PATH) it lists its recipes and uses them")
+    @Test(
+        "the staged prefix: binary, recipes, completions, docs; run from elsewhere (and through PATH) it lists its recipes and uses them"
+    )
     func stagedPrefix() throws {
         let tmp = try TempDir()
         let prefix = tmp.path("opt/usm-repair")
         var env = ProcessInfo.processInfo.environment
         env["USM_REPAIR_RECIPES"] = nil
         env["XDG_STATE_HOME"] = tmp.path("state").path
-        let stage = try Self.run("/bin/bash", [Self.packageRoot.appendingPathComponent("Scripts/stage.sh").path, CLI.binary.path, prefix.path],
-                                 environment: env)
+        let stage = try Self.run(
+            "/bin/bash",
+            [Self.packageRoot.appendingPathComponent("Scripts/stage.sh").path, CLI.binary.path, prefix.path],
+            environment: env)
         #expect(stage.status == 0, "\(stage.stderr)")
         let fm = FileManager.default
-        let recipes = try fm.contentsOfDirectory(atPath: Self.packageRoot.appendingPathComponent("Recipes").path).filter { $0.hasSuffix(".json") }
+        let recipes = try fm.contentsOfDirectory(atPath: Self.packageRoot.appendingPathComponent("Recipes").path).filter
+        { $0.hasSuffix(".json") }
         #expect(!recipes.isEmpty)
         for recipe in recipes {
-            #expect(fm.fileExists(atPath: prefix.appendingPathComponent("share/usm-repair/recipes/\(recipe)").path), "\(recipe)")
+            #expect(
+                fm.fileExists(atPath: prefix.appendingPathComponent("share/usm-repair/recipes/\(recipe)").path),
+                "\(recipe)")
         }
-        for file in ["bin/usm-repair", "share/doc/usm-repair/README.md", "share/doc/usm-repair/docs/usm-behaviour.md",
-                     "share/doc/usm-repair/CHANGELOG.md", "share/bash-completion/completions/usm-repair",
-                     "share/zsh/site-functions/_usm-repair", "share/fish/vendor_completions.d/usm-repair.fish"] {
+        for file in [
+            "bin/usm-repair", "share/doc/usm-repair/README.md", "share/doc/usm-repair/docs/usm-behaviour.md",
+            "share/doc/usm-repair/CHANGELOG.md", "share/bash-completion/completions/usm-repair",
+            "share/zsh/site-functions/_usm-repair", "share/fish/vendor_completions.d/usm-repair.fish",
+        ] {
             #expect(fm.fileExists(atPath: prefix.appendingPathComponent(file).path), "\(file)")
         }
         // Completions offer the strategy ids, the problem codes, the help topics; recipes by asking the binary.
-        let bash = try String(contentsOf: prefix.appendingPathComponent("share/bash-completion/completions/usm-repair"), encoding: .utf8)
+        let bash = try String(
+            contentsOf: prefix.appendingPathComponent("share/bash-completion/completions/usm-repair"), encoding: .utf8)
         for word in ["copy-entities", "external-data-orphan", "---completion"] {
             #expect(bash.contains(word), "bash completion lacks \(word)")
         }
@@ -78,8 +94,12 @@ struct InstalledToolTests {
         let json = (try? JSONSerialization.jsonObject(with: Data(listing.stdout.utf8))) as? [String: Any] ?? [:]
         let listed = (json["recipes"] as? [[String: Any]] ?? []).compactMap { $0["path"] as? String }
         #expect(listed.count == recipes.count, "\(listing.stdout)")
-        #expect(listed.allSatisfy { $0.hasPrefix(prefix.appendingPathComponent("share/usm-repair/recipes").path) }, "\(listed)")
-        #expect((json["recipeSearchPath"] as? [String] ?? []).allSatisfy { !$0.contains(Self.packageRoot.path) }, "no checkout is searched")
+        #expect(
+            listed.allSatisfy { $0.hasPrefix(prefix.appendingPathComponent("share/usm-repair/recipes").path) },
+            "\(listed)")
+        #expect(
+            (json["recipeSearchPath"] as? [String] ?? []).allSatisfy { !$0.contains(Self.packageRoot.path) },
+            "no checkout is searched")
 
         // Found through PATH (argv[0] is then only "usm-repair"): the same recipes.
         var pathEnv = env
@@ -92,41 +112,65 @@ struct InstalledToolTests {
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         let store = work.appendingPathComponent("Cloud.sqlite")
         try FixtureStore.write(to: store)
-        let used = try Self.run(bin, ["migrate-store", store.path, work.appendingPathComponent("Local.sqlite").path, "--recipe", "strip-ubiquity",
-                                      "--yes", "--snapshot-dir", tmp.path("snapshots").path], in: tmp.url, environment: env)
+        let used = try Self.run(
+            bin,
+            [
+                "migrate-store", store.path, work.appendingPathComponent("Local.sqlite").path, "--recipe",
+                "strip-ubiquity",
+                "--yes", "--snapshot-dir", tmp.path("snapshots").path,
+            ], in: tmp.url, environment: env)
         #expect(used.status == 0, "\(used.stderr)")
-        let missing = try Self.run(bin, ["migrate-store", store.path, work.appendingPathComponent("Other.sqlite").path, "--recipe", "no-such-recipe", "--dry-run"],
-                                   in: tmp.url, environment: env)
+        let missing = try Self.run(
+            bin,
+            [
+                "migrate-store", store.path, work.appendingPathComponent("Other.sqlite").path, "--recipe",
+                "no-such-recipe", "--dry-run",
+            ],
+            in: tmp.url, environment: env)
         #expect(missing.status == 66)
-        #expect(missing.stderr.contains(prefix.appendingPathComponent("share/usm-repair/recipes").path), "\(missing.stderr)")
+        #expect(
+            missing.stderr.contains(prefix.appendingPathComponent("share/usm-repair/recipes").path), "\(missing.stderr)"
+        )
 
         // The shell asks the binary for recipe names (as the bash script does): those it ships.
-        let completion = try Self.run(bin, ["---completion", "migrate-store", "--", "--recipe", "3", "0"], environment: env)
-        #expect(completion.stdout.split(separator: "\n").contains("rename-entity"), "\(completion.stdout)\(completion.stderr)")
+        let completion = try Self.run(
+            bin, ["---completion", "migrate-store", "--", "--recipe", "3", "0"], environment: env)
+        #expect(
+            completion.stdout.split(separator: "\n").contains("rename-entity"),
+            "\(completion.stdout)\(completion.stderr)")
 
         // The help topics come from the binary itself.
         let codes = try Self.run(bin, ["help", "exit-codes"], environment: env)
         #expect(codes.status == 0 && codes.stdout.contains("store-in-use"), "\(codes.stdout)")
     }
 
-    @Test("recipe completion lists the recipes found; a recipe not found names every folder looked in, absent ones marked")
+    @Test(
+        "recipe completion lists the recipes found; a recipe not found names every folder looked in, absent ones marked"
+    )
     func recipeSearch() throws {
-        let search = RecipeCatalog.searchPath(environment: ["USM_REPAIR_RECIPES": "/nonexistent/recipes"], executable: CLI.binary)
+        let search = RecipeCatalog.searchPath(
+            environment: ["USM_REPAIR_RECIPES": "/nonexistent/recipes"], executable: CLI.binary)
         #expect(search.first?.path == "/nonexistent/recipes", "absent folders are searched and named")
-        let r = USM.run(["migrate-store", "/nonexistent/a.sqlite", "/tmp/b.sqlite", "--recipe", "nope", "--dry-run"],
-                        environment: ["USM_REPAIR_RECIPES": "/nonexistent/recipes"])
+        let r = USM.run(
+            ["migrate-store", "/nonexistent/a.sqlite", "/tmp/b.sqlite", "--recipe", "nope", "--dry-run"],
+            environment: ["USM_REPAIR_RECIPES": "/nonexistent/recipes"])
         #expect(r.stderr.contains("/nonexistent/recipes (absent)") || r.status == 66, "\(r.stderr)")
         let tmp = try TempDir()
         let store = tmp.path("A.sqlite")
         try FixtureStore.write(to: store)
-        let notFound = USM.run(["migrate-store", store.path, tmp.path("B.sqlite").path, "--recipe", "nope", "--dry-run"],
-                               environment: ["USM_REPAIR_RECIPES": "/nonexistent/recipes"])
+        let notFound = USM.run(
+            ["migrate-store", store.path, tmp.path("B.sqlite").path, "--recipe", "nope", "--dry-run"],
+            environment: ["USM_REPAIR_RECIPES": "/nonexistent/recipes"])
         #expect(notFound.status == 66)
         #expect(notFound.stderr.contains("looked in /nonexistent/recipes (absent), "), "\(notFound.stderr)")
-        #expect(CommandContext.recipeNames().contains("rename-entity"), "a development build completes the checkout's recipes")
+        #expect(
+            CommandContext.recipeNames().contains("rename-entity"),
+            "a development build completes the checkout's recipes")
     }
 
-    @Test("help topics: exit codes, problem codes and the way back are printed by the binary; help still shows a command's help")
+    @Test(
+        "help topics: exit codes, problem codes and the way back are printed by the binary; help still shows a command's help"
+    )
     func helpTopics() throws {
         let codes = USM.run(["help", "exit-codes"])
         #expect(codes.status == 0)
@@ -136,7 +180,8 @@ struct InstalledToolTests {
         let next = USM.run(["help", "next-steps"])
         #expect(next.stdout.contains("Replace Container") && next.stdout.contains("--mac-app"))
         let command = USM.run(["help", "delete", "container"])
-        #expect(command.status == 0 && command.stdout.contains("USAGE: usm-repair delete container"), "\(command.stdout)")
+        #expect(
+            command.status == 0 && command.stdout.contains("USAGE: usm-repair delete container"), "\(command.stdout)")
         #expect(USM.run(["help", "exit-codes", "--json"]).status == 64, "a topic takes no flags")
     }
 

@@ -34,7 +34,9 @@ struct MacAppTests {
         let appDir = base.appendingPathComponent("Application Support/\(bundleID)", isDirectory: true)
         let prefs = base.appendingPathComponent("Preferences/\(bundleID).plist")
         let cloudDir = library.appendingPathComponent("Mobile Documents/\(containerName)", isDirectory: true)
-        for dir in [appDir.deletingLastPathComponent(), prefs.deletingLastPathComponent(), cloudDir.deletingLastPathComponent()] {
+        for dir in [
+            appDir.deletingLastPathComponent(), prefs.deletingLastPathComponent(), cloudDir.deletingLastPathComponent(),
+        ] {
             try fm.createDirectory(at: dir, withIntermediateDirectories: true)
         }
         try fm.moveItem(at: source.appDir, to: appDir)
@@ -77,22 +79,30 @@ struct MacAppTests {
         #expect(layout["cloudSource"] as? String == "mac-app")
         #expect(layout["appDir"] as? String == lib.appDir.path)
         let stores = r.json["stores"] as? [[String: Any]] ?? []
-        #expect(stores.contains { $0["role"] as? String == "local" && $0["health"] as? String == "ok" }, "the local store is read")
+        #expect(
+            stores.contains { $0["role"] as? String == "local" && $0["health"] as? String == "ok" },
+            "the local store is read")
         #expect((r.json["nextLaunch"] as? [String: Any])?["state"] as? String == "E4")
 
         let text = USM.run(["status", "--mac-app", Self.bundleID, "--home", lib.home.path])
-        #expect(text.stdout.contains("Mac app:      \(Self.bundleID) in \(lib.home.path) (sandboxed)"), "\(text.stdout)")
-        #expect(text.stdout.contains("found: named by the cached StoreUUID key in the preferences (\(Self.container))"), "\(text.stdout)")
+        #expect(
+            text.stdout.contains("Mac app:      \(Self.bundleID) in \(lib.home.path) (sandboxed)"), "\(text.stdout)")
+        #expect(
+            text.stdout.contains("found: named by the cached StoreUUID key in the preferences (\(Self.container))"),
+            "\(text.stdout)")
         #expect(text.stdout.contains("Preferences:  \(lib.prefs.path)"))
     }
 
-    @Test("an app that is not sandboxed: ~/Library/Application Support/<id>, ~/Library/Preferences; the container found by the bundle ID")
+    @Test(
+        "an app that is not sandboxed: ~/Library/Application Support/<id>, ~/Library/Preferences; the container found by the bundle ID"
+    )
     func notSandboxed() throws {
         let tmp = try TempDir()
         let lib = try Self.library(in: tmp, sandboxed: false, cacheKey: false)
         // Another app's container in Mobile Documents is not taken.
         try FileManager.default.createDirectory(
-            at: lib.home.appendingPathComponent("Library/Mobile Documents/ZZZZZ99999~com~other~app/CloudLogs"), withIntermediateDirectories: true)
+            at: lib.home.appendingPathComponent("Library/Mobile Documents/ZZZZZ99999~com~other~app/CloudLogs"),
+            withIntermediateDirectories: true)
         let r = USM.run(["status", "--mac-app", Self.bundleID, "--home", lib.home.path, "--json"])
         let mac = Self.macApp(r.json)
         #expect(mac["sandboxed"] as? Bool == false)
@@ -132,7 +142,9 @@ struct MacAppTests {
         #expect((mac["notes"] as? [String] ?? []).contains { $0.contains(old.path) }, "\(mac)")
     }
 
-    @Test("flags: --home needs --mac-app; a bundle ID that is not one, and --mac-app with --container, are usage errors; a home without data is said")
+    @Test(
+        "flags: --home needs --mac-app; a bundle ID that is not one, and --mac-app with --container, are usage errors; a home without data is said"
+    )
     func flags() throws {
         let tmp = try TempDir()
         #expect(USM.run(["status", "--home", tmp.url.path]).status == 64)
@@ -144,16 +156,23 @@ struct MacAppTests {
         #expect(problems.contains { $0["code"] as? String == "layout-not-found" }, "\(empty.stdout)")
     }
 
-    @Test("a change in place: done in the Mac's folders; the next step says nothing goes back, iCloud uploads the container; the snapshot is named after the app")
+    @Test(
+        "a change in place: done in the Mac's folders; the next step says nothing goes back, iCloud uploads the container; the snapshot is named after the app"
+    )
     func changeInPlace() throws {
         let tmp = try TempDir()
         var options = FixtureContainer.Options()
         options.corruptedUUID = options.activeUUID
         let lib = try Self.library(in: tmp, sandboxed: true, options: options)
         let snapshots = tmp.path("snapshots")
-        let r = USM.run(["corruption", "clear", "--mac-app", Self.bundleID, "--home", lib.home.path, "--snapshot-dir", snapshots.path, "--yes", "--json"])
+        let r = USM.run([
+            "corruption", "clear", "--mac-app", Self.bundleID, "--home", lib.home.path, "--snapshot-dir",
+            snapshots.path, "--yes", "--json",
+        ])
         #expect(r.status == 0, "\(r.stderr)")
-        #expect(FileManager.default.fileExists(atPath: lib.cloudDir.appendingPathComponent("CloudLogs/CorruptedUUID+").path) == false)
+        #expect(
+            FileManager.default.fileExists(atPath: lib.cloudDir.appendingPathComponent("CloudLogs/CorruptedUUID+").path)
+                == false)
         let next = r.json["nextStep"] as? String ?? ""
         #expect(next.hasPrefix("Nothing to send back"), "\(next)")
         #expect(next.contains("iCloud uploads what changed in \(lib.cloudDir.path)"), "\(next)")
@@ -161,7 +180,9 @@ struct MacAppTests {
         #expect(snapshot.hasPrefix("corruption-clear-com.example.notes-"), "\(snapshot)")
     }
 
-    @Test("the app running (a process whose executable is in its bundle) refuses a change with exit 5 and 'quit the app'; a dry run says it")
+    @Test(
+        "the app running (a process whose executable is in its bundle) refuses a change with exit 5 and 'quit the app'; a dry run says it"
+    )
     func appRunning() throws {
         let tmp = try TempDir()
         var options = FixtureContainer.Options()
@@ -190,17 +211,22 @@ struct MacAppTests {
         #expect(try TreeSnapshot(lib.home) == before, "nothing changed")
         let dry = USM.run(["corruption", "clear"] + flags + ["--dry-run", "--json"])
         #expect(dry.status == 0)
-        #expect((dry.json["notes"] as? [String] ?? []).contains { $0.contains("is running now") && $0.contains("quit it") }, "\(dry.stdout)")
+        #expect(
+            (dry.json["notes"] as? [String] ?? []).contains { $0.contains("is running now") && $0.contains("quit it") },
+            "\(dry.stdout)")
     }
 
     /// `Notes.app/Contents/MacOS/Notes`: a copy of `sleep` inside an app bundle whose Info.plist names `bundleID`.
     static func fakeApp(in tmp: TempDir, bundleID: String) throws -> URL {
         let contents = tmp.path("Applications/Notes.app/Contents")
-        try FileManager.default.createDirectory(at: contents.appendingPathComponent("MacOS"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: contents.appendingPathComponent("MacOS"), withIntermediateDirectories: true)
         let plist: [String: Any] = ["CFBundleIdentifier": bundleID, "CFBundleExecutable": "Notes"]
-        try PropertyListSerialization.data(fromPropertyList: plist, format: .xml, options: 0).write(to: contents.appendingPathComponent("Info.plist"))
+        try PropertyListSerialization.data(fromPropertyList: plist, format: .xml, options: 0).write(
+            to: contents.appendingPathComponent("Info.plist"))
         let executable = contents.appendingPathComponent("MacOS/Notes")
-        let sleep = ["/bin/sleep", "/usr/bin/sleep"].first { FileManager.default.isExecutableFile(atPath: $0) } ?? "/bin/sleep"
+        let sleep =
+            ["/bin/sleep", "/usr/bin/sleep"].first { FileManager.default.isExecutableFile(atPath: $0) } ?? "/bin/sleep"
         try FileManager.default.copyItem(atPath: sleep, toPath: executable.path)
         return executable
     }
@@ -209,11 +235,20 @@ struct MacAppTests {
     func liveDomains() {
         let home = "/Users/jo"
         #expect(PreferencesDaemon.isLive("/Users/jo/Library/Preferences/com.example.notes.plist", home: home))
-        #expect(PreferencesDaemon.isLive("/Users/jo/Library/Containers/com.example.notes/Data/Library/Preferences/com.example.notes.plist", home: home))
-        #expect(!PreferencesDaemon.isLive("/Users/jo/Downloads/Notes.xcappdata/AppData/Library/Preferences/com.example.notes.plist", home: home))
+        #expect(
+            PreferencesDaemon.isLive(
+                "/Users/jo/Library/Containers/com.example.notes/Data/Library/Preferences/com.example.notes.plist",
+                home: home))
+        #expect(
+            !PreferencesDaemon.isLive(
+                "/Users/jo/Downloads/Notes.xcappdata/AppData/Library/Preferences/com.example.notes.plist", home: home))
         #expect(!PreferencesDaemon.isLive("/Users/jo/Library/Preferences/sub/com.example.notes.plist", home: home))
         #expect(!PreferencesDaemon.isLive("/Users/jo/Library/Preferences/com.example.notes.txt", home: home))
-        #expect(PreferencesDaemon.domain(of: "/Users/jo/Library/Preferences/com.example.notes.plist") == "/Users/jo/Library/Preferences/com.example.notes")
-        #expect(PreferencesDaemon.adopt("/Users/jo/Library/Preferences/com.example.notes.plist") == nil, "nothing runs on Linux")
+        #expect(
+            PreferencesDaemon.domain(of: "/Users/jo/Library/Preferences/com.example.notes.plist")
+                == "/Users/jo/Library/Preferences/com.example.notes")
+        #expect(
+            PreferencesDaemon.adopt("/Users/jo/Library/Preferences/com.example.notes.plist") == nil,
+            "nothing runs on Linux")
     }
 }

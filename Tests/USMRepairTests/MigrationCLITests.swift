@@ -20,7 +20,10 @@ struct MigrationCLITests {
         let plugins = (r.json["plugins"] as? [[String: Any]])?.compactMap { $0["name"] as? String }
         #expect(plugins == ["demo"])
         let recipes = Set((r.json["recipes"] as? [[String: Any]])?.compactMap { $0["id"] as? String } ?? [])
-        #expect(recipes.isSuperset(of: ["rename-entity", "drop-history", "fix-counters", "strip-cloudkit", "strip-ubiquity"]))
+        #expect(
+            recipes.isSuperset(of: [
+                "rename-entity", "drop-history", "fix-counters", "strip-cloudkit", "strip-ubiquity",
+            ]))
         let text = USM.run(["strategies"])
         #expect(text.stdout.contains("copy-entities (default of migrate-store)"))
     }
@@ -31,8 +34,12 @@ struct MigrationCLITests {
         try FixtureStore.write(to: tmp.path("S.sqlite"))
         let r = USM.run(["migrate-store", tmp.path("S.sqlite").path, tmp.path("D.sqlite").path, "--json"])
         #expect(r.status == 0, "\(r.stderr)")
-        for key in ["schemaVersion", "command", "strategy", "mode", "dryRun", "source", "destination", "snapshot", "recipe", "recipeSHA256",
-                    "plugin", "steps", "entities", "deduplicated", "leftOut", "notes", "verification", "durations", "exitCode", "exitStatus"] {
+        for key in [
+            "schemaVersion", "command", "strategy", "mode", "dryRun", "source", "destination", "snapshot", "recipe",
+            "recipeSHA256",
+            "plugin", "steps", "entities", "deduplicated", "leftOut", "notes", "verification", "durations", "exitCode",
+            "exitStatus",
+        ] {
             #expect(r.json.keys.contains(key), "key \(key)")
         }
         #expect(r.json["strategy"] as? String == "copy-entities")
@@ -52,25 +59,32 @@ struct MigrationCLITests {
         try FixtureStore.write(to: tmp.path("src/S.sqlite"))
         try FixtureStore.write(to: tmp.path("dst/D.sqlite"))
         let before = try TreeSnapshot(tmp.url)
-        let r = USM.run(["migrate-store", tmp.path("src/S.sqlite").path, tmp.path("dst/D.sqlite").path, "--into", "--dry-run"])
+        let r = USM.run([
+            "migrate-store", tmp.path("src/S.sqlite").path, tmp.path("dst/D.sqlite").path, "--into", "--dry-run",
+        ])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.contains("nothing was changed"))
         #expect(r.stdout.contains("snapshot"))
-        let recipe = USM.run(["migrate-store", tmp.path("src/S.sqlite").path, tmp.path("dst/N.sqlite").path, "--recipe", "drop-history", "--dry-run"])
+        let recipe = USM.run([
+            "migrate-store", tmp.path("src/S.sqlite").path, tmp.path("dst/N.sqlite").path, "--recipe", "drop-history",
+            "--dry-run",
+        ])
         #expect(recipe.status == 0, "\(recipe.stderr)")
         #expect(recipe.stdout.contains("SQL:") || recipe.stdout.contains("empty"))
         #expect(try TreeSnapshot(tmp.url) == before)
     }
 
-    @Test("bad input: a clear error, its exit code, nothing at the destination", arguments: [
-        ("plain", ["--strategy", "ios"], 2, "not-core-data"),
-        ("damaged", ["--strategy", "copy-entities"], 2, "source-damaged"),
-        ("fixture", ["--strategy", "cp"], 64, "unknown-strategy"),
-        ("fixture", ["--strategy", "ios", "--into"], 64, "usage"),
-        ("fixture", ["--recipe", "no-such-recipe"], 66, "not-found"),
-        ("fixture", ["--plugin", "no-such-plugin"], 66, "not-found"),
-        ("missing", [], 66, "not-found"),
-    ])
+    @Test(
+        "bad input: a clear error, its exit code, nothing at the destination",
+        arguments: [
+            ("plain", ["--strategy", "ios"], 2, "not-core-data"),
+            ("damaged", ["--strategy", "copy-entities"], 2, "source-damaged"),
+            ("fixture", ["--strategy", "cp"], 64, "unknown-strategy"),
+            ("fixture", ["--strategy", "ios", "--into"], 64, "usage"),
+            ("fixture", ["--recipe", "no-such-recipe"], 66, "not-found"),
+            ("fixture", ["--plugin", "no-such-plugin"], 66, "not-found"),
+            ("missing", [], 66, "not-found"),
+        ])
     func badInput(kind: String, flags: [String], status: Int32, code: String) throws {
         let tmp = try TempDir()
         let source = tmp.path("src/S.sqlite")
@@ -103,7 +117,9 @@ struct MigrationCLITests {
         #expect(try TreeSnapshot(tmp.path("dst")) == before, "nothing left at the destination")
     }
 
-    @Test("an existing destination: refused without --into or --overwrite; --overwrite needs --yes; then it is snapshotted and restore brings it back")
+    @Test(
+        "an existing destination: refused without --into or --overwrite; --overwrite needs --yes; then it is snapshotted and restore brings it back"
+    )
     func overwrite() throws {
         let tmp = try TempDir()
         try FixtureStore.write(to: tmp.path("S.sqlite"))
@@ -119,8 +135,10 @@ struct MigrationCLITests {
         #expect(noYes.status == 3)
         #expect(try TreeSnapshot(tmp.path("dst")) == before)
         let snapshots = tmp.path("snapshots")
-        let r = USM.run(["migrate-store", tmp.path("S.sqlite").path, tmp.path("dst/D.sqlite").path, "--overwrite", "--yes",
-                             "--snapshot-dir", snapshots.path, "--json"])
+        let r = USM.run([
+            "migrate-store", tmp.path("S.sqlite").path, tmp.path("dst/D.sqlite").path, "--overwrite", "--yes",
+            "--snapshot-dir", snapshots.path, "--json",
+        ])
         #expect(r.status == 0, "\(r.stderr)")
         let snapshot = try #require(r.json["snapshot"] as? String)
         #expect(Migrate.sidecars(tmp.path("dst/D.sqlite")).isEmpty, "the old -wal and -shm are gone with the old store")
@@ -140,7 +158,10 @@ struct MigrationCLITests {
         try FixtureStore.write(to: tmp.path("src/S.sqlite"))
         try FileManager.default.createDirectory(at: tmp.path("ro"), withIntermediateDirectories: true)
         let readOnly = try TestMount(readOnly: tmp.path("ro"))
-        defer { readOnly.unmount(); withExtendedLifetime(tmp) {} }
+        defer {
+            readOnly.unmount()
+            withExtendedLifetime(tmp) {}
+        }
         let r = USM.run(["migrate-store", tmp.path("src/S.sqlite").path, tmp.path("ro/D.sqlite").path, "--json"])
         #expect(r.status == 74, "\(r.stderr)")
         #expect((r.json["error"] as? [String: Any])?["code"] as? String == "write-failed")

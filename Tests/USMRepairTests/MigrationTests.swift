@@ -13,23 +13,30 @@ enum Migrate {
     static var state: URL { CLI.stateHome.appendingPathComponent("usm-repair", isDirectory: true) }
 
     /// `migrate-store` through the core: the plan, run by the executor.
-    static func run(_ source: URL, _ destination: URL, strategy: String = "copy-entities", mode: MigrationRequest.Mode = .create,
-                    options: MigrationOptions = MigrationOptions(), snapshots: URL? = nil, dryRun: Bool = false) throws -> MigrationReport {
+    static func run(
+        _ source: URL, _ destination: URL, strategy: String = "copy-entities", mode: MigrationRequest.Mode = .create,
+        options: MigrationOptions = MigrationOptions(), snapshots: URL? = nil, dryRun: Bool = false
+    ) throws -> MigrationReport {
         let executor = PlanExecutor(
             snapshotDirectory: snapshots ?? state.appendingPathComponent("snapshots", isDirectory: true),
             records: OperationRecords(stateFolder: state))
         return try StoreMigration(
             request: MigrationRequest(
-                source: StoreFileSet(main: source), destination: StoreFileSet(main: destination), strategy: strategy, mode: mode,
+                source: StoreFileSet(main: source), destination: StoreFileSet(main: destination), strategy: strategy,
+                mode: mode,
                 options: options, dryRun: dryRun),
-            engine: engine, executor: executor).run()
+            engine: engine, executor: executor
+        ).run()
     }
 
     /// Rows per entity name as a fresh `check` of the store counts them, and its error-level problems.
     static func check(_ store: URL) throws -> (rows: [String: Int], errors: [Problem], report: StoreReport) {
         let report = try Inspection(options: LayoutOptions(store: store), depth: .check).run()
         let s = try #require(report.stores.first)
-        return (Dictionary(s.entities.map { ($0.name, $0.rows) }, uniquingKeysWith: +), s.problems.filter { $0.severity == .error }, s)
+        return (
+            Dictionary(s.entities.map { ($0.name, $0.rows) }, uniquingKeysWith: +),
+            s.problems.filter { $0.severity == .error }, s
+        )
     }
 
     /// What SQLite itself says, opening the store as the sqlite3 shell does (read-write, then
@@ -37,8 +44,10 @@ enum Migrate {
     static func sqlite3(_ store: URL) throws -> (journalMode: String, integrity: String) {
         let queue = try DatabaseQueue(path: store.path)
         let result = try queue.read { db in
-            (try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? "",
-             try String.fetchAll(db, sql: "PRAGMA integrity_check").joined(separator: ";"))
+            (
+                try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? "",
+                try String.fetchAll(db, sql: "PRAGMA integrity_check").joined(separator: ";")
+            )
         }
         try queue.close()
         return result
@@ -50,15 +59,25 @@ enum Migrate {
 
     /// What an operation of ours left in `folder` (nothing after a run, whatever its outcome).
     static func staging(in folder: URL) -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter { $0.hasPrefix(".usm-repair") }
+        ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter {
+            $0.hasPrefix(".usm-repair")
+        }
     }
 
     static func uuidAndKeys(_ store: URL) throws -> (uuid: String?, keys: [String]) {
-        let queue = try DatabaseQueue(path: store.path, configuration: { var c = Configuration(); c.readonly = true; return c }())
+        let queue = try DatabaseQueue(
+            path: store.path,
+            configuration: {
+                var c = Configuration()
+                c.readonly = true
+                return c
+            }())
         defer { try? queue.close() }
         return try queue.read { db in
             let row = try Row.fetchOne(db, sql: "SELECT Z_UUID, Z_PLIST FROM Z_METADATA")
-            let plist = row.flatMap { $0["Z_PLIST"] as Data? }.flatMap { try? PropertyListSerialization.propertyList(from: $0, format: nil) as? [String: Any] }
+            let plist = row.flatMap { $0["Z_PLIST"] as Data? }.flatMap {
+                try? PropertyListSerialization.propertyList(from: $0, format: nil) as? [String: Any]
+            }
             return (row?["Z_UUID"] as String?, (plist?.keys).map { Array($0).sorted() } ?? [])
         }
     }
@@ -75,8 +94,9 @@ struct MigrationTests {
         #expect(throws: USMError.unknownStrategy("cp", known: registry.ids)) { try registry.strategy("cp") }
     }
 
-    @Test("ios, copy-entities and none: WAL-only rows, inheritance, external data, history, ubiquity metadata",
-          arguments: ["ios", "copy-entities", "none"])
+    @Test(
+        "ios, copy-entities and none: WAL-only rows, inheritance, external data, history, ubiquity metadata",
+        arguments: ["ios", "copy-entities", "none"])
     func newStore(strategy: String) throws {
         let tmp = try TempDir()
         var o = FixtureStore.Options()
@@ -126,7 +146,9 @@ struct MigrationTests {
         var o = FixtureStore.Options()
         o.ubiquityMetadata = true
         try FixtureStore.write(to: tmp.path("S.sqlite"), o)
-        _ = try Migrate.run(tmp.path("S.sqlite"), tmp.path("D.sqlite"), strategy: "ios", options: MigrationOptions(keepUbiquityMetadata: true))
+        _ = try Migrate.run(
+            tmp.path("S.sqlite"), tmp.path("D.sqlite"), strategy: "ios",
+            options: MigrationOptions(keepUbiquityMetadata: true))
         #expect(try Migrate.uuidAndKeys(tmp.path("D.sqlite")).keys.contains("com.apple.coredata.ubiquity.ubiquitized"))
     }
 
@@ -135,20 +157,23 @@ struct MigrationTests {
         let tmp = try TempDir()
         try MergeFixture.write(to: tmp.path("A.sqlite"), .a, prefix: "src")
         _ = try Migrate.run(tmp.path("A.sqlite"), tmp.path("D.sqlite"))
-        #expect(try MergeFixture.relationships(tmp.path("D.sqlite")) == MergeFixture.relationships(tmp.path("A.sqlite")))
+        #expect(
+            try MergeFixture.relationships(tmp.path("D.sqlite")) == MergeFixture.relationships(tmp.path("A.sqlite")))
         let queue = try DatabaseQueue(path: tmp.path("D.sqlite").path)
         defer { try? queue.close() }
         try queue.read { db in
             let pks = try Int.fetchAll(db, sql: "SELECT Z_PK FROM ZITEM ORDER BY Z_PK")
             #expect(pks.first ?? 0 > 1, "keys kept as they were (the fixture does not start at 1)")
-            #expect(try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sqlite_master WHERE name = 'Z_Item_UNIQUE_code'") == 1)
+            #expect(
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sqlite_master WHERE name = 'Z_Item_UNIQUE_code'") == 1)
         }
     }
 
     @Test("a merge remaps Z_ENT numbers, keys, the polymorphic entity column, join-table names and ordered positions")
     func mergeRemaps() throws {
         let tmp = try TempDir()
-        let source = tmp.path("A.sqlite"), destination = tmp.path("d/B.sqlite")
+        let source = tmp.path("A.sqlite")
+        let destination = tmp.path("d/B.sqlite")
         try FileManager.default.createDirectory(at: tmp.path("d"), withIntermediateDirectories: true)
         try MergeFixture.write(to: source, .a, prefix: "src")
         try MergeFixture.write(to: destination, .b, prefix: "dst")
@@ -167,18 +192,26 @@ struct MigrationTests {
         let queue = try DatabaseQueue(path: destination.path)
         defer { try? queue.close() }
         try queue.read { db in
-            #expect(try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM ZITEM WHERE ZTITLE LIKE 'src%' AND ZRATING IS NOT NULL") == 0)
-            #expect(try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM ZITEM WHERE ZTITLE LIKE 'dst%' AND ZRATING IS NOT NULL") == 7)
+            #expect(
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM ZITEM WHERE ZTITLE LIKE 'src%' AND ZRATING IS NOT NULL")
+                    == 0)
+            #expect(
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM ZITEM WHERE ZTITLE LIKE 'dst%' AND ZRATING IS NOT NULL")
+                    == 7)
             let zmax = try Int.fetchOne(db, sql: "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_NAME = 'Item'") ?? 0
             #expect(zmax == (try Int.fetchOne(db, sql: "SELECT MAX(Z_PK) FROM ZITEM") ?? -1))
         }
         // The old destination comes back with restore.
         let restored = tmp.path("restored")
         #expect(USM.run(["restore", report.snapshot ?? "", "--to", restored.path, "-q"]).status == 0)
-        #expect(try MergeFixture.relationships(restored.appendingPathComponent("d/B.sqlite")).count == expected.count - MergeFixture.relationships(source).count)
+        #expect(
+            try MergeFixture.relationships(restored.appendingPathComponent("d/B.sqlite")).count == expected.count
+                - MergeFixture.relationships(source).count)
     }
 
-    @Test("uniqueness conflicts: refused by default with nothing changed; keep-destination and keep-source move relationships")
+    @Test(
+        "uniqueness conflicts: refused by default with nothing changed; keep-destination and keep-source move relationships"
+    )
     func conflicts() throws {
         let tmp = try TempDir()
         let source = tmp.path("A.sqlite")
@@ -192,8 +225,12 @@ struct MigrationTests {
             let before = try TreeSnapshot(folder)
             let options = MigrationOptions(onConflict: policy)
             if policy == .refuse {
-                #expect(throws: USMError.self) { try Migrate.run(source, destination, mode: .merge, options: options, snapshots: tmp.path("s")) }
-                do { _ = try Migrate.run(source, destination, mode: .merge, options: options, snapshots: tmp.path("s")) } catch let error as USMError {
+                #expect(throws: USMError.self) {
+                    try Migrate.run(source, destination, mode: .merge, options: options, snapshots: tmp.path("s"))
+                }
+                do {
+                    _ = try Migrate.run(source, destination, mode: .merge, options: options, snapshots: tmp.path("s"))
+                } catch let error as USMError {
                     #expect(error.code == "merge-conflict")
                     #expect(error.exitStatus == .refused)
                     #expect(error.message.contains("Book/Magazine") || error.message.contains("Item"))
@@ -210,9 +247,13 @@ struct MigrationTests {
             #expect(report.deduplicated["Book"] == 5 && report.deduplicated["Magazine"] == 2)
             let after = try MergeFixture.relationships(destination)
             // Every author (both copies) still names its favorite magazine, with the right entity.
-            #expect(after.filter { $0.contains("→ favorite same item") && $0.contains("(says Magazine, is Magazine)") }.count == 6, "\(policy): \(after)")
+            #expect(
+                after.filter { $0.contains("→ favorite same item") && $0.contains("(says Magazine, is Magazine)") }
+                    .count == 6, "\(policy): \(after)")
             // Every item keeps its author and tags from both sides, by name.
-            #expect(after.filter { $0.contains("→ tag") }.count == 2 * destinationRelationships.filter { $0.contains("→ tag") }.count)
+            #expect(
+                after.filter { $0.contains("→ tag") }.count == 2
+                    * destinationRelationships.filter { $0.contains("→ tag") }.count)
             let queue = try DatabaseQueue(path: destination.path)
             try queue.read { db in
                 let dst = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM ZITEM WHERE ZRATING IS NOT NULL") ?? -1
@@ -222,11 +263,15 @@ struct MigrationTests {
         }
     }
 
-    @Test("build: the core entry point for plans builds a verified store at a staged path, merged or new, and installs nothing")
+    @Test(
+        "build: the core entry point for plans builds a verified store at a staged path, merged or new, and installs nothing"
+    )
     func buildAPI() throws {
         let tmp = try TempDir()
         try MergeFixture.write(to: tmp.path("A.sqlite"), .a, prefix: "src")
-        for folder in ["live", "staging"] { try FileManager.default.createDirectory(at: tmp.path(folder), withIntermediateDirectories: true) }
+        for folder in ["live", "staging"] {
+            try FileManager.default.createDirectory(at: tmp.path(folder), withIntermediateDirectories: true)
+        }
         try MergeFixture.write(to: tmp.path("live/B.sqlite"), .b, prefix: "dst")
         let liveBefore = try TreeSnapshot(tmp.path("live"))
         let report = try Migrate.engine.build(
@@ -235,15 +280,21 @@ struct MigrationTests {
         #expect(try TreeSnapshot(tmp.path("live")) == liveBefore, "the store merged into is only read")
         #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path("staging").path) == ["B.sqlite"])
         #expect(report.entities.first { $0.name == "Book" }?.after == 10)
-        #expect(try MergeFixture.relationships(tmp.path("staging/B.sqlite")).count
-                == (try MergeFixture.relationships(tmp.path("A.sqlite")).count + MergeFixture.relationships(tmp.path("live/B.sqlite")).count))
+        #expect(
+            try MergeFixture.relationships(tmp.path("staging/B.sqlite")).count
+                == (try MergeFixture.relationships(tmp.path("A.sqlite")).count
+                    + MergeFixture.relationships(tmp.path("live/B.sqlite")).count))
         // A failing build leaves nothing at the staged path.
-        try FixtureStore.mutate(tmp.path("live/B.sqlite"), "DROP TABLE ZTAG; DELETE FROM Z_PRIMARYKEY WHERE Z_NAME = 'Tag'")
+        try FixtureStore.mutate(
+            tmp.path("live/B.sqlite"), "DROP TABLE ZTAG; DELETE FROM Z_PRIMARYKEY WHERE Z_NAME = 'Tag'")
         #expect(throws: USMError.self) {
-            try Migrate.engine.build(source: StoreFileSet(main: tmp.path("A.sqlite")), staged: tmp.path("staging/C.sqlite"),
-                                     mergeInto: StoreFileSet(main: tmp.path("live/B.sqlite")))
+            try Migrate.engine.build(
+                source: StoreFileSet(main: tmp.path("A.sqlite")), staged: tmp.path("staging/C.sqlite"),
+                mergeInto: StoreFileSet(main: tmp.path("live/B.sqlite")))
         }
-        #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path("staging").path).filter { $0.contains("C") }.isEmpty)
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: tmp.path("staging").path).filter { $0.contains("C") }
+                .isEmpty)
     }
 
     @Test("a merge into a store without one of the source's entities is refused and changes nothing")
@@ -251,7 +302,9 @@ struct MigrationTests {
         let tmp = try TempDir()
         try MergeFixture.write(to: tmp.path("A.sqlite"), .a, prefix: "src")
         try FixtureStore.write(to: tmp.path("d/B.sqlite"))
-        try FixtureStore.mutate(tmp.path("d/B.sqlite"), "DELETE FROM Z_PRIMARYKEY WHERE Z_NAME = 'Tag'; DROP TABLE ZTAG; DROP TABLE Z_1TAGS;")
+        try FixtureStore.mutate(
+            tmp.path("d/B.sqlite"),
+            "DELETE FROM Z_PRIMARYKEY WHERE Z_NAME = 'Tag'; DROP TABLE ZTAG; DROP TABLE Z_1TAGS;")
         let before = try TreeSnapshot(tmp.path("d"))
         let r = USM.run(["migrate-store", tmp.path("A.sqlite").path, tmp.path("d/B.sqlite").path, "--into", "--json"])
         #expect(r.status == 2, "\(r.stderr)")

@@ -21,21 +21,26 @@ struct MigrationVerificationTests {
             tmp = try TempDir()
             var options = FixtureStore.Options()
             options.walOnlyBooks = 2
-            options.externalCovers = 0   // the verifier checks external data too; this staged copy has none to carry
+            options.externalCovers = 0  // the verifier checks external data too; this staged copy has none to carry
             try FixtureStore.write(to: tmp.path("src/A.sqlite"), options)
-            source = try MigrationEngine.capture(StoreFileSet(main: tmp.path("src/A.sqlite")), into: tmp.path("capture"), role: "source")
+            source = try MigrationEngine.capture(
+                StoreFileSet(main: tmp.path("src/A.sqlite")), into: tmp.path("capture"), role: "source")
             staged = tmp.path("staged/A.sqlite")
             try FileManager.default.createDirectory(at: tmp.path("staged"), withIntermediateDirectories: true)
             try StagedStore.copyWhole(from: source.copy, to: staged)
             let digests = try ContentDigest.read(source.copy, schema: source.schema)
-            inputs = InputDigests(source: digests.digests, sourceColumns: digests.columns, before: [:], beforeColumns: [:])
+            inputs = InputDigests(
+                source: digests.digests, sourceColumns: digests.columns, before: [:], beforeColumns: [:])
         }
 
         /// Runs the verifier as the engine does for `ios` (every row copied unchanged).
         func verify() throws -> MigrationReport {
-            var report = MigrationReport(strategy: "ios", mode: "create", dryRun: false,
-                                         source: .init(path: source.files.main.path, storeUUID: nil), destination: .init(path: staged.path, storeUUID: nil))
-            let verifier = MigrationVerifier(source: source, destination: nil, policy: .all, outcome: MigrationOutcome(), keepUbiquity: true)
+            var report = MigrationReport(
+                strategy: "ios", mode: "create", dryRun: false,
+                source: .init(path: source.files.main.path, storeUUID: nil),
+                destination: .init(path: staged.path, storeUUID: nil))
+            let verifier = MigrationVerifier(
+                source: source, destination: nil, policy: .all, outcome: MigrationOutcome(), keepUbiquity: true)
             try verifier.verify(staged: staged, inputs: inputs, report: &report)
             return report
         }
@@ -63,8 +68,12 @@ struct MigrationVerificationTests {
     static func split(_ url: URL) throws -> [String] {
         var config = Configuration()
         config.readonly = true
-        let a = try DatabaseQueue(path: url.path, configuration: config), b = try DatabaseQueue(path: url.path, configuration: config)
-        defer { try? a.close(); try? b.close() }
+        let a = try DatabaseQueue(path: url.path, configuration: config)
+        let b = try DatabaseQueue(path: url.path, configuration: config)
+        defer {
+            try? a.close()
+            try? b.close()
+        }
         return try IntegrityCheck.run(a, b)
     }
 
@@ -87,7 +96,9 @@ struct MigrationVerificationTests {
     @Test("a row whose content changed after the build is refused (same count, different digest)")
     func changedRow() throws {
         let s = try Staged()
-        try s.sql("UPDATE ZITEM SET ZTITLE = ZTITLE || ' (changed)' WHERE Z_PK = (SELECT MIN(Z_PK) FROM ZITEM WHERE Z_ENT = 2)")
+        try s.sql(
+            "UPDATE ZITEM SET ZTITLE = ZTITLE || ' (changed)' WHERE Z_PK = (SELECT MIN(Z_PK) FROM ZITEM WHERE Z_ENT = 2)"
+        )
         #expect(s.failure()?.contains("the content of Book differs") == true, "\(s.failure() ?? "passed")")
     }
 
@@ -95,7 +106,9 @@ struct MigrationVerificationTests {
     func missingRow() throws {
         let s = try Staged()
         // Its join rows go with it, so no invariant of check is broken: only the counts can tell.
-        try s.sql("DELETE FROM Z_1TAGS WHERE Z_1ITEMS = (SELECT MAX(Z_PK) FROM ZITEM WHERE Z_ENT = 3); DELETE FROM ZITEM WHERE Z_PK = (SELECT MAX(Z_PK) FROM ZITEM WHERE Z_ENT = 3)")
+        try s.sql(
+            "DELETE FROM Z_1TAGS WHERE Z_1ITEMS = (SELECT MAX(Z_PK) FROM ZITEM WHERE Z_ENT = 3); DELETE FROM ZITEM WHERE Z_PK = (SELECT MAX(Z_PK) FROM ZITEM WHERE Z_ENT = 3)"
+        )
         #expect(s.failure()?.contains("rows per entity differ") == true, "\(s.failure() ?? "passed")")
     }
 
@@ -103,8 +116,12 @@ struct MigrationVerificationTests {
     func indexOutOfStep() throws {
         let s = try Staged()
         // The index's entries were built for ZAUTHOR; its definition now says ZSHELF.
-        try s.sql("PRAGMA writable_schema = ON; UPDATE sqlite_master SET sql = 'CREATE INDEX ZITEM_ZAUTHOR_INDEX ON ZITEM (ZSHELF)' WHERE name = 'ZITEM_ZAUTHOR_INDEX'; PRAGMA writable_schema = OFF")
-        #expect(try Self.sqlite(s.staged, "PRAGMA quick_check") == ["ok"], "quick_check does not compare indexes: only the per-table part can find this")
+        try s.sql(
+            "PRAGMA writable_schema = ON; UPDATE sqlite_master SET sql = 'CREATE INDEX ZITEM_ZAUTHOR_INDEX ON ZITEM (ZSHELF)' WHERE name = 'ZITEM_ZAUTHOR_INDEX'; PRAGMA writable_schema = OFF"
+        )
+        #expect(
+            try Self.sqlite(s.staged, "PRAGMA quick_check") == ["ok"],
+            "quick_check does not compare indexes: only the per-table part can find this")
         let lines = try Self.split(s.staged)
         #expect(lines.contains { $0.contains("missing from index ZITEM_ZAUTHOR_INDEX") }, "\(lines)")
         #expect(s.failure() == "integrity_check failed")
@@ -113,7 +130,9 @@ struct MigrationVerificationTests {
     @Test("a page no B-tree uses is found by the split check's store-wide part and refused")
     func pageNeverUsed() throws {
         let s = try Staged()
-        try s.sql("PRAGMA auto_vacuum = NONE; VACUUM; CREATE TABLE scratch (x); INSERT INTO scratch SELECT randomblob(3000) FROM ZITEM; DROP TABLE scratch")
+        try s.sql(
+            "PRAGMA auto_vacuum = NONE; VACUUM; CREATE TABLE scratch (x); INSERT INTO scratch SELECT randomblob(3000) FROM ZITEM; DROP TABLE scratch"
+        )
         #expect(try Self.sqlite(s.staged, "PRAGMA freelist_count").first.flatMap { Int($0) } ?? 0 > 0)
         // Forget the freelist in the header (trunk page and count): its pages now belong to nothing.
         let handle = try FileHandle(forUpdating: s.staged)
@@ -122,7 +141,9 @@ struct MigrationVerificationTests {
         try handle.close()
         let tables = try Self.sqlite(s.staged, "SELECT name FROM sqlite_master WHERE type = 'table'")
         for table in tables {
-            #expect(try Self.sqlite(s.staged, "PRAGMA integrity_check(\(table.sqlIdentifier))") == ["ok"], "per-table checks leave page accounting out: \(table)")
+            #expect(
+                try Self.sqlite(s.staged, "PRAGMA integrity_check(\(table.sqlIdentifier))") == ["ok"],
+                "per-table checks leave page accounting out: \(table)")
         }
         let lines = try Self.split(s.staged)
         #expect(lines.contains { $0.contains("never used") }, "\(lines)")
@@ -132,7 +153,8 @@ struct MigrationVerificationTests {
     @Test("a to-one key to no object (a check invariant at error level) is refused though rows and digests match")
     func danglingToOne() throws {
         let s = try Staged()
-        try s.sql("UPDATE ZITEM SET ZAUTHOR = 9999 WHERE Z_PK = (SELECT MIN(Z_PK) FROM ZITEM WHERE ZAUTHOR IS NOT NULL)")
+        try s.sql(
+            "UPDATE ZITEM SET ZAUTHOR = 9999 WHERE Z_PK = (SELECT MIN(Z_PK) FROM ZITEM WHERE ZAUTHOR IS NOT NULL)")
         let detail = s.failure()
         #expect(detail != nil && detail != "integrity_check failed", "\(detail ?? "passed")")
     }
@@ -143,7 +165,10 @@ struct MigrationVerificationTests {
         let queue = try DatabaseQueue(path: url.path)
         try queue.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA journal_mode = DELETE; PRAGMA auto_vacuum = NONE; VACUUM")
-            try db.execute(sql: "CREATE TABLE scratch (x); INSERT INTO scratch SELECT randomblob(3000) FROM ZITEM; DROP TABLE scratch")
+            try db.execute(
+                sql:
+                    "CREATE TABLE scratch (x); INSERT INTO scratch SELECT randomblob(3000) FROM ZITEM; DROP TABLE scratch"
+            )
         }
         try queue.close()
         let handle = try FileHandle(forUpdating: url)
@@ -152,7 +177,8 @@ struct MigrationVerificationTests {
         try handle.close()
     }
 
-    @Test("none checks what it reads: a source damaged elsewhere gives an empty store, damage in Z_PRIMARYKEY is refused")
+    @Test(
+        "none checks what it reads: a source damaged elsewhere gives an empty store, damage in Z_PRIMARYKEY is refused")
     func noneChecksWhatItReads() throws {
         let tmp = try TempDir()
         try FixtureStore.write(to: tmp.path("src/A.sqlite"))
@@ -178,8 +204,10 @@ struct MigrationVerificationTests {
             defer { try? queue.close() }
             return try queue.writeWithoutTransaction { db in
                 try db.execute(sql: "PRAGMA journal_mode = DELETE")
-                return (try Int.fetchOne(db, sql: "SELECT rootpage FROM sqlite_master WHERE name = 'Z_PRIMARYKEY'") ?? 0,
-                        try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096)
+                return (
+                    try Int.fetchOne(db, sql: "SELECT rootpage FROM sqlite_master WHERE name = 'Z_PRIMARYKEY'") ?? 0,
+                    try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096
+                )
             }
         }()
         #expect(root > 1)

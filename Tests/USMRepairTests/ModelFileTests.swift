@@ -36,14 +36,16 @@ struct ModelFileTests {
     static func writeModel(in folder: URL) throws -> URL {
         let model = folder.appendingPathComponent("Garage.xcdatamodeld")
         for version in ["Garage.xcdatamodel", "Garage 2.xcdatamodel"] {
-            try FileManager.default.createDirectory(at: model.appendingPathComponent(version), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: model.appendingPathComponent(version), withIntermediateDirectories: true)
             try (version == "Garage 2.xcdatamodel" ? contents : "<model/>").write(
-                to: model.appendingPathComponent(version).appendingPathComponent("contents"), atomically: true, encoding: .utf8)
+                to: model.appendingPathComponent(version).appendingPathComponent("contents"), atomically: true,
+                encoding: .utf8)
         }
         try """
-            <?xml version="1.0" encoding="UTF-8"?>
-            <plist version="1.0"><dict><key>_XCCurrentVersionName</key><string>Garage 2.xcdatamodel</string></dict></plist>
-            """.write(to: model.appendingPathComponent(".xccurrentversion"), atomically: true, encoding: .utf8)
+        <?xml version="1.0" encoding="UTF-8"?>
+        <plist version="1.0"><dict><key>_XCCurrentVersionName</key><string>Garage 2.xcdatamodel</string></dict></plist>
+        """.write(to: model.appendingPathComponent(".xccurrentversion"), atomically: true, encoding: .utf8)
         return model
     }
 
@@ -53,47 +55,61 @@ struct ModelFileTests {
         try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
         let queue = try DatabaseQueue(path: url.path)
         try queue.write { db in
-            try db.execute(sql: """
-                CREATE TABLE ZCAR ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZOWNER INTEGER, ZISLIMITEDEDITION INTEGER,
-                    ZMAKER VARCHAR, ZNUMBERPLATE VARCHAR );
-                CREATE INDEX ZCAR_ZOWNER_INDEX ON ZCAR (ZOWNER);
-                CREATE INDEX ZCAR_Z_ENT_INDEX ON ZCAR (Z_ENT);
-                CREATE UNIQUE INDEX Z_Car_UNIQUE_numberPlate ON ZCAR (ZNUMBERPLATE COLLATE BINARY ASC);
-                CREATE TABLE ZPERSON ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZFIRSTNAME VARCHAR );
-                CREATE TABLE Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER);
-                CREATE TABLE Z_METADATA (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE ZCAR ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZOWNER INTEGER, ZISLIMITEDEDITION INTEGER,
+                        ZMAKER VARCHAR, ZNUMBERPLATE VARCHAR );
+                    CREATE INDEX ZCAR_ZOWNER_INDEX ON ZCAR (ZOWNER);
+                    CREATE INDEX ZCAR_Z_ENT_INDEX ON ZCAR (Z_ENT);
+                    CREATE UNIQUE INDEX Z_Car_UNIQUE_numberPlate ON ZCAR (ZNUMBERPLATE COLLATE BINARY ASC);
+                    CREATE TABLE ZPERSON ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZFIRSTNAME VARCHAR );
+                    CREATE TABLE Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER);
+                    CREATE TABLE Z_METADATA (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB);
+                    """)
             for p in 0..<persons {
-                try db.execute(sql: "INSERT INTO ZPERSON VALUES (?, 4, 1, ?)", arguments: [p + 1, "\(prefix) person \(p + 1)"])
+                try db.execute(
+                    sql: "INSERT INTO ZPERSON VALUES (?, 4, 1, ?)", arguments: [p + 1, "\(prefix) person \(p + 1)"])
             }
             for c in 0..<cars {
-                try db.execute(sql: "INSERT INTO ZCAR VALUES (?, ?, 1, ?, ?, ?, ?)",
-                               arguments: [c + 1, 1 + c % 3, persons > 0 ? c % persons + 1 : nil, c % 3 == 2 ? 1 : nil, "maker \(c)", "\(prefix)-\(c)"])
+                try db.execute(
+                    sql: "INSERT INTO ZCAR VALUES (?, ?, 1, ?, ?, ?, ?)",
+                    arguments: [
+                        c + 1, 1 + c % 3, persons > 0 ? c % persons + 1 : nil, c % 3 == 2 ? 1 : nil, "maker \(c)",
+                        "\(prefix)-\(c)",
+                    ])
             }
-            try db.execute(sql: "INSERT INTO Z_PRIMARYKEY VALUES (1, 'Car', 0, ?), (2, 'SportCar', 1, 0), (3, 'ExpensiveSportCar', 2, 0), (4, 'Person', 0, ?)",
-                           arguments: [cars, persons])
-            let plist = try PropertyListSerialization.data(fromPropertyList: ["NSStoreType": "SQLite", "NSStoreModelVersionHashesVersion": 3],
-                                                           format: .binary, options: 0)
+            try db.execute(
+                sql:
+                    "INSERT INTO Z_PRIMARYKEY VALUES (1, 'Car', 0, ?), (2, 'SportCar', 1, 0), (3, 'ExpensiveSportCar', 2, 0), (4, 'Person', 0, ?)",
+                arguments: [cars, persons])
+            let plist = try PropertyListSerialization.data(
+                fromPropertyList: ["NSStoreType": "SQLite", "NSStoreModelVersionHashesVersion": 3],
+                format: .binary, options: 0)
             try db.execute(sql: "INSERT INTO Z_METADATA VALUES (1, ?, ?)", arguments: [UUID().uuidString, plist])
         }
         try queue.close()
     }
 
-    @Test("an .xcdatamodeld is read at its current version: entities, inherited properties, relationships, constraints, Core Data's numbers")
+    @Test(
+        "an .xcdatamodeld is read at its current version: entities, inherited properties, relationships, constraints, Core Data's numbers"
+    )
     func reads() throws {
         let tmp = try TempDir()
         let model = try ModelFile.load(Self.writeModel(in: tmp.url))
         #expect(model.entities.map(\.name) == ["Car", "ExpensiveSportCar", "Person", "SportCar"])
         let expensive = try #require(model.entity(named: "ExpensiveSportCar"))
         #expect(expensive.parent == "SportCar")
-        #expect(expensive.attributes == ["isLimitedEdition", "maker", "numberPlate"], "transient attributes are not stored")
+        #expect(
+            expensive.attributes == ["isLimitedEdition", "maker", "numberPlate"], "transient attributes are not stored")
         let owner = try #require(expensive.relationships.first { $0.name == "owner" })
         #expect(owner.destination == "Person" && !owner.isToMany && owner.inverse == "cars")
         #expect(model.entity(named: "Person")?.relationships.first?.isToMany == true)
         #expect(model.entity(named: "Car")?.uniquenessConstraints == [["numberPlate"]])
         #expect(model.entity(named: "Car")?.attributeTypes["numberPlate"] == "String")
         let numbers = model.entityNumbers()
-        #expect(numbers["Car"]?.number == 1 && numbers["SportCar"]?.number == 2 && numbers["ExpensiveSportCar"]?.number == 3)
+        #expect(
+            numbers["Car"]?.number == 1 && numbers["SportCar"]?.number == 2 && numbers["ExpensiveSportCar"]?.number == 3
+        )
         #expect(numbers["ExpensiveSportCar"]?.superNumber == 2 && numbers["Person"]?.number == 4)
         // The version folder and its contents file are read the same way.
         #expect(try ModelFile.load(tmp.path("Garage.xcdatamodeld/Garage 2.xcdatamodel")) == model)
@@ -104,18 +120,29 @@ struct ModelFileTests {
     func invalid() throws {
         let tmp = try TempDir()
         try Data("not xml at all".utf8).write(to: tmp.path("contents"))
-        try FileManager.default.createDirectory(at: tmp.path("Two.xcdatamodeld/A.xcdatamodel"), withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(at: tmp.path("Two.xcdatamodeld/B.xcdatamodel"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: tmp.path("Two.xcdatamodeld/A.xcdatamodel"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: tmp.path("Two.xcdatamodeld/B.xcdatamodel"), withIntermediateDirectories: true)
         #expect(throws: USMError.self) { try ModelFile.load(tmp.path("contents")) }
         #expect(throws: USMError.self) { try ModelFile.load(tmp.path("Two.xcdatamodeld")) }
         try Self.writeStore(tmp.path("s/S.sqlite"), persons: 1, cars: 1, prefix: "s")
-        let r = USM.run(["migrate-store", tmp.path("s/S.sqlite").path, tmp.path("s/D.sqlite").path, "--model", tmp.path("contents").path, "--json"])
+        let r = USM.run([
+            "migrate-store", tmp.path("s/S.sqlite").path, tmp.path("s/D.sqlite").path, "--model",
+            tmp.path("contents").path, "--json",
+        ])
         #expect(r.status == 2)
         #expect((r.json["error"] as? [String: Any])?["code"] as? String == "model-invalid")
-        #expect(USM.run(["migrate-store", tmp.path("s/S.sqlite").path, tmp.path("s/E.sqlite").path, "--model", tmp.path("none").path]).status == 66)
+        #expect(
+            USM.run([
+                "migrate-store", tmp.path("s/S.sqlite").path, tmp.path("s/E.sqlite").path, "--model",
+                tmp.path("none").path,
+            ]).status == 66)
     }
 
-    @Test("a merge that refuses because the source's to-one key has no known destination works with --model, keys moved with the rows")
+    @Test(
+        "a merge that refuses because the source's to-one key has no known destination works with --model, keys moved with the rows"
+    )
     func mergeWithModel() throws {
         let tmp = try TempDir()
         let model = try Self.writeModel(in: tmp.url)
@@ -124,13 +151,20 @@ struct ModelFileTests {
         let refused = USM.run(["migrate-store", tmp.path("src/S.sqlite").path, tmp.path("dst/D.sqlite").path, "--into"])
         #expect(refused.status == 2)
         #expect(refused.stderr.contains("does not say where it points"), "\(refused.stderr)")
-        let r = USM.run(["migrate-store", tmp.path("src/S.sqlite").path, tmp.path("dst/D.sqlite").path, "--into", "--model", model.path])
+        let r = USM.run([
+            "migrate-store", tmp.path("src/S.sqlite").path, tmp.path("dst/D.sqlite").path, "--into", "--model",
+            model.path,
+        ])
         #expect(r.status == 0, "\(r.stderr)")
         let queue = try DatabaseQueue(path: tmp.path("dst/D.sqlite").path)
         defer { try? queue.close() }
         let owners = try queue.read { db in
-            try Row.fetchAll(db, sql: "SELECT c.ZNUMBERPLATE, p.ZFIRSTNAME FROM ZCAR c LEFT JOIN ZPERSON p ON p.Z_PK = c.ZOWNER WHERE c.ZNUMBERPLATE LIKE 'src-%' ORDER BY 1")
-                .map { "\($0[0] as String): \(($0[1] as String?) ?? "none")" }
+            try Row.fetchAll(
+                db,
+                sql:
+                    "SELECT c.ZNUMBERPLATE, p.ZFIRSTNAME FROM ZCAR c LEFT JOIN ZPERSON p ON p.Z_PK = c.ZOWNER WHERE c.ZNUMBERPLATE LIKE 'src-%' ORDER BY 1"
+            )
+            .map { "\($0[0] as String): \(($0[1] as String?) ?? "none")" }
         }
         #expect(owners == ["src-0: src person 1", "src-1: src person 2", "src-2: src person 1"])
     }
@@ -147,23 +181,35 @@ struct ModelFileTests {
         let refused = USM.run(["salvage", tmp.path("src/S.sqlite").path, tmp.path("out/A.sqlite").path])
         #expect(refused.status == 2)
         #expect(refused.stderr.contains("--model"))
-        let r = USM.run(["salvage", tmp.path("src/S.sqlite").path, tmp.path("out/B.sqlite").path, "--model", model.path, "--json"])
+        let r = USM.run([
+            "salvage", tmp.path("src/S.sqlite").path, tmp.path("out/B.sqlite").path, "--model", model.path, "--json",
+        ])
         #expect(r.status == 1, "\(r.stderr)")
-        #expect(Set(r.json["entitiesRestored"] as? [String] ?? []) == ["Car", "SportCar", "ExpensiveSportCar", "Person"])
+        #expect(
+            Set(r.json["entitiesRestored"] as? [String] ?? []) == ["Car", "SportCar", "ExpensiveSportCar", "Person"])
         #expect(r.json["relationships"] as? String == "model")
         let cuts = r.json["referencesCut"] as? [[String: Any]] ?? []
-        #expect(cuts.contains { $0["table"] as? String == "ZCAR" && $0["column"] as? String == "ZOWNER" && ($0["rows"] as? Int ?? 0) > 0 }, "\(cuts)")
+        #expect(
+            cuts.contains {
+                $0["table"] as? String == "ZCAR" && $0["column"] as? String == "ZOWNER" && ($0["rows"] as? Int ?? 0) > 0
+            }, "\(cuts)")
         #expect(USM.run(["check", "--store", tmp.path("out/B.sqlite").path]).status == 0)
         let rows = try StoreRows.read(tmp.path("out/B.sqlite"))
         #expect(rows["ZCAR"]?.count == 300)
-        #expect(Set(rows["Z_PRIMARYKEY"]?.values.map { "\($0[0]):\($0[1])" } ?? []) == ["1:\"Car\"", "2:\"SportCar\"", "3:\"ExpensiveSportCar\"", "4:\"Person\""])
+        #expect(
+            Set(rows["Z_PRIMARYKEY"]?.values.map { "\($0[0]):\($0[1])" } ?? []) == [
+                "1:\"Car\"", "2:\"SportCar\"", "3:\"ExpensiveSportCar\"", "4:\"Person\"",
+            ])
     }
 }
 
 /// The corpus's own models and caches: Core Data's entity numbering holds on real stores.
-@Suite("model files on the real corpus", .enabled(if: Corpus.directory != nil, "../shared/corpus/real is not beside this checkout"))
+@Suite(
+    "model files on the real corpus",
+    .enabled(if: Corpus.directory != nil, "../shared/corpus/real is not beside this checkout"))
 struct ModelCorpusTests {
-    @Test("every decodable model cache numbers its entities as the store's Z_PRIMARYKEY does", arguments: Corpus.stores())
+    @Test(
+        "every decodable model cache numbers its entities as the store's Z_PRIMARYKEY does", arguments: Corpus.stores())
     func numbering(store: URL) throws {
         let tmp = try TempDir()
         let copy = try Corpus.copy(store, into: tmp.url)
@@ -180,7 +226,8 @@ struct ModelCorpusTests {
         let root = try #require(Corpus.directory).appendingPathComponent("cdplus-SampleModel_V1")
         let model = try ModelFile.load(root.appendingPathComponent("model/SampleModel.xcdatamodeld"))
         let tmp = try TempDir()
-        let schema = try CoreDataSchema.load(from: try Corpus.copy(root.appendingPathComponent("SampleModel_V1.sqlite"), into: tmp.url))
+        let schema = try CoreDataSchema.load(
+            from: try Corpus.copy(root.appendingPathComponent("SampleModel_V1.sqlite"), into: tmp.url))
         let numbers = model.entityNumbers()
         for entity in schema.userEntities { #expect(numbers[entity.name]?.number == entity.number, "\(entity.name)") }
         #expect(model.entity(named: "Car")?.relationships.first { $0.name == "owner" }?.destination == "Person")
@@ -194,7 +241,8 @@ struct ModelCorpusTests {
         let r = USM.run(["salvage", store.path, output.path])
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         #expect(try TreeSnapshot(store.deletingLastPathComponent()).differences(from: before).isEmpty)
-        let original = try StoreRows.read(store), salvaged = try StoreRows.read(output)
+        let original = try StoreRows.read(store)
+        let salvaged = try StoreRows.read(output)
         for (table, rows) in original where table != "Z_METADATA" { #expect(salvaged[table] == rows, "\(table)") }
     }
 }

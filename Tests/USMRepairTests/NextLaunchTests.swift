@@ -9,14 +9,18 @@ import TestSupport
 struct NextLaunchTests {
     /// Writes a fixture, runs `status` on the download with the ubiquity container found beside it,
     /// and returns the report (checking the files stay byte-identical).
-    static func status(_ configure: (inout FixtureContainer.Options) -> Void, sourceLocation: SourceLocation = #_sourceLocation) throws -> StatusReport {
+    static func status(
+        _ configure: (inout FixtureContainer.Options) -> Void, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> StatusReport {
         let tmp = try TempDir()
         var o = FixtureContainer.Options()
         configure(&o)
         let paths = try FixtureContainer.write(to: tmp.path("Notes.xcappdata"), o)
         let before = try paths.folders.map(TreeSnapshot.init)
         let report = try Inspection(options: LayoutOptions(container: paths.root), depth: .status).run()
-        #expect(try paths.folders.map(TreeSnapshot.init) == before, "status changes nothing", sourceLocation: sourceLocation)
+        #expect(
+            try paths.folders.map(TreeSnapshot.init) == before, "status changes nothing", sourceLocation: sourceLocation
+        )
         return report
     }
 
@@ -29,14 +33,21 @@ struct NextLaunchTests {
         #expect(next.state == "E1")
         #expect(next.outcome == .openLocalStore)
         #expect(next.store == "local")
-        let absent = try #require(try Self.status { $0.cloudEnabled = nil; $0.localStore = false }.nextLaunch)
+        let absent = try #require(
+            try Self.status {
+                $0.cloudEnabled = nil
+                $0.localStore = false
+            }.nextLaunch)
         #expect(absent.outcome == .openLocalStore)
         #expect(absent.summary.contains("new, empty local store"))
     }
 
     @Test("E2: iCloud on, no marker, no cache: a new cloud store seeded from the local store")
     func e2() throws {
-        let report = try Self.status { $0.markers = [:]; $0.cache = .none }
+        let report = try Self.status {
+            $0.markers = [:]
+            $0.cache = .none
+        }
         let next = try #require(report.nextLaunch)
         #expect(next.state == "E2")
         #expect(next.outcome == .seedNewCloudStore)
@@ -44,14 +55,23 @@ struct NextLaunchTests {
         #expect(next.dependsOnDelegate, "shouldMigrate can veto")
         // A seeding copies the main file only: frames waiting in the local store's -wal are a trap.
         #expect(!Self.codes(report).contains("seed-loses-wal-frames"), "the fixture's -wal is checkpointed and empty")
-        let pending = try Self.status { $0.markers = [:]; $0.cache = .none; $0.local.walOnlyBooks = 3 }
+        let pending = try Self.status {
+            $0.markers = [:]
+            $0.cache = .none
+            $0.local.walOnlyBooks = 3
+        }
         #expect(pending.nextLaunch?.state == "E2")
         #expect(Self.codes(pending).contains("seed-loses-wal-frames"))
     }
 
     @Test("E3: as E2 without a local store: an empty cloud store made active for every device")
     func e3() throws {
-        let next = try #require(try Self.status { $0.markers = [:]; $0.cache = .none; $0.localStore = false }.nextLaunch)
+        let next = try #require(
+            try Self.status {
+                $0.markers = [:]
+                $0.cache = .none
+                $0.localStore = false
+            }.nextLaunch)
         #expect(next.state == "E3")
         #expect(next.outcome == .createEmptyCloudStore)
         #expect(next.summary.contains("EMPTY"))
@@ -99,7 +119,11 @@ struct NextLaunchTests {
 
     @Test("E7: neither a copy nor logs: the store opens empty")
     func e7() throws {
-        let next = try #require(try Self.status { $0.activeStoreCopy = false; $0.activeLogs = false }.nextLaunch)
+        let next = try #require(
+            try Self.status {
+                $0.activeStoreCopy = false
+                $0.activeLogs = false
+            }.nextLaunch)
         #expect(next.state == "E7")
         #expect(next.outcome == .openEmptyCloudStore)
     }
@@ -108,7 +132,10 @@ struct NextLaunchTests {
     func e8() throws {
         let v0 = "5D4C3B2A-1908-4756-A5B4-C3D2E1F00F1E"
         let report = try Self.status {
-            $0.markers = ["StoreUUID": v0]; $0.cache = .none; $0.ios6CopyUUID = v0; $0.activeStoreCopy = false
+            $0.markers = ["StoreUUID": v0]
+            $0.cache = .none
+            $0.ios6CopyUUID = v0
+            $0.activeStoreCopy = false
         }
         let next = try #require(report.nextLaunch)
         #expect(next.state == "E8")
@@ -155,22 +182,34 @@ struct NextLaunchTests {
 
     @Test("E12: an empty marker fails and waits; a newline-terminated one names another, empty store")
     func e12() throws {
-        let empty = try Self.status { $0.markers = ["StoreUUID+": ""]; $0.cache = .none }
+        let empty = try Self.status {
+            $0.markers = ["StoreUUID+": ""]
+            $0.cache = .none
+        }
         #expect(empty.nextLaunch?.state == "E12")
         #expect(empty.nextLaunch?.outcome == .failAndWait)
         #expect(Self.codes(empty).contains("marker-empty"))
-        let newline = try Self.status { $0.markers = ["StoreUUID+": $0.activeUUID + "\n"]; $0.cache = .none }
+        let newline = try Self.status {
+            $0.markers = ["StoreUUID+": $0.activeUUID + "\n"]
+            $0.cache = .none
+        }
         #expect(newline.nextLaunch?.state == "E12")
         #expect(newline.nextLaunch?.outcome == .openEmptyCloudStore)
         #expect(Self.codes(newline).contains("marker-trailing-newline"))
-        let lower = try Self.status { $0.markers = ["StoreUUID+": $0.activeUUID.lowercased()]; $0.cache = .none }
+        let lower = try Self.status {
+            $0.markers = ["StoreUUID+": $0.activeUUID.lowercased()]
+            $0.cache = .none
+        }
         #expect(lower.nextLaunch?.state == "E12")
         #expect(Self.codes(lower).contains("marker-malformed"))
     }
 
     @Test("E13: a plain file at the nominal URL is ignored at load and makes a rebuild do nothing")
     func e13() throws {
-        let report = try Self.status { $0.nominalFile = true; $0.corruptedUUID = $0.activeUUID }
+        let report = try Self.status {
+            $0.nominalFile = true
+            $0.corruptedUUID = $0.activeUUID
+        }
         let next = try #require(report.nextLaunch)
         #expect(next.rows.contains("E13"))
         #expect(next.then.contains { $0.contains("nothing is rebuilt") })
@@ -179,7 +218,8 @@ struct NextLaunchTests {
         #expect(stray.exists && stray.opens == false)
     }
 
-    @Test("without the ubiquity container: the cached UUID is the best evidence, and the report says what it cannot know")
+    @Test(
+        "without the ubiquity container: the cached UUID is the best evidence, and the report says what it cannot know")
     func withoutContainer() throws {
         let report = try Self.status { $0.cloudLocation = .none }
         let next = try #require(report.nextLaunch)
@@ -187,7 +227,11 @@ struct NextLaunchTests {
         #expect(!next.unknowns.isEmpty)
         #expect(Self.codes(report).contains("cloud-container-missing"))
         #expect(report.activeStore?.source == "cache")
-        let noCache = try #require(try Self.status { $0.cloudLocation = .none; $0.cache = .none }.nextLaunch)
+        let noCache = try #require(
+            try Self.status {
+                $0.cloudLocation = .none
+                $0.cache = .none
+            }.nextLaunch)
         #expect(noCache.outcome == .unknown)
     }
 
@@ -195,7 +239,9 @@ struct NextLaunchTests {
     func severalCopies() throws {
         let report = try Self.status {
             $0.accountMap = false
-            $0.extraCopies = [(peer: "mobile~0A1B2C3D-4E5F-4A6B-8C7D-9E0F1A2B3C4D", account: "6A5B4C3D-2E1F-4A0B-9C8D-7E6F5A4B3C2D")]
+            $0.extraCopies = [
+                (peer: "mobile~0A1B2C3D-4E5F-4A6B-8C7D-9E0F1A2B3C4D", account: "6A5B4C3D-2E1F-4A0B-9C8D-7E6F5A4B3C2D")
+            ]
         }
         #expect(Self.codes(report).contains("several-copies"))
         let copies = report.stores.filter { $0.uuid == FixtureContainer.Options().activeUUID }
@@ -207,7 +253,8 @@ struct NextLaunchTests {
             $0.extraCopies = [(peer: $0.peer, account: "6A5B4C3D-2E1F-4A0B-9C8D-7E6F5A4B3C2D")]
         }
         #expect(!Self.codes(mapped).contains("several-copies"))
-        #expect(mapped.stores.filter { $0.uuid == FixtureContainer.Options().activeUUID && $0.opens == true }.count == 1)
+        #expect(
+            mapped.stores.filter { $0.uuid == FixtureContainer.Options().activeUUID && $0.opens == true }.count == 1)
     }
 
     @Test("cache keys of another version are reported")

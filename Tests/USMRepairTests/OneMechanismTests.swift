@@ -3,7 +3,7 @@ import Testing
 import TestSupport
 @testable import USMRepairCore
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `migrate-store --overwrite` and `restore --to` are plans run by the one executor: killed after
@@ -26,13 +26,18 @@ struct OneMechanismTests {
 
     static func planSteps(_ source: URL, _ destination: URL) throws -> [Plan.Step] {
         let request = MigrationRequest(
-            source: StoreFileSet(main: source), destination: StoreFileSet(main: destination), strategy: "copy-entities", mode: .overwrite,
+            source: StoreFileSet(main: source), destination: StoreFileSet(main: destination), strategy: "copy-entities",
+            mode: .overwrite,
             dryRun: true)
-        let executor = PlanExecutor(snapshotDirectory: Migrate.state.appendingPathComponent("snapshots"), records: OperationRecords(stateFolder: Migrate.state))
+        let executor = PlanExecutor(
+            snapshotDirectory: Migrate.state.appendingPathComponent("snapshots"),
+            records: OperationRecords(stateFolder: Migrate.state))
         return try StoreMigration(request: request, engine: Migrate.engine, executor: executor).plan().plan.steps
     }
 
-    @Test("migrate-store --overwrite killed after every step: recover gives the old store byte for byte, or the new one; nothing left")
+    @Test(
+        "migrate-store --overwrite killed after every step: recover gives the old store byte for byte, or the new one; nothing left"
+    )
     func migrateStoreKilledAfterEveryStep() throws {
         let probe = try TempDir()
         let (ps, pd) = try Self.stores(probe)
@@ -45,7 +50,8 @@ struct OneMechanismTests {
             let tmp = try TempDir()
             let (source, destination) = try Self.stores(tmp)
             let before = try TreeSnapshot(tmp.path("dst"))
-            let killed = USM.run(["migrate-store", source.path, destination.path, "--overwrite", "--yes"], hooks: .interrupt(after: n))
+            let killed = USM.run(
+                ["migrate-store", source.path, destination.path, "--overwrite", "--yes"], hooks: .interrupt(after: n))
             #expect(killed.status == PlanExecutor.Hooks.interruptedStatus, "step \(n): \(killed.stderr)")
             let status = USM.run(["status", "--store", destination.path, "--json"])
             let codes = ((status.json["problems"] as? [[String: Any]]) ?? []).compactMap { $0["code"] as? String }
@@ -60,24 +66,31 @@ struct OneMechanismTests {
                 #expect(outcome == "finished", "step \(n)")
                 #expect(try Migrate.check(destination).rows == newRows, "step \(n): the new store")
             }
-            #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path("dst").path).allSatisfy { !$0.hasPrefix(".usm-repair") },
-                    "step \(n): nothing of ours left")
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: tmp.path("dst").path).allSatisfy {
+                    !$0.hasPrefix(".usm-repair")
+                },
+                "step \(n): nothing of ours left")
         }
     }
 
-    @Test("restore --to killed after every step: recover gives the old folder byte for byte, or the restored one; nothing left")
+    @Test(
+        "restore --to killed after every step: recover gives the old folder byte for byte, or the restored one; nothing left"
+    )
     func restoreToKilledAfterEveryStep() throws {
         func setup(_ tmp: TempDir) throws -> (archive: URL, target: URL) {
             let paths = try FixtureContainer.write(to: tmp.path("c"), BundleTests.inside)
             let archive = tmp.path("b.tar.zst")
             #expect(USM.run(["archive", "--container", paths.root.path, "-o", archive.path]).status == 0)
             let target = tmp.path("t")
-            try FileManager.default.createDirectory(at: target.appendingPathComponent("container"), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: target.appendingPathComponent("container"), withIntermediateDirectories: true)
             try Data("older work".utf8).write(to: target.appendingPathComponent("container/notes.txt"))
             return (archive, target)
         }
         var n = 0
-        var sawOld = false, sawNew = false
+        var sawOld = false
+        var sawNew = false
         while true {
             let tmp = try TempDir()
             let (archive, target) = try setup(tmp)
@@ -93,9 +106,13 @@ struct OneMechanismTests {
             let recovered = USM.run(["recover", "--app-dir", target.path, "--json"])
             #expect(recovered.status == 0, "step \(n): \(recovered.stderr)")
             let state = try TreeSnapshot(target)
-            if state == before { sawOld = true } else {
+            if state == before {
+                sawOld = true
+            } else {
                 sawNew = true
-                #expect(state == restored, "step \(n): neither the old folder nor the restored one: \(state.differences(from: restored))")
+                #expect(
+                    state == restored,
+                    "step \(n): neither the old folder nor the restored one: \(state.differences(from: restored))")
             }
             #expect(!state.entries.keys.contains { $0.contains(".usm-repair") }, "step \(n): nothing of ours left")
             n += 1
@@ -103,7 +120,9 @@ struct OneMechanismTests {
         #expect(sawOld && sawNew && n >= 5, "steps walked: \(n)")
     }
 
-    @Test("migrate-store --overwrite under SIGKILL at random instants (a real process): recover gives the old or the new store")
+    @Test(
+        "migrate-store --overwrite under SIGKILL at random instants (a real process): recover gives the old or the new store"
+    )
     func migrateStoreRandomKills() throws {
         let probe = try TempDir()
         let (ps, pd) = try Self.stores(probe, books: 30_000)
@@ -128,8 +147,13 @@ struct OneMechanismTests {
                 #expect(try Migrate.check(destination).rows == newRows, "neither the old nor the new store")
                 outcomes.append("new")
             }
-            #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path("dst").path).allSatisfy { !$0.hasPrefix(".usm-repair") })
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: tmp.path("dst").path).allSatisfy {
+                    !$0.hasPrefix(".usm-repair")
+                })
         }
-        print("migrate-store random kills: \(outcomes.joined(separator: " ")) (clean run \(String(format: "%.2f", duration)) s)")
+        print(
+            "migrate-store random kills: \(outcomes.joined(separator: " ")) (clean run \(String(format: "%.2f", duration)) s)"
+        )
     }
 }

@@ -38,7 +38,9 @@ struct OperationTests {
         func snapshot() throws -> [TreeSnapshot] { try paths.folders.map(TreeSnapshot.init) }
 
         /// Runs `usm-repair args... <flags>` in process.
-        func run(_ args: [String], environment: [String: String] = [:], hooks: PlanExecutor.Hooks = .none) throws -> CLI.Result {
+        func run(_ args: [String], environment: [String: String] = [:], hooks: PlanExecutor.Hooks = .none) throws
+            -> CLI.Result
+        {
             USM.run(args + flags, environment: environment, hooks: hooks)
         }
 
@@ -48,7 +50,8 @@ struct OperationTests {
 
         func preferences() throws -> [String: Any] {
             let data = try Data(contentsOf: paths.prefs)
-            return try #require(try PropertyListSerialization.propertyList(from: data, options: [], format: nil) as? [String: Any])
+            return try #require(
+                try PropertyListSerialization.propertyList(from: data, options: [], format: nil) as? [String: Any])
         }
 
         func exists(_ url: URL) -> Bool { FileStatus.lookup(url.path) != nil }
@@ -56,7 +59,9 @@ struct OperationTests {
 
     /// Runs `args` with `--yes --json`, checks exit 0, and that `status` afterwards predicts what the plan did.
     @discardableResult
-    static func apply(_ f: Fixture, _ args: [String], sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
+    static func apply(_ f: Fixture, _ args: [String], sourceLocation: SourceLocation = #_sourceLocation) throws
+        -> [String: Any]
+    {
         let r = try f.run(args + ["--yes", "--json"])
         #expect(r.status == 0, "\(args): \(r.stderr)\(r.stdout)", sourceLocation: sourceLocation)
         let json = r.json
@@ -64,21 +69,30 @@ struct OperationTests {
         let predicted = next?["predicted"] as? [String: Any]
         let after = next?["after"] as? [String: Any]
         if json["noOp"] as? Bool == false {
-            #expect(predicted?["state"] as? String == after?["state"] as? String, "\(args): predicted and found", sourceLocation: sourceLocation)
-            #expect(predicted?["outcome"] as? String == after?["outcome"] as? String, "\(args)", sourceLocation: sourceLocation)
-            #expect(predicted?["store"] as? String == after?["store"] as? String, "\(args)", sourceLocation: sourceLocation)
+            #expect(
+                predicted?["state"] as? String == after?["state"] as? String, "\(args): predicted and found",
+                sourceLocation: sourceLocation)
+            #expect(
+                predicted?["outcome"] as? String == after?["outcome"] as? String, "\(args)",
+                sourceLocation: sourceLocation)
+            #expect(
+                predicted?["store"] as? String == after?["store"] as? String, "\(args)", sourceLocation: sourceLocation)
         } else {
             #expect(after == nil && (json["steps"] as? [Any])?.isEmpty == true, sourceLocation: sourceLocation)
         }
         // Nothing of ours is left in the user's folders.
         for folder in f.paths.folders {
             let tree = try TreeSnapshot(folder)
-            #expect(!tree.entries.keys.contains { $0.contains(".usm-repair") }, "\(args): private folders removed", sourceLocation: sourceLocation)
+            #expect(
+                !tree.entries.keys.contains { $0.contains(".usm-repair") }, "\(args): private folders removed",
+                sourceLocation: sourceLocation)
         }
         if json["noOp"] as? Bool == false {
             let snapshot = try #require(json["snapshot"] as? String, sourceLocation: sourceLocation)
             #expect(try BundleVerifier.verify(URL(fileURLWithPath: snapshot)).ok, sourceLocation: sourceLocation)
-            #expect(!f.paths.folders.contains { Confinement.isInside(snapshot, $0.path) }, "the snapshot lies outside the layout")
+            #expect(
+                !f.paths.folders.contains { Confinement.isInside(snapshot, $0.path) },
+                "the snapshot lies outside the layout")
         }
         return json
     }
@@ -93,8 +107,10 @@ struct OperationTests {
         let before = try f.snapshot()
         let commands: [[String]] = [
             ["delete", "container"], ["delete", "container", "--local-only"], ["delete", "cloud-store"],
-            ["delete", "cloud-store", "--local-only"], ["delete", "local-store"], ["rebuild", "--from", "local", "--discard-cloud"],
-            ["migrate", "local-to-cloud", "--discard-cloud"], ["rebuild", "--from", "cloud", "--in-app"], ["switch", f.options.oldUUID!],
+            ["delete", "cloud-store", "--local-only"], ["delete", "local-store"],
+            ["rebuild", "--from", "local", "--discard-cloud"],
+            ["migrate", "local-to-cloud", "--discard-cloud"], ["rebuild", "--from", "cloud", "--in-app"],
+            ["switch", f.options.oldUUID!],
             ["cloud", "disable"], ["corruption", "clear"], ["corruption", "mark"],
         ]
         for command in commands {
@@ -110,17 +126,24 @@ struct OperationTests {
         #expect(try f.snapshot() == before)
     }
 
-    @Test("delete container: the container emptied, this device's copies and the cache gone; next launch seeds from the local store")
+    @Test(
+        "delete container: the container emptied, this device's copies and the cache gone; next launch seeds from the local store"
+    )
     func deleteContainer() throws {
         let f = try Fixture { $0.local.walOnlyBooks = 2 }
         let json = try Self.apply(f, ["delete", "container"])
         #expect(Self.state(json) == "E2")
         #expect(try FileManager.default.contentsOfDirectory(atPath: f.paths.cloudDir.path).isEmpty)
-        #expect(!f.exists(f.paths.appDir.appendingPathComponent("CloudStore/CoreDataUbiquitySupport/\(f.options.peer)/\(f.options.activeUUID)")))
+        #expect(
+            !f.exists(
+                f.paths.appDir.appendingPathComponent(
+                    "CloudStore/CoreDataUbiquitySupport/\(f.options.peer)/\(f.options.activeUUID)")))
         let prefs = try f.preferences()
         #expect(!prefs.keys.contains { $0.hasSuffix("/CloudLogs/StoreUUID+") })
         #expect(prefs[f.options.activeUUID] == nil, "Core Data's account map of the removed store")
-        #expect(prefs["USMCloudEnabledKey"] as? Bool == true && prefs["LastLaunchVersion"] as? String == "2.4", "other keys kept")
+        #expect(
+            prefs["USMCloudEnabledKey"] as? Bool == true && prefs["LastLaunchVersion"] as? String == "2.4",
+            "other keys kept")
         // The seed holds the rows that were only in the -wal, in its main file, with no sidecar.
         #expect(!f.exists(URL(fileURLWithPath: f.paths.localStore.path + "-wal")))
         let local = try #require(try f.status().stores.first { $0.role == .local })
@@ -139,7 +162,9 @@ struct OperationTests {
         #expect(f.exists(f.paths.localStore))
     }
 
-    @Test("delete cloud-store: the active store's logs, markers, copies and cache; an inactive one leaves the launch as it was")
+    @Test(
+        "delete cloud-store: the active store's logs, markers, copies and cache; an inactive one leaves the launch as it was"
+    )
     func deleteCloudStore() throws {
         let f = try Fixture { $0.corruptedUUID = $0.activeUUID }
         let old = try Self.apply(f, ["delete", "cloud-store", "--uuid", f.options.oldUUID!])
@@ -173,10 +198,17 @@ struct OperationTests {
         #expect(try Self.apply(f, ["delete", "local-store"])["noOp"] as? Bool == true)
     }
 
-    @Test("rebuild --from local and migrate local-to-cloud: no marker, no cache, iCloud on, the local store merged (E2)",
-          arguments: [["rebuild", "--from", "local", "--discard-cloud"], ["migrate", "local-to-cloud", "--discard-cloud"]])
+    @Test(
+        "rebuild --from local and migrate local-to-cloud: no marker, no cache, iCloud on, the local store merged (E2)",
+        arguments: [
+            ["rebuild", "--from", "local", "--discard-cloud"], ["migrate", "local-to-cloud", "--discard-cloud"],
+        ])
     func rebuildFromLocal(command: [String]) throws {
-        let f = try Fixture { $0.corruptedUUID = $0.activeUUID; $0.cloudEnabled = false; $0.local.walOnlyBooks = 3 }
+        let f = try Fixture {
+            $0.corruptedUUID = $0.activeUUID
+            $0.cloudEnabled = false
+            $0.local.walOnlyBooks = 3
+        }
         let json = try Self.apply(f, command)
         #expect(Self.state(json) == "E2")
         let names = try FileManager.default.contentsOfDirectory(atPath: f.paths.logs.path)
@@ -195,9 +227,13 @@ struct OperationTests {
     func rebuildInApp() throws {
         let f = try Fixture { $0.nominalFile = true }
         let json = try Self.apply(f, ["rebuild", "--from", "cloud", "--in-app"])
-        let rows = (json["nextLaunch"] as? [String: Any]).flatMap { ($0["after"] as? [String: Any])?["rows"] as? [String] }
+        let rows = (json["nextLaunch"] as? [String: Any]).flatMap {
+            ($0["after"] as? [String: Any])?["rows"] as? [String]
+        }
         #expect(rows == ["E4", "E9"])
-        #expect(try String(contentsOf: f.paths.logs.appendingPathComponent("CorruptedUUID+"), encoding: .ascii) == f.options.activeUUID)
+        #expect(
+            try String(contentsOf: f.paths.logs.appendingPathComponent("CorruptedUUID+"), encoding: .ascii)
+                == f.options.activeUUID)
         #expect(!f.exists(f.paths.nominalStore(f.options.activeUUID)))
     }
 
@@ -217,7 +253,10 @@ struct OperationTests {
 
     @Test("cloud disable and enable keep the plist's format and other keys", arguments: [false, true])
     func cloudSwitch(xml: Bool) throws {
-        let f = try Fixture { $0.xmlPreferences = xml; $0.cache = .stale("A1B2C3D4-E5F6-4711-8899-AABBCCDDEEFF") }
+        let f = try Fixture {
+            $0.xmlPreferences = xml
+            $0.cache = .stale("A1B2C3D4-E5F6-4711-8899-AABBCCDDEEFF")
+        }
         let off = try Self.apply(f, ["cloud", "disable"])
         #expect(Self.state(off) == "E1")
         #expect(try f.preferences()["USMCloudEnabledKey"] as? Bool == false)
@@ -233,7 +272,9 @@ struct OperationTests {
     func corruption() throws {
         let f = try Fixture()
         try Self.apply(f, ["corruption", "mark"])
-        #expect(try Data(contentsOf: f.paths.logs.appendingPathComponent("CorruptedUUID+")) == Data(f.options.activeUUID.utf8))
+        #expect(
+            try Data(contentsOf: f.paths.logs.appendingPathComponent("CorruptedUUID+"))
+                == Data(f.options.activeUUID.utf8))
         #expect(try f.status().nextLaunch?.rows.contains("E9") == true)
         try Self.apply(f, ["corruption", "clear"])
         #expect(!f.exists(f.paths.logs.appendingPathComponent("CorruptedUUID+")))
@@ -248,7 +289,8 @@ struct OperationTests {
             try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: url.path)
         }
         func mode(_ url: URL) throws -> Int {
-            try #require(try FileManager.default.attributesOfItem(atPath: url.path)[.posixPermissions] as? NSNumber).intValue
+            try #require(try FileManager.default.attributesOfItem(atPath: url.path)[.posixPermissions] as? NSNumber)
+                .intValue
         }
         try Self.apply(f, ["migrate", "cloud-to-local", "--replace", "--strategy", "ios"])
         #expect(try mode(f.paths.localStore) == 0o640, "the local store built by the engine")
@@ -271,7 +313,10 @@ struct OperationTests {
         #expect(try download.run(["delete", "container", "--yes"]).status == 4)
         #expect(try download.snapshot() == before)
 
-        let f = try Fixture { $0.accountMap = false; $0.extraCopies = [(peer: "mobile~0A1B2C3D-4E5F-4A6B-8C7D-9E0F1A2B3C4D", account: "local")] }
+        let f = try Fixture {
+            $0.accountMap = false
+            $0.extraCopies = [(peer: "mobile~0A1B2C3D-4E5F-4A6B-8C7D-9E0F1A2B3C4D", account: "local")]
+        }
         before = try f.snapshot()
         // Several copies and no --peer/--account.
         #expect(try f.run(["delete", "cloud-store", "--local-only", "--yes"]).status == 8)
@@ -294,21 +339,29 @@ struct OperationTests {
 
     @Test("a kill after any step: recover gives back exactly the old state, or the new one once committed")
     func crashAfterEveryStep() throws {
-        let template = try Fixture { $0.local.walOnlyBooks = 2; $0.corruptedUUID = $0.activeUUID }
+        let template = try Fixture {
+            $0.local.walOnlyBooks = 2
+            $0.corruptedUUID = $0.activeUUID
+        }
         let clean = try Fixture(copying: template)
-        let steps = try #require((try clean.run(["rebuild", "--from", "local", "--discard-cloud", "--dry-run", "--json"]).json["steps"] as? [[String: Any]]))
+        let steps = try #require(
+            (try clean.run(["rebuild", "--from", "local", "--discard-cloud", "--dry-run", "--json"]).json["steps"]
+                as? [[String: Any]]))
         try Self.apply(clean, ["rebuild", "--from", "local", "--discard-cloud"])
         let newState = try clean.snapshot()
         let commitIndex = try #require(steps.firstIndex { $0["action"] as? String == "commit" })
         for n in 0..<(steps.count - 1) {
             let f = try Fixture(copying: template)
             let oldState = try f.snapshot()
-            let killed = try f.run(["rebuild", "--from", "local", "--discard-cloud", "--yes"], hooks: .interrupt(after: n))
+            let killed = try f.run(
+                ["rebuild", "--from", "local", "--discard-cloud", "--yes"], hooks: .interrupt(after: n))
             #expect(killed.status == PlanExecutor.Hooks.interruptedStatus, "step \(n): \(killed.stderr)")
             let status = try f.run(["status", "--json"])
             let codes = ((status.json["problems"] as? [[String: Any]]) ?? []).compactMap { $0["code"] as? String }
             #expect(codes.contains("interrupted-operation"), "step \(n): status reports it")
-            #expect(try f.run(["rebuild", "--from", "local", "--discard-cloud", "--dry-run"]).status == 7, "a dry run refuses while one is pending")
+            #expect(
+                try f.run(["rebuild", "--from", "local", "--discard-cloud", "--dry-run"]).status == 7,
+                "a dry run refuses while one is pending")
             let recovered = try f.run(["recover", "--json"])
             #expect(recovered.status == 0, "\(recovered.stderr)")
             let outcome = ((recovered.json["recovered"] as? [[String: Any]])?.first?["outcome"] as? String)
@@ -342,9 +395,9 @@ struct OperationTests {
                 // A store built twice differs in its identity (Z_UUID, metadata): same tables, same rows.
                 if path.hasSuffix(".sqlite"), (try? sqliteRowsEqual(entry.content, other.content)) == true { continue }
                 guard path.hasSuffix(".plist"),
-                      let p = try? PropertyListSerialization.propertyList(from: entry.content, options: [], format: nil),
-                      let q = try? PropertyListSerialization.propertyList(from: other.content, options: [], format: nil),
-                      plistEqual(p, q)
+                    let p = try? PropertyListSerialization.propertyList(from: entry.content, options: [], format: nil),
+                    let q = try? PropertyListSerialization.propertyList(from: other.content, options: [], format: nil),
+                    plistEqual(p, q)
                 else {
                     found.append(path)
                     continue
@@ -365,7 +418,9 @@ struct OperationTests {
             defer { try? queue.close() }
             return try queue.read { db in
                 var result: [String: [[String]]] = [:]
-                let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'Z_METADATA' ORDER BY name")
+                let tables = try String.fetchAll(
+                    db,
+                    sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'Z_METADATA' ORDER BY name")
                 for table in tables {
                     let quoted = "\"" + table.replacingOccurrences(of: "\"", with: "\"\"") + "\""
                     result[table] = try Row.fetchAll(db, sql: "SELECT * FROM \(quoted) ORDER BY 1").map { row in
@@ -382,7 +437,8 @@ struct OperationTests {
     static func plistEqual(_ a: Any, _ b: Any) -> Bool {
         switch (a, b) {
         case let (x as [String: Any], y as [String: Any]):
-            return Set(x.keys) == Set(y.keys) && x.allSatisfy { key, value in y[key].map { plistEqual(value, $0) } ?? false }
+            return Set(x.keys) == Set(y.keys)
+                && x.allSatisfy { key, value in y[key].map { plistEqual(value, $0) } ?? false }
         case let (x as [Any], y as [Any]):
             return x.count == y.count && zip(x, y).allSatisfy { plistEqual($0, $1) }
         case let (x as String, y as String): return x == y
@@ -398,7 +454,9 @@ struct OperationTests {
 /// Kills at random instants, with SIGKILL, during an operation on a larger store.
 @Suite("operations under SIGKILL")
 struct KillTests {
-    @Test("SIGKILL at random instants: recover gives back the old state or the new one, nothing lost", .timeLimit(.minutes(5)))
+    @Test(
+        "SIGKILL at random instants: recover gives back the old state or the new one, nothing lost",
+        .timeLimit(.minutes(5)))
     func randomKills() throws {
         let template = try OperationTests.Fixture {
             $0.local.books = 20_000
@@ -448,7 +506,10 @@ struct ReadOnlyOperationTests {
         let f = try OperationTests.Fixture()
         let before = try f.snapshot()
         let readOnly = try TestMount(readOnly: f.paths.appDir)
-        defer { readOnly.unmount(); withExtendedLifetime(f) {} }
+        defer {
+            readOnly.unmount()
+            withExtendedLifetime(f) {}
+        }
         let r = try f.run(["delete", "local-store", "--yes", "--json"])
         #expect(r.status == 74, "\(r.stdout)\(r.stderr)")
         #expect((r.json["error"] as? [String: Any])?["code"] as? String == "write-failed")
@@ -462,11 +523,14 @@ struct DataOperationTests {
     typealias Fixture = OperationTests.Fixture
 
     static func rows(_ report: StatusReport, role: StoreReport.Role) -> [String: Int] {
-        Dictionary((report.stores.first { $0.role == role && ($0.active ?? true) }?.entities ?? []).map { ($0.name, $0.rows) }, uniquingKeysWith: +)
+        Dictionary(
+            (report.stores.first { $0.role == role && ($0.active ?? true) }?.entities ?? []).map { ($0.name, $0.rows) },
+            uniquingKeysWith: +)
     }
 
-    @Test("migrate cloud-to-local: the local store holds the cloud data (WAL-only rows included), no iCloud metadata, iCloud off (E1)",
-          arguments: ["copy-entities", "ios"])
+    @Test(
+        "migrate cloud-to-local: the local store holds the cloud data (WAL-only rows included), no iCloud metadata, iCloud off (E1)",
+        arguments: ["copy-entities", "ios"])
     func cloudToLocal(strategy: String) throws {
         let f = try Fixture()
         let before = try f.status()
@@ -477,9 +541,15 @@ struct DataOperationTests {
         #expect(OperationTests.state(json) == "E1")
         let after = try f.status()
         let local = try #require(after.stores.first { $0.role == .local })
-        #expect(Self.rows(after, role: .local) == cloudRows.filter { strategy == "ios" || !$0.key.hasPrefix("TRANSACTION") && !["CHANGE", "TRANSACTIONSTRING"].contains($0.key) }
+        #expect(
+            Self.rows(after, role: .local)
+                == cloudRows.filter {
+                    strategy == "ios"
+                        || !$0.key.hasPrefix("TRANSACTION") && !["CHANGE", "TRANSACTIONSTRING"].contains($0.key)
+                }
                 || strategy == "copy-entities")
-        #expect(local.entities.first { $0.name == "Book" }?.rows == f.options.cloud.books + f.options.cloud.walOnlyBooks)
+        #expect(
+            local.entities.first { $0.name == "Book" }?.rows == f.options.cloud.books + f.options.cloud.walOnlyBooks)
         #expect(local.ubiquityMetadata == false && local.health == .ok && !local.walPresent)
         #expect(local.storeUUID != before.stores.first { $0.role == .cloud }?.storeUUID, "a fresh store UUID")
         #expect(try f.preferences()["USMCloudEnabledKey"] as? Bool == false)
@@ -490,7 +560,9 @@ struct DataOperationTests {
         #expect(rows[f.paths.localStore.path]?["Book"] == f.options.cloud.books + f.options.cloud.walOnlyBooks)
     }
 
-    @Test("without --strategy, the app's default: ios from an iOS 7+ copy, copy-entities from an iOS 6 store and for --merge")
+    @Test(
+        "without --strategy, the app's default: ios from an iOS 7+ copy, copy-entities from an iOS 6 store and for --merge"
+    )
     func defaultStrategy() throws {
         func strategy(_ f: Fixture, _ args: [String]) throws -> String? {
             let r = try f.run(args + ["--dry-run", "--json"])
@@ -502,7 +574,9 @@ struct DataOperationTests {
         #expect(try strategy(f, ["migrate", "cloud-to-local", "--replace"]) == "ios")
         #expect(try strategy(f, ["rebuild", "--from", "cloud", "--replace"]) == "ios")
         #expect(try strategy(f, ["migrate", "cloud-to-local", "--merge", "--allow-duplicates"]) == "copy-entities")
-        #expect(try strategy(f, ["migrate", "cloud-to-local", "--replace", "--strategy", "copy-entities"]) == "copy-entities")
+        #expect(
+            try strategy(f, ["migrate", "cloud-to-local", "--replace", "--strategy", "copy-entities"])
+                == "copy-entities")
         let v0 = "5D4C3B2A-1908-4756-A5B4-C3D2E1F00F1E"
         let old = try Fixture { $0.ios6UUID = v0 }
         #expect(try strategy(old, ["migrate", "cloud-to-local", "--replace", "--uuid", v0]) == "copy-entities")
@@ -533,14 +607,17 @@ struct DataOperationTests {
         let json = try OperationTests.apply(f, ["rebuild", "--from", "cloud", "--replace"])
         #expect(OperationTests.state(json) == "E2")
         let after = try f.status()
-        #expect(after.stores.first { $0.role == .local }?.entities.first { $0.name == "Book" }?.rows
+        #expect(
+            after.stores.first { $0.role == .local }?.entities.first { $0.name == "Book" }?.rows
                 == f.options.cloud.books + f.options.cloud.walOnlyBooks)
         #expect(after.nextLaunch?.seedFrom == f.paths.localStore.path)
         #expect(!f.exists(f.paths.logs.appendingPathComponent("StoreUUID+")))
         #expect(!f.exists(f.paths.logs.appendingPathComponent(f.options.activeUUID)))
     }
 
-    @Test("a damaged or missing active copy refuses rebuild --from cloud and migrate cloud-to-local (exit 8), nothing changed")
+    @Test(
+        "a damaged or missing active copy refuses rebuild --from cloud and migrate cloud-to-local (exit 8), nothing changed"
+    )
     func damagedSource() throws {
         let f = try Fixture()
         let copy = f.paths.cloudStore(f.options.activeUUID)
@@ -572,14 +649,18 @@ struct DataOperationTests {
     func crashDuringBuild() throws {
         let template = try Fixture { $0.corruptedUUID = $0.activeUUID }
         let clean = try Fixture(copying: template)
-        let steps = try #require((try clean.run(["rebuild", "--from", "cloud", "--replace", "--dry-run", "--json"]).json["steps"] as? [[String: Any]]))
+        let steps = try #require(
+            (try clean.run(["rebuild", "--from", "cloud", "--replace", "--dry-run", "--json"]).json["steps"]
+                as? [[String: Any]]))
         try OperationTests.apply(clean, ["rebuild", "--from", "cloud", "--replace"])
         let newState = try clean.snapshot()
         let commit = try #require(steps.firstIndex { $0["action"] as? String == "commit" })
         for n in [0, 1, 2, commit - 1, commit] {
             let f = try Fixture(copying: template)
             let oldState = try f.snapshot()
-            #expect(try f.run(["rebuild", "--from", "cloud", "--replace", "--yes"], hooks: .interrupt(after: n)).status == PlanExecutor.Hooks.interruptedStatus)
+            #expect(
+                try f.run(["rebuild", "--from", "cloud", "--replace", "--yes"], hooks: .interrupt(after: n)).status
+                    == PlanExecutor.Hooks.interruptedStatus)
             #expect(try f.run(["recover"]).status == 0)
             let state = try f.snapshot()
             if n < commit {
@@ -587,21 +668,32 @@ struct DataOperationTests {
             } else {
                 // The new local store gets a fresh UUID each run: compare what the app would see.
                 let local = try #require(try f.status().stores.first { $0.role == .local })
-                #expect(local.entities.first { $0.name == "Book" }?.rows == template.options.cloud.books + template.options.cloud.walOnlyBooks)
-                let differing = OperationTests.contentDifferences(state, newState).filter { !$0.hasSuffix("UbiquityStore.sqlite") }
+                #expect(
+                    local.entities.first { $0.name == "Book" }?.rows == template.options.cloud.books
+                        + template.options.cloud.walOnlyBooks)
+                let differing = OperationTests.contentDifferences(state, newState).filter {
+                    !$0.hasSuffix("UbiquityStore.sqlite")
+                }
                 #expect(differing == [], "step \(n)")
             }
         }
     }
 
-    @Test("every corpus store as the active cloud store's copy: migrate cloud-to-local keeps its rows", arguments: Corpus.stores())
+    @Test(
+        "every corpus store as the active cloud store's copy: migrate cloud-to-local keeps its rows",
+        arguments: Corpus.stores())
     func corpusCloudToLocal(store: URL) throws {
-        let f = try Fixture { $0.localStore = false; $0.activeStoreCopy = false; $0.oldUUID = nil }
+        let f = try Fixture {
+            $0.localStore = false
+            $0.activeStoreCopy = false
+            $0.oldUUID = nil
+        }
         let dir = f.paths.cloudStore(f.options.activeUUID).deletingLastPathComponent()
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let copied = try Corpus.copy(store, into: dir)
         for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: copied.path + suffix) {
-            try FileManager.default.moveItem(atPath: copied.path + suffix, toPath: f.paths.cloudStore(f.options.activeUUID).path + suffix)
+            try FileManager.default.moveItem(
+                atPath: copied.path + suffix, toPath: f.paths.cloudStore(f.options.activeUUID).path + suffix)
         }
         let source = try Inspection(options: LayoutOptions(store: store), depth: .status).run().stores[0]
         let json = try OperationTests.apply(f, ["migrate", "cloud-to-local", "--replace"])

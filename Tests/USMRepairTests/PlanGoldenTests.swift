@@ -18,7 +18,13 @@ struct PlanGoldenTests {
         ("default", { _ in }),
         ("corrupted-old", { $0.corruptedUUID = $0.oldUUID }),
         ("corrupted-active", { $0.corruptedUUID = $0.activeUUID }),
-        ("cloud-disabled", { $0.cloudEnabled = false; $0.cache = .none }),
+        (
+            "cloud-disabled",
+            {
+                $0.cloudEnabled = false
+                $0.cache = .none
+            }
+        ),
         ("no-active-copy", { $0.activeStoreCopy = false }),
         ("ios6", { $0.ios6UUID = "9A8B7C6D-5E4F-4A3B-8C2D-1E0F9A8B7C6D" }),
     ]
@@ -42,7 +48,9 @@ struct PlanGoldenTests {
             .replacingOccurrences(of: CLI.stateHome.path, with: "$STATE")
         text = text.replacingOccurrences(of: tmp.resolvingSymlinksInPath().path, with: "$TMP")
         // The plan's id names its private folders too: replaced wherever it stands.
-        if let id = (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])?["planID"] as? String, !id.isEmpty {
+        if let id = (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])?["planID"] as? String,
+            !id.isEmpty
+        {
             text = text.replacingOccurrences(of: id, with: "<plan id>")
         }
         guard var json = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
@@ -63,7 +71,8 @@ struct PlanGoldenTests {
             found[operation.joined(separator: " ")] = try Self.normalised(r, tmp: f.tmp.url)
         }
         #expect(try f.snapshot() == before, "a dry run changed a byte")
-        let data = try JSONSerialization.data(withJSONObject: found, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+        let data = try JSONSerialization.data(
+            withJSONObject: found, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
         let file = Self.folder.appendingPathComponent("\(scenario).json")
         if Self.recording {
             try FileManager.default.createDirectory(at: Self.folder, withIntermediateDirectories: true)
@@ -71,12 +80,22 @@ struct PlanGoldenTests {
             return
         }
         let recorded = try #require(
-            try? Data(contentsOf: file), "no recorded plans for \(scenario): record them with USM_RECORD_PLANS=1 and review the diff")
+            try? Data(contentsOf: file),
+            "no recorded plans for \(scenario): record them with USM_RECORD_PLANS=1 and review the diff")
         let expected = try JSONSerialization.jsonObject(with: recorded) as? [String: Any] ?? [:]
         for key in Set(found.keys).union(expected.keys).sorted() {
-            let mine = try found[key].map { try JSONSerialization.data(withJSONObject: $0, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]) }
-            let theirs = try expected[key].map { try JSONSerialization.data(withJSONObject: $0, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]) }
-            #expect(mine == theirs, "\(scenario): \(key) differs from Plans/\(scenario).json:\n\(mine.map { String(decoding: $0, as: UTF8.self) } ?? "(none)")")
+            let mine = try found[key].map {
+                try JSONSerialization.data(
+                    withJSONObject: $0, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+            }
+            let theirs = try expected[key].map {
+                try JSONSerialization.data(
+                    withJSONObject: $0, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+            }
+            #expect(
+                mine == theirs,
+                "\(scenario): \(key) differs from Plans/\(scenario).json:\n\(mine.map { String(decoding: $0, as: UTF8.self) } ?? "(none)")"
+            )
         }
     }
 }

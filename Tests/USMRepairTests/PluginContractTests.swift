@@ -10,8 +10,10 @@ struct PluginContractTests {
 
     /// A Python plugin that copies its source into its destination, then runs `extra` (with
     /// `request` in scope), then prints `output` lines.
-    static func plugin(in tmp: TempDir, _ name: String, extra: String = "", output: [String] = [#"{"result": {"rows": {}}}"#],
-                       status: Int = 0) throws -> URL {
+    static func plugin(
+        in tmp: TempDir, _ name: String, extra: String = "", output: [String] = [#"{"result": {"rows": {}}}"#],
+        status: Int = 0
+    ) throws -> URL {
         let url = tmp.path(name)
         let prints = output.map { "print(\($0.debugDescription))" }.joined(separator: "\n")
         let script = """
@@ -30,11 +32,17 @@ struct PluginContractTests {
         return url
     }
 
-    func run(_ tmp: TempDir, plugin: String, _ extra: [String] = [], environment: [String: String] = [:]) throws -> (CLI.Result, TreeSnapshot?) {
+    func run(_ tmp: TempDir, plugin: String, _ extra: [String] = [], environment: [String: String] = [:]) throws -> (
+        CLI.Result, TreeSnapshot?
+    ) {
         try FixtureStore.write(to: tmp.path("src/S.sqlite"))
         try FileManager.default.createDirectory(at: tmp.path("dst"), withIntermediateDirectories: true)
-        let r = USM.run(["migrate-store", tmp.path("src/S.sqlite").path, tmp.path("dst/D.sqlite").path, "--plugin", plugin, "--json"] + extra,
-                            environment: environment)
+        let r = USM.run(
+            [
+                "migrate-store", tmp.path("src/S.sqlite").path, tmp.path("dst/D.sqlite").path, "--plugin", plugin,
+                "--json",
+            ] + extra,
+            environment: environment)
         return (r, try? TreeSnapshot(tmp.path("dst")))
     }
 
@@ -43,7 +51,8 @@ struct PluginContractTests {
     static func processes(running commandLine: String) -> [String] {
         let ids = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         return ids.filter { id in
-            guard id.allSatisfy(\.isNumber), let data = FileManager.default.contents(atPath: "/proc/\(id)/cmdline") else { return false }
+            guard id.allSatisfy(\.isNumber), let data = FileManager.default.contents(atPath: "/proc/\(id)/cmdline")
+            else { return false }
             let words = data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
             return words.joined(separator: " ") == commandLine
         }
@@ -68,7 +77,9 @@ struct PluginContractTests {
         #expect(try Migrate.uuidAndKeys(tmp.path("dst/D.sqlite")).uuid != FixtureStore.Options().storeUUID)
     }
 
-    @Test("failure, timeout and garbage: exit 10, plugin-failed, nothing at the destination", arguments: ["exit", "timeout", "garbage", "no-result"])
+    @Test(
+        "failure, timeout and garbage: exit 10, plugin-failed, nothing at the destination",
+        arguments: ["exit", "timeout", "garbage", "no-result"])
     func failures(kind: String) throws {
         let tmp = try TempDir()
         let plugin: URL
@@ -89,7 +100,9 @@ struct PluginContractTests {
         if kind == "exit" { #expect(r.stderr.contains("it went wrong"), "stderr is passed through") }
     }
 
-    @Test("--plugin-timeout holds when the plugin's child keeps its output open: exit 10 within the timeout + 2 s, the child gone, nothing kept")
+    @Test(
+        "--plugin-timeout holds when the plugin's child keeps its output open: exit 10 within the timeout + 2 s, the child gone, nothing kept"
+    )
     func timeoutWithChild() throws {
         let tmp = try TempDir()
         let plugin = tmp.path("p")
@@ -114,15 +127,19 @@ struct PluginContractTests {
         #expect(after?.entries.isEmpty == true)
     }
 
-    @Test("a plugin that writes outside its destination or changes its source copy is refused, nothing kept",
-          arguments: ["beside", "user-folder", "source"])
+    @Test(
+        "a plugin that writes outside its destination or changes its source copy is refused, nothing kept",
+        arguments: ["beside", "user-folder", "source"])
     func refusals(kind: String) throws {
         let tmp = try TempDir()
-        let extra = switch kind {
-        case "beside": "open(os.path.join(os.path.dirname(request['destination']['path']), 'extra.txt'), 'w').write('x')"
-        case "user-folder": "open(os.path.join(os.path.dirname(os.path.dirname(request['destination']['path'])), 'stray.txt'), 'w').write('x')"
-        default: "os.chmod(request['source']['path'], 0o644); open(request['source']['path'], 'ab').write(b'x')"
-        }
+        let extra =
+            switch kind {
+            case "beside":
+                "open(os.path.join(os.path.dirname(request['destination']['path']), 'extra.txt'), 'w').write('x')"
+            case "user-folder":
+                "open(os.path.join(os.path.dirname(os.path.dirname(request['destination']['path'])), 'stray.txt'), 'w').write('x')"
+            default: "os.chmod(request['source']['path'], 0o644); open(request['source']['path'], 'ab').write(b'x')"
+            }
         let plugin = try Self.plugin(in: tmp, "p", extra: extra)
         let (r, after) = try run(tmp, plugin: plugin.path)
         #expect(r.status == 3, "\(kind): \(r.stderr)")

@@ -8,7 +8,8 @@ import TestSupport
 /// the input with exactly the edit applied, in the same format.
 @Suite("Preferences rewrite")
 struct PreferencesRewriteTests {
-    static let cacheKey = "/private/var/mobile/Library/Mobile Documents/ABCDE12345~com~example~notes/CloudLogs/StoreUUID+"
+    static let cacheKey =
+        "/private/var/mobile/Library/Mobile Documents/ABCDE12345~com~example~notes/CloudLogs/StoreUUID+"
     static let otherCache = "/var/mobile/Library/Mobile Documents/OTHER~x/CloudLogs/StoreUUID++"
     static let store = "0F6E2C1A-8B3D-4E5F-9A7B-1C2D3E4F5A6B"
     static let older = "A1B2C3D4-E5F6-4711-8899-AABBCCDDEEFF"
@@ -34,7 +35,10 @@ struct PreferencesRewriteTests {
         ]
     }
 
-    func write(_ dict: [String: Any], _ format: PropertyListSerialization.PropertyListFormat, in dir: TempDir, name: String = "prefs.plist") throws -> URL {
+    func write(
+        _ dict: [String: Any], _ format: PropertyListSerialization.PropertyListFormat, in dir: TempDir,
+        name: String = "prefs.plist"
+    ) throws -> URL {
         let url = dir.path(name)
         try PropertyListSerialization.data(fromPropertyList: dict, format: format, options: 0).write(to: url)
         return url
@@ -42,7 +46,8 @@ struct PreferencesRewriteTests {
 
     func decode(_ url: URL) throws -> (dict: NSDictionary, format: PropertyListSerialization.PropertyListFormat) {
         var format = PropertyListSerialization.PropertyListFormat.binary
-        let value = try PropertyListSerialization.propertyList(from: try Data(contentsOf: url), options: [], format: &format)
+        let value = try PropertyListSerialization.propertyList(
+            from: try Data(contentsOf: url), options: [], format: &format)
         return (try #require(value as? NSDictionary), format)
     }
 
@@ -63,7 +68,10 @@ struct PreferencesRewriteTests {
                 guard let a = dict[key], let b = want[key] else { return true }
                 return !(NSArray(object: a)).isEqual(to: [b])
             }
-            #expect(differing.isEmpty, "\(format == .xml ? "XML" : "binary"): keys differ: \(differing.sorted().map { "\($0) = \(dict[$0] ?? "absent") not \(want[$0] ?? "absent")" })")
+            #expect(
+                differing.isEmpty,
+                "\(format == .xml ? "XML" : "binary"): keys differ: \(differing.sorted().map { "\($0) = \(dict[$0] ?? "absent") not \(want[$0] ?? "absent")" })"
+            )
             // What usm-repair reads back agrees too.
             let preferences = try Preferences.read(destination)
             #expect(preferences.isXML == (format == .xml))
@@ -72,7 +80,10 @@ struct PreferencesRewriteTests {
 
     @Test("every other key, of every type, survives an edit in both formats")
     func keepsEverythingElse() throws {
-        try check(PreferencesEdit(cloudEnabled: false, removeCachedStoreUUIDs: true, removeAccountMaps: [Self.store]), on: Self.sample) {
+        try check(
+            PreferencesEdit(cloudEnabled: false, removeCachedStoreUUIDs: true, removeAccountMaps: [Self.store]),
+            on: Self.sample
+        ) {
             $0["USMCloudEnabledKey"] = false
             $0[Self.cacheKey] = nil
             $0[Self.otherCache] = nil
@@ -116,7 +127,9 @@ struct PreferencesRewriteTests {
     @Test("a large value is copied whole")
     func largeValue() throws {
         let big = Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) })
-        let input: [String: Any] = ["USMCloudEnabledKey": true, "big": big, "big text": String(repeating: "abc<&>", count: 50_000)]
+        let input: [String: Any] = [
+            "USMCloudEnabledKey": true, "big": big, "big text": String(repeating: "abc<&>", count: 50_000),
+        ]
         try check(PreferencesEdit(cloudEnabled: false), on: input) { $0["USMCloudEnabledKey"] = false }
     }
 
@@ -124,7 +137,8 @@ struct PreferencesRewriteTests {
     func refusesMalformed() throws {
         let dir = try TempDir()
         // A binary plist whose second object has a marker of no type (0x9_), referenced from the top.
-        var bytes = try PropertyListSerialization.data(fromPropertyList: ["k": "v", "USMCloudEnabledKey": true], format: .binary, options: 0)
+        var bytes = try PropertyListSerialization.data(
+            fromPropertyList: ["k": "v", "USMCloudEnabledKey": true], format: .binary, options: 0)
         let marker = try #require(bytes.firstIndex(of: 0x51))  // "k", a one-character ASCII string
         bytes[marker] = 0x91
         let binary = dir.path("binary.plist")
@@ -151,7 +165,8 @@ struct PreferencesRewriteTests {
     func xmlSyntax() throws {
         let dir = try TempDir()
         let source = dir.path("prefs.plist")
-        try Data("""
+        try Data(
+            """
             <?xml version="1.0" encoding="UTF-8"?>
             <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
             <plist version="1.0">
@@ -166,12 +181,16 @@ struct PreferencesRewriteTests {
             \t<string>\(Self.store)</string>
             </dict>
             </plist>
-            """.utf8).write(to: source)
+            """.utf8
+        ).write(to: source)
         let destination = dir.path("edited.plist")
         try PreferencesEdit(cloudEnabled: false, removeCachedStoreUUIDs: true).apply(from: source, to: destination)
         let (dict, format) = try decode(destination)
         #expect(format == .xml)
-        #expect(dict.isEqual(to: ["USMCloudEnabledKey": false, "cdata": "<not markup> & more", "entities": "<&>☺\r"] as [String: Any]))
+        #expect(
+            dict.isEqual(
+                to: ["USMCloudEnabledKey": false, "cdata": "<not markup> & more", "entities": "<&>☺\r"] as [String: Any]
+            ))
         let text = try String(contentsOf: destination, encoding: .utf8)
         #expect(text.contains("<!-- the cloud key -->"))
         #expect(!text.contains(Self.store))

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// The repository as the README describes it, and the code as the formatter wants it.
+/// The repository as the README describes it (CI checks the code against `.swift-format`).
 @Suite("repository layout")
 struct RepositoryLayoutTests {
     static let root = CLITests.packageRoot
@@ -32,22 +32,32 @@ struct RepositoryLayoutTests {
         let url = relative.isEmpty ? root : root.appendingPathComponent(relative)
         return try FileManager.default.contentsOfDirectory(atPath: url.path).filter { name in
             var isDirectory: ObjCBool = false
-            return !name.hasPrefix(".") && FileManager.default.fileExists(atPath: url.appendingPathComponent(name).path, isDirectory: &isDirectory)
+            return !name.hasPrefix(".")
+                && FileManager.default.fileExists(
+                    atPath: url.appendingPathComponent(name).path, isDirectory: &isDirectory)
                 && isDirectory.boolValue
         }.map { relative.isEmpty ? $0 : relative + "/" + $0 }.sorted()
     }
 
-    @Test("the README's layout names every folder at the top, in Sources/, in the core, the executable and Tests/, and nothing that is not there")
+    @Test(
+        "the README's layout names every folder at the top, in Sources/, in the core, the executable and Tests/, and nothing that is not there"
+    )
     func readmeLayout() throws {
         let listed = try Self.listedPaths()
         #expect(listed.count > 20, "\(listed)")
         for path in listed {
-            #expect(FileManager.default.fileExists(atPath: Self.root.appendingPathComponent(path).path), "the README names \(path), which does not exist")
+            #expect(
+                FileManager.default.fileExists(atPath: Self.root.appendingPathComponent(path).path),
+                "the README names \(path), which does not exist")
         }
         var required = try Self.folders(in: "")
-        for parent in ["Sources", "Sources/USMRepairCore", "Sources/usm-repair", "Tests"] { required += try Self.folders(in: parent) }
+        for parent in ["Sources", "Sources/USMRepairCore", "Sources/usm-repair", "Tests"] {
+            required += try Self.folders(in: parent)
+        }
         for folder in required {
-            #expect(listed.contains { $0 == folder || $0.hasPrefix(folder + "/") }, "the README's layout does not name \(folder)")
+            #expect(
+                listed.contains { $0 == folder || $0.hasPrefix(folder + "/") },
+                "the README's layout does not name \(folder)")
         }
     }
 }

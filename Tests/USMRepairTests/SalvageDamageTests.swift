@@ -40,7 +40,9 @@ struct SalvageDamageTests {
         var reportedCuts: [String: Int] {
             var result: [String: Int] = [:]
             for cut in report["referencesCut"] as? [[String: Any]] ?? [] {
-                result["\(cut["kind"] as? String ?? ""):\(cut["table"] as? String ?? "").\(cut["column"] as? String ?? "")"] = cut["rows"] as? Int ?? 0
+                result[
+                    "\(cut["kind"] as? String ?? ""):\(cut["table"] as? String ?? "").\(cut["column"] as? String ?? "")"
+                ] = cut["rows"] as? Int ?? 0
             }
             return result
         }
@@ -48,8 +50,10 @@ struct SalvageDamageTests {
 
     /// Salvages `damaged` into `output` and scores it against `original` (a healthy copy), the
     /// rows on `lostPages` (page numbers of the original) being the ones that may be missing.
-    static func salvage(_ damaged: URL, into output: URL, original: URL, lostPages: Set<Int>, map: PageMap,
-                        extra: [String] = []) throws -> Outcome {
+    static func salvage(
+        _ damaged: URL, into output: URL, original: URL, lostPages: Set<Int>, map: PageMap,
+        extra: [String] = []
+    ) throws -> Outcome {
         let r = USM.run(["salvage", damaged.path, output.path, "--json"] + extra)
         var outcome = Outcome(status: r.status, report: r.json)
         guard FileManager.default.fileExists(atPath: output.path) else { return outcome }
@@ -75,42 +79,63 @@ struct SalvageDamageTests {
                     outcome.invented.append("\(table) \(key): \(values) vs \(old)")
                 } else {
                     // ZSHELF and its order column are cut together: counted once, as the key.
-                    for column in nulled where column != "Z_FOK_SHELF" { outcome.cut["\(table).\(column)", default: 0] += 1 }
+                    for column in nulled where column != "Z_FOK_SHELF" {
+                        outcome.cut["\(table).\(column)", default: 0] += 1
+                    }
                 }
             }
         }
         for (table, rows) in before where table != "Z_METADATA" {
             for key in rows.keys where !(lost[table]?.contains(key) ?? false) && after[table]?[key] == nil {
-                if table.hasPrefix("Z_1") { outcome.joinRowsMissing += 1 } else { outcome.missed.append("\(table) \(key)") }
+                if table.hasPrefix("Z_1") {
+                    outcome.joinRowsMissing += 1
+                } else {
+                    outcome.missed.append("\(table) \(key)")
+                }
             }
         }
         return outcome
     }
 
     static func columnNames(_ store: URL, _ table: String) throws -> [String] {
-        let queue = try DatabaseQueue(path: store.path, configuration: { var c = Configuration(); c.readonly = true; return c }())
+        let queue = try DatabaseQueue(
+            path: store.path,
+            configuration: {
+                var c = Configuration()
+                c.readonly = true
+                return c
+            }())
         defer { try? queue.close() }
-        return try queue.read { db in try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info(?)", arguments: [table]) }
+        return try queue.read { db in
+            try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info(?)", arguments: [table])
+        }
     }
 
     /// The checks every damage kind shares: precision, recall, cuts reported, `check` passes.
     static func expectSound(_ o: Outcome, status: Int32 = 1, sourceLocation: SourceLocation = #_sourceLocation) {
         #expect(o.status == status, "exit \(o.status): \(o.report["unreadable"] ?? "")", sourceLocation: sourceLocation)
         #expect(o.invented.isEmpty, "invented or mixed rows: \(o.invented.prefix(5))", sourceLocation: sourceLocation)
-        #expect(o.missed.isEmpty, "rows of undamaged pages not salvaged: \(o.missed.count) \(o.missed.prefix(5))", sourceLocation: sourceLocation)
+        #expect(
+            o.missed.isEmpty, "rows of undamaged pages not salvaged: \(o.missed.count) \(o.missed.prefix(5))",
+            sourceLocation: sourceLocation)
         #expect(o.checkStatus == 0, "check on the result exits \(o.checkStatus)", sourceLocation: sourceLocation)
         let reported = o.reportedCuts
         for (column, count) in o.cut {
-            #expect(reported["to-one:\(column)"] ?? reported["external-data:\(column)"] == count,
-                    "\(column): \(count) cut, report says \(reported)", sourceLocation: sourceLocation)
+            #expect(
+                reported["to-one:\(column)"] ?? reported["external-data:\(column)"] == count,
+                "\(column): \(count) cut, report says \(reported)", sourceLocation: sourceLocation)
         }
         let joinCuts = reported.filter { $0.key.hasPrefix("join-row:") }.values.reduce(0, +)
-        #expect(o.joinRowsMissing == joinCuts, "join rows missing \(o.joinRowsMissing), reported cut \(joinCuts)", sourceLocation: sourceLocation)
+        #expect(
+            o.joinRowsMissing == joinCuts, "join rows missing \(o.joinRowsMissing), reported cut \(joinCuts)",
+            sourceLocation: sourceLocation)
     }
 
     /// A fixture and a damaged copy of it: `damage(copy, map)` returns the pages it damaged.
-    static func damaged(_ tmp: TempDir, options: FixtureStore.Options = options(), prepare: ((URL) throws -> Void)? = nil,
-                        _ damage: (URL, PageMap) throws -> Set<Int>) throws -> (original: URL, damaged: URL, lost: Set<Int>, map: PageMap) {
+    static func damaged(
+        _ tmp: TempDir, options: FixtureStore.Options = options(), prepare: ((URL) throws -> Void)? = nil,
+        _ damage: (URL, PageMap) throws -> Set<Int>
+    ) throws -> (original: URL, damaged: URL, lost: Set<Int>, map: PageMap) {
         let original = tmp.path("original/Library.sqlite")
         try FixtureStore.write(to: original, options)
         try prepare?(original)
@@ -125,7 +150,9 @@ struct SalvageDamageTests {
         return (original, copy, lost, map)
     }
 
-    @Test("random pages overwritten (1 %, 5 %, 20 %): no row invented, every row of an undamaged page salvaged", arguments: [1, 5, 20])
+    @Test(
+        "random pages overwritten (1 %, 5 %, 20 %): no row invented, every row of an undamaged page salvaged",
+        arguments: [1, 5, 20])
     func randomPages(percent: Int) throws {
         let tmp = try TempDir()
         let store = try Self.damaged(tmp) { copy, map in
@@ -140,7 +167,9 @@ struct SalvageDamageTests {
             try StoreDamage.overwrite(copy, pages: chosen, pageSize: map.pageSize, seed: UInt64(percent))
             return Set(chosen)
         }
-        let o = try Self.salvage(store.damaged, into: tmp.path("out/Salvaged.sqlite"), original: store.original, lostPages: store.lost, map: store.map)
+        let o = try Self.salvage(
+            store.damaged, into: tmp.path("out/Salvaged.sqlite"), original: store.original, lostPages: store.lost,
+            map: store.map)
         Self.expectSound(o)
         #expect((o.report["damagedPageCount"] as? Int ?? 0) > 0)
     }
@@ -149,11 +178,14 @@ struct SalvageDamageTests {
     func interiorDestroyed() throws {
         let tmp = try TempDir()
         let store = try Self.damaged(tmp) { copy, map in
-            let interior = try #require(map.interior["ZITEM"]?.first { $0 != map.roots["ZITEM"] } ?? map.interior["ZITEM"]?.first)
+            let interior = try #require(
+                map.interior["ZITEM"]?.first { $0 != map.roots["ZITEM"] } ?? map.interior["ZITEM"]?.first)
             try StoreDamage.overwrite(copy, pages: [interior], pageSize: map.pageSize)
             return [interior]
         }
-        let o = try Self.salvage(store.damaged, into: tmp.path("out/Salvaged.sqlite"), original: store.original, lostPages: store.lost, map: store.map)
+        let o = try Self.salvage(
+            store.damaged, into: tmp.path("out/Salvaged.sqlite"), original: store.original, lostPages: store.lost,
+            map: store.map)
         Self.expectSound(o)
         let item = try #require((o.report["tables"] as? [[String: Any]])?.first { $0["name"] as? String == "ZITEM" })
         #expect((item["fromOrphanPages"] as? Int ?? 0) > 0, "\(item)")
@@ -168,7 +200,9 @@ struct SalvageDamageTests {
             try StoreDamage.zeroPageHeader(copy, page: page, pageSize: map.pageSize)
             return [page]
         }
-        let o = try Self.salvage(store.damaged, into: tmp.path("out/Salvaged.sqlite"), original: store.original, lostPages: store.lost, map: store.map)
+        let o = try Self.salvage(
+            store.damaged, into: tmp.path("out/Salvaged.sqlite"), original: store.original, lostPages: store.lost,
+            map: store.map)
         Self.expectSound(o)
     }
 
@@ -180,22 +214,30 @@ struct SalvageDamageTests {
             try StoreDamage.truncate(copy, to: (cutPage - 1) * map.pageSize + map.pageSize / 2)
             return Set(cutPage...map.pageCount)
         }
-        let o = try Self.salvage(store.damaged, into: tmp.path("out/Salvaged.sqlite"), original: store.original, lostPages: store.lost, map: store.map)
+        let o = try Self.salvage(
+            store.damaged, into: tmp.path("out/Salvaged.sqlite"), original: store.original, lostPages: store.lost,
+            map: store.map)
         Self.expectSound(o)
         // The header still declares the original size: salvage reads what exists and says the rest is past the end.
         let source = o.report["source"] as? [String: Any] ?? [:]
         #expect(source["pages"] as? Int == store.lost.min(), "\(source)")  // the whole pages and the cut one
-        #expect("\(o.report)".contains("of the \(store.map.pageCount) its header declares"), "\(o.report["unreadable"] ?? "")")
+        #expect(
+            "\(o.report)".contains("of the \(store.map.pageCount) its header declares"),
+            "\(o.report["unreadable"] ?? "")")
     }
 
-    @Test("a header declaring 2^31 pages: only the pages that exist are read (no bitmap or scan that size), every row comes back")
+    @Test(
+        "a header declaring 2^31 pages: only the pages that exist are read (no bitmap or scan that size), every row comes back"
+    )
     func headerClaimsHugeSize() throws {
         let tmp = try TempDir()
         let store = try Self.damaged(tmp) { copy, _ in
             try StoreDamage.declarePages(copy, 0x7FFF_FFF0)
             return []
         }
-        let o = try Self.salvage(store.damaged, into: tmp.path("out/Salvaged.sqlite"), original: store.original, lostPages: store.lost, map: store.map)
+        let o = try Self.salvage(
+            store.damaged, into: tmp.path("out/Salvaged.sqlite"), original: store.original, lostPages: store.lost,
+            map: store.map)
         Self.expectSound(o, status: 0)
         let source = o.report["source"] as? [String: Any] ?? [:]
         #expect(source["pages"] as? Int == store.map.pageCount, "\(source)")
@@ -212,17 +254,24 @@ struct SalvageDamageTests {
             try StoreDamage.tearWAL(copy, pageSize: map.pageSize)
             return walPages
         }
-        let o = try Self.salvage(store.damaged, into: tmp.path("out/Salvaged.sqlite"), original: store.original, lostPages: store.lost, map: store.map)
+        let o = try Self.salvage(
+            store.damaged, into: tmp.path("out/Salvaged.sqlite"), original: store.original, lostPages: store.lost,
+            map: store.map)
         Self.expectSound(o)
-        #expect((o.report["unreadable"] as? [String] ?? []).contains { $0.contains("-wal") }, "\(o.report["unreadable"] ?? "")")
+        #expect(
+            (o.report["unreadable"] as? [String] ?? []).contains { $0.contains("-wal") },
+            "\(o.report["unreadable"] ?? "")")
         #expect(!walPages.isEmpty)
     }
 
-    @Test("sqlite_schema's page destroyed: with --schema-from a healthy sibling, the tables are found by shape and Z_ENT")
+    @Test(
+        "sqlite_schema's page destroyed: with --schema-from a healthy sibling, the tables are found by shape and Z_ENT")
     func schemaDestroyed() throws {
         let tmp = try TempDir()
         var sibling = FixtureStore.Options()
-        (sibling.books, sibling.magazines, sibling.authors, sibling.shelves, sibling.tags, sibling.externalCovers) = (0, 0, 0, 0, 0, 0)
+        (sibling.books, sibling.magazines, sibling.authors, sibling.shelves, sibling.tags, sibling.externalCovers) = (
+            0, 0, 0, 0, 0, 0
+        )
         sibling.storeUUID = "11111111-2222-3333-4444-555555555555"
         try FixtureStore.write(to: tmp.path("sibling/Sibling.sqlite"), sibling)
         let store = try Self.damaged(tmp) { copy, map in
@@ -232,26 +281,34 @@ struct SalvageDamageTests {
         let without = USM.run(["salvage", store.damaged.path, tmp.path("out/NoSchema.sqlite").path])
         #expect(without.status == 2)
         #expect(without.stderr.contains("--schema-from"))
-        let o = try Self.salvage(store.damaged, into: tmp.path("out/Salvaged.sqlite"), original: store.original, lostPages: store.lost,
-                                 map: store.map, extra: ["--schema-from", tmp.path("sibling/Sibling.sqlite").path])
+        let o = try Self.salvage(
+            store.damaged, into: tmp.path("out/Salvaged.sqlite"), original: store.original, lostPages: store.lost,
+            map: store.map, extra: ["--schema-from", tmp.path("sibling/Sibling.sqlite").path])
         Self.expectSound(o)
         #expect((o.report["schema"] as? String) == "schema-from")
         #expect((o.report["source"] as? [String: Any])?["header"] as? String != "intact")
     }
 
-    @Test("a leaf of sqlite_schema lost without --schema-from: every table read is salvaged, and the report says tables may be missing and how to get them")
+    @Test(
+        "a leaf of sqlite_schema lost without --schema-from: every table read is salvaged, and the report says tables may be missing and how to get them"
+    )
     func schemaPartlyLost() throws {
         let tmp = try TempDir()
         // Views with long statements spread sqlite_schema over several leaves, the last holding only views.
-        let views = (1...40).map { "CREATE VIEW usm_pad_\($0) AS SELECT '\(String(repeating: "x", count: 400))' AS pad;" }.joined(separator: "\n")
-        let store = try Self.damaged(tmp, prepare: { original in try FixtureStore.mutate(original, views) }) { copy, map in
+        let views = (1...40).map {
+            "CREATE VIEW usm_pad_\($0) AS SELECT '\(String(repeating: "x", count: 400))' AS pad;"
+        }.joined(separator: "\n")
+        let prepare: (URL) throws -> Void = { original in try FixtureStore.mutate(original, views) }
+        let store = try Self.damaged(tmp, prepare: prepare) { copy, map in
             let leaves = (map.leaves["sqlite_schema"] ?? map.leaves["sqlite_master"] ?? []).map(\.page)
             #expect(leaves.count >= 3, "sqlite_schema leaves: \(leaves)")
             guard let last = leaves.last else { return [] }
             try StoreDamage.overwrite(copy, pages: [last], pageSize: map.pageSize)
             return [last]
         }
-        let o = try Self.salvage(store.damaged, into: tmp.path("out/Salvaged.sqlite"), original: store.original, lostPages: store.lost, map: store.map)
+        let o = try Self.salvage(
+            store.damaged, into: tmp.path("out/Salvaged.sqlite"), original: store.original, lostPages: store.lost,
+            map: store.map)
         Self.expectSound(o)
         let unreadable = o.report["unreadable"] as? [String] ?? []
         #expect(unreadable.contains { $0.contains("not salvaged") && $0.contains("--schema-from") }, "\(unreadable)")
@@ -264,7 +321,9 @@ struct SalvageDamageTests {
             try StoreDamage.zeroFileHeader(copy)
             return []
         }
-        let o = try Self.salvage(store.damaged, into: tmp.path("out/Salvaged.sqlite"), original: store.original, lostPages: store.lost, map: store.map)
+        let o = try Self.salvage(
+            store.damaged, into: tmp.path("out/Salvaged.sqlite"), original: store.original, lostPages: store.lost,
+            map: store.map)
         Self.expectSound(o, status: 0)
         let header = (o.report["source"] as? [String: Any])?["header"] as? String ?? ""
         #expect(header.hasPrefix("inferred"), "\(header)")
@@ -273,20 +332,27 @@ struct SalvageDamageTests {
     @Test("a freelist that loops: the walk stops, the loop is reported, every row comes back")
     func freelistLoop() throws {
         let tmp = try TempDir()
-        let store = try Self.damaged(tmp, prepare: { original in
-            try FixtureStore.mutate(original, """
+        let prepare: (URL) throws -> Void = { original in
+            try FixtureStore.mutate(
+                original,
+                """
                 CREATE TABLE usm_filler (x BLOB);
                 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300) INSERT INTO usm_filler SELECT randomblob(1500) FROM n;
                 DROP TABLE usm_filler;
                 """)
-        }) { copy, map in
+        }
+        let store = try Self.damaged(tmp, prepare: prepare) { copy, map in
             let trunks = try StoreDamage.loopFreelist(copy, pageSize: map.pageSize)
             #expect(!trunks.isEmpty)
             return []
         }
-        let o = try Self.salvage(store.damaged, into: tmp.path("out/Salvaged.sqlite"), original: store.original, lostPages: store.lost, map: store.map)
+        let o = try Self.salvage(
+            store.damaged, into: tmp.path("out/Salvaged.sqlite"), original: store.original, lostPages: store.lost,
+            map: store.map)
         Self.expectSound(o)
-        #expect((o.report["unreadable"] as? [String] ?? []).contains { $0.contains("loops") }, "\(o.report["unreadable"] ?? "")")
+        #expect(
+            (o.report["unreadable"] as? [String] ?? []).contains { $0.contains("loops") },
+            "\(o.report["unreadable"] ?? "")")
     }
 
     @Test("the authors' and tags' pages lost: to-one keys set to NULL and join rows removed, each counted")
@@ -297,17 +363,23 @@ struct SalvageDamageTests {
             try StoreDamage.overwrite(copy, pages: pages, pageSize: map.pageSize)
             return Set(pages)
         }
-        let o = try Self.salvage(store.damaged, into: tmp.path("out/Salvaged.sqlite"), original: store.original, lostPages: store.lost, map: store.map)
+        let o = try Self.salvage(
+            store.damaged, into: tmp.path("out/Salvaged.sqlite"), original: store.original, lostPages: store.lost,
+            map: store.map)
         Self.expectSound(o)
         #expect((o.cut["ZITEM.ZAUTHOR"] ?? 0) > 0, "\(o.cut)")
         #expect(o.joinRowsMissing > 0)
     }
 
-    @Test("Z_PRIMARYKEY's page lost: refused without a sibling (rows could not be named); with --schema-from its rows come back")
+    @Test(
+        "Z_PRIMARYKEY's page lost: refused without a sibling (rows could not be named); with --schema-from its rows come back"
+    )
     func bookkeepingLost() throws {
         let tmp = try TempDir()
         var sibling = FixtureStore.Options()
-        (sibling.books, sibling.magazines, sibling.authors, sibling.shelves, sibling.tags, sibling.externalCovers) = (0, 0, 0, 0, 0, 0)
+        (sibling.books, sibling.magazines, sibling.authors, sibling.shelves, sibling.tags, sibling.externalCovers) = (
+            0, 0, 0, 0, 0, 0
+        )
         try FixtureStore.write(to: tmp.path("sibling/Sibling.sqlite"), sibling)
         let store = try Self.damaged(tmp) { copy, map in
             let pages = (map.leaves["Z_PRIMARYKEY"] ?? []).map(\.page)
@@ -318,10 +390,14 @@ struct SalvageDamageTests {
         #expect(refused.status == 2)
         #expect(refused.stderr.contains("Z_PRIMARYKEY lost the entities"), "\(refused.stderr)")
         #expect(!FileManager.default.fileExists(atPath: tmp.path("out/Refused.sqlite").path))
-        let o = try Self.salvage(store.damaged, into: tmp.path("out/Salvaged.sqlite"), original: store.original, lostPages: store.lost,
-                                 map: store.map, extra: ["--schema-from", tmp.path("sibling/Sibling.sqlite").path])
+        let o = try Self.salvage(
+            store.damaged, into: tmp.path("out/Salvaged.sqlite"), original: store.original, lostPages: store.lost,
+            map: store.map, extra: ["--schema-from", tmp.path("sibling/Sibling.sqlite").path])
         // Z_PRIMARYKEY's rows come from the sibling (Z_MAX raised to the keys): all of them are back.
         Self.expectSound(o)
-        #expect(Set(o.report["entitiesRestored"] as? [String] ?? []) == ["Item", "Book", "Magazine", "Author", "Shelf", "Tag"])
+        #expect(
+            Set(o.report["entitiesRestored"] as? [String] ?? []) == [
+                "Item", "Book", "Magazine", "Author", "Shelf", "Tag",
+            ])
     }
 }

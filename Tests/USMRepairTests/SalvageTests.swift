@@ -31,22 +31,31 @@ struct SalvageTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: support.path).count == o.externalCovers)
         // Its identity is the damaged store's: object URIs name Z_UUID.
         #expect((r.json["destination"] as? [String: Any])?["storeUUID"] as? String == o.storeUUID)
-        for key in ["schemaVersion", "command", "dryRun", "source", "destination", "schema", "relationships", "metadata", "tables", "entities",
-                    "referencesCut", "countersRaised", "entitiesRestored", "damagedPages", "damagedPageCount", "unplacedPages", "unplacedRows",
-                    "unreadable", "notes", "verification", "snapshot", "durations", "exitCode", "exitStatus"] {
+        for key in [
+            "schemaVersion", "command", "dryRun", "source", "destination", "schema", "relationships", "metadata",
+            "tables", "entities",
+            "referencesCut", "countersRaised", "entitiesRestored", "damagedPages", "damagedPageCount", "unplacedPages",
+            "unplacedRows",
+            "unreadable", "notes", "verification", "snapshot", "durations", "exitCode", "exitStatus",
+        ] {
             #expect(r.json.keys.contains(key), "key \(key)")
         }
         let source = try #require(r.json["source"] as? [String: Any])
         #expect(source["walFrames"] as? Int ?? 0 > 0)
         #expect((r.json["verification"] as? [String: Any])?["integrity"] as? String == "ok")
-        let entities = Dictionary(uniqueKeysWithValues: (r.json["entities"] as? [[String: Any]] ?? []).map { ($0["name"] as? String ?? "", $0["rows"] as? Int ?? -1) })
+        let entities = Dictionary(
+            uniqueKeysWithValues: (r.json["entities"] as? [[String: Any]] ?? []).map {
+                ($0["name"] as? String ?? "", $0["rows"] as? Int ?? -1)
+            })
         #expect(entities["Book"] == o.books + o.walOnlyBooks)
         // A second salvage into the same place is refused: DST exists.
         let again = USM.run(["salvage", tmp.path("src/Library.sqlite").path, tmp.path("out/Library.sqlite").path])
         #expect(again.status == 3)
     }
 
-    @Test("status advises salvage for a damaged store; the advised command runs as printed, a dry run that writes nothing")
+    @Test(
+        "status advises salvage for a damaged store; the advised command runs as printed, a dry run that writes nothing"
+    )
     func advisedByStatus() throws {
         let tmp = try TempDir()
         let store = try SalvageDamageTests.damaged(tmp) { copy, map in
@@ -64,7 +73,9 @@ struct SalvageTests {
         let run = USM.run(command.split(separator: " ").map(String.init))
         #expect([0, 1].contains(run.status), "\(run.stdout)\(run.stderr)")
         #expect(run.stdout.contains("Dry run"), "\(run.stdout)")
-        #expect(try TreeSnapshot(tmp.path("damaged")).differences(from: before).isEmpty, "the advised dry run wrote beside the store")
+        #expect(
+            try TreeSnapshot(tmp.path("damaged")).differences(from: before).isEmpty,
+            "the advised dry run wrote beside the store")
     }
 
     @Test("--dry-run reads and reports, and writes nothing beside DST")
@@ -72,14 +83,18 @@ struct SalvageTests {
         let tmp = try TempDir()
         try FixtureStore.write(to: tmp.path("src/Library.sqlite"))
         try FileManager.default.createDirectory(at: tmp.path("out"), withIntermediateDirectories: true)
-        let r = USM.run(["salvage", tmp.path("src/Library.sqlite").path, tmp.path("out/Library.sqlite").path, "--dry-run"])
+        let r = USM.run([
+            "salvage", tmp.path("src/Library.sqlite").path, tmp.path("out/Library.sqlite").path, "--dry-run",
+        ])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.contains("Dry run"))
         #expect(r.stdout.contains("ZITEM: 9 (0), 0, 0"), "\(r.stdout)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path("out").path).isEmpty)
     }
 
-    @Test("bad input: not SQLite, empty, the same store twice, a missing source or folder; each its exit code, nothing written")
+    @Test(
+        "bad input: not SQLite, empty, the same store twice, a missing source or folder; each its exit code, nothing written"
+    )
     func badInput() throws {
         let tmp = try TempDir()
         var rng = SeededRandom(seed: 3)
@@ -89,10 +104,14 @@ struct SalvageTests {
         let random = USM.run(["salvage", tmp.path("random.sqlite").path, tmp.path("a.sqlite").path])
         #expect(random.status == 2, "\(random.stderr)")
         #expect(USM.run(["salvage", tmp.path("empty.sqlite").path, tmp.path("b.sqlite").path]).status == 2)
-        #expect(USM.run(["salvage", tmp.path("ok/Library.sqlite").path, tmp.path("ok/Library.sqlite").path]).status == 64)
+        #expect(
+            USM.run(["salvage", tmp.path("ok/Library.sqlite").path, tmp.path("ok/Library.sqlite").path]).status == 64)
         #expect(USM.run(["salvage", tmp.path("missing.sqlite").path, tmp.path("c.sqlite").path]).status == 66)
-        #expect(USM.run(["salvage", tmp.path("ok/Library.sqlite").path, tmp.path("nowhere/d.sqlite").path]).status == 66)
-        for name in ["a.sqlite", "b.sqlite", "c.sqlite"] { #expect(!FileManager.default.fileExists(atPath: tmp.path(name).path)) }
+        #expect(
+            USM.run(["salvage", tmp.path("ok/Library.sqlite").path, tmp.path("nowhere/d.sqlite").path]).status == 66)
+        for name in ["a.sqlite", "b.sqlite", "c.sqlite"] {
+            #expect(!FileManager.default.fileExists(atPath: tmp.path(name).path))
+        }
         let plain = tmp.path("plain.sqlite")
         try FixtureStore.writePlainSQLite(to: plain)
         #expect(USM.run(["salvage", plain.path, tmp.path("e.sqlite").path]).status == 2)
@@ -111,20 +130,30 @@ struct SalvageTests {
         #expect(r.status == 1, "\(r.stderr)")
         #expect((r.json["countersRaised"] as? [String: Any])?["Author"] as? Int == 3)
         let cuts = r.json["referencesCut"] as? [[String: Any]] ?? []
-        #expect(cuts.contains { $0["kind"] as? String == "external-data" && $0["column"] as? String == "ZCOVER" && $0["rows"] as? Int == 1 }, "\(cuts)")
+        #expect(
+            cuts.contains {
+                $0["kind"] as? String == "external-data" && $0["column"] as? String == "ZCOVER"
+                    && $0["rows"] as? Int == 1
+            }, "\(cuts)")
         #expect(USM.run(["check", "--store", tmp.path("out/Library.sqlite").path]).status == 0)
     }
 
-    @Test("--overwrite without --yes is refused unattended; with it the old DST is snapshotted and restore puts it back")
+    @Test(
+        "--overwrite without --yes is refused unattended; with it the old DST is snapshotted and restore puts it back")
     func overwrite() throws {
         let tmp = try TempDir()
         try FixtureStore.write(to: tmp.path("src/Library.sqlite"))
         var other = FixtureStore.Options()
         other.books = 1
         try FixtureStore.write(to: tmp.path("out/Library.sqlite"), other)
-        let refused = USM.run(["salvage", tmp.path("src/Library.sqlite").path, tmp.path("out/Library.sqlite").path, "--overwrite"])
+        let refused = USM.run([
+            "salvage", tmp.path("src/Library.sqlite").path, tmp.path("out/Library.sqlite").path, "--overwrite",
+        ])
         #expect(refused.status == 3)
-        let r = USM.run(["salvage", tmp.path("src/Library.sqlite").path, tmp.path("out/Library.sqlite").path, "--overwrite", "--yes", "--json"])
+        let r = USM.run([
+            "salvage", tmp.path("src/Library.sqlite").path, tmp.path("out/Library.sqlite").path, "--overwrite", "--yes",
+            "--json",
+        ])
         #expect(r.status == 0, "\(r.stderr)")
         let snapshot = try #require(r.json["snapshot"] as? String)
         #expect(FileManager.default.fileExists(atPath: snapshot))
@@ -139,13 +168,16 @@ struct SalvageTests {
         let tmp = try TempDir()
         try FixtureStore.write(to: tmp.path("src/Library.sqlite"))
         try FileManager.default.createDirectory(at: tmp.path("out"), withIntermediateDirectories: true)
-        let killed = USM.run(["salvage", tmp.path("src/Library.sqlite").path, tmp.path("out/Library.sqlite").path],
-                             hooks: .interrupt(after: 0))
+        let killed = USM.run(
+            ["salvage", tmp.path("src/Library.sqlite").path, tmp.path("out/Library.sqlite").path],
+            hooks: .interrupt(after: 0))
         #expect(killed.status == PlanExecutor.Hooks.interruptedStatus)
         #expect(FileManager.default.fileExists(atPath: tmp.path("out/.usm-repair").path))
         let recovered = USM.run(["recover", "--store", tmp.path("out/Library.sqlite").path])
         #expect(recovered.status == 0, "\(recovered.stderr)")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path("out").path).filter { $0 != ".usm-repair" }.isEmpty)
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: tmp.path("out").path).filter { $0 != ".usm-repair" }
+                .isEmpty)
         let again = USM.run(["salvage", tmp.path("src/Library.sqlite").path, tmp.path("out/Library.sqlite").path])
         #expect(again.status == 0, "\(again.stderr)")
     }

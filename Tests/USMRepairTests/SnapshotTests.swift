@@ -24,7 +24,8 @@ struct SnapshotTests {
         #expect(try BundleVerifier.verify(file).ok)
         let manifest = try BundleTests.manifest(file)
         let record = try #require(manifest["snapshot"] as? [String: Any])
-        let items = record["items"] as? [String] ?? [], absent = record["absent"] as? [String] ?? []
+        let items = record["items"] as? [String] ?? []
+        let absent = record["absent"] as? [String] ?? []
         #expect(record["operation"] as? String == "delete local-store")
         #expect(items.contains("app/UbiquityStore.sqlite"))
         #expect(items.contains("app/UbiquityStore.sqlite-wal"))
@@ -33,13 +34,15 @@ struct SnapshotTests {
         #expect(absent.contains("app/UbiquityStore.sqlite-journal"), "a member that did not exist is recorded")
         let files = manifest["files"] as? [[String: Any]] ?? []
         #expect(!files.isEmpty)
-        #expect(!files.contains { ($0["path"] as? String)?.contains("CloudStore") == true }, "only the items are captured")
+        #expect(
+            !files.contains { ($0["path"] as? String)?.contains("CloudStore") == true }, "only the items are captured")
 
         let back = tmp.path("back")
         #expect(USM.run(["restore", file.path, "--to", back.path]).status == 0)
         for suffix in ["", "-wal", "-shm"] {
-            #expect(try Data(contentsOf: back.appendingPathComponent("app/UbiquityStore.sqlite\(suffix)"))
-                == Data(contentsOf: URL(fileURLWithPath: paths.localStore.path + suffix)))
+            #expect(
+                try Data(contentsOf: back.appendingPathComponent("app/UbiquityStore.sqlite\(suffix)"))
+                    == Data(contentsOf: URL(fileURLWithPath: paths.localStore.path + suffix)))
         }
     }
 
@@ -48,7 +51,9 @@ struct SnapshotTests {
         let tmp = try TempDir()
         let paths = try FixtureContainer.write(to: tmp.path("c"))
         let request = Snapshot.Request(roots: [("app", paths.appDir)], items: [paths.localStore], operation: "x")
-        #expect(throws: USMError.self) { try Snapshot.take(request, into: paths.appDir.appendingPathComponent("snaps"), protected: []) }
+        #expect(throws: USMError.self) {
+            try Snapshot.take(request, into: paths.appDir.appendingPathComponent("snaps"), protected: [])
+        }
         // Through a symlink too.
         try FileManager.default.createSymbolicLink(at: tmp.path("link"), withDestinationURL: paths.cloudDir)
         #expect(throws: USMError.self) {
@@ -59,8 +64,12 @@ struct SnapshotTests {
 
     @Test("the default folder follows XDG_STATE_HOME, else ~/.local/state")
     func defaultFolder() {
-        #expect(Snapshot.defaultDirectory(environment: ["XDG_STATE_HOME": "/x/state", "HOME": "/h"]).path == "/x/state/usm-repair/snapshots")
-        #expect(Snapshot.defaultDirectory(environment: ["XDG_STATE_HOME": "relative", "HOME": "/h"]).path == "/h/.local/state/usm-repair/snapshots")
+        #expect(
+            Snapshot.defaultDirectory(environment: ["XDG_STATE_HOME": "/x/state", "HOME": "/h"]).path
+                == "/x/state/usm-repair/snapshots")
+        #expect(
+            Snapshot.defaultDirectory(environment: ["XDG_STATE_HOME": "relative", "HOME": "/h"]).path
+                == "/h/.local/state/usm-repair/snapshots")
         #expect(Snapshot.defaultDirectory(environment: ["HOME": "/h"]).path == "/h/.local/state/usm-repair/snapshots")
     }
 }

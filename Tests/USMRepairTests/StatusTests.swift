@@ -46,7 +46,10 @@ struct StatusTests {
         #expect(tables["history"] as? [String] == ["ACHANGE", "ATRANSACTION", "ATRANSACTIONSTRING"])
         #expect(tables["ordered"] as? [String] == ["ZITEM.Z_FOK_SHELF"])
         let toOne = try #require(tables["toOne"] as? [[String: Any]])
-        #expect(toOne.map { "\($0["table"]!).\($0["column"]!)->\($0["destinationTable"]!)" } == ["ZITEM.ZAUTHOR->ZAUTHOR", "ZITEM.ZSHELF->ZSHELF"])
+        #expect(
+            toOne.map { "\($0["table"]!).\($0["column"]!)->\($0["destinationTable"]!)" } == [
+                "ZITEM.ZAUTHOR->ZAUTHOR", "ZITEM.ZSHELF->ZSHELF",
+            ])
         let attributes = try #require(tables["attributes"] as? [String: [String]])
         #expect(attributes["ZITEM"] == ["ZISSUE", "ZCREATED", "ZTITLE", "ZCOVER"])
         #expect((tables["joinColumns"] as? [String: [String: Int]])?["Z_1TAGS"] == ["Z_1ITEMS": 1, "Z_6TAGS": 6])
@@ -84,7 +87,8 @@ struct StatusTests {
         let before = try TreeSnapshot(tmp.url)
 
         let result = USM.run(["status", "--container", root.path, "--json"])
-        #expect(result.status == 1, "the active store marked corrupt is an error a script must notice: \(result.stderr)")
+        #expect(
+            result.status == 1, "the active store marked corrupt is an error a script must notice: \(result.stderr)")
         let json = result.json
         #expect(json["cloudEnabled"] as? Bool == true)
         let active = try #require(json["activeStore"] as? [String: Any])
@@ -127,7 +131,8 @@ struct StatusTests {
         options.activeStoreCopy = false
         let paths = try FixtureContainer.write(to: tmp.path("c"), options)
         let report = try Inspection(
-            options: LayoutOptions(appDirectory: paths.appDir, cloudDirectory: paths.cloudDir, preferences: paths.prefs),
+            options: LayoutOptions(
+                appDirectory: paths.appDir, cloudDirectory: paths.cloudDir, preferences: paths.prefs),
             depth: .status
         ).run()
         #expect(report.cloudEnabled == false)
@@ -148,7 +153,8 @@ struct StatusTests {
         let storeDir = cloudDir.appendingPathComponent("CloudStore.nosync")
         try FileManager.default.createDirectory(at: storeDir, withIntermediateDirectories: true)
         try FileManager.default.createDirectory(
-            at: cloudDir.appendingPathComponent("CloudLogs/\(uuid)/peer/UbiquityStore"), withIntermediateDirectories: true)
+            at: cloudDir.appendingPathComponent("CloudLogs/\(uuid)/peer/UbiquityStore"),
+            withIntermediateDirectories: true)
         try FixtureStore.write(to: storeDir.appendingPathComponent("\(uuid).sqlite"))
         try Data(uuid.utf8).write(to: cloudDir.appendingPathComponent("CloudLogs/StoreUUID"))
 
@@ -166,7 +172,8 @@ struct StatusTests {
     func storeName() throws {
         let tmp = try TempDir()
         try FixtureStore.write(to: tmp.path("Journal.sqlite"))
-        let report = try Inspection(options: LayoutOptions(appDirectory: tmp.url, storeName: "Journal"), depth: .status).run()
+        let report = try Inspection(options: LayoutOptions(appDirectory: tmp.url, storeName: "Journal"), depth: .status)
+            .run()
         #expect(report.stores.first?.role == .local)
         #expect(report.stores.first?.health == .ok)
         let missing = try Inspection(options: LayoutOptions(appDirectory: tmp.url), depth: .status).run()
@@ -216,8 +223,11 @@ struct StatusJSONTests {
 
         // More entities than one chunk.
         let store = tmp.path("Many.sqlite")
-        try RawStore.write(to: store, "CREATE TABLE ZE1 (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER)") { db in
-            for n in 1...2500 { try db.execute(sql: "INSERT INTO Z_PRIMARYKEY VALUES (?, ?, 0, 0)", arguments: [n, "E\(n)"]) }
+        try RawStore.write(to: store, "CREATE TABLE ZE1 (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER)") {
+            db in
+            for n in 1...2500 {
+                try db.execute(sql: "INSERT INTO Z_PRIMARYKEY VALUES (?, ?, 0, 0)", arguments: [n, "E\(n)"])
+            }
         }
         let many = try Inspection(options: LayoutOptions(store: store), depth: .status).run()
         var chunked = ""

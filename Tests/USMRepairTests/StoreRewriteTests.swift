@@ -11,13 +11,17 @@ struct StoreRewriteTests {
     /// A fixture store with one Core Data-style trigger whose text in sqlite_master is `sql`.
     static func storeWithTrigger(_ tmp: TempDir, appending tail: String?) throws -> URL {
         let store = tmp.path("store/T.sqlite")
-        try FileManager.default.createDirectory(at: store.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: store.deletingLastPathComponent(), withIntermediateDirectories: true)
         try FixtureStore.write(to: store)
-        var sql = "CREATE TRIGGER Z_DA_ZTAG_count AFTER INSERT ON ZTAG FOR EACH ROW BEGIN UPDATE ZTAG SET ZNAME = ZNAME WHERE Z_PK = NEW.Z_PK; END"
+        var sql =
+            "CREATE TRIGGER Z_DA_ZTAG_count AFTER INSERT ON ZTAG FOR EACH ROW BEGIN UPDATE ZTAG SET ZNAME = ZNAME WHERE Z_PK = NEW.Z_PK; END"
         try FixtureStore.mutate(store, sql)
         if let tail {
             sql += tail
-            try FixtureStore.mutate(store, """
+            try FixtureStore.mutate(
+                store,
+                """
                 PRAGMA writable_schema = ON;
                 UPDATE sqlite_master SET sql = '\(sql.replacingOccurrences(of: "'", with: "''"))' WHERE type = 'trigger';
                 PRAGMA writable_schema = OFF;
@@ -39,14 +43,17 @@ struct StoreRewriteTests {
             let back = tmp.path("back\(flag)")
             #expect(USM.run(["restore", out.path, "--to", back.path]).status == 0)
             let queue = try DatabaseQueue(path: back.appendingPathComponent("store/T.sqlite").path)
-            let count = try queue.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger'") }
+            let count = try queue.read {
+                try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger'")
+            }
             try queue.close()
             #expect(count == 1)
         }
     }
 
-    @Test("trigger text with a second statement is refused: no hang, nothing run, the store left out with its reason",
-          .timeLimit(.minutes(1)))
+    @Test(
+        "trigger text with a second statement is refused: no hang, nothing run, the store left out with its reason",
+        .timeLimit(.minutes(1)))
     func injectedStatement() throws {
         let tmp = try TempDir()
         // Without the check, re-creating the trigger would run an endless recursive query.
@@ -55,11 +62,14 @@ struct StoreRewriteTests {
         let before = try TreeSnapshot(store.deletingLastPathComponent())
         for flag in ["--redact", "--metadata-only"] {
             let out = tmp.path("out\(flag)/b.tar.zst")
-            try FileManager.default.createDirectory(at: out.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: out.deletingLastPathComponent(), withIntermediateDirectories: true)
             let r = USM.run(["archive", "--store", store.path, flag, "-o", out.path, "--json"])
             #expect(r.status == 0, "\(r.stderr)")
             let skipped = (r.json["skipped"] as? [[String: Any]]) ?? []
-            #expect(skipped.contains { ($0["reason"] as? String)?.contains("refusing to execute its text") == true }, "\(r.stdout)")
+            #expect(
+                skipped.contains { ($0["reason"] as? String)?.contains("refusing to execute its text") == true },
+                "\(r.stdout)")
         }
         #expect(try TreeSnapshot(store.deletingLastPathComponent()) == before, "the store is untouched")
     }

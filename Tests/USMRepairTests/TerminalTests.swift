@@ -15,14 +15,21 @@ struct TerminalTests {
         let tmp = try TempDir()
         let paths = try FixtureContainer.write(to: tmp.path("c"), BundleTests.inside)
         let folder = paths.logs.appendingPathComponent(Self.hostile, isDirectory: true)
-        try FileManager.default.createDirectory(at: folder.appendingPathComponent("peer"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: folder.appendingPathComponent("peer"), withIntermediateDirectories: true)
         for command in ["status", "check"] {
             let text = USM.run([command, "--container", paths.root.path])
             for control in ["\u{1B}", "\u{07}", "\u{9B}", "\u{7F}", "\u{2028}", "\t"] {
-                #expect(!text.stdout.contains(control), "\(command): raw \(control.unicodeScalars.first!.value) in the output")
+                #expect(
+                    !text.stdout.contains(control),
+                    "\(command): raw \(control.unicodeScalars.first!.value) in the output")
             }
-            #expect(text.stdout.contains("evil\\x1b]0;pwned\\x07\\u{9b}2J\\x7f\\nnext\\u{2028}line\\tend"), "\(text.stdout)")
-            #expect(text.stdout.split(separator: "\n").allSatisfy { !$0.hasPrefix("next") }, "a name cannot start a line of its own")
+            #expect(
+                text.stdout.contains("evil\\x1b]0;pwned\\x07\\u{9b}2J\\x7f\\nnext\\u{2028}line\\tend"), "\(text.stdout)"
+            )
+            #expect(
+                text.stdout.split(separator: "\n").allSatisfy { !$0.hasPrefix("next") },
+                "a name cannot start a line of its own")
         }
         let json = USM.run(["status", "--container", paths.root.path, "--json"])
         let content = (json.json["layout"] as? [String: Any])?["cloudContent"] as? [[String: Any]] ?? []
@@ -45,13 +52,15 @@ struct TerminalTests {
     @Test("colours survive escaping; escapes from text cannot pose as colours")
     func colours() {
         var captured = ""
-        let terminal = Terminal(colors: true, progress: false, interactive: false, out: { captured += $0 }, err: { _ in })
+        let terminal = Terminal(
+            colors: true, progress: false, interactive: false, out: { captured += $0 }, err: { _ in })
         terminal.out("a " + terminal.paint("ok", .green) + " \u{1B}[31mb")
         #expect(captured == "a \u{1B}[32mok\u{1B}[0m \\x1b[31mb\n")
         captured = ""
         let plain = Terminal(colors: false, progress: false, interactive: false, out: { captured += $0 }, err: { _ in })
         plain.out(plain.paint("ok", .red) + "\u{E000}[31m")
         #expect(captured == "ok\u{E000}[31m\n", "no colour without a terminal, and a look-alike marker stays text")
-        #expect(Terminal.escape(FileSystemPath.string(fromBytes: [0x62, 0xFF])) == "b\\xff", "non-UTF-8 bytes print as \\x")
+        #expect(
+            Terminal.escape(FileSystemPath.string(fromBytes: [0x62, 0xFF])) == "b\\xff", "non-UTF-8 bytes print as \\x")
     }
 }

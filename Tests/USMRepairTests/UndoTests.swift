@@ -14,15 +14,22 @@ struct UndoTests {
     /// Every changing command, on a fixture where each one changes something.
     static let commands: [[String]] = [
         ["delete", "container"], ["delete", "container", "--local-only"], ["delete", "cloud-store"],
-        ["delete", "cloud-store", "--local-only"], ["delete", "local-store"], ["rebuild", "--from", "local", "--discard-cloud"],
-        ["rebuild", "--from", "local", "--discard-cloud", "--keep-old"], ["migrate", "local-to-cloud", "--discard-cloud"], ["rebuild", "--from", "cloud", "--in-app"],
-        ["rebuild", "--from", "cloud", "--replace"], ["migrate", "cloud-to-local", "--replace"], ["migrate", "cloud-to-local", "--merge", "--allow-duplicates"],
-        ["migrate", "cloud-to-local", "--replace", "--strategy", "ios"], ["switch", "OLD"], ["cloud", "disable"], ["corruption", "clear"],
+        ["delete", "cloud-store", "--local-only"], ["delete", "local-store"],
+        ["rebuild", "--from", "local", "--discard-cloud"],
+        ["rebuild", "--from", "local", "--discard-cloud", "--keep-old"],
+        ["migrate", "local-to-cloud", "--discard-cloud"], ["rebuild", "--from", "cloud", "--in-app"],
+        ["rebuild", "--from", "cloud", "--replace"], ["migrate", "cloud-to-local", "--replace"],
+        ["migrate", "cloud-to-local", "--merge", "--allow-duplicates"],
+        ["migrate", "cloud-to-local", "--replace", "--strategy", "ios"], ["switch", "OLD"], ["cloud", "disable"],
+        ["corruption", "clear"],
         ["corruption", "mark"],
     ]
 
     static func fixture() throws -> Fixture {
-        try Fixture { $0.corruptedUUID = $0.oldUUID; $0.local.walOnlyBooks = 2 }
+        try Fixture {
+            $0.corruptedUUID = $0.oldUUID
+            $0.local.walOnlyBooks = 2
+        }
     }
 
     static func launch(_ f: Fixture) throws -> [String?] {
@@ -30,7 +37,8 @@ struct UndoTests {
         return [next?.state, next?.outcome.rawValue, next?.store]
     }
 
-    @Test("restore <snapshot> gives back the original tree byte for byte, and the same next launch", arguments: commands)
+    @Test(
+        "restore <snapshot> gives back the original tree byte for byte, and the same next launch", arguments: commands)
     func undo(command: [String]) throws {
         let f = try Self.fixture()
         let command = command.map { $0 == "OLD" ? f.options.oldUUID! : $0 }
@@ -47,7 +55,9 @@ struct UndoTests {
         #expect(dry.status == 0, "\(dry.stderr)")
         #expect(dry.json["dryRun"] as? Bool == true && dry.json["inPlace"] as? Bool == true)
         #expect(dry.json["undoes"] as? String == json["operation"] as? String)
-        #expect((dry.json["restored"] as? [String])?.isEmpty == false || (dry.json["removed"] as? [String])?.isEmpty == false)
+        #expect(
+            (dry.json["restored"] as? [String])?.isEmpty == false
+                || (dry.json["removed"] as? [String])?.isEmpty == false)
         #expect(try f.snapshot() == changed, "\(command): the dry run changed nothing")
 
         // Without --yes and without a terminal: refused, nothing changed.
@@ -61,7 +71,9 @@ struct UndoTests {
         #expect(now == before, "\(command): \(zip(now, before).flatMap { $0.differences(from: $1) })")
         #expect(try Self.launch(f) == launchBefore)
         for folder in f.paths.folders {
-            #expect(!(try TreeSnapshot(folder)).entries.keys.contains { $0.contains(".usm-repair") }, "\(command): private folders removed")
+            #expect(
+                !(try TreeSnapshot(folder)).entries.keys.contains { $0.contains(".usm-repair") },
+                "\(command): private folders removed")
         }
 
         // The undo's own snapshot redoes the operation, exactly.
@@ -73,12 +85,15 @@ struct UndoTests {
         #expect(again == changed, "\(command): \(zip(again, changed).flatMap { $0.differences(from: $1) })")
     }
 
-    @Test("a kill after any step of an undo: recover gives back the state before the undo, or the undone one once committed")
+    @Test(
+        "a kill after any step of an undo: recover gives back the state before the undo, or the undone one once committed"
+    )
     func crashDuringUndo() throws {
         let probe = try Self.fixture()
         let probeResult = try OperationTests.apply(probe, ["delete", "container"])
         let probeSnapshot = try #require(probeResult["snapshot"] as? String)
-        let steps = try #require(USM.run(["restore", probeSnapshot, "--dry-run", "--json"]).json["steps"] as? [[String: Any]])
+        let steps = try #require(
+            USM.run(["restore", probeSnapshot, "--dry-run", "--json"]).json["steps"] as? [[String: Any]])
         let commitIndex = try #require(steps.firstIndex { $0["action"] as? String == "commit" })
         #expect(steps.contains { $0["action"] as? String == "extract" })
         for n in 0..<(steps.count - 1) {
@@ -95,11 +110,15 @@ struct UndoTests {
             let status = try f.run(["status", "--json"])
             let codes = ((status.json["problems"] as? [[String: Any]]) ?? []).compactMap { $0["code"] as? String }
             #expect(codes.contains("interrupted-operation"), "step \(n): status reports it")
-            #expect(USM.run(["restore", snapshot, "--dry-run"]).status == 7, "step \(n): a dry run refuses while one is pending")
+            #expect(
+                USM.run(["restore", snapshot, "--dry-run"]).status == 7,
+                "step \(n): a dry run refuses while one is pending")
             let withoutCloud = try f.run(["recover", "--json"])
             #expect([0, 4].contains(withoutCloud.status), "step \(n): \(withoutCloud.stderr)")
             // ...and recovers once it is named.
-            let recovered = withoutCloud.status == 0 ? withoutCloud : try f.run(["recover", "--json", "--cloud-dir", f.paths.cloudDir.path])
+            let recovered =
+                withoutCloud.status == 0
+                ? withoutCloud : try f.run(["recover", "--json", "--cloud-dir", f.paths.cloudDir.path])
             #expect(recovered.status == 0, "\(recovered.stderr)")
             let outcome = (recovered.json["recovered"] as? [[String: Any]])?.first?["outcome"] as? String
             let state = try f.snapshot()
@@ -169,10 +188,15 @@ struct UndoTests {
         #expect(USM.run(["restore", bundle.path, "--to", target.path]).status == 0)
         let first = try TreeSnapshot(target)
         // Change the restored copy, then restore over it: the change is in the snapshot.
-        let plist = try #require(FileManager.default.enumerator(atPath: target.path)?.compactMap { $0 as? String }.first { $0.hasSuffix(".plist") })
+        let plist = try #require(
+            FileManager.default.enumerator(atPath: target.path)?.compactMap { $0 as? String }.first {
+                $0.hasSuffix(".plist")
+            })
         try Data("edited".utf8).write(to: target.appendingPathComponent(plist))
         let root = try #require(try FileManager.default.contentsOfDirectory(atPath: target.path).sorted().first)
-        try "x".write(to: target.appendingPathComponent(root).appendingPathComponent("added.txt"), atomically: true, encoding: .utf8)
+        try "x".write(
+            to: target.appendingPathComponent(root).appendingPathComponent("added.txt"), atomically: true,
+            encoding: .utf8)
         let edited = try TreeSnapshot(target)
         let over = USM.run(["restore", bundle.path, "--to", target.path, "--yes", "--json"])
         #expect(over.status == 0, "\(over.stderr)")
@@ -203,22 +227,29 @@ struct UndoTests {
         #expect(try TreeSnapshot(target) == restored)
     }
 
-    @Test("a crafted snapshot cannot name paths outside its folders, nor a folder of /", arguments: [
-        ("/", ["r/etc"], [String]()), ("SRC", ["r/../outside"], []), ("SRC", ["r/a"], ["q/b"]), ("SRC", ["r/./a"], []),
-    ])
+    @Test(
+        "a crafted snapshot cannot name paths outside its folders, nor a folder of /",
+        arguments: [
+            ("/", ["r/etc"], [String]()), ("SRC", ["r/../outside"], []), ("SRC", ["r/a"], ["q/b"]),
+            ("SRC", ["r/./a"], []),
+        ])
     func craftedSnapshots(source: String, items: [String], absent: [String]) throws {
         let tmp = try TempDir()
         let folder = tmp.path("src")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try "keep".write(to: folder.appendingPathComponent("a"), atomically: true, encoding: .utf8)
         let entries = [CraftedArchive.Entry("r/", .directory), CraftedArchive.Entry("r/a", data: Data("x".utf8))]
-        var manifest = try #require(try JSONSerialization.jsonObject(with: CraftedArchive.manifest(for: entries)) as? [String: Any])
+        var manifest = try #require(
+            try JSONSerialization.jsonObject(with: CraftedArchive.manifest(for: entries)) as? [String: Any])
         manifest["roots"] = [["name": "r", "source": source == "SRC" ? folder.path : source]]
         manifest["content"] = "snapshot"
         manifest["snapshot"] = ["operation": "delete container", "items": items, "absent": absent]
         let archive = tmp.path("crafted.tar.gz")
         try CraftedArchive.write(
-            [CraftedArchive.Entry("manifest.json", data: try JSONSerialization.data(withJSONObject: manifest, options: [.sortedKeys]))] + entries,
+            [
+                CraftedArchive.Entry(
+                    "manifest.json", data: try JSONSerialization.data(withJSONObject: manifest, options: [.sortedKeys]))
+            ] + entries,
             to: archive)
         let before = try TreeSnapshot(tmp.url)
         let r = USM.run(["restore", archive.path, "--yes", "--json"])

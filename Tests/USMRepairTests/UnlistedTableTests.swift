@@ -25,10 +25,11 @@ struct UnlistedTableTests {
             #expect(s.objects == 0)
             let unlisted = s.problems.filter { $0.code == .entityTableUnlisted }
             let counts = Dictionary(uniqueKeysWithValues: unlisted.map { ($0.subject ?? "", $0.count ?? -1) })
-            #expect(counts == [
-                "ZITEM": o.books + o.magazines, "ZAUTHOR": o.authors, "ZSHELF": o.shelves, "ZTAG": o.tags,
-                "ACHANGE": o.books + o.magazines, "ATRANSACTION": 1, "ATRANSACTIONSTRING": 2,
-            ], "\(s.problems)")
+            #expect(
+                counts == [
+                    "ZITEM": o.books + o.magazines, "ZAUTHOR": o.authors, "ZSHELF": o.shelves, "ZTAG": o.tags,
+                    "ACHANGE": o.books + o.magazines, "ATRANSACTION": 1, "ATRANSACTIONSTRING": 2,
+                ], "\(s.problems)")
             #expect(unlisted.allSatisfy { $0.severity == .error })
         }
     }
@@ -45,7 +46,8 @@ struct UnlistedTableTests {
 
     @Test("tables that only look alike are left alone: join tables, bookkeeping, other prefixes")
     func notEntityTables() throws {
-        let s = try report("""
+        let s = try report(
+            """
             CREATE TABLE NOTES (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER);
             INSERT INTO NOTES VALUES (1, 1, 1);
             CREATE TABLE ZCACHE (Z_PK INTEGER PRIMARY KEY, ZVALUE BLOB);

@@ -3,7 +3,7 @@ import Testing
 import TestSupport
 @testable import USMRepairCore
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A folder that cannot be listed is an error (exit 74) or, in a bundle, a listed skip that makes
@@ -11,7 +11,9 @@ import Glibc
 @Suite("unreadable folders", .enabled(if: CLI.canRunUnprivileged, "running as root without setpriv"))
 struct UnreadableTests {
     /// A container `nobody` can read, with the chosen folder made unreadable.
-    static func container(_ tmp: TempDir, locking relative: (FixtureContainer.Paths) -> URL) throws -> (FixtureContainer.Paths, URL) {
+    static func container(_ tmp: TempDir, locking relative: (FixtureContainer.Paths) -> URL) throws -> (
+        FixtureContainer.Paths, URL
+    ) {
         let paths = try FixtureContainer.write(to: tmp.path("c"), BundleTests.inside)
         _ = chmod(tmp.url.path, 0o755)
         let locked = relative(paths)
@@ -31,15 +33,21 @@ struct UnreadableTests {
         let tmp = try TempDir()
         let (paths, locked) = try Self.container(tmp, locking: folder)
         defer { _ = chmod(locked.path, 0o755) }
-        #expect(FileManager.default.fileExists(atPath: StoreFileSet(main: paths.localStore).externalDataDirectory.path), "the fixture has external data")
+        #expect(
+            FileManager.default.fileExists(atPath: StoreFileSet(main: paths.localStore).externalDataDirectory.path),
+            "the fixture has external data")
         for command in ["status", "check"] {
             let r = try CLI.runUnprivileged([command, "--container", paths.root.path, "--json"])
             #expect(r.status == 74, "\(name) \(command): \(r.stdout)\(r.stderr)")
             let json = r.json
-            let problems = (json["problems"] as? [[String: Any]] ?? [])
+            let problems =
+                (json["problems"] as? [[String: Any]] ?? [])
                 + (json["stores"] as? [[String: Any]] ?? []).flatMap { $0["problems"] as? [[String: Any]] ?? [] }
-            #expect(problems.contains { $0["code"] as? String == "unreadable" && ($0["subject"] as? String)?.hasPrefix(locked.path) == true },
-                    "\(name) \(command): \(problems)")
+            #expect(
+                problems.contains {
+                    $0["code"] as? String == "unreadable" && ($0["subject"] as? String)?.hasPrefix(locked.path) == true
+                },
+                "\(name) \(command): \(problems)")
             let stores = json["stores"] as? [[String: Any]] ?? []
             let active = stores.first { $0["uuid"] as? String == FixtureContainer.Options().activeUUID }
             #expect(active?["health"] as? String != "missing", "\(name): the active store is not called missing")
@@ -54,27 +62,37 @@ struct UnreadableTests {
         let lockedFolders = Self.folders.map { $0.1(paths) }
         for folder in lockedFolders { #expect(chmod(folder.path, 0) == 0) }
         defer { for folder in lockedFolders { _ = chmod(folder.path, 0o755) } }
-        let out = tmp.path("out"), scratch = tmp.path("tmpdir")
+        let out = tmp.path("out")
+        let scratch = tmp.path("tmpdir")
         for dir in [out, scratch] {
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
             _ = chmod(dir.path, 0o777)
         }
         let archive = out.appendingPathComponent("b.tar.zst")
-        let r = try CLI.runUnprivileged(["archive", "--container", paths.root.path, "-o", archive.path, "--json"],
-                            environment: ["TMPDIR": scratch.path])
+        let r = try CLI.runUnprivileged(
+            ["archive", "--container", paths.root.path, "-o", archive.path, "--json"],
+            environment: ["TMPDIR": scratch.path])
         #expect(r.status == 74, "\(r.stdout)\(r.stderr)")
         #expect(r.json["exitStatus"] as? String == "io-error")
         #expect((r.json["unreadable"] as? Int ?? 0) >= 3, "\(r.stdout)")
         #expect(r.stdout.contains("could not be read"))
         #expect(FileManager.default.fileExists(atPath: archive.path), "what could be read is bundled")
         let skipped = try #require(try BundleTests.manifest(archive)["skipped"] as? [[String: Any]])
-        for folder in ["AppData/Library/Application Support/CloudStore", "iCloud/CloudLogs/\(FixtureContainer.Options().activeUUID)",
-                       "AppData/Library/Application Support/.UbiquityStore_SUPPORT/_EXTERNAL_DATA"] {
-            #expect(skipped.contains { $0["path"] as? String == "container/\(folder)" && ($0["reason"] as? String)?.contains("could not be read") == true },
-                    "\(folder) listed: \(skipped)")
+        for folder in [
+            "AppData/Library/Application Support/CloudStore",
+            "iCloud/CloudLogs/\(FixtureContainer.Options().activeUUID)",
+            "AppData/Library/Application Support/.UbiquityStore_SUPPORT/_EXTERNAL_DATA",
+        ] {
+            #expect(
+                skipped.contains {
+                    $0["path"] as? String == "container/\(folder)"
+                        && ($0["reason"] as? String)?.contains("could not be read") == true
+                },
+                "\(folder) listed: \(skipped)")
         }
-        let text = try CLI.runUnprivileged(["archive", "--container", paths.root.path, "-o", out.appendingPathComponent("t.tar.zst").path],
-                               environment: ["TMPDIR": scratch.path])
+        let text = try CLI.runUnprivileged(
+            ["archive", "--container", paths.root.path, "-o", out.appendingPathComponent("t.tar.zst").path],
+            environment: ["TMPDIR": scratch.path])
         #expect(text.status == 74)
         #expect(text.stderr.contains("could not be read"), "\(text.stdout)\(text.stderr)")
     }

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import GRDB
 import Testing
@@ -50,7 +50,8 @@ struct WALTests {
         let tmp = try TempDir()
         let store = try walStore(tmp, books: 0)
         var rng = SeededRandom(seed: 11)
-        try Data((0..<8192).map { _ in UInt8(truncatingIfNeeded: rng.next()) }).write(to: URL(fileURLWithPath: store.path + "-wal"))
+        try Data((0..<8192).map { _ in UInt8(truncatingIfNeeded: rng.next()) }).write(
+            to: URL(fileURLWithPath: store.path + "-wal"))
         let r = try check(store, in: tmp)
         #expect(r.codes == ["wal-invalid"])
         #expect(r.exit == 1)
@@ -99,7 +100,8 @@ struct WALTests {
         let store = try walStore(tmp, books: 0, keepShm: false)
         // A WAL written by a database of 8192-byte pages.
         let other = tmp.path("other/O.sqlite")
-        try FileManager.default.createDirectory(at: other.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: other.deletingLastPathComponent(), withIntermediateDirectories: true)
         let queue = try DatabaseQueue(path: other.path)
         try queue.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA page_size = 8192")

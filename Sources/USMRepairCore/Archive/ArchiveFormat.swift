@@ -23,8 +23,10 @@ public enum ArchiveFormat: String, Sendable, CaseIterable, Codable {
 
     /// Extensions that name an archive or compressed file of some kind (ours or not).
     static let archiveExtensions = [
-        ".tar.zst", ".tar.gz", ".tar.xz", ".tar.bz2", ".tar.lz", ".tar.lzma", ".tar.lz4", ".tzst", ".tgz", ".txz", ".tbz",
-        ".tbz2", ".tar", ".zip", ".rar", ".7z", ".zst", ".gz", ".xz", ".bz2", ".lz", ".lzma", ".lz4", ".z", ".cpio", ".iso",
+        ".tar.zst", ".tar.gz", ".tar.xz", ".tar.bz2", ".tar.lz", ".tar.lzma", ".tar.lz4", ".tzst", ".tgz", ".txz",
+        ".tbz",
+        ".tbz2", ".tar", ".zip", ".rar", ".7z", ".zst", ".gz", ".xz", ".bz2", ".lz", ".lzma", ".lz4", ".z", ".cpio",
+        ".iso",
         ".cab", ".ar", ".jar", ".dmg", ".sit", ".sitx", ".arj", ".lha", ".lzh", ".war",
     ]
 
@@ -40,15 +42,20 @@ public enum ArchiveFormat: String, Sendable, CaseIterable, Codable {
         let formats = allCases.map(\.rawValue).joined(separator: ", ")
         if let named {
             if let explicit, explicit != named {
-                throw USMError.usage("--output \(name) names a \(named.rawValue) archive but --format is \(explicit.rawValue); make them agree (e.g. name it \(name.dropLast(named.fileExtension.count))\(explicit.fileExtension))")
+                throw USMError.usage(
+                    "--output \(name) names a \(named.rawValue) archive but --format is \(explicit.rawValue); make them agree (e.g. name it \(name.dropLast(named.fileExtension.count))\(explicit.fileExtension))"
+                )
             }
             return named
         }
         if let other = archiveExtensions.first(where: { lower.hasSuffix($0) }) {
-            throw USMError.usage("--output \(name) ends in \(other), a format usm-repair does not write; name it with one of its formats (\(formats))")
+            throw USMError.usage(
+                "--output \(name) ends in \(other), a format usm-repair does not write; name it with one of its formats (\(formats))"
+            )
         }
         guard let explicit else {
-            throw USMError.usage("--output \(name) does not say which format to write; end it with one of \(formats) or pass --format")
+            throw USMError.usage(
+                "--output \(name) does not say which format to write; end it with one of \(formats) or pass --format")
         }
         return explicit
     }

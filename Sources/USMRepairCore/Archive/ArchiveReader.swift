@@ -30,7 +30,9 @@ final class ArchiveReader {
             if FileStatus.lookup(path) == nil { throw USMError.notFound(path: path, what: "archive") }
             throw USMError.wrongKind(path: path, expected: "an archive file")
         }
-        guard let h = archive_read_new() else { throw USMError.archive(path: path, code: ARCHIVE_FATAL, message: "out of memory") }
+        guard let h = archive_read_new() else {
+            throw USMError.archive(path: path, code: ARCHIVE_FATAL, message: "out of memory")
+        }
         handle = h
         archive_read_support_filter_all(h)
         archive_read_support_format_tar(h)
@@ -69,7 +71,8 @@ final class ArchiveReader {
             path: path, kind: kind,
             size: archive_entry_size_is_set(entry) != 0 ? Int64(archive_entry_size(entry)) : nil,
             mode: UInt32(archive_entry_perm(entry)),
-            mtime: FileTime(seconds: Int64(archive_entry_mtime(entry)), nanoseconds: Int32(archive_entry_mtime_nsec(entry))),
+            mtime: FileTime(
+                seconds: Int64(archive_entry_mtime(entry)), nanoseconds: Int32(archive_entry_mtime_nsec(entry))),
             linkTarget: hardlink ?? symlink)
     }
 
@@ -85,7 +88,9 @@ final class ArchiveReader {
             if n == 0 { break }
             if n < 0 { throw failure() }
             total += Int64(n)
-            if total > limit { throw USMError.hostileArchive(path: path, reason: "an entry holds more bytes than declared") }
+            if total > limit {
+                throw USMError.hostileArchive(path: path, reason: "an entry holds more bytes than declared")
+            }
             try body(UnsafeRawBufferPointer(start: buffer, count: n))
         }
         return total
@@ -102,5 +107,7 @@ final class ArchiveReader {
     }
 
     /// errno values libarchive passes on from a failed read or open of the file itself.
-    private static let systemErrors: Set<Int32> = [EIO, EACCES, EPERM, ENXIO, ENODEV, EBADF, EISDIR, ENOMEM, ESTALE, ETIMEDOUT, EINTR]
+    private static let systemErrors: Set<Int32> = [
+        EIO, EACCES, EPERM, ENXIO, ENODEV, EBADF, EISDIR, ENOMEM, ESTALE, ETIMEDOUT, EINTR,
+    ]
 }

@@ -3,9 +3,9 @@ import Crypto
 import Foundation
 import Synchronization
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Streams entries into a new archive file through libarchive, hashing the archive's bytes as
@@ -29,7 +29,9 @@ final class ArchiveWriter {
         func emit(_ bytes: UnsafeRawBufferPointer) throws {
             try state.withLock { state in
                 if let limit, state.written + Int64(bytes.count) > limit {
-                    throw USMError.tooLarge(estimate: limit + 1, limit: limit, detail: "the compressed bundle passed the limit while being written")
+                    throw USMError.tooLarge(
+                        estimate: limit + 1, limit: limit,
+                        detail: "the compressed bundle passed the limit while being written")
                 }
                 var done = 0
                 while done < bytes.count {
@@ -96,7 +98,9 @@ final class ArchiveWriter {
 
     /// Creates `path` (which must not exist) and opens it for writing in `format`.
     convenience init(path: String, format: ArchiveFormat, limit: Int64?, threads: Int) throws {
-        let fd = FileSystemPath.withCString(path) { open($0, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644) }
+        let fd = FileSystemPath.withCString(path) {
+            open($0, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        }
         guard fd >= 0 else { throw USMError.writing(path) }
         try self.init(fd: fd, path: path, format: format, limit: limit, threads: threads)
     }
@@ -141,11 +145,13 @@ final class ArchiveWriter {
             if option < ARCHIVE_WARN { throw USMError.archive(path: path, code: option, message: Self.errorString(h)) }
         }
         archive_write_set_bytes_in_last_block(h, 1)
-        let opened = archive_write_open2(h, sinkRef.toOpaque(), nil, { _, context, buffer, length in
-            guard let context, let buffer else { return -1 }
-            let sink = Unmanaged<Sink>.fromOpaque(context).takeUnretainedValue()
-            return sink.accept(UnsafeRawBufferPointer(start: buffer, count: length)) ? length : -1
-        }, nil, nil)
+        let opened = archive_write_open2(
+            h, sinkRef.toOpaque(), nil,
+            { _, context, buffer, length in
+                guard let context, let buffer else { return -1 }
+                let sink = Unmanaged<Sink>.fromOpaque(context).takeUnretainedValue()
+                return sink.accept(UnsafeRawBufferPointer(start: buffer, count: length)) ? length : -1
+            }, nil, nil)
         if opened != ARCHIVE_OK {
             throw USMError.archive(path: path, code: opened, message: Self.errorString(h))
         }
@@ -189,8 +195,10 @@ final class ArchiveWriter {
     /// exactly that many are written (a file that grew or shrank meanwhile is an error).
     /// - Returns: the SHA-256 of the bytes written, in hex, when `hashing`.
     @discardableResult
-    func addFile(_ name: String, source: String, size: Int64, mode: UInt32, mtime: FileTime, hashing: Bool = true,
-                 progress: (Int64) -> Void = { _ in }) throws -> String? {
+    func addFile(
+        _ name: String, source: String, size: Int64, mode: UInt32, mtime: FileTime, hashing: Bool = true,
+        progress: (Int64) -> Void = { _ in }
+    ) throws -> String? {
         let fd = FileSystemPath.withCString(source) { open($0, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
         guard fd >= 0 else { throw USMError.unreadable(path: source, reason: errnoDescription()) }
         defer { close(fd) }
@@ -240,8 +248,12 @@ final class ArchiveWriter {
         return sink.output.result
     }
 
-    private func writeHeader(name: String, type: UInt32, mode: UInt32, size: Int64, mtime: FileTime, link: String?) throws {
-        guard let entry = archive_entry_new() else { throw USMError.archive(path: path, code: ARCHIVE_FATAL, message: "out of memory") }
+    private func writeHeader(name: String, type: UInt32, mode: UInt32, size: Int64, mtime: FileTime, link: String?)
+        throws
+    {
+        guard let entry = archive_entry_new() else {
+            throw USMError.archive(path: path, code: ARCHIVE_FATAL, message: "out of memory")
+        }
         defer { archive_entry_free(entry) }
         ArchiveNames.setPath(entry, name, zip: format == .zip)
         archive_entry_set_filetype(entry, type)

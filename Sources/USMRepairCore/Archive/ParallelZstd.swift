@@ -120,7 +120,8 @@ final class ParallelZstd {
         try pipeline.check()
         pipeline.slots.wait()
         // The filled buffer moves into the job without a copy; a fresh one takes its place.
-        let chunk = Data(bytesNoCopy: buffer, count: filled, deallocator: .custom { pointer, _ in pointer.deallocate() })
+        let chunk = Data(
+            bytesNoCopy: buffer, count: filled, deallocator: .custom { pointer, _ in pointer.deallocate() })
         buffer = UnsafeMutableRawPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
         filled = 0
         let job = Job()
@@ -144,7 +145,9 @@ final class ParallelZstd {
     }
 
     private static func compress(_ chunk: Data, level: Int32, contexts: ContextPool) -> Result<Data, USMError> {
-        guard let context = contexts.take() else { return .failure(.archive(path: "zstd", code: -1, message: "out of memory")) }
+        guard let context = contexts.take() else {
+            return .failure(.archive(path: "zstd", code: -1, message: "out of memory"))
+        }
         defer { contexts.give(context) }
         let bound = ZSTD_compressBound(chunk.count)
         var out = Data(count: bound)

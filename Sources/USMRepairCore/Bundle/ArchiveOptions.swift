@@ -26,9 +26,11 @@ public struct ArchiveOptions: Sendable {
     /// Recorded in the manifest.
     public var commandLine: [String]
 
-    public init(layout: LayoutOptions, output: URL? = nil, format: ArchiveFormat = .tarZstd, content: Content = .full,
-                maxSize: Int64? = nil, overwrite: Bool = false, commandLine: [String] = CommandLine.arguments,
-                currentDirectory: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)) {
+    public init(
+        layout: LayoutOptions, output: URL? = nil, format: ArchiveFormat = .tarZstd, content: Content = .full,
+        maxSize: Int64? = nil, overwrite: Bool = false, commandLine: [String] = CommandLine.arguments,
+        currentDirectory: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)
+    ) {
         self.currentDirectory = currentDirectory
         self.layout = layout
         self.output = output
@@ -71,9 +73,12 @@ public struct ArchiveResult: Sendable, Encodable {
     /// At most this many skipped items are listed in the report.
     public static let skippedListed = 1000
 
-    init(output: String, sidecar: String, sha256: String, bytes: Int64, format: String, content: String, personalData: Bool,
-         entries: Int, contentBytes: Int64, stores: Int, skipped: [BundleSkip], skippedCount: Int, unreadable: Int,
-         estimatedBytes: Int64?) {
+    init(
+        output: String, sidecar: String, sha256: String, bytes: Int64, format: String, content: String,
+        personalData: Bool,
+        entries: Int, contentBytes: Int64, stores: Int, skipped: [BundleSkip], skippedCount: Int, unreadable: Int,
+        estimatedBytes: Int64?
+    ) {
         self.output = output
         self.sidecar = sidecar
         self.sha256 = sha256

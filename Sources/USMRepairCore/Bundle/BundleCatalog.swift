@@ -53,7 +53,8 @@ final class BundleCatalog {
         /// The manifest's record of this entry.
         var record: BundleFile {
             BundleFile(
-                kind: kind, path: path, size: size, mode: status.mode, mtime: status.mtime, sha256: sha256, linkTarget: linkTarget,
+                kind: kind, path: path, size: size, mode: status.mode, mtime: status.mtime, sha256: sha256,
+                linkTarget: linkTarget,
                 source: source, transformed: transformed)
         }
     }
@@ -65,17 +66,18 @@ final class BundleCatalog {
         do {
             queue = try ScratchDatabase(named: "catalog.sqlite", in: folder, label: "usm-repair.catalog")
             try queue.write { db in
-                try db.execute(sql: """
-                    CREATE TABLE entry(
-                      path TEXT PRIMARY KEY, kind TEXT NOT NULL, source TEXT, bytesFrom TEXT,
-                      statusKind TEXT NOT NULL, statusSize INTEGER NOT NULL, mode INTEGER NOT NULL, mtime INTEGER NOT NULL,
-                      ctime INTEGER NOT NULL, inode INTEGER NOT NULL, device INTEGER NOT NULL,
-                      size INTEGER NOT NULL, sha256 TEXT, linkTarget TEXT, transformed TEXT, checkSource INTEGER NOT NULL,
-                      category TEXT NOT NULL, store INTEGER, member TEXT
-                    ) WITHOUT ROWID;
-                    CREATE TABLE skipped(id INTEGER PRIMARY KEY, path TEXT NOT NULL, kind TEXT NOT NULL, reason TEXT NOT NULL,
-                      unreadable INTEGER NOT NULL);
-                    """)
+                try db.execute(
+                    sql: """
+                        CREATE TABLE entry(
+                          path TEXT PRIMARY KEY, kind TEXT NOT NULL, source TEXT, bytesFrom TEXT,
+                          statusKind TEXT NOT NULL, statusSize INTEGER NOT NULL, mode INTEGER NOT NULL, mtime INTEGER NOT NULL,
+                          ctime INTEGER NOT NULL, inode INTEGER NOT NULL, device INTEGER NOT NULL,
+                          size INTEGER NOT NULL, sha256 TEXT, linkTarget TEXT, transformed TEXT, checkSource INTEGER NOT NULL,
+                          category TEXT NOT NULL, store INTEGER, member TEXT
+                        ) WITHOUT ROWID;
+                        CREATE TABLE skipped(id INTEGER PRIMARY KEY, path TEXT NOT NULL, kind TEXT NOT NULL, reason TEXT NOT NULL,
+                          unreadable INTEGER NOT NULL);
+                        """)
             }
         } catch {
             throw USMError.wrap(error, path: folder.path)
@@ -99,14 +101,17 @@ final class BundleCatalog {
 
     private static func insert(_ e: Entry, _ db: Database) throws -> Bool {
         let (category, store, member) = Self.encode(e.category)
-        try db.cachedStatement(sql: """
-            INSERT OR IGNORE INTO entry VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [
-                e.path, e.kind, e.source, e.bytesFrom, e.status.kind.rawValue, e.status.size, Int64(e.status.mode),
-                e.status.mtime.totalNanoseconds, e.status.ctime.totalNanoseconds, Int64(bitPattern: e.status.inode),
-                Int64(bitPattern: e.status.device), e.size, e.sha256, e.linkTarget, e.transformed, e.checkSource, category, store,
-                member,
-            ])
+        try db.cachedStatement(
+            sql: """
+                INSERT OR IGNORE INTO entry VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """
+        ).execute(arguments: [
+            e.path, e.kind, e.source, e.bytesFrom, e.status.kind.rawValue, e.status.size, Int64(e.status.mode),
+            e.status.mtime.totalNanoseconds, e.status.ctime.totalNanoseconds, Int64(bitPattern: e.status.inode),
+            Int64(bitPattern: e.status.device), e.size, e.sha256, e.linkTarget, e.transformed, e.checkSource, category,
+            store,
+            member,
+        ])
         return db.changesCount > 0
     }
 
@@ -118,12 +123,16 @@ final class BundleCatalog {
 
     /// Removes the entry at `path`.
     func remove(_ path: String) throws {
-        try queue.write { db in try db.cachedStatement(sql: "DELETE FROM entry WHERE path = ?").execute(arguments: [path]) }
+        try queue.write { db in
+            try db.cachedStatement(sql: "DELETE FROM entry WHERE path = ?").execute(arguments: [path])
+        }
     }
 
     /// True when an entry has this archive path.
     func contains(_ path: String) throws -> Bool {
-        try queue.read { db in try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM entry WHERE path = ?"), arguments: [path]) ?? false }
+        try queue.read { db in
+            try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM entry WHERE path = ?"), arguments: [path]) ?? false
+        }
     }
 
     /// Records something left out (unreadable: the bundle is then incomplete).
@@ -152,15 +161,20 @@ final class BundleCatalog {
             let page: [Entry] = try queue.read { db in
                 // Two spellings, so that SQLite walks the primary key from where the last page ended
                 // (an `OR` in the condition would make every page scan the whole table).
-                let rows = if let last {
-                    try Row.fetchAll(
-                        db.cachedStatement(sql: "SELECT \(Self.columns) FROM entry WHERE path > ? AND (\(filter)) ORDER BY path LIMIT ?"),
-                        arguments: [last, pageSize])
-                } else {
-                    try Row.fetchAll(
-                        db.cachedStatement(sql: "SELECT \(Self.columns) FROM entry WHERE (\(filter)) ORDER BY path LIMIT ?"),
-                        arguments: [pageSize])
-                }
+                let rows =
+                    if let last {
+                        try Row.fetchAll(
+                            db.cachedStatement(
+                                sql:
+                                    "SELECT \(Self.columns) FROM entry WHERE path > ? AND (\(filter)) ORDER BY path LIMIT ?"
+                            ),
+                            arguments: [last, pageSize])
+                    } else {
+                        try Row.fetchAll(
+                            db.cachedStatement(
+                                sql: "SELECT \(Self.columns) FROM entry WHERE (\(filter)) ORDER BY path LIMIT ?"),
+                            arguments: [pageSize])
+                    }
                 return rows.map(Self.decode)
             }
             guard let tail = page.last else { return }
@@ -181,7 +195,9 @@ final class BundleCatalog {
     func largestFiles(_ limit: Int) throws -> [(String, Int64)] {
         try queue.read { db in
             try Row.fetchAll(
-                db, sql: "SELECT COALESCE(bytesFrom, source), size FROM entry WHERE kind = 'file' AND size > 0 ORDER BY size DESC LIMIT ?",
+                db,
+                sql:
+                    "SELECT COALESCE(bytesFrom, source), size FROM entry WHERE kind = 'file' AND size > 0 ORDER BY size DESC LIMIT ?",
                 arguments: [limit]
             ).compactMap { row in (row[0] as String?).map { ($0, row[1]) } }
         }
@@ -201,8 +217,9 @@ final class BundleCatalog {
         var remaining = limit
         while remaining > 0 {
             let rows = try queue.read { db in
-                try Row.fetchAll(db, sql: "SELECT id, path, kind, reason, unreadable FROM skipped WHERE id > ? ORDER BY id LIMIT ?",
-                                 arguments: [last, min(512, remaining)])
+                try Row.fetchAll(
+                    db, sql: "SELECT id, path, kind, reason, unreadable FROM skipped WHERE id > ? ORDER BY id LIMIT ?",
+                    arguments: [last, min(512, remaining)])
             }
             guard let tail = rows.last else { return }
             last = tail[0]
@@ -228,14 +245,15 @@ final class BundleCatalog {
         """
 
     private static func decode(_ row: Row) -> Entry {
-        let category: Category = switch row[16] as String? {
-        case "member": .storeMember(store: row[17] ?? 0, member: row[18] ?? "")
-        case "external": .externalData(store: row[17] ?? 0)
-        case "log": .transactionLog
-        case "marker": .marker
-        case "preferences": .preferences
-        default: .other
-        }
+        let category: Category =
+            switch row[16] as String? {
+            case "member": .storeMember(store: row[17] ?? 0, member: row[18] ?? "")
+            case "external": .externalData(store: row[17] ?? 0)
+            case "log": .transactionLog
+            case "marker": .marker
+            case "preferences": .preferences
+            default: .other
+            }
         let status = FileStatus(
             kind: FileStatus.Kind(rawValue: row[4] ?? "") ?? .other, size: row[5] ?? 0,
             mode: UInt32(truncatingIfNeeded: row[6] as Int64? ?? 0),

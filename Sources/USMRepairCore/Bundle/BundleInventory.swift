@@ -44,7 +44,9 @@ struct BundleInventory {
         if let prefs = layout.preferencesPath { inventory.addRoot("preferences", prefs.deletingLastPathComponent()) }
 
         for entry in layout.stores where FileStatus.lookup(entry.files.main.path) != nil {
-            try inventory.addStore(entry.files, role: entry.role.rawValue, uuid: entry.uuid, cloudVersion: entry.cloudVersion, root: entry.root)
+            try inventory.addStore(
+                entry.files, role: entry.role.rawValue, uuid: entry.uuid, cloudVersion: entry.cloudVersion,
+                root: entry.root)
         }
         for leftover in layout.leftovers {
             let files = StoreFileSet(main: URL(fileURLWithPath: leftover.path))
@@ -60,11 +62,14 @@ struct BundleInventory {
         // The other layouts: whole document packages (metadata, additional content) and the
         // account folders of Apple's own ubiquity copies (their container/ beside store/).
         for document in layout.documents {
-            try inventory.walk(URL(fileURLWithPath: document.path, isDirectory: true).standardizedFileURL.path, category: .other)
+            try inventory.walk(
+                URL(fileURLWithPath: document.path, isDirectory: true).standardizedFileURL.path, category: .other)
         }
         for store in layout.stores where store.location == .ubiquity {
             if let copy = store.copy {
-                try inventory.walk(URL(fileURLWithPath: copy.storeFolder).deletingLastPathComponent().standardizedFileURL.path, category: .other)
+                try inventory.walk(
+                    URL(fileURLWithPath: copy.storeFolder).deletingLastPathComponent().standardizedFileURL.path,
+                    category: .other)
             }
         }
         if let prefs = layout.preferencesPath, FileStatus.lookup(prefs.path) != nil {
@@ -122,7 +127,9 @@ struct BundleInventory {
 
     // MARK: - Building
 
-    private mutating func addStore(_ files: StoreFileSet, role: String, uuid: String?, cloudVersion: Int?, root: URL) throws {
+    private mutating func addStore(_ files: StoreFileSet, role: String, uuid: String?, cloudVersion: Int?, root: URL)
+        throws
+    {
         let index = stores.count
         var members: [String: String] = [:]
         for member in ["main", "wal", "shm", "journal"] {
@@ -132,7 +139,10 @@ struct BundleInventory {
                 guard let found = try FileStatus.examine(url.path) else { continue }
                 status = found
             } catch let error as USMError {
-                try catalog.skip(BundleSkip(path: path, kind: "file", reason: "could not be read (\(error.message)); left out", unreadable: true))
+                try catalog.skip(
+                    BundleSkip(
+                        path: path, kind: "file", reason: "could not be read (\(error.message)); left out",
+                        unreadable: true))
                 continue
             }
             guard try !isClaimed(path) else { continue }
@@ -144,7 +154,8 @@ struct BundleInventory {
                 try add(url.path, status: status, category: .storeMember(store: index, member: member))
             }
         }
-        stores.append(Store(files: files, role: role, uuid: uuid, cloudVersion: cloudVersion, root: root, members: members))
+        stores.append(
+            Store(files: files, role: role, uuid: uuid, cloudVersion: cloudVersion, root: root, members: members))
         try walk(files.supportDirectory.path, category: .externalData(store: index))
     }
 
@@ -154,7 +165,10 @@ struct BundleInventory {
             guard let status = try FileStatus.examine(path) else { return }
             try add(path, status: status, category: category)
         } catch let error as USMError {
-            try catalog.skip(BundleSkip(path: archive, kind: "file", reason: "could not be read (\(error.message)); left out", unreadable: true))
+            try catalog.skip(
+                BundleSkip(
+                    path: archive, kind: "file", reason: "could not be read (\(error.message)); left out",
+                    unreadable: true))
         }
     }
 
@@ -168,13 +182,21 @@ struct BundleInventory {
             let archive = archivePath(path)
             do {
                 guard let found = try FileStatus.examine(path) else {
-                    if !first, let archive { try catalog.skip(BundleSkip(path: archive, kind: "file", reason: "vanished while it was listed")) }
+                    if !first, let archive {
+                        try catalog.skip(
+                            BundleSkip(path: archive, kind: "file", reason: "vanished while it was listed"))
+                    }
                     first = false
                     continue
                 }
                 status = found
             } catch let error as USMError {
-                if let archive { try catalog.skip(BundleSkip(path: archive, kind: "file", reason: "could not be read (\(error.message)); left out", unreadable: true)) }
+                if let archive {
+                    try catalog.skip(
+                        BundleSkip(
+                            path: archive, kind: "file", reason: "could not be read (\(error.message)); left out",
+                            unreadable: true))
+                }
                 first = false
                 continue
             }
@@ -193,7 +215,10 @@ struct BundleInventory {
                 stack += children
             } catch let error as USMError {
                 if let archive {
-                    try catalog.skip(BundleSkip(path: archive, kind: "directory", reason: "its content could not be read (\(error.message)); left out", unreadable: true))
+                    try catalog.skip(
+                        BundleSkip(
+                            path: archive, kind: "directory",
+                            reason: "its content could not be read (\(error.message)); left out", unreadable: true))
                 }
             }
         }
@@ -214,12 +239,14 @@ struct BundleInventory {
 
     private mutating func add(_ path: String, status: FileStatus, category: Category) throws {
         guard let archive = archivePath(path) else {
-            try catalog.skip(BundleSkip(path: path, kind: status.kind.rawValue, reason: "outside every folder of the layout"))
+            try catalog.skip(
+                BundleSkip(path: path, kind: status.kind.rawValue, reason: "outside every folder of the layout"))
             return
         }
         try addParents(of: path)
         var entry = BundleCatalog.Entry(
-            path: archive, kind: "file", source: path, bytesFrom: nil, status: status, size: 0, sha256: nil, linkTarget: nil,
+            path: archive, kind: "file", source: path, bytesFrom: nil, status: status, size: 0, sha256: nil,
+            linkTarget: nil,
             transformed: nil, checkSource: false, category: category)
         switch status.kind {
         case .directory:
@@ -231,7 +258,10 @@ struct BundleInventory {
         case .symlink:
             let target: String
             do { target = try DirectoryListing.linkTarget(path) } catch let error as USMError {
-                try catalog.skip(BundleSkip(path: archive, kind: "symlink", reason: "could not be read (\(error.message)); left out", unreadable: true))
+                try catalog.skip(
+                    BundleSkip(
+                        path: archive, kind: "symlink", reason: "could not be read (\(error.message)); left out",
+                        unreadable: true))
                 return
             }
             switch resolveLink(path, target: target) {
@@ -239,16 +269,23 @@ struct BundleInventory {
                 entry.kind = "symlink"
                 entry.linkTarget = target
             case .outside:
-                try catalog.skip(BundleSkip(path: archive, kind: "symlink", reason: "points outside the folder (\(target)); not followed, not stored"))
+                try catalog.skip(
+                    BundleSkip(
+                        path: archive, kind: "symlink",
+                        reason: "points outside the folder (\(target)); not followed, not stored"))
                 return
             case .tooManyLinks:
-                try catalog.skip(BundleSkip(
-                    path: archive, kind: "symlink",
-                    reason: "does not resolve within \(LinkResolution.maxHops) links (\(target)); not followed, not stored"))
+                try catalog.skip(
+                    BundleSkip(
+                        path: archive, kind: "symlink",
+                        reason:
+                            "does not resolve within \(LinkResolution.maxHops) links (\(target)); not followed, not stored"
+                    ))
                 return
             }
         case .fifo, .socket, .characterDevice, .blockDevice, .other:
-            try catalog.skip(BundleSkip(path: archive, kind: status.kind.rawValue, reason: "not a regular file, folder or symlink"))
+            try catalog.skip(
+                BundleSkip(path: archive, kind: status.kind.rawValue, reason: "not a regular file, folder or symlink"))
             return
         }
         pending[archive.pathKey] = entry
@@ -266,7 +303,8 @@ struct BundleInventory {
                 knownDirectories.insert(archive.pathKey)
                 if try !isClaimed(archive), let status = FileStatus.lookup(dir), status.kind == .directory {
                     pending[archive.pathKey] = BundleCatalog.Entry(
-                        path: archive, kind: "directory", source: dir, bytesFrom: nil, status: status, size: 0, sha256: nil,
+                        path: archive, kind: "directory", source: dir, bytesFrom: nil, status: status, size: 0,
+                        sha256: nil,
                         linkTarget: nil, transformed: nil, checkSource: false, category: .other)
                 }
             }

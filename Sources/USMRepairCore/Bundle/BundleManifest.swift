@@ -31,8 +31,10 @@ public struct BundleFile: Sendable, Codable, Equatable {
         FileTime(totalNanoseconds: mtimeNanos)
     }
 
-    init(kind: String, path: String, size: Int64, mode: UInt32, mtime: FileTime, sha256: String?, linkTarget: String?,
-         source: String?, transformed: String? = nil) {
+    init(
+        kind: String, path: String, size: Int64, mode: UInt32, mtime: FileTime, sha256: String?, linkTarget: String?,
+        source: String?, transformed: String? = nil
+    ) {
         self.kind = kind
         self.path = path
         self.size = size
@@ -45,7 +47,9 @@ public struct BundleFile: Sendable, Codable, Equatable {
         self.transformed = transformed
     }
 
-    enum CodingKeys: String, CodingKey { case kind, path, size, mode, mtime, mtimeNanos, sha256, linkTarget, source, transformed }
+    enum CodingKeys: String, CodingKey {
+        case kind, path, size, mode, mtime, mtimeNanos, sha256, linkTarget, source, transformed
+    }
 
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -169,4 +173,3 @@ public struct SnapshotRecord: Sendable, Codable, Equatable {
     /// Archive paths of items that did not exist when the snapshot was taken.
     public let absent: [String]
 }
-

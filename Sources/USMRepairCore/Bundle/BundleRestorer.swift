@@ -2,9 +2,9 @@ import CSupport
 import Crypto
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// What `restore` is asked to do.
@@ -77,8 +77,10 @@ public struct BundleRestorer {
 
     /// Restores with `executor`. `confirm` is asked before replacing existing folders when `yes`
     /// is not set; `onEntry` is called with each entry's path as it is written.
-    public func run(executor: PlanExecutor, confirm: (String) -> Bool = { _ in false }, onEntry: ((String) -> Void)? = nil,
-                    progress: (String) -> Void = { _ in }) throws -> RestoreResult {
+    public func run(
+        executor: PlanExecutor, confirm: (String) -> Bool = { _ in false }, onEntry: ((String) -> Void)? = nil,
+        progress: (String) -> Void = { _ in }
+    ) throws -> RestoreResult {
         // 1. Verify: a bundle that does not match its manifest is not restored at all.
         let scratch = try TemporaryDirectory(prefix: "usm-repair-restore")
         defer { scratch.remove() }
@@ -95,7 +97,9 @@ public struct BundleRestorer {
                 let path = target.appendingPathComponent(root.name).path
                 return RestoreResult.Root(name: root.name, path: path, replaced: FileStatus.lookup(path) != nil)
             }
-            return RestoreResult(archive: options.archive.path, dryRun: true, to: target.path, roots: planned, snapshot: nil, entries: first.entries, bytes: 0)
+            return RestoreResult(
+                archive: options.archive.path, dryRun: true, to: target.path, roots: planned, snapshot: nil,
+                entries: first.entries, bytes: 0)
         }
         if FileStatus.resolve(target.path) == nil {
             try Folders.create(target.path, mode: 0o755, purpose: "cannot create the folder to restore into")
@@ -104,12 +108,14 @@ public struct BundleRestorer {
         if !existing.isEmpty, !options.yes {
             let names = existing.map { target.appendingPathComponent($0.name).path }.joined(separator: ", ")
             guard confirm("Replace \(names)? A snapshot of it is taken first.") else {
-                throw USMError.confirmationRequired("\(names) exists; restoring over it needs --yes (a snapshot of it is taken first)")
+                throw USMError.confirmationRequired(
+                    "\(names) exists; restoring over it needs --yes (a snapshot of it is taken first)")
             }
         }
         let replaced = existing.map { target.appendingPathComponent($0.name, isDirectory: true) }
         if !replaced.isEmpty {
-            try Snapshot.refuseInside(executor.snapshotDirectory, protected: replaced, why: "which this command changes")
+            try Snapshot.refuseInside(
+                executor.snapshotDirectory, protected: replaced, why: "which this command changes")
         }
         let root = Plan.Root(name: target.lastPathComponent, path: target.path, privateFolder: ".usm-repair")
         _ = try executor.recoverBeforePlanning(in: [root], dryRun: false)
@@ -117,7 +123,9 @@ public struct BundleRestorer {
         let result = try executor.run(plan, progress: progress, entries: onEntry)
         var restored = RestoreResult(
             archive: options.archive.path, dryRun: false, to: target.path,
-            roots: roots.map { .init(name: $0.name, path: target.appendingPathComponent($0.name).path, replaced: existing.contains($0)) },
+            roots: roots.map {
+                .init(name: $0.name, path: target.appendingPathComponent($0.name).path, replaced: existing.contains($0))
+            },
             snapshot: result.snapshot, entries: result.extracted.entries, bytes: result.extracted.bytes)
         restored.notes = result.leftovers.map(MaintenanceRun.leftoverNote)
         return restored
@@ -134,7 +142,8 @@ public struct BundleRestorer {
         var items: [String] = []
         for (n, name) in names.enumerated() {
             guard BundleScanner.isPlainName(name) else {
-                throw USMError.hostileArchive(path: archive.path, reason: "its root '\(name)' is not a plain folder name")
+                throw USMError.hostileArchive(
+                    path: archive.path, reason: "its root '\(name)' is not a plain folder name")
             }
             let final = target.appendingPathComponent(name).path
             try PlanCheck.linkFree(final, under: root.path)
@@ -142,24 +151,42 @@ public struct BundleRestorer {
             if FileStatus.lookup(final) != nil {
                 items.append(final)
                 stores += SnapshotUndo.storeFiles(at: final)
-                retires.append(.init(
-                    .retire(path: final, trash: root.operationURL(id).appendingPathComponent("trash/\(n + 1)/\(name)").path),
-                    "the folder there now makes way for the bundle's (it is in the snapshot)"))
+                retires.append(
+                    .init(
+                        .retire(
+                            path: final,
+                            trash: root.operationURL(id).appendingPathComponent("trash/\(n + 1)/\(name)").path),
+                        "the folder there now makes way for the bundle's (it is in the snapshot)"))
             }
-            installs.append(.init(.install(staged: staging + "/" + name, path: final, optional: true), "the bundle's \(name) goes into place"))
+            installs.append(
+                .init(
+                    .install(staged: staging + "/" + name, path: final, optional: true),
+                    "the bundle's \(name) goes into place"))
         }
         var steps: [Plan.Step] = []
-        if !items.isEmpty { steps.append(.init(.snapshot, "the folders replaced are archived first, outside this folder; restore puts them back")) }
-        steps.append(.init(.extract(archive: archive.path, items: names, folders: Dictionary(names.map { ($0, staging) }, uniquingKeysWith: { a, _ in a })),
-                           "the bundle's roots are extracted beside their places, each file checked against the manifest, then flushed"))
+        if !items.isEmpty {
+            steps.append(
+                .init(.snapshot, "the folders replaced are archived first, outside this folder; restore puts them back")
+            )
+        }
+        steps.append(
+            .init(
+                .extract(
+                    archive: archive.path, items: names,
+                    folders: Dictionary(names.map { ($0, staging) }, uniquingKeysWith: { a, _ in a })),
+                "the bundle's roots are extracted beside their places, each file checked against the manifest, then flushed"
+            ))
         steps += retires + installs
         steps.append(.init(.commit, "from here the bundle is in place and is never undone"))
         steps.append(.init(.purge, "the trash, staging and journal are removed"))
         // The snapshot names each replaced folder as the bundle's root it was (`restore` of it, in
         // place or `--to`, gives that folder back).
-        let snapshotRoots = items.map { Plan.Root(name: FileSystemPath.lastComponent($0), path: $0, privateFolder: root.privateFolder) }
+        let snapshotRoots = items.map {
+            Plan.Root(name: FileSystemPath.lastComponent($0), path: $0, privateFolder: root.privateFolder)
+        }
         return Plan(
-            id: id, operation: "restore", roots: [root], expected: expected, stores: stores, snapshotItems: items, steps: steps,
+            id: id, operation: "restore", roots: [root], expected: expected, stores: stores, snapshotItems: items,
+            steps: steps,
             notes: [], nextLaunchBefore: nil, nextLaunchAfter: nil, snapshotRoots: snapshotRoots)
     }
 
@@ -184,7 +211,8 @@ public struct BundleRestorer {
         place: (String) -> (base: URL, path: String)?, onEntry: ((String) -> Void)? = nil
     ) throws -> (entries: Int, bytes: Int64) {
         var bytes: Int64 = 0
-        let outcome = try BundleScanner(archive: archive, index: index, scratch: scratch).scan(after: first) { entry, record, reader, _ in
+        let outcome = try BundleScanner(archive: archive, index: index, scratch: scratch).scan(after: first) {
+            entry, record, reader, _ in
             guard let record, let (base, relative) = place(entry.path) else { return }
             let url = try Self.prepareParents(of: relative, in: base, archive: archive)
             switch entry.kind {
@@ -193,18 +221,24 @@ public struct BundleRestorer {
                     throw USMError.writing(url.path)
                 }
             case .symlink:
-                let made = FileSystemPath.withCString(record.linkTarget ?? "") { target in FileSystemPath.withCString(url.path) { symlink(target, $0) } }
+                let made = FileSystemPath.withCString(record.linkTarget ?? "") { target in
+                    FileSystemPath.withCString(url.path) { symlink(target, $0) }
+                }
                 guard made == 0 else { throw USMError.writing(url.path) }
-                _ = FileSystemPath.withCString(url.path) { usm_set_times($0, record.fileTime.seconds, Int(record.fileTime.nanoseconds)) }
+                _ = FileSystemPath.withCString(url.path) {
+                    usm_set_times($0, record.fileTime.seconds, Int(record.fileTime.nanoseconds))
+                }
             case .file:
                 bytes += try Self.writeFile(url, from: reader, record: record, archive: archive)
             case .hardlink, .other:
-                throw USMError.hostileArchive(path: archive.path, reason: "entry '\(entry.path)' is not a file, folder or symlink")
+                throw USMError.hostileArchive(
+                    path: archive.path, reason: "entry '\(entry.path)' is not a file, folder or symlink")
             }
             onEntry?(entry.path)
         }
         if let mismatch = outcome.mismatches.first {
-            throw USMError.manifestMismatch(path: archive.path, count: outcome.mismatches.count, first: "\(mismatch.path): \(mismatch.problem)")
+            throw USMError.manifestMismatch(
+                path: archive.path, count: outcome.mismatches.count, first: "\(mismatch.path): \(mismatch.problem)")
         }
         // Folders last and deepest first, so setting a read-only mode or a time is not undone by a child.
         try index.forEachDirectoryDeepestFirst { page in
@@ -213,7 +247,9 @@ public struct BundleRestorer {
                 let path = base.path + "/" + relative
                 guard FileStatus.lookup(path)?.kind == .directory else { continue }
                 _ = FileSystemPath.withCString(path) { chmod($0, mode_t(record.modeBits & 0o1777)) }
-                _ = FileSystemPath.withCString(path) { usm_set_times($0, record.fileTime.seconds, Int(record.fileTime.nanoseconds)) }
+                _ = FileSystemPath.withCString(path) {
+                    usm_set_times($0, record.fileTime.seconds, Int(record.fileTime.nanoseconds))
+                }
             }
         }
         return (outcome.entries, bytes)
@@ -238,7 +274,8 @@ public struct BundleRestorer {
             case .directory?:
                 continue
             default:
-                throw USMError.hostileArchive(path: archive.path, reason: "entry '\(path)' would be written through a symlink or file")
+                throw USMError.hostileArchive(
+                    path: archive.path, reason: "entry '\(path)' would be written through a symlink or file")
             }
         }
         current += "/" + (parts.last ?? "")
@@ -250,7 +287,9 @@ public struct BundleRestorer {
 
     /// Writes one file from the archive, checking its bytes against the manifest as they come.
     static func writeFile(_ url: URL, from reader: ArchiveReader, record: BundleFile, archive: URL) throws -> Int64 {
-        let fd = FileSystemPath.withCString(url.path) { open($0, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+        let fd = FileSystemPath.withCString(url.path) {
+            open($0, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        }
         guard fd >= 0 else { throw USMError.writing(url.path) }
         var closed = false
         defer { if !closed { close(fd) } }
@@ -260,14 +299,18 @@ public struct BundleRestorer {
             try FileSync.writeAll(fd, chunk, path: url.path)
         }
         guard size == record.size, hasher.finalize().hex == record.sha256 else {
-            throw USMError.manifestMismatch(path: archive.path, count: 1, first: "\(record.path): content changed since verification")
+            throw USMError.manifestMismatch(
+                path: archive.path, count: 1, first: "\(record.path): content changed since verification")
         }
         // Each file is flushed here only where the whole extraction cannot be flushed at once.
         if !FileSync.flushesWholeFileSystem { guard fsync(fd) == 0 else { throw USMError.writing(url.path) } }
         _ = fchmod(fd, mode_t(record.modeBits & 0o1777))
         closed = true
         close(fd)
-        guard FileSystemPath.withCString(url.path, { usm_set_times($0, record.fileTime.seconds, Int(record.fileTime.nanoseconds)) }) == 0 else {
+        guard
+            FileSystemPath.withCString(
+                url.path, { usm_set_times($0, record.fileTime.seconds, Int(record.fileTime.nanoseconds)) }) == 0
+        else {
             throw USMError.writing(url.path)
         }
         return size

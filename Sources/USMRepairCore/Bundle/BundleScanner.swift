@@ -1,9 +1,9 @@
 import Crypto
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A difference between a bundle and its manifest.
@@ -61,23 +61,32 @@ struct BundleScanner {
     /// manifest record, and may read the entry's data from the reader. With `previous` (a second
     /// pass over the same archive) the manifest must be the one the first pass read.
     func scan(
-        after previous: Outcome? = nil, _ handle: (ArchiveReader.Entry, BundleFile?, ArchiveReader, ManifestHeader) throws -> Void
+        after previous: Outcome? = nil,
+        _ handle: (ArchiveReader.Entry, BundleFile?, ArchiveReader, ManifestHeader) throws -> Void
     ) throws -> Outcome {
         let reader = try ArchiveReader(path: archive.path)
-        guard let first = try reader.next() else { throw USMError.notABundle(path: archive.path, reason: "the archive is empty") }
+        guard let first = try reader.next() else {
+            throw USMError.notABundle(path: archive.path, reason: "the archive is empty")
+        }
         guard first.path == BundleManifest.entryName, first.kind == .file else {
-            throw USMError.notABundle(path: archive.path, reason: "its first entry is \(first.path), not \(BundleManifest.entryName)")
+            throw USMError.notABundle(
+                path: archive.path, reason: "its first entry is \(first.path), not \(BundleManifest.entryName)")
         }
         let (manifest, digest) = try readManifest(reader, previous: previous)
         guard manifest.format == BundleManifest.formatName else {
             throw USMError.notABundle(path: archive.path, reason: "its manifest says format '\(manifest.format)'")
         }
         guard manifest.formatVersion <= BundleManifest.currentVersion else {
-            throw USMError.notABundle(path: archive.path, reason: "manifest format version \(manifest.formatVersion) is newer than this usm-repair reads (\(BundleManifest.currentVersion))")
+            throw USMError.notABundle(
+                path: archive.path,
+                reason:
+                    "manifest format version \(manifest.formatVersion) is newer than this usm-repair reads (\(BundleManifest.currentVersion))"
+            )
         }
         let roots = Set(manifest.roots.map(\.name.pathKey))
         for root in manifest.roots.map(\.name) where !Self.isPlainName(root) {
-            throw USMError.hostileArchive(path: archive.path, reason: "the manifest names a root '\(root)' that is not a plain folder name")
+            throw USMError.hostileArchive(
+                path: archive.path, reason: "the manifest names a root '\(root)' that is not a plain folder name")
         }
 
         var outcome = Outcome(manifest: manifest, mismatches: MismatchList(), entries: 0, manifestSHA256: digest)
@@ -93,14 +102,18 @@ struct BundleScanner {
                     let parent = FileSystemPath.parent(prefix)
                     guard parent != ".", parent != "/" else { break }
                     if try index.linkTarget(parent) != nil {
-                        throw USMError.hostileArchive(path: archive.path, reason: "entry '\(path)' lies below the symlink '\(parent)' (written through the symlink)")
+                        throw USMError.hostileArchive(
+                            path: archive.path,
+                            reason: "entry '\(path)' lies below the symlink '\(parent)' (written through the symlink)")
                     }
                     prefix = parent
                 }
             }
             if entry.kind == .symlink {
                 if try index.seenBelow(path) {
-                    throw USMError.hostileArchive(path: archive.path, reason: "the symlink '\(path)' comes after entries below it (they would be written through it)")
+                    throw USMError.hostileArchive(
+                        path: archive.path,
+                        reason: "the symlink '\(path)' comes after entries below it (they would be written through it)")
                 }
                 try index.addLink(path, target: entry.linkTarget ?? "")
                 haveLinks = true
@@ -110,16 +123,21 @@ struct BundleScanner {
                 outcome.mismatches.append(BundleMismatch(path: path, problem: "not in the manifest"))
             }
             if entry.kind == .file, let declared = entry.size, let record, declared > record.size {
-                throw USMError.hostileArchive(path: archive.path, reason: "\(path) declares \(declared) bytes, more than the manifest's \(record.size)")
+                throw USMError.hostileArchive(
+                    path: archive.path,
+                    reason: "\(path) declares \(declared) bytes, more than the manifest's \(record.size)")
             }
-            try handle(ArchiveReader.Entry(
-                path: path, kind: entry.kind, size: entry.size, mode: entry.mode, mtime: entry.mtime, linkTarget: entry.linkTarget),
+            try handle(
+                ArchiveReader.Entry(
+                    path: path, kind: entry.kind, size: entry.size, mode: entry.mode, mtime: entry.mtime,
+                    linkTarget: entry.linkTarget),
                 record, reader, manifest)
         }
         if haveLinks { try checkLinks() }
         let missing = try index.missing(limit: MismatchList.limit)
         for path in missing.paths {
-            outcome.mismatches.append(BundleMismatch(path: path, problem: "listed in the manifest but missing from the archive"))
+            outcome.mismatches.append(
+                BundleMismatch(path: path, problem: "listed in the manifest but missing from the archive"))
         }
         outcome.mismatches.countMore(missing.count - missing.paths.count)
         return outcome
@@ -141,14 +159,17 @@ struct BundleScanner {
             }
         } catch let error as USMError {
             if case .hostileArchive = error {
-                throw USMError.notABundle(path: archive.path, reason: "its manifest.json is larger than \(Self.maxManifestSize) bytes")
+                throw USMError.notABundle(
+                    path: archive.path, reason: "its manifest.json is larger than \(Self.maxManifestSize) bytes")
             }
             throw error
         }
         let digest = hasher.finalize().hex
         if let previous {
             guard digest == previous.manifestSHA256 else {
-                throw USMError.manifestMismatch(path: archive.path, count: 1, first: "\(BundleManifest.entryName): the archive changed since it was verified")
+                throw USMError.manifestMismatch(
+                    path: archive.path, count: 1,
+                    first: "\(BundleManifest.entryName): the archive changed since it was verified")
             }
             try index.resetSeen()
             return (previous.manifest, digest)
@@ -171,9 +192,15 @@ struct BundleScanner {
             if let failure { throw failure }
             switch outcome {
             case .inside: return
-            case .outside: throw USMError.hostileArchive(path: archive.path, reason: "entry '\(path)' is a symlink pointing outside its root (\(target))")
+            case .outside:
+                throw USMError.hostileArchive(
+                    path: archive.path, reason: "entry '\(path)' is a symlink pointing outside its root (\(target))")
             case .tooManyLinks:
-                throw USMError.hostileArchive(path: archive.path, reason: "entry '\(path)' is a symlink that does not resolve within \(LinkResolution.maxHops) links (\(target))")
+                throw USMError.hostileArchive(
+                    path: archive.path,
+                    reason:
+                        "entry '\(path)' is a symlink that does not resolve within \(LinkResolution.maxHops) links (\(target))"
+                )
             }
         }
     }
@@ -181,13 +208,21 @@ struct BundleScanner {
     /// The entry's normalised path, or a refusal.
     private func validate(_ entry: ArchiveReader.Entry, roots: Set<[UInt8]>) throws -> String {
         var path = entry.path
-        if entry.kind == .directory, path.utf8.last == UInt8(ascii: "/") { path = String(decoding: path.utf8.dropLast(), as: UTF8.self) }
-        func refuse(_ why: String) -> USMError { .hostileArchive(path: archive.path, reason: "entry '\(entry.path)' \(why)") }
+        if entry.kind == .directory, path.utf8.last == UInt8(ascii: "/") {
+            path = String(decoding: path.utf8.dropLast(), as: UTF8.self)
+        }
+        func refuse(_ why: String) -> USMError {
+            .hostileArchive(path: archive.path, reason: "entry '\(entry.path)' \(why)")
+        }
         guard !path.isEmpty else { throw refuse("has an empty path") }
         guard !FileSystemPath.isAbsolute(path) else { throw refuse("has an absolute path") }
-        guard !path.utf8.contains(0), !path.utf8.contains(UInt8(ascii: "\\")) else { throw refuse("has a NUL or backslash in its path") }
+        guard !path.utf8.contains(0), !path.utf8.contains(UInt8(ascii: "\\")) else {
+            throw refuse("has a NUL or backslash in its path")
+        }
         let parts = FileSystemPath.components(path, omittingEmpty: false)
-        guard !parts.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }) else { throw refuse("has an empty, '.' or '..' component") }
+        guard !parts.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }) else {
+            throw refuse("has an empty, '.' or '..' component")
+        }
         guard roots.contains(parts[0].pathKey) else { throw refuse("lies outside the bundle's roots") }
         switch entry.kind {
         case .file, .directory:
@@ -195,7 +230,9 @@ struct BundleScanner {
         case .symlink:
             // Resolved against the bundle's other links once all are known; absolute or empty targets go now.
             let target = entry.linkTarget ?? ""
-            guard !target.isEmpty, !FileSystemPath.isAbsolute(target) else { throw refuse("is a symlink pointing outside its root (\(target))") }
+            guard !target.isEmpty, !FileSystemPath.isAbsolute(target) else {
+                throw refuse("is a symlink pointing outside its root (\(target))")
+            }
         case .hardlink:
             throw refuse("is a hard link; bundles never hold hard links")
         case .other:
@@ -205,7 +242,8 @@ struct BundleScanner {
     }
 
     static func isPlainName(_ name: String) -> Bool {
-        !name.isEmpty && name != "." && name != ".." && !name.utf8.contains(UInt8(ascii: "/")) && !name.utf8.contains(UInt8(ascii: "\\"))
+        !name.isEmpty && name != "." && name != ".." && !name.utf8.contains(UInt8(ascii: "/"))
+            && !name.utf8.contains(UInt8(ascii: "\\"))
             && !name.utf8.contains(0)
     }
 }

@@ -1,9 +1,9 @@
 import Crypto
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// What `bundle verify` found; its JSON is the `bundle verify --json` report.
@@ -33,8 +33,10 @@ public struct VerificationReport: Sendable, Encodable {
     /// The exit code's name (`ok`, `problems-found`).
     public let exitStatus: String
 
-    init(archive: String, archiveFormat: String?, content: String?, entries: Int, matched: Int,
-         mismatches: MismatchList, storesChecked: Int, sidecar: String) {
+    init(
+        archive: String, archiveFormat: String?, content: String?, entries: Int, matched: Int,
+        mismatches: MismatchList, storesChecked: Int, sidecar: String
+    ) {
         self.archive = archive
         self.archiveFormat = archiveFormat
         self.content = content
@@ -93,21 +95,29 @@ public enum BundleVerifier {
         let checked = try stores.compare(with: outcome.manifest.stores) { mismatches.append($0) }
         let sidecar = try checkSidecar(archive)
         if sidecar == "mismatch" {
-            mismatches.append(BundleMismatch(path: archive.lastPathComponent + ".sha256", problem: "the archive's SHA-256 differs from its sidecar"))
+            mismatches.append(
+                BundleMismatch(
+                    path: archive.lastPathComponent + ".sha256",
+                    problem: "the archive's SHA-256 differs from its sidecar"))
         }
         outcome.mismatches = mismatches
         let report = VerificationReport(
             archive: archive.path, archiveFormat: outcome.manifest.archiveFormat, content: outcome.manifest.content,
-            entries: outcome.entries, matched: matched, mismatches: mismatches, storesChecked: checked, sidecar: sidecar)
+            entries: outcome.entries, matched: matched, mismatches: mismatches, storesChecked: checked, sidecar: sidecar
+        )
         return (report, outcome, index)
     }
 
     /// Differences of one entry from its record; reads the entry's data (into `copyTo` too, when given).
     /// - Throws: a failure to write the copy (our own scratch file: an I/O error or a full disk,
     ///   never a difference of the archive's).
-    static func compare(_ entry: ArchiveReader.Entry, _ record: BundleFile, reader: ArchiveReader, zip: Bool, copyTo: URL? = nil) throws -> [String] {
+    static func compare(
+        _ entry: ArchiveReader.Entry, _ record: BundleFile, reader: ArchiveReader, zip: Bool, copyTo: URL? = nil
+    ) throws -> [String] {
         var found: [String] = []
-        let kind = entry.kind == .file ? "file" : entry.kind == .directory ? "directory" : entry.kind == .symlink ? "symlink" : entry.kind.rawValue
+        let kind =
+            entry.kind == .file
+            ? "file" : entry.kind == .directory ? "directory" : entry.kind == .symlink ? "symlink" : entry.kind.rawValue
         guard kind == record.kind else {
             return ["is a \(kind), the manifest says \(record.kind)"]
         }
@@ -116,7 +126,9 @@ public enum BundleVerifier {
             var hasher = SHA256()
             var fd: Int32 = -1
             if let copyTo {
-                fd = FileSystemPath.withCString(copyTo.path) { open($0, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }
+                fd = FileSystemPath.withCString(copyTo.path) {
+                    open($0, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+                }
                 if fd < 0 { throw USMError.writing(copyTo.path, purpose: "a private copy of a store in the archive") }
             }
             defer { if fd >= 0 { close(fd) } }
@@ -132,7 +144,9 @@ public enum BundleVerifier {
                 }
                 if size != record.size { found.append("holds \(size) bytes, the manifest says \(record.size)") }
                 let digest = hasher.finalize().hex
-                if digest != record.sha256 { found.append("SHA-256 \(digest) differs from the manifest's \(record.sha256 ?? "none")") }
+                if digest != record.sha256 {
+                    found.append("SHA-256 \(digest) differs from the manifest's \(record.sha256 ?? "none")")
+                }
             } catch let error as USMError {
                 if let copyFailure { throw copyFailure.diagnosingSpace() }
                 found.append(error.message)
@@ -141,7 +155,10 @@ public enum BundleVerifier {
                 found.append("\(error)")
             }
         case .symlink:
-            if entry.linkTarget != record.linkTarget { found.append("points at \(entry.linkTarget ?? "nothing"), the manifest says \(record.linkTarget ?? "nothing")") }
+            if entry.linkTarget != record.linkTarget {
+                found.append(
+                    "points at \(entry.linkTarget ?? "nothing"), the manifest says \(record.linkTarget ?? "nothing")")
+            }
         default:
             break
         }
@@ -150,7 +167,9 @@ public enum BundleVerifier {
         }
         // zip keeps times to the second (DOS times to two); tar keeps at least whole seconds.
         let delta = abs(entry.mtime.seconds - record.fileTime.seconds)
-        if delta > (zip ? 2 : 0) { found.append("modified time \(entry.mtime.iso8601) differs from the manifest's \(record.mtime)") }
+        if delta > (zip ? 2 : 0) {
+            found.append("modified time \(entry.mtime.iso8601) differs from the manifest's \(record.mtime)")
+        }
         return found
     }
 
@@ -158,9 +177,10 @@ public enum BundleVerifier {
     static func checkSidecar(_ archive: URL) throws -> String {
         let sidecar = archive.path + ".sha256"
         guard FileStatus.resolve(sidecar)?.kind == .file, FileStatus.resolve(sidecar)?.size ?? 0 <= 4096,
-              let text = try? String(contentsOfFile: sidecar, encoding: .utf8)
+            let text = try? String(contentsOfFile: sidecar, encoding: .utf8)
         else { return "absent" }
-        let expected = text.split(whereSeparator: { $0 == " " || $0 == "\n" }).first.map(String.init)?.lowercased() ?? ""
+        let expected =
+            text.split(whereSeparator: { $0 == " " || $0 == "\n" }).first.map(String.init)?.lowercased() ?? ""
         return try FileCopy.sha256(of: archive.path).sha256 == expected ? "ok" : "mismatch"
     }
 }

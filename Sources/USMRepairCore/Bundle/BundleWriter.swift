@@ -3,9 +3,9 @@ import Foundation
 import GRDB
 import Synchronization
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Writes a bundle: one archive of everything a layout holds, `manifest.json` first.
@@ -41,14 +41,16 @@ public struct BundleWriter {
 
         // 2. Stores, captured consistently; a store that cannot be read is left out, listed.
         phase("reading \(inventory.stores.count) store(s) through private copies")
-        let captures = try Self.capture(inventory.stores, into: scratch.url.appendingPathComponent("stores"), catalog: catalog)
+        let captures = try Self.capture(
+            inventory.stores, into: scratch.url.appendingPathComponent("stores"), catalog: catalog)
         var privateCopies: [String: URL] = [:]
         for (index, store) in inventory.stores.enumerated() {
             if let openable = captures[index]?.openable { privateCopies[store.files.main.path] = openable }
         }
 
         // 4. The status report, on the captured bytes, in the background while 3. hashes the other files.
-        let inspection = Inspection(options: options.layout, depth: .status, ignoredCodes: [], privateCopies: privateCopies)
+        let inspection = Inspection(
+            options: options.layout, depth: .status, ignoredCodes: [], privateCopies: privateCopies)
         let pendingStatus = Background { try inspection.run(layout: layout) }
         let hashable = options.content == .full ? "category <> 'member'" : "category IN ('marker', 'other')"
         try Self.hashFiles(catalog, where: "kind = 'file' AND sha256 IS NULL AND bytesFrom IS NULL AND \(hashable)")
@@ -58,25 +60,32 @@ public struct BundleWriter {
         // 3 and 5. Every store entry, with its hash and any transformation.
         let redactor = Redactor()
         let (storeRecords, redactedStores) = try storeEntries(
-            inventory: inventory, captures: captures, status: status, catalog: catalog, redactor: redactor, scratch: scratch.url,
+            inventory: inventory, captures: captures, status: status, catalog: catalog, redactor: redactor,
+            scratch: scratch.url,
             phase: phase)
         if options.content != .full {
-            phase(options.content == .redacted ? "redacting: external-data files replaced by their keyed digests, logs left out" : "leaving out rows, logs and external data")
+            phase(
+                options.content == .redacted
+                    ? "redacting: external-data files replaced by their keyed digests, logs left out"
+                    : "leaving out rows, logs and external data")
             try transformOthers(catalog: catalog, redactor: redactor, scratch: scratch.url)
         }
 
         // 6. Size, before writing.
         let (entries, contentBytes) = try catalog.totals()
-        let redaction = options.content == .redacted ? BundleRedaction(
-            method: Redactor.method, stores: redactedStores,
-            excluded: ["CloudLogs transaction logs (their content cannot be redacted)"],
-            externalData: "each file's content replaced by its keyed digest (32 bytes); names kept",
-            preferences: "only USMCloudEnabledKey kept") : nil
+        let redaction =
+            options.content == .redacted
+            ? BundleRedaction(
+                method: Redactor.method, stores: redactedStores,
+                excluded: ["CloudLogs transaction logs (their content cannot be redacted)"],
+                externalData: "each file's content replaced by its keyed digest (32 bytes); names kept",
+                preferences: "only USMCloudEnabledKey kept") : nil
         let header = BundleManifest(
             tool: ["name": "usm-repair", "version": USMRepair.version, "libarchive": ArchiveVersion.text],
             commandLine: options.commandLine, createdAt: FileTime.now.iso8601, host: Self.host,
             archiveFormat: options.format.rawValue, content: options.content.rawValue,
-            personalData: options.content == .full, roots: inventory.roots.map { BundleRoot(name: $0.name, source: $0.url.path) },
+            personalData: options.content == .full,
+            roots: inventory.roots.map { BundleRoot(name: $0.name, source: $0.url.path) },
             status: status, stores: storeRecords, redaction: redaction,
             totals: ["entries": Int64(entries), "contentBytes": contentBytes])
         let manifestFile = scratch.url.appendingPathComponent(BundleManifest.entryName)
@@ -84,10 +93,12 @@ public struct BundleWriter {
         var estimate: Int64?
         if let limit = options.maxSize {
             let size = try SizeEstimate.estimate(
-                catalog: catalog, manifest: manifestFile, total: contentBytes, entries: entries, format: options.format, scratch: scratch.url)
+                catalog: catalog, manifest: manifestFile, total: contentBytes, entries: entries, format: options.format,
+                scratch: scratch.url)
             estimate = size
             if size > limit {
-                throw USMError.tooLarge(estimate: size, limit: limit, detail: "\(contentBytes) bytes of content in \(entries) entries")
+                throw USMError.tooLarge(
+                    estimate: size, limit: limit, detail: "\(contentBytes) bytes of content in \(entries) entries")
             }
         }
 
@@ -101,7 +112,8 @@ public struct BundleWriter {
         try catalog.forEachSkipped(limit: ArchiveResult.skippedListed) { listed += $0 }
         let counts = try catalog.skippedCounts()
         return ArchiveResult(
-            output: output.path, sidecar: sidecar.path, sha256: written.sha256, bytes: written.bytes, format: options.format.rawValue,
+            output: output.path, sidecar: sidecar.path, sha256: written.sha256, bytes: written.bytes,
+            format: options.format.rawValue,
             content: options.content.rawValue, personalData: options.content == .full, entries: entries,
             contentBytes: contentBytes, stores: storeRecords.count, skipped: listed, skippedCount: counts.all,
             unreadable: counts.unreadable, estimatedBytes: estimate)
@@ -110,7 +122,9 @@ public struct BundleWriter {
     // MARK: - Steps
 
     /// Captures every store on every core; one that cannot be read is left out and listed.
-    static func capture(_ stores: [BundleInventory.Store], into directory: URL, catalog: BundleCatalog) throws -> [Int: StoreCapture] {
+    static func capture(_ stores: [BundleInventory.Store], into directory: URL, catalog: BundleCatalog) throws -> [Int:
+        StoreCapture]
+    {
         let outcomes = JobPool.map(stores.count) { i in
             try StoreCapture.capture(
                 stores[i].files, members: Array(stores[i].members.keys).sorted(),
@@ -125,7 +139,10 @@ public struct BundleWriter {
                 guard case .unreadable = error else { throw error }
                 for path in stores[i].members.values.sorted() { try catalog.remove(path) }
                 let main = stores[i].members["main"] ?? stores[i].files.fileName
-                try catalog.skip(BundleSkip(path: main, kind: "store", reason: "could not be read (\(error.message)); left out", unreadable: true))
+                try catalog.skip(
+                    BundleSkip(
+                        path: main, kind: "store", reason: "could not be read (\(error.message)); left out",
+                        unreadable: true))
             case let .failure(error):
                 throw error
             }
@@ -144,12 +161,17 @@ public struct BundleWriter {
                 let entry = sources[i]
                 switch outcome {
                 case let .success(hashed):
-                    guard hashed.bytes == entry.size else { throw USMError.changedWhileReading(path: entry.source ?? entry.path) }
+                    guard hashed.bytes == entry.size else {
+                        throw USMError.changedWhileReading(path: entry.source ?? entry.path)
+                    }
                     hashes.append((entry.path, hashed.sha256))
                 case let .failure(error as USMError):
                     guard case .unreadable = error else { throw error }
                     try catalog.remove(entry.path)
-                    try catalog.skip(BundleSkip(path: entry.path, kind: "file", reason: "could not be read (\(error.message)); left out", unreadable: true))
+                    try catalog.skip(
+                        BundleSkip(
+                            path: entry.path, kind: "file", reason: "could not be read (\(error.message)); left out",
+                            unreadable: true))
                 case let .failure(error):
                     throw error
                 }
@@ -161,7 +183,8 @@ public struct BundleWriter {
     /// Puts each captured store's members into the catalog, as they are or transformed, and
     /// returns the manifest's store records and what redaction did.
     private func storeEntries(
-        inventory: BundleInventory, captures: [Int: StoreCapture], status: StatusReport, catalog: BundleCatalog, redactor: Redactor,
+        inventory: BundleInventory, captures: [Int: StoreCapture], status: StatusReport, catalog: BundleCatalog,
+        redactor: Redactor,
         scratch: URL, phase: (String) -> Void
     ) throws -> ([BundleStore], [BundleRedaction.RedactedStore]) {
         var records: [BundleStore] = []
@@ -174,19 +197,25 @@ public struct BundleWriter {
             if options.content == .full {
                 for (member, path) in store.members.sorted(by: { $0.key < $1.key }) {
                     guard let copy = capture.members[member] else { continue }
-                    try catalog.replace(.init(
-                        path: path, kind: "file", source: store.files.member(member)?.path, bytesFrom: copy.copy.path, status: copy.status,
-                        size: copy.status.size, sha256: copy.sha256, linkTarget: nil, transformed: nil, checkSource: false,
-                        category: .storeMember(store: index, member: member)))
+                    try catalog.replace(
+                        .init(
+                            path: path, kind: "file", source: store.files.member(member)?.path,
+                            bytesFrom: copy.copy.path, status: copy.status,
+                            size: copy.status.size, sha256: copy.sha256, linkTarget: nil, transformed: nil,
+                            checkSource: false,
+                            category: .storeMember(store: index, member: member)))
                 }
             } else {
                 for path in store.members.values { try catalog.remove(path) }
                 guard let main = capture.members["main"], report?.health == .ok || report?.health == .damaged,
-                      let openable = capture.openable ?? capture.members["main"]?.copy
+                    let openable = capture.openable ?? capture.members["main"]?.copy
                 else {
-                    try catalog.skip(BundleSkip(
-                        path: mainPath, kind: "store",
-                        reason: "could not be read as Core Data, so it cannot be \(options.content.rawValue); left out"))
+                    try catalog.skip(
+                        BundleSkip(
+                            path: mainPath, kind: "store",
+                            reason:
+                                "could not be read as Core Data, so it cannot be \(options.content.rawValue); left out")
+                    )
                     continue
                 }
                 let target = scratch.appendingPathComponent("stores/\(index)/\(options.content.rawValue).sqlite")
@@ -203,24 +232,35 @@ public struct BundleWriter {
                 } catch {
                     // Leaving a store out is safe in a redacted or metadata-only bundle; sending it as it is would not be.
                     let reason = (error as? DatabaseError).map { $0.message ?? "\($0)" } ?? "\(error)"
-                    try catalog.skip(BundleSkip(
-                        path: mainPath, kind: "store", reason: "could not be made \(options.content.rawValue) (\(reason)); left out"))
+                    try catalog.skip(
+                        BundleSkip(
+                            path: mainPath, kind: "store",
+                            reason: "could not be made \(options.content.rawValue) (\(reason)); left out"))
                     continue
                 }
                 let hashed = try FileCopy.sha256(of: target.path)
-                try catalog.insert(.init(
-                    path: mainPath, kind: "file", source: store.files.main.path, bytesFrom: target.path, status: main.status,
-                    size: hashed.bytes, sha256: hashed.sha256, linkTarget: nil, transformed: options.content.rawValue,
-                    checkSource: false, category: .storeMember(store: index, member: "main")))
+                try catalog.insert(
+                    .init(
+                        path: mainPath, kind: "file", source: store.files.main.path, bytesFrom: target.path,
+                        status: main.status,
+                        size: hashed.bytes, sha256: hashed.sha256, linkTarget: nil,
+                        transformed: options.content.rawValue,
+                        checkSource: false, category: .storeMember(store: index, member: "main")))
                 for (member, path) in store.members.sorted(by: { $0.key < $1.key }) where member != "main" {
-                    try catalog.skip(BundleSkip(path: path, kind: "file", reason: "-\(member) folded into the \(options.content.rawValue) store"))
+                    try catalog.skip(
+                        BundleSkip(
+                            path: path, kind: "file",
+                            reason: "-\(member) folded into the \(options.content.rawValue) store"))
                 }
             }
             if let report {
-                records.append(BundleStore(
-                    path: mainPath, role: store.role, uuid: store.uuid, storeUUID: report.storeUUID, health: report.health.rawValue,
-                    objects: report.objects,
-                    rows: Dictionary(report.entities.map { ($0.name, $0.rows) }, uniquingKeysWith: +), captured: captured))
+                records.append(
+                    BundleStore(
+                        path: mainPath, role: store.role, uuid: store.uuid, storeUUID: report.storeUUID,
+                        health: report.health.rawValue,
+                        objects: report.objects,
+                        rows: Dictionary(report.entities.map { ($0.name, $0.rows) }, uniquingKeysWith: +),
+                        captured: captured))
             }
         }
         return (records, redacted)
@@ -235,10 +275,15 @@ public struct BundleWriter {
                 switch (options.content, entry.category) {
                 case (_, .transactionLog):
                     try catalog.remove(entry.path)
-                    try catalog.skip(BundleSkip(path: entry.path, kind: "file", reason: "transaction log left out of a \(options.content.rawValue) bundle"))
+                    try catalog.skip(
+                        BundleSkip(
+                            path: entry.path, kind: "file",
+                            reason: "transaction log left out of a \(options.content.rawValue) bundle"))
                 case (.metadataOnly, .externalData):
                     try catalog.remove(entry.path)
-                    try catalog.skip(BundleSkip(path: entry.path, kind: "file", reason: "external data left out of a metadata-only bundle"))
+                    try catalog.skip(
+                        BundleSkip(
+                            path: entry.path, kind: "file", reason: "external data left out of a metadata-only bundle"))
                 case (_, .externalData):
                     made += 1
                     let stand = scratch.appendingPathComponent("external-\(made)")
@@ -246,7 +291,10 @@ public struct BundleWriter {
                     do { digest = try redactor.redactFile(at: entry.source ?? "") } catch let error as USMError {
                         guard case .unreadable = error else { throw error }
                         try catalog.remove(entry.path)
-                        try catalog.skip(BundleSkip(path: entry.path, kind: "file", reason: "could not be read (\(error.message)); left out", unreadable: true))
+                        try catalog.skip(
+                            BundleSkip(
+                                path: entry.path, kind: "file",
+                                reason: "could not be read (\(error.message)); left out", unreadable: true))
                         continue
                     }
                     try digest.write(to: stand)
@@ -290,9 +338,13 @@ public struct BundleWriter {
         var done: Int64 = 0
         let written: (bytes: Int64, sha256: String)
         do {
-            let writer = try ArchiveWriter(fd: fd, path: partial.path, format: format, limit: maxSize, threads: ProcessInfo.processInfo.activeProcessorCount)
+            let writer = try ArchiveWriter(
+                fd: fd, path: partial.path, format: format, limit: maxSize,
+                threads: ProcessInfo.processInfo.activeProcessorCount)
             let manifestSize = FileStatus.lookup(manifest.path)?.size ?? 0
-            try writer.addFile(BundleManifest.entryName, source: manifest.path, size: manifestSize, mode: 0o644, mtime: FileTime.now, hashing: false)
+            try writer.addFile(
+                BundleManifest.entryName, source: manifest.path, size: manifestSize, mode: 0o644, mtime: FileTime.now,
+                hashing: false)
             try catalog.forEach { page in
                 for p in page {
                     switch p.kind {
@@ -302,7 +354,10 @@ public struct BundleWriter {
                         // The hash in the manifest was taken before; a user's file that changed since
                         // (size, mtime, ctime or inode differ) is an error, as in tar. Private copies cannot change.
                         let from = p.readPath ?? ""
-                        try writer.addFile(p.path, source: from, size: p.size, mode: p.status.mode, mtime: p.status.mtime, hashing: false) { n in
+                        try writer.addFile(
+                            p.path, source: from, size: p.size, mode: p.status.mode, mtime: p.status.mtime,
+                            hashing: false
+                        ) { n in
                             done += n
                             progress(done, contentBytes)
                         }
@@ -326,13 +381,15 @@ public struct BundleWriter {
         }
         scratch.forget(partial)
         // The sidecar, in sha256sum's format.
-        let (sidecarPartial, sidecarFD) = try scratch.makeFile(in: folder, name: ".\(name).sha256.partial-\(UUID().uuidString.prefix(8))")
+        let (sidecarPartial, sidecarFD) = try scratch.makeFile(
+            in: folder, name: ".\(name).sha256.partial-\(UUID().uuidString.prefix(8))")
         do {
             let line = Data("\(written.sha256)  \(FileSystemPath.lastComponent(output.path))\n".utf8)
             try line.withUnsafeBytes { try FileSync.writeAll(sidecarFD, $0, path: sidecarPartial.path) }
             _ = fsync(sidecarFD)
             close(sidecarFD)
-            try AtomicRename.replace(URL(fileURLWithPath: output.path + ".sha256"), with: sidecarPartial.url, overwrite: true)
+            try AtomicRename.replace(
+                URL(fileURLWithPath: output.path + ".sha256"), with: sidecarPartial.url, overwrite: true)
         } catch {
             scratch.release(sidecarPartial)
             throw error
@@ -345,8 +402,11 @@ public struct BundleWriter {
     // MARK: - Helpers
 
     private func resolveOutput(inventory: BundleInventory) throws -> URL {
-        let output = (options.output ?? options.currentDirectory
-            .appendingPathComponent("usm-bundle-\(FileTime.now.stamp)\(options.format.fileExtension)")).standardizedFileURL
+        let output =
+            (options.output
+            ?? options.currentDirectory
+            .appendingPathComponent("usm-bundle-\(FileTime.now.stamp)\(options.format.fileExtension)"))
+            .standardizedFileURL
         let parent = output.deletingLastPathComponent().resolvingSymlinksInPath()
         guard FileStatus.resolve(parent.path)?.kind == .directory else {
             throw USMError.notFound(path: parent.path, what: "folder for --output")
@@ -354,13 +414,19 @@ public struct BundleWriter {
         let resolved = parent.appendingPathComponent(output.lastPathComponent)
         if let store = options.layout.store {
             // A single store is its file set: the bundle may sit beside it, never replace a member.
-            let files = StoreFileSet(main: store.deletingLastPathComponent().resolvingSymlinksInPath().appendingPathComponent(store.lastPathComponent))
+            let files = StoreFileSet(
+                main: store.deletingLastPathComponent().resolvingSymlinksInPath().appendingPathComponent(
+                    store.lastPathComponent))
             for member in files.allMembers where BundleInventory.isInside(resolved, member) {
-                throw USMError.usage("--output \(output.path) would replace part of the store's file set (\(member.lastPathComponent)); a bundle never writes over what it reads")
+                throw USMError.usage(
+                    "--output \(output.path) would replace part of the store's file set (\(member.lastPathComponent)); a bundle never writes over what it reads"
+                )
             }
         } else {
             for root in inventory.roots where BundleInventory.isInside(resolved, root.url.resolvingSymlinksInPath()) {
-                throw USMError.usage("--output \(output.path) is inside \(root.url.path); a bundle never writes into the folders it reads")
+                throw USMError.usage(
+                    "--output \(output.path) is inside \(root.url.path); a bundle never writes into the folders it reads"
+                )
             }
         }
         if let status = FileStatus.lookup(output.path) {
@@ -380,12 +446,17 @@ public struct BundleWriter {
         case let .integer(value)?: kept[Preferences.cloudEnabledKey] = NSNumber(value: value)
         default: break
         }
-        try PropertyListSerialization.data(fromPropertyList: kept, format: found?.xml == true ? .xml : .binary, options: 0).write(to: destination)
+        try PropertyListSerialization.data(
+            fromPropertyList: kept, format: found?.xml == true ? .xml : .binary, options: 0
+        ).write(to: destination)
         return kept.keys.sorted()
     }
 
     static var host: [String: String] {
         let info = ProcessInfo.processInfo
-        return ["name": info.hostName, "os": info.operatingSystemVersionString, "processors": String(info.activeProcessorCount)]
+        return [
+            "name": info.hostName, "os": info.operatingSystemVersionString,
+            "processors": String(info.activeProcessorCount),
+        ]
     }
 }

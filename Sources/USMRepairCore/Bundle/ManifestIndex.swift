@@ -29,13 +29,14 @@ final class ManifestIndex {
         do {
             queue = try ScratchDatabase(named: "manifest-index.sqlite", in: folder, label: "usm-repair.manifest-index")
             try queue.write { db in
-                try db.execute(sql: """
-                    CREATE TABLE record(path TEXT PRIMARY KEY, kind TEXT NOT NULL, size INTEGER NOT NULL, mode TEXT NOT NULL,
-                      mtime TEXT NOT NULL, mtimeNanos INTEGER NOT NULL, sha256 TEXT, linkTarget TEXT, seen INTEGER NOT NULL DEFAULT 0)
-                      WITHOUT ROWID;
-                    CREATE TABLE extra(path TEXT PRIMARY KEY) WITHOUT ROWID;
-                    CREATE TABLE link(path TEXT PRIMARY KEY, target TEXT NOT NULL) WITHOUT ROWID;
-                    """)
+                try db.execute(
+                    sql: """
+                        CREATE TABLE record(path TEXT PRIMARY KEY, kind TEXT NOT NULL, size INTEGER NOT NULL, mode TEXT NOT NULL,
+                          mtime TEXT NOT NULL, mtimeNanos INTEGER NOT NULL, sha256 TEXT, linkTarget TEXT, seen INTEGER NOT NULL DEFAULT 0)
+                          WITHOUT ROWID;
+                        CREATE TABLE extra(path TEXT PRIMARY KEY) WITHOUT ROWID;
+                        CREATE TABLE link(path TEXT PRIMARY KEY, target TEXT NOT NULL) WITHOUT ROWID;
+                        """)
             }
         } catch {
             throw USMError.wrap(error, path: folder.path)
@@ -46,9 +47,12 @@ final class ManifestIndex {
     /// - Throws: `Duplicate` for a path listed twice.
     func add(_ records: [BundleFile]) throws {
         try queue.write { db in
-            let statement = try db.cachedStatement(sql: "INSERT OR IGNORE INTO record VALUES(?, ?, ?, ?, ?, ?, ?, ?, 0)")
+            let statement = try db.cachedStatement(
+                sql: "INSERT OR IGNORE INTO record VALUES(?, ?, ?, ?, ?, ?, ?, ?, 0)")
             for r in records {
-                try statement.execute(arguments: [r.path, r.kind, r.size, r.mode, r.mtime, r.mtimeNanos, r.sha256, r.linkTarget])
+                try statement.execute(arguments: [
+                    r.path, r.kind, r.size, r.mode, r.mtime, r.mtimeNanos, r.sha256, r.linkTarget,
+                ])
                 if db.changesCount == 0 { throw Duplicate(path: r.path) }
             }
         }
@@ -58,9 +62,13 @@ final class ManifestIndex {
     /// it) and whether it had been seen before (an entry that appears twice).
     func see(_ path: String) throws -> (record: BundleFile?, repeated: Bool) {
         try queue.inDatabase { db in
-            if let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM record WHERE path = ?"), arguments: [path]) {
+            if let row = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT * FROM record WHERE path = ?"), arguments: [path])
+            {
                 let repeated: Bool = row["seen"] ?? false
-                if !repeated { try db.cachedStatement(sql: "UPDATE record SET seen = 1 WHERE path = ?").execute(arguments: [path]) }
+                if !repeated {
+                    try db.cachedStatement(sql: "UPDATE record SET seen = 1 WHERE path = ?").execute(arguments: [path])
+                }
                 return (Self.record(row), repeated)
             }
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO extra VALUES(?)").execute(arguments: [path])
@@ -70,12 +78,15 @@ final class ManifestIndex {
 
     /// True when an entry already seen lies below `folder` (`folder/...`).
     func seenBelow(_ folder: String) throws -> Bool {
-        let low = folder + "/", high = folder + "0"  // "0" follows "/" in byte order
+        let low = folder + "/"
+        let high = folder + "0"  // "0" follows "/" in byte order
         return try queue.read { db in
-            try Bool.fetchOne(db, sql: """
-                SELECT EXISTS(SELECT 1 FROM record WHERE seen = 1 AND path > ? AND path < ?)
-                    OR EXISTS(SELECT 1 FROM extra WHERE path > ? AND path < ?)
-                """, arguments: [low, high, low, high]) ?? false
+            try Bool.fetchOne(
+                db,
+                sql: """
+                    SELECT EXISTS(SELECT 1 FROM record WHERE seen = 1 AND path > ? AND path < ?)
+                        OR EXISTS(SELECT 1 FROM extra WHERE path > ? AND path < ?)
+                    """, arguments: [low, high, low, high]) ?? false
         }
     }
 
@@ -98,8 +109,10 @@ final class ManifestIndex {
         var last = ""
         while true {
             let page = try queue.read { db in
-                try Row.fetchAll(db, sql: "SELECT path, target FROM link WHERE path > ? ORDER BY path LIMIT 512", arguments: [last])
-                    .map { ($0[0] as String, $0[1] as String) }
+                try Row.fetchAll(
+                    db, sql: "SELECT path, target FROM link WHERE path > ? ORDER BY path LIMIT 512", arguments: [last]
+                )
+                .map { ($0[0] as String, $0[1] as String) }
             }
             guard let tail = page.last else { return }
             for (path, target) in page { try body(path, target) }
@@ -111,7 +124,8 @@ final class ManifestIndex {
     func missing(limit: Int) throws -> (paths: [String], count: Int) {
         try queue.read { db in
             let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM record WHERE seen = 0") ?? 0
-            let paths = try String.fetchAll(db, sql: "SELECT path FROM record WHERE seen = 0 ORDER BY path LIMIT ?", arguments: [limit])
+            let paths = try String.fetchAll(
+                db, sql: "SELECT path FROM record WHERE seen = 0 ORDER BY path LIMIT ?", arguments: [limit])
             return (paths, count)
         }
     }
@@ -130,10 +144,16 @@ final class ManifestIndex {
         while true {
             let page = try queue.read { db in
                 if let last {
-                    try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM record WHERE path < ? AND kind = 'directory' ORDER BY path DESC LIMIT 512"),
-                                     arguments: [last])
+                    try Row.fetchAll(
+                        db.cachedStatement(
+                            sql:
+                                "SELECT * FROM record WHERE path < ? AND kind = 'directory' ORDER BY path DESC LIMIT 512"
+                        ),
+                        arguments: [last])
                 } else {
-                    try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM record WHERE kind = 'directory' ORDER BY path DESC LIMIT 512"))
+                    try Row.fetchAll(
+                        db.cachedStatement(
+                            sql: "SELECT * FROM record WHERE kind = 'directory' ORDER BY path DESC LIMIT 512"))
                 }
             }
             guard let tail = page.last else { return }
@@ -145,8 +165,10 @@ final class ManifestIndex {
     private static func record(_ row: Row) -> BundleFile {
         let modeText: String = row["mode"] ?? "0"
         var file = BundleFile(
-            kind: row["kind"] ?? "", path: row["path"] ?? "", size: row["size"] ?? 0, mode: UInt32(modeText, radix: 8) ?? 0,
-            mtime: FileTime(totalNanoseconds: row["mtimeNanos"] ?? 0), sha256: row["sha256"], linkTarget: row["linkTarget"],
+            kind: row["kind"] ?? "", path: row["path"] ?? "", size: row["size"] ?? 0,
+            mode: UInt32(modeText, radix: 8) ?? 0,
+            mtime: FileTime(totalNanoseconds: row["mtimeNanos"] ?? 0), sha256: row["sha256"],
+            linkTarget: row["linkTarget"],
             source: nil)
         file.mode = modeText
         file.mtime = row["mtime"] ?? file.mtime

@@ -1,8 +1,8 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Reads a `manifest.json` as a stream: the file records go into a `ManifestIndex` a batch at a
@@ -22,19 +22,30 @@ enum ManifestReader {
         guard fd >= 0 else { throw USMError.unreadable(path: file.path, reason: errnoDescription()) }
         defer { close(fd) }
         var json = JSONStream(fd: fd)
-        var format: String?, formatVersion: Int?, archiveFormat: String?, content: String?
-        var roots: [BundleRoot]?, stores: [BundleStore] = [], snapshot: SnapshotRecord?
+        var format: String?
+        var formatVersion: Int?
+        var archiveFormat: String?
+        var content: String?
+        var roots: [BundleRoot]?
+        var stores: [BundleStore] = []
+        var snapshot: SnapshotRecord?
         var sawFiles = false
-        func refuse(_ reason: String) -> USMError { .notABundle(path: archive.path, reason: "its manifest.json does not describe a bundle (\(reason))") }
+        func refuse(_ reason: String) -> USMError {
+            .notABundle(path: archive.path, reason: "its manifest.json does not describe a bundle (\(reason))")
+        }
         do {
             try json.beginObject()
             while let key = try json.nextKey() {
                 switch key {
                 case "format":
-                    guard let value = try json.readValue(budget: 4096).string else { throw refuse("format is not text") }
+                    guard let value = try json.readValue(budget: 4096).string else {
+                        throw refuse("format is not text")
+                    }
                     format = value
                 case "formatVersion":
-                    guard let value = try json.readValue(budget: 64).int64, let version = Int(exactly: value) else { throw refuse("wrong type at formatVersion") }
+                    guard let value = try json.readValue(budget: 64).int64, let version = Int(exactly: value) else {
+                        throw refuse("wrong type at formatVersion")
+                    }
                     formatVersion = version
                 case "archiveFormat":
                     archiveFormat = try json.readValue(budget: 4096).string
@@ -44,7 +55,9 @@ enum ManifestReader {
                     let value = try json.readValue(budget: partBudget / 16)
                     guard let list = value.array else { throw refuse("wrong type at roots") }
                     roots = try list.map { item in
-                        guard let name = item["name"]?.string, let source = item["source"]?.string else { throw refuse("wrong type at roots") }
+                        guard let name = item["name"]?.string, let source = item["source"]?.string else {
+                            throw refuse("wrong type at roots")
+                        }
                         return BundleRoot(name: name, source: source)
                     }
                 case "stores":
@@ -55,10 +68,11 @@ enum ManifestReader {
                     let value = try json.readValue(budget: partBudget)
                     if !value.isNull {
                         guard let operation = value["operation"]?.string, let items = value["items"]?.array,
-                              let absent = value["absent"]?.array
+                            let absent = value["absent"]?.array
                         else { throw refuse("wrong type at snapshot") }
                         snapshot = SnapshotRecord(
-                            operation: operation, items: items.compactMap(\.string), absent: absent.compactMap(\.string))
+                            operation: operation, items: items.compactMap(\.string), absent: absent.compactMap(\.string)
+                        )
                     }
                 case "files":
                     sawFiles = true
@@ -88,17 +102,23 @@ enum ManifestReader {
         guard let roots else { throw refuse("no roots") }
         guard sawFiles else { throw refuse("no files") }
         return ManifestHeader(
-            format: format, formatVersion: formatVersion, archiveFormat: archiveFormat, content: content, roots: roots, stores: stores,
+            format: format, formatVersion: formatVersion, archiveFormat: archiveFormat, content: content, roots: roots,
+            stores: stores,
             snapshot: snapshot)
     }
 
-    private static func record(_ value: JSONValue, at position: Int, refuse: (String) -> USMError) throws -> BundleFile {
+    private static func record(_ value: JSONValue, at position: Int, refuse: (String) -> USMError) throws -> BundleFile
+    {
         func text(_ key: String) throws -> String {
-            guard let text = value[key]?.string else { throw refuse(value[key] == nil ? "no \(key) in files[\(position)]" : "wrong type at files.\(key)") }
+            guard let text = value[key]?.string else {
+                throw refuse(value[key] == nil ? "no \(key) in files[\(position)]" : "wrong type at files.\(key)")
+            }
             return text
         }
         func number(_ key: String) throws -> Int64 {
-            guard let number = value[key]?.int64 else { throw refuse(value[key] == nil ? "no \(key) in files[\(position)]" : "wrong type at files.\(key)") }
+            guard let number = value[key]?.int64 else {
+                throw refuse(value[key] == nil ? "no \(key) in files[\(position)]" : "wrong type at files.\(key)")
+            }
             return number
         }
         func optional(_ key: String) throws -> String? {
@@ -117,14 +137,17 @@ enum ManifestReader {
     }
 
     private static func store(_ value: JSONValue, refuse: (String) -> USMError) throws -> BundleStore {
-        guard let path = value["path"]?.string, let role = value["role"]?.string else { throw refuse("wrong type at stores") }
+        guard let path = value["path"]?.string, let role = value["role"]?.string else {
+            throw refuse("wrong type at stores")
+        }
         var rows: [String: Int] = [:]
         if case let .object(members)? = value["rows"] {
             for (name, count) in members { if let n = count.int64, let int = Int(exactly: n) { rows[name] = int } }
         }
         return BundleStore(
             path: path, role: role, uuid: value["uuid"]?.string, storeUUID: value["storeUUID"]?.string,
-            health: value["health"]?.string ?? "", objects: value["objects"]?.int64.flatMap { Int(exactly: $0) } ?? 0, rows: rows,
+            health: value["health"]?.string ?? "", objects: value["objects"]?.int64.flatMap { Int(exactly: $0) } ?? 0,
+            rows: rows,
             captured: value["captured"]?.string ?? "")
     }
 }

@@ -57,7 +57,10 @@ struct Redactor: Sendable {
                     var touched: [String] = []
                     for column in columns {
                         let q = column.sqlIdentifier
-                        try db.execute(sql: "UPDATE \(table.sqlIdentifier) SET \(q) = usm_redact(\(q)) WHERE typeof(\(q)) IN ('text', 'blob')")
+                        try db.execute(
+                            sql:
+                                "UPDATE \(table.sqlIdentifier) SET \(q) = usm_redact(\(q)) WHERE typeof(\(q)) IN ('text', 'blob')"
+                        )
                         if db.changesCount > 0 {
                             touched.append(column)
                             total += db.changesCount

@@ -26,8 +26,11 @@ public enum Snapshot {
         /// Whose data it holds (a container's name, a bundle ID): part of the file name.
         public var label: String?
 
-        public init(roots: [(name: String, url: URL)], items: [URL], operation: String, commandLine: [String] = CommandLine.arguments,
-                    label: String? = nil) {
+        public init(
+            roots: [(name: String, url: URL)], items: [URL], operation: String,
+            commandLine: [String] = CommandLine.arguments,
+            label: String? = nil
+        ) {
             self.roots = roots
             self.items = items
             self.operation = operation
@@ -52,7 +55,8 @@ public enum Snapshot {
         let scratch = try TemporaryDirectory(prefix: "usm-repair-snapshot")
         defer { scratch.remove() }
         let catalog = try BundleCatalog(folder: scratch.url)
-        let (inventory, absent) = try BundleInventory.forItems(roots: request.roots, items: request.items, catalog: catalog)
+        let (inventory, absent) = try BundleInventory.forItems(
+            roots: request.roots, items: request.items, catalog: catalog)
         for item in request.items where inventory.archivePath(item) == nil {
             throw USMError.usage("cannot snapshot \(item.path): it lies in none of the snapshot's folders")
         }
@@ -63,7 +67,8 @@ public enum Snapshot {
             try catalog.forEachSkipped { page in unreadable = unreadable ?? page.first(where: \.unreadable) }
         }
         if let unreadable {
-            throw USMError.unreadable(path: unreadable.path, reason: "the snapshot cannot capture it (\(unreadable.reason))")
+            throw USMError.unreadable(
+                path: unreadable.path, reason: "the snapshot cannot capture it (\(unreadable.reason))")
         }
         let items = request.items.compactMap { FileStatus.lookup($0.path) == nil ? nil : inventory.archivePath($0) }
         let (entries, contentBytes) = try catalog.totals()
@@ -83,7 +88,8 @@ public enum Snapshot {
         FileSync.directory(folder)
         let check = try BundleVerifier.verify(output)
         if let first = check.mismatches.first {
-            throw USMError.manifestMismatch(path: output.path, count: check.mismatchCount, first: "\(first.path): \(first.problem)")
+            throw USMError.manifestMismatch(
+                path: output.path, count: check.mismatchCount, first: "\(first.path): \(first.problem)")
         }
         return output
     }
@@ -92,11 +98,15 @@ public enum Snapshot {
     /// (letters, digits, `.`, `_` and `-` kept, the rest `-`; at most 64 characters of the label).
     static func fileName(operation: String, label: String?) -> String {
         let slug = String(operation.lowercased().map { $0.isLetter || $0.isNumber ? $0 : "-" })
-        let name = label.map { label in
-            String(label.unicodeScalars.prefix(64).map { scalar -> Character in
-                scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || "._-".unicodeScalars.contains(scalar)) ? Character(scalar) : "-"
-            })
-        }.flatMap { $0.isEmpty || $0.allSatisfy({ $0 == "-" || $0 == "." }) ? nil : "-" + $0 } ?? ""
+        let name =
+            label.map { label in
+                String(
+                    label.unicodeScalars.prefix(64).map { scalar -> Character in
+                        scalar.isASCII
+                            && (CharacterSet.alphanumerics.contains(scalar) || "._-".unicodeScalars.contains(scalar))
+                            ? Character(scalar) : "-"
+                    })
+            }.flatMap { $0.isEmpty || $0.allSatisfy({ $0 == "-" || $0 == "." }) ? nil : "-" + $0 } ?? ""
         return "\(slug)\(name)-\(FileTime.now.stamp)-\(UUID().uuidString.prefix(8).lowercased()).tar.zst"
     }
 
@@ -123,7 +133,8 @@ public enum Snapshot {
             let base = resolvedPath(of: root.standardizedFileURL)
             if Confinement.isInside(resolved, base) {
                 throw USMError.usage(
-                    "the snapshot folder \(folder.path) lies inside \(root.path), \(why); choose another with --snapshot-dir")
+                    "the snapshot folder \(folder.path) lies inside \(root.path), \(why); choose another with --snapshot-dir"
+                )
             }
         }
     }

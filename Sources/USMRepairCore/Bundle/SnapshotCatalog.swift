@@ -1,8 +1,8 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The snapshots in a folder (`usm-repair snapshots`): what each one undoes, when it was taken,
@@ -36,20 +36,30 @@ public enum SnapshotCatalog {
         for name in try DirectoryListing.names(folder.path) where name.hasSuffix(".tar.zst") && !name.hasPrefix(".") {
             let path = folder.appendingPathComponent(name).path
             guard let status = FileStatus.lookup(path), status.kind == .file else { continue }
-            let modified = Date(timeIntervalSince1970: TimeInterval(status.mtime.seconds) + TimeInterval(status.mtime.nanoseconds) / 1e9)
+            let modified = Date(
+                timeIntervalSince1970: TimeInterval(status.mtime.seconds) + TimeInterval(status.mtime.nanoseconds) / 1e9
+            )
             do {
                 let header = try readHeader(URL(fileURLWithPath: path))
                 guard header.content == "snapshot", let command = header.command else {
-                    entries.append(Entry(path: path, command: nil, createdAt: nil, layout: [:], bytes: status.size,
-                                         problem: "not a snapshot (a bundle of content \(header.content ?? "unknown"))", taken: modified))
+                    entries.append(
+                        Entry(
+                            path: path, command: nil, createdAt: nil, layout: [:], bytes: status.size,
+                            problem: "not a snapshot (a bundle of content \(header.content ?? "unknown"))",
+                            taken: modified))
                     continue
                 }
                 let taken = header.createdAt.flatMap(parseDate) ?? modified
-                entries.append(Entry(path: path, command: command, createdAt: header.createdAt, layout: header.roots, bytes: status.size,
-                                     problem: nil, taken: taken))
+                entries.append(
+                    Entry(
+                        path: path, command: command, createdAt: header.createdAt, layout: header.roots,
+                        bytes: status.size,
+                        problem: nil, taken: taken))
             } catch {
-                entries.append(Entry(path: path, command: nil, createdAt: nil, layout: [:], bytes: status.size,
-                                     problem: USMError.wrap(error, path: path).message, taken: modified))
+                entries.append(
+                    Entry(
+                        path: path, command: nil, createdAt: nil, layout: [:], bytes: status.size,
+                        problem: USMError.wrap(error, path: path).message, taken: modified))
             }
         }
         return entries.sorted { ($0.taken, $0.path) < ($1.taken, $1.path) }
@@ -73,22 +83,30 @@ public enum SnapshotCatalog {
         for entry in entries {
             guard FileStatus.lookup(entry.path)?.kind == .file else { continue }
             let result = FileSystemPath.withCString(entry.path) { unlink($0) }
-            guard result == 0 else { throw USMError.writeFailed(path: entry.path, reason: "cannot remove it: \(errnoDescription())") }
+            guard result == 0 else {
+                throw USMError.writeFailed(path: entry.path, reason: "cannot remove it: \(errnoDescription())")
+            }
             removed.append(entry.path)
         }
-        if let folder = entries.first.map({ URL(fileURLWithPath: $0.path).deletingLastPathComponent() }) { FileSync.directory(folder) }
+        if let folder = entries.first.map({ URL(fileURLWithPath: $0.path).deletingLastPathComponent() }) {
+            FileSync.directory(folder)
+        }
         return removed
     }
 
     /// Parses `30d`, `12h`, `2w`, `90m` (days, hours, weeks, minutes) into seconds.
     public static func duration(_ text: String) -> TimeInterval? {
         let units: [Character: TimeInterval] = ["m": 60, "h": 3600, "d": 86400, "w": 7 * 86400]
-        guard let unit = text.last.flatMap({ units[$0] }), let number = Double(text.dropLast()), number >= 0, number.isFinite else { return nil }
+        guard let unit = text.last.flatMap({ units[$0] }), let number = Double(text.dropLast()), number >= 0,
+            number.isFinite
+        else { return nil }
         return number * unit
     }
 
     /// What the manifest says: content, the snapshot's command, when, and the roots.
-    private static func readHeader(_ archive: URL) throws -> (content: String?, command: String?, createdAt: String?, roots: [String: String]) {
+    private static func readHeader(_ archive: URL) throws -> (
+        content: String?, command: String?, createdAt: String?, roots: [String: String]
+    ) {
         let reader = try ArchiveReader(path: archive.path)
         guard let first = try reader.next(), first.path == BundleManifest.entryName else {
             throw USMError.notABundle(path: archive.path, reason: "its first entry is not \(BundleManifest.entryName)")
@@ -106,7 +124,10 @@ public enum SnapshotCatalog {
         guard input >= 0 else { throw USMError.unreadable(path: file.path, reason: errnoDescription()) }
         defer { close(input) }
         var json = JSONStream(fd: input)
-        var content: String?, command: String?, createdAt: String?, roots: [String: String] = [:]
+        var content: String?
+        var command: String?
+        var createdAt: String?
+        var roots: [String: String] = [:]
         do {
             try json.beginObject()
             while let key = try json.nextKey() {
@@ -118,10 +139,17 @@ public enum SnapshotCatalog {
                         if let name = item["name"]?.string, let source = item["source"]?.string { roots[name] = source }
                     }
                 case "snapshot":
-                    guard try json.peekIsObject() else { try json.skipValue(); continue }
+                    guard try json.peekIsObject() else {
+                        try json.skipValue()
+                        continue
+                    }
                     try json.beginObject()
                     while let inner = try json.nextKey() {
-                        if inner == "operation" { command = try json.readValue(budget: 4096).string } else { try json.skipValue() }
+                        if inner == "operation" {
+                            command = try json.readValue(budget: 4096).string
+                        } else {
+                            try json.skipValue()
+                        }
                     }
                 default: try json.skipValue()
                 }

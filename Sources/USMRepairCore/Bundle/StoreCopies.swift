@@ -25,7 +25,8 @@ final class StoreCopies {
         }
         guard let (index, suffix) = members?[path.pathKey] else { return nil }
         let dir = folder.appendingPathComponent("\(index)", isDirectory: true)
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            at: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let main = dir.appendingPathComponent("store.sqlite")
         if suffix.isEmpty { mains[index] = main }
         let target = URL(fileURLWithPath: main.path + suffix)
@@ -41,7 +42,9 @@ final class StoreCopies {
         var checked = 0
         for (index, store) in stores.enumerated() {
             guard let main = mains[index] else {
-                report(BundleMismatch(path: store.path, problem: "the manifest lists this store, but the archive does not hold it"))
+                report(
+                    BundleMismatch(
+                        path: store.path, problem: "the manifest lists this store, but the archive does not hold it"))
                 continue
             }
             checked += 1
@@ -50,13 +53,19 @@ final class StoreCopies {
             let found = StoreInspector(depth: .status).inspect(
                 files, role: .store, confinement: Confinement(root: folder), privateCopy: journal ? nil : main)
             func differs(_ text: String) { report(BundleMismatch(path: store.path, problem: text)) }
-            if let failure = found.readFailure, [.ioError, .outOfSpace].contains(failure.exitStatus) { throw failure.diagnosingSpace() }
+            if let failure = found.readFailure, [.ioError, .outOfSpace].contains(failure.exitStatus) {
+                throw failure.diagnosingSpace()
+            }
             guard found.health == .ok || found.health == .damaged, found.readFailure == nil else {
-                differs("the store in the archive cannot be read as Core Data (\(found.readFailure?.message ?? found.health.rawValue))")
+                differs(
+                    "the store in the archive cannot be read as Core Data (\(found.readFailure?.message ?? found.health.rawValue))"
+                )
                 continue
             }
             if found.storeUUID != store.storeUUID {
-                differs("the store's Z_UUID \(found.storeUUID ?? "none") differs from the manifest's \(store.storeUUID ?? "none")")
+                differs(
+                    "the store's Z_UUID \(found.storeUUID ?? "none") differs from the manifest's \(store.storeUUID ?? "none")"
+                )
             }
             var inStore: [String: Int] = [:]
             for entity in found.entities { inStore[entity.name, default: 0] += entity.rows }
@@ -67,9 +76,12 @@ final class StoreCopies {
                 continue
             }
             for name in Set(inStore.keys).union(store.rows.keys).sorted() {
-                let have = inStore[name], want = store.rows[name]
+                let have = inStore[name]
+                let want = store.rows[name]
                 if have != want {
-                    differs("entity \(name) has \(have.map(String.init) ?? "no") rows in the store, the manifest says \(want.map(String.init) ?? "none")")
+                    differs(
+                        "entity \(name) has \(have.map(String.init) ?? "no") rows in the store, the manifest says \(want.map(String.init) ?? "none")"
+                    )
                 }
             }
         }

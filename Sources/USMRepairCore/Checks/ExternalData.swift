@@ -28,8 +28,10 @@ struct ExternalData {
         /// `typeof()`, `length()` and `substr()` of a blob never load it, so only references are read.
         func filter(_ c: String) -> String {
             switch self {
-            case .externalStorage: "typeof(\(c)) = 'blob' AND length(\(c)) BETWEEN 37 AND 40 AND substr(\(c), 1, 1) = x'02'"
-            case .fileBackedFuture: "typeof(\(c)) = 'blob' AND length(\(c)) BETWEEN 29 AND 300 AND substr(\(c), 1, 4) = x'03232323'"
+            case .externalStorage:
+                "typeof(\(c)) = 'blob' AND length(\(c)) BETWEEN 37 AND 40 AND substr(\(c), 1, 1) = x'02'"
+            case .fileBackedFuture:
+                "typeof(\(c)) = 'blob' AND length(\(c)) BETWEEN 29 AND 300 AND substr(\(c), 1, 4) = x'03232323'"
             }
         }
     }
@@ -67,7 +69,9 @@ struct ExternalData {
         guard blob.first == 0x02 else { return nil }
         var rest = blob.dropFirst()
         while rest.last == 0 { rest = rest.dropLast() }
-        guard rest.count == 36, let text = String(data: rest, encoding: .ascii), UUID(uuidString: text) != nil else { return nil }
+        guard rest.count == 36, let text = String(data: rest, encoding: .ascii), UUID(uuidString: text) != nil else {
+            return nil
+        }
         return text
     }
 
@@ -75,10 +79,14 @@ struct ExternalData {
     static func reference(_ blob: Data) -> Reference? {
         if let name = referencedName(blob) { return Reference(kind: .externalStorage, name: name, size: nil) }
         let bytes = [UInt8](blob)
-        guard bytes.count >= 29, bytes[0] == 0x03, bytes[1] == 0x23, bytes[2] == 0x23, bytes[3] == 0x23 else { return nil }
+        guard bytes.count >= 29, bytes[0] == 0x03, bytes[1] == 0x23, bytes[2] == 0x23, bytes[3] == 0x23 else {
+            return nil
+        }
         let size = (0..<8).reduce(UInt64(0)) { $0 | UInt64(bytes[4 + $1]) << (8 * UInt64($1)) }
         let u = Array(bytes[12..<28])
-        let uuid = UUID(uuid: (u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]))
+        let uuid = UUID(
+            uuid: (u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15])
+        )
         return Reference(kind: .fileBackedFuture, name: uuid.uuidString, size: size)
     }
 
@@ -88,7 +96,8 @@ struct ExternalData {
             for column in schema.tables[table] ?? [] where column.type.uppercased().contains("BLOB") {
                 let c = column.name.sqlIdentifier
                 for kind in Kind.allCases {
-                    let cursor = try Data.fetchCursor(db, sql: "SELECT \(c) FROM \(table.sqlIdentifier) WHERE \(kind.filter(c))")
+                    let cursor = try Data.fetchCursor(
+                        db, sql: "SELECT \(c) FROM \(table.sqlIdentifier) WHERE \(kind.filter(c))")
                     while let blob = try cursor.next() {
                         guard let reference = reference(blob), reference.kind == kind else { continue }
                         try body(reference, "\(table).\(column.name)")
@@ -115,29 +124,42 @@ struct ExternalData {
                 entry.count += 1
                 if entry.sample.count < StoreChecks.sampleSize { entry.sample.append(reference.name) }
                 missing[subject] = entry
-            } else if let size = reference.size, let status = FileStatus.lookup(folder.appendingPathComponent(reference.name).path),
-                      status.kind != .file || UInt64(max(status.size, 0)) != size {
+            } else if let size = reference.size,
+                let status = FileStatus.lookup(folder.appendingPathComponent(reference.name).path),
+                status.kind != .file || UInt64(max(status.size, 0)) != size
+            {
                 var entry = sized[subject] ?? (0, [])
                 entry.count += 1
-                if entry.sample.count < StoreChecks.sampleSize { entry.sample.append("\(reference.name): \(status.size) bytes, \(size) recorded") }
+                if entry.sample.count < StoreChecks.sampleSize {
+                    entry.sample.append("\(reference.name): \(status.size) bytes, \(size) recorded")
+                }
                 sized[subject] = entry
             }
         }
         var problems: [Problem] = []
         for (subject, entry) in missing.sorted(by: { $0.key < $1.key }) {
-            problems.append(Problem(.externalDataMissing, "\(entry.count) values of \(subject) refer to files that do not exist in \(entry.folder) (\(entry.sample.joined(separator: ", ")))",
-                subject: subject, count: entry.count))
+            problems.append(
+                Problem(
+                    .externalDataMissing,
+                    "\(entry.count) values of \(subject) refer to files that do not exist in \(entry.folder) (\(entry.sample.joined(separator: ", ")))",
+                    subject: subject, count: entry.count))
         }
         for (subject, entry) in sized.sorted(by: { $0.key < $1.key }) {
-            problems.append(Problem(.externalDataSize, "\(entry.count) file-backed values of \(subject) name a file in \(files.fileBackedFuturesDirectory.path) that is not the size they record (\(entry.sample.joined(separator: "; ")))",
-                subject: subject, count: entry.count))
+            problems.append(
+                Problem(
+                    .externalDataSize,
+                    "\(entry.count) file-backed values of \(subject) name a file in \(files.fileBackedFuturesDirectory.path) that is not the size they record (\(entry.sample.joined(separator: "; ")))",
+                    subject: subject, count: entry.count))
         }
         for kind in Kind.allCases {
             let orphans = (present[kind] ?? []).subtracting(referenced[kind] ?? []).sorted()
             guard !orphans.isEmpty else { continue }
             let folder = kind.directory(files).path
-            problems.append(Problem(.externalDataOrphan, "\(orphans.count) files in \(folder) are referenced by no row (\(orphans.prefix(StoreChecks.sampleSize).joined(separator: ", ")))",
-                subject: folder, count: orphans.count))
+            problems.append(
+                Problem(
+                    .externalDataOrphan,
+                    "\(orphans.count) files in \(folder) are referenced by no row (\(orphans.prefix(StoreChecks.sampleSize).joined(separator: ", ")))",
+                    subject: folder, count: orphans.count))
         }
         return problems
     }

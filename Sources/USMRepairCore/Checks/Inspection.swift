@@ -26,12 +26,17 @@ public struct Inspection: Sendable {
     public var strategies: StrategyResolver?
 
     /// Creates an inspection.
-    public init(options: LayoutOptions, depth: StoreInspector.Depth, ignoredCodes: Set<ProblemCode> = [], strict: Bool = false) {
+    public init(
+        options: LayoutOptions, depth: StoreInspector.Depth, ignoredCodes: Set<ProblemCode> = [], strict: Bool = false
+    ) {
         self.init(options: options, depth: depth, ignoredCodes: ignoredCodes, privateCopies: [:], strict: strict)
     }
 
-    init(options: LayoutOptions, depth: StoreInspector.Depth, ignoredCodes: Set<ProblemCode>, privateCopies: [String: URL],
-         strict: Bool = false) {
+    init(
+        options: LayoutOptions, depth: StoreInspector.Depth, ignoredCodes: Set<ProblemCode>,
+        privateCopies: [String: URL],
+        strict: Bool = false
+    ) {
         self.options = options
         self.depth = depth
         self.ignoredCodes = ignoredCodes
@@ -99,27 +104,34 @@ public struct Inspection: Sendable {
         let corruption = layout.corruptionMarker.flatMap { marker -> StatusReport.Corruption? in
             guard let raw = marker.raw else { return nil }
             return StatusReport.Corruption(
-                uuid: raw, affectsActiveStore: active?.uuid == raw, cloudVersion: marker.cloudVersion, marker: marker.name)
+                uuid: raw, affectsActiveStore: active?.uuid == raw, cloudVersion: marker.cloudVersion,
+                marker: marker.name)
         }
         let all = layoutProblems + stores.flatMap(\.problems)
         let summary = StatusReport.Summary(
-            stores: stores.count, present: stores.filter(\.exists).count, healthy: stores.filter { $0.health == .ok }.count,
+            stores: stores.count, present: stores.filter(\.exists).count,
+            healthy: stores.filter { $0.health == .ok }.count,
             errors: all.filter { $0.severity == .error }.count, warnings: all.filter { $0.severity == .warning }.count,
             activeStoreMarkedCorrupt: corruption?.affectsActiveStore ?? false, nextLaunch: next?.outcome.rawValue)
         let mode = layout.options.store != nil ? "store" : layout.options.document != nil ? "document" : "layout"
         let summaryLayout = StatusReport.LayoutSummary(
             mode: mode, container: layout.options.container?.path, appDir: layout.appDirectory?.path,
-            cloudDir: layout.cloudDirectory?.path, cloudSource: layout.cloudSource?.rawValue, preferences: layout.preferencesPath?.path,
+            cloudDir: layout.cloudDirectory?.path, cloudSource: layout.cloudSource?.rawValue,
+            preferences: layout.preferencesPath?.path,
             storeName: options.storeName,
             markers: layout.markers, cloudContent: layout.cloudContent, cloudStores: layout.cloudStores,
-            cachedStoreUUIDs: layout.preferences?.cachedStoreUUIDs ?? [], accountMaps: layout.preferences?.accountMaps ?? [],
+            cachedStoreUUIDs: layout.preferences?.cachedStoreUUIDs ?? [],
+            accountMaps: layout.preferences?.accountMaps ?? [],
             leftovers: layout.leftovers, documents: layout.documents, macApp: layout.macApp)
         let cloudEnabled = layout.preferences?.cloudEnabled
         let suggestions = Advice.suggestions(
-            layout: layout, stores: stores, next: next, corruption: corruption, problems: layoutProblems, isCheck: forCheck)
+            layout: layout, stores: stores, next: next, corruption: corruption, problems: layoutProblems,
+            isCheck: forCheck)
         var report = StatusReport(
-            command: forCheck ? "check" : "status", cloudEnabled: cloudEnabled, activeStore: active, corruption: corruption,
-            nextLaunch: next, stores: stores, layout: summaryLayout, problems: layoutProblems, advice: Advice.lines(suggestions),
+            command: forCheck ? "check" : "status", cloudEnabled: cloudEnabled, activeStore: active,
+            corruption: corruption,
+            nextLaunch: next, stores: stores, layout: summaryLayout, problems: layoutProblems,
+            advice: Advice.lines(suggestions),
             summary: summary, exitCode: exit)
         // Each changing command the advice gives is planned as its dry run would be, and kept only
         // when it holds (verified advice needs the strategies, which the command layer supplies).
@@ -133,7 +145,8 @@ public struct Inspection: Sendable {
     static func activeStore(layout: Layout, next: NextLaunch?) -> StatusReport.ActiveStore? {
         guard !layout.isSingleStore else { return nil }
         let version = layout.activeVersion ?? Marker.desiredVersion
-        let cached = Set(layout.deviceCachedStoreUUIDs(version: version).cached.compactMap(\.value).filter { !$0.isEmpty })
+        let cached = Set(
+            layout.deviceCachedStoreUUIDs(version: version).cached.compactMap(\.value).filter { !$0.isEmpty })
         let cachedUUID = cached.count == 1 ? cached.first : nil
         let marker = layout.activeMarker
         guard let uuid = marker?.raw ?? cachedUUID else { return nil }

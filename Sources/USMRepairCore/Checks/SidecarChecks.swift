@@ -15,24 +15,36 @@ enum SidecarChecks {
         let shmPresent = FileStatus.lookup(files.shm.path) != nil
         if header.isWAL && !walPresent {
             if shmPresent {
-                problems.append(Problem(.walMissing, "the store is in WAL mode and its -shm is present but its -wal is not: the newest rows were probably lost when the file set was split",
-                    subject: files.wal.path))
+                problems.append(
+                    Problem(
+                        .walMissing,
+                        "the store is in WAL mode and its -shm is present but its -wal is not: the newest rows were probably lost when the file set was split",
+                        subject: files.wal.path))
             } else {
-                problems.append(Problem(.walHeaderWithoutWal, "the header says WAL and there is no -wal beside the file: what SQLite leaves on every clean close; only if the file was copied without its -wal are the newest rows missing",
-                    subject: files.wal.path))
+                problems.append(
+                    Problem(
+                        .walHeaderWithoutWal,
+                        "the header says WAL and there is no -wal beside the file: what SQLite leaves on every clean close; only if the file was copied without its -wal are the newest rows missing",
+                        subject: files.wal.path))
             }
         }
         if !header.isWAL && walPresent {
-            problems.append(Problem(.strayWal, "a -wal file sits beside a store in rollback-journal mode; SQLite will ignore it",
-                subject: files.wal.path))
+            problems.append(
+                Problem(
+                    .strayWal, "a -wal file sits beside a store in rollback-journal mode; SQLite will ignore it",
+                    subject: files.wal.path))
         }
         if FileStatus.lookup(files.journal.path) != nil {
-            problems.append(Problem(.hotJournal, "a -journal file is present: a write was interrupted; SQLite rolls it back on the next open (this report shows the rolled-back state)",
-                subject: files.journal.path))
+            problems.append(
+                Problem(
+                    .hotJournal,
+                    "a -journal file is present: a write was interrupted; SQLite rolls it back on the next open (this report shows the rolled-back state)",
+                    subject: files.journal.path))
         }
         if header.isWAL && walPresent {
             // Only a regular file is read: opening a FIFO planted as -shm would block for ever.
-            problems += walProblems(files: files, header: header, shmReadable: FileStatus.resolve(files.shm.path)?.kind == .file)
+            problems += walProblems(
+                files: files, header: header, shmReadable: FileStatus.resolve(files.shm.path)?.kind == .file)
         }
         return problems
     }
@@ -44,33 +56,52 @@ enum SidecarChecks {
         guard let wal = try? WALFile.read(path: path) else { return [] }
         var problems: [Problem] = []
         if wal.size > 0, !wal.headerValid {
-            problems.append(Problem(.walInvalid, "the -wal is not a WAL SQLite can read (\(wal.headerProblem ?? "bad header")): SQLite ignores all \(wal.size) bytes of it, so any rows only it held are lost",
-                subject: path))
+            problems.append(
+                Problem(
+                    .walInvalid,
+                    "the -wal is not a WAL SQLite can read (\(wal.headerProblem ?? "bad header")): SQLite ignores all \(wal.size) bytes of it, so any rows only it held are lost",
+                    subject: path))
         }
         if wal.headerValid {
             if wal.pageSize != header.pageSize {
-                problems.append(Problem(.walMismatch, "the -wal was written for pages of \(wal.pageSize) bytes but the main file's pages are \(header.pageSize) bytes: it belongs to another database",
-                    subject: path))
+                problems.append(
+                    Problem(
+                        .walMismatch,
+                        "the -wal was written for pages of \(wal.pageSize) bytes but the main file's pages are \(header.pageSize) bytes: it belongs to another database",
+                        subject: path))
             }
             if wal.cutFrames > 0 {
-                problems.append(Problem(.walCutTransaction, "\(wal.cutFrames) frames of the -wal come after its last valid commit (frame \(wal.committedFrames) of \(wal.validFrames) valid): a transaction was cut short and SQLite drops it",
-                    subject: path, count: wal.cutFrames))
+                problems.append(
+                    Problem(
+                        .walCutTransaction,
+                        "\(wal.cutFrames) frames of the -wal come after its last valid commit (frame \(wal.committedFrames) of \(wal.validFrames) valid): a transaction was cut short and SQLite drops it",
+                        subject: path, count: wal.cutFrames))
             }
         }
         if shmReadable, let index = WALIndexHeader.read(path: files.shm.path),
-           index.lastCommitFrame > index.backfilledFrames {
+            index.lastCommitFrame > index.backfilledFrames
+        {
             // The -shm recorded committed frames that the main file does not hold yet: this -wal must hold them.
             let pending = index.lastCommitFrame - index.backfilledFrames
             if !wal.headerValid {
-                problems.append(Problem(.walMismatch, "the -shm records \(index.lastCommitFrame) committed frames (\(pending) not yet in the main file) but the -wal holds none: committed rows are missing",
-                    subject: path, count: pending))
+                problems.append(
+                    Problem(
+                        .walMismatch,
+                        "the -shm records \(index.lastCommitFrame) committed frames (\(pending) not yet in the main file) but the -wal holds none: committed rows are missing",
+                        subject: path, count: pending))
             } else if wal.salts != index.salts {
-                problems.append(Problem(.walMismatch, "the -wal's salt values differ from those its -shm records: this -wal is not the one the -shm indexed (\(pending) committed frames not yet in the main file are elsewhere)",
-                    subject: path, count: pending))
+                problems.append(
+                    Problem(
+                        .walMismatch,
+                        "the -wal's salt values differ from those its -shm records: this -wal is not the one the -shm indexed (\(pending) committed frames not yet in the main file are elsewhere)",
+                        subject: path, count: pending))
             } else if wal.committedFrames < index.lastCommitFrame {
                 let lost = index.lastCommitFrame - wal.committedFrames
-                problems.append(Problem(.walMismatch, "the -shm records \(index.lastCommitFrame) committed frames but the -wal holds only \(wal.committedFrames): committed rows are missing",
-                    subject: path, count: lost))
+                problems.append(
+                    Problem(
+                        .walMismatch,
+                        "the -shm records \(index.lastCommitFrame) committed frames but the -wal holds only \(wal.committedFrames): committed rows are missing",
+                        subject: path, count: lost))
             }
         }
         return problems

@@ -14,29 +14,47 @@ enum StoreChecks {
     static func metadataProblems(_ metadata: StoreMetadata, role: StoreReport.Role) -> [Problem] {
         var problems: [Problem] = []
         if metadata.rowCount != 1 {
-            problems.append(Problem(.metadataRows, "Z_METADATA holds \(metadata.rowCount) rows; Core Data writes exactly one",
-                subject: "Z_METADATA", count: metadata.rowCount))
+            problems.append(
+                Problem(
+                    .metadataRows, "Z_METADATA holds \(metadata.rowCount) rows; Core Data writes exactly one",
+                    subject: "Z_METADATA", count: metadata.rowCount))
         }
         if metadata.rowCount > 0, (metadata.storeUUID ?? "").isEmpty {
-            problems.append(Problem(.metadataUuidMissing, "Z_METADATA.Z_UUID is empty: the store has no identity", subject: "Z_METADATA"))
+            problems.append(
+                Problem(
+                    .metadataUuidMissing, "Z_METADATA.Z_UUID is empty: the store has no identity", subject: "Z_METADATA"
+                ))
         }
         switch metadata.plistState {
         case .ok: break
         case .null:
             if metadata.rowCount > 0 {
-                problems.append(Problem(.metadataPlistNull, "Z_METADATA.Z_PLIST is NULL: the store's metadata (store type, model hashes) cannot be read",
-                    subject: "Z_METADATA"))
+                problems.append(
+                    Problem(
+                        .metadataPlistNull,
+                        "Z_METADATA.Z_PLIST is NULL: the store's metadata (store type, model hashes) cannot be read",
+                        subject: "Z_METADATA"))
             }
         case .malformed:
-            problems.append(Problem(.metadataPlistMalformed, "Z_METADATA.Z_PLIST does not decode as a property-list dictionary", subject: "Z_METADATA"))
+            problems.append(
+                Problem(
+                    .metadataPlistMalformed, "Z_METADATA.Z_PLIST does not decode as a property-list dictionary",
+                    subject: "Z_METADATA"))
         case .tooLarge:
-            let size = metadata.plistBytes.map { "is \($0) bytes" } ?? "is longer than \(StoreMetadata.plistLimit) bytes"
-            problems.append(Problem(.metadataPlistTooLarge, "Z_METADATA.Z_PLIST \(size); Core Data's metadata takes a few kilobytes, so it was not decoded (limit \(StoreMetadata.plistLimit >> 20) MiB)",
-                subject: "Z_METADATA", count: metadata.plistBytes.flatMap { Int(exactly: $0) }))
+            let size =
+                metadata.plistBytes.map { "is \($0) bytes" } ?? "is longer than \(StoreMetadata.plistLimit) bytes"
+            problems.append(
+                Problem(
+                    .metadataPlistTooLarge,
+                    "Z_METADATA.Z_PLIST \(size); Core Data's metadata takes a few kilobytes, so it was not decoded (limit \(StoreMetadata.plistLimit >> 20) MiB)",
+                    subject: "Z_METADATA", count: metadata.plistBytes.flatMap { Int(exactly: $0) }))
         }
         if role == .local, metadata.hasUbiquityMetadata {
-            problems.append(Problem(.ubiquityMetadataInLocalStore, "the local store carries iCloud metadata (\(metadata.ubiquityKeys.joined(separator: ", "))): Core Data will treat it as tied to an iCloud account",
-                subject: "Z_METADATA", count: metadata.ubiquityKeys.count))
+            problems.append(
+                Problem(
+                    .ubiquityMetadataInLocalStore,
+                    "the local store carries iCloud metadata (\(metadata.ubiquityKeys.joined(separator: ", "))): Core Data will treat it as tied to an iCloud account",
+                    subject: "Z_METADATA", count: metadata.ubiquityKeys.count))
         }
         return problems
     }
@@ -46,7 +64,9 @@ enum StoreChecks {
         schema.entityTables.compactMap { table in
             let missing = ["Z_PK", "Z_ENT"].filter { !schema.table(table, hasColumn: $0) }
             guard !missing.isEmpty else { return nil }
-            return Problem(.entityTableShape, "\(table) has no \(missing.joined(separator: " or ")) column: its rows cannot be told apart or counted",
+            return Problem(
+                .entityTableShape,
+                "\(table) has no \(missing.joined(separator: " or ")) column: its rows cannot be told apart or counted",
                 subject: table)
         }
     }
@@ -58,13 +78,18 @@ enum StoreChecks {
 
     /// Rows per `Z_ENT` in each entity table, with rows whose `Z_ENT` is unknown, in the wrong table,
     /// NULL or not an integer: each kind one problem per table, however many values it covers.
-    static func entityCounts(_ db: Database, schema: CoreDataSchema) throws -> (rows: [Int: Int], unknownRows: Int, problems: [Problem]) {
+    static func entityCounts(_ db: Database, schema: CoreDataSchema) throws -> (
+        rows: [Int: Int], unknownRows: Int, problems: [Problem]
+    ) {
         var rows: [Int: Int] = [:]
         var unknown = 0
         var problems: [Problem] = []
         for table in schema.entityTables where schema.table(table, hasColumn: "Z_ENT") {
             let hierarchy = Set(schema.entityNumbers(inTable: table))
-            var wrongTable = Tally(), unknownEnt = Tally(), nullRows = 0, badType = Tally()
+            var wrongTable = Tally()
+            var unknownEnt = Tally()
+            var nullRows = 0
+            var badType = Tally()
             // Grouped by the column itself so that SQLite walks Core Data's Z_ENT index instead of
             // sorting the table; only integers come back as values, anything else by its type.
             let sql = """
@@ -91,26 +116,38 @@ enum StoreChecks {
                 }
             }
             if nullRows > 0 {
-                problems.append(Problem(.entityNull, "\(nullRows) rows of \(table) have no Z_ENT", subject: table, count: nullRows))
+                problems.append(
+                    Problem(.entityNull, "\(nullRows) rows of \(table) have no Z_ENT", subject: table, count: nullRows))
             }
             if badType.rows > 0 {
-                problems.append(Problem(.bookkeepingValue, "\(badType.rows) rows of \(table) have a Z_ENT that is not an integer (\(badType.sample)): not counted as any entity",
-                    subject: "\(table).Z_ENT", count: badType.rows))
+                problems.append(
+                    Problem(
+                        .bookkeepingValue,
+                        "\(badType.rows) rows of \(table) have a Z_ENT that is not an integer (\(badType.sample)): not counted as any entity",
+                        subject: "\(table).Z_ENT", count: badType.rows))
             }
             if wrongTable.rows > 0 {
-                problems.append(Problem(.entityWrongTable, "\(wrongTable.rows) rows of \(table) have the Z_ENT of an entity stored in another table (Z_ENT \(wrongTable.sample))",
-                    subject: table, count: wrongTable.rows))
+                problems.append(
+                    Problem(
+                        .entityWrongTable,
+                        "\(wrongTable.rows) rows of \(table) have the Z_ENT of an entity stored in another table (Z_ENT \(wrongTable.sample))",
+                        subject: table, count: wrongTable.rows))
             }
             if unknownEnt.rows > 0 {
-                problems.append(Problem(.entityUnknown, "\(unknownEnt.rows) rows of \(table) have a Z_ENT that Z_PRIMARYKEY does not list (Z_ENT \(unknownEnt.sample))",
-                    subject: table, count: unknownEnt.rows))
+                problems.append(
+                    Problem(
+                        .entityUnknown,
+                        "\(unknownEnt.rows) rows of \(table) have a Z_ENT that Z_PRIMARYKEY does not list (Z_ENT \(unknownEnt.sample))",
+                        subject: table, count: unknownEnt.rows))
             }
         }
         let missing = schema.entities.filter { $0.table == nil && $0.number == $0.rootNumber && !$0.isSystem }
         if !missing.isEmpty {
             let names = missing.map { "\($0.name) (Z_ENT \($0.number)): no table Z\($0.name.uppercased())" }
-            problems.append(Problem(.entityTableMissing, "\(missing.count) root entities have no table (\(EntityRows.sample(names)))",
-                subject: missing.count == 1 ? missing[0].name : "Z_PRIMARYKEY", count: missing.count))
+            problems.append(
+                Problem(
+                    .entityTableMissing, "\(missing.count) root entities have no table (\(EntityRows.sample(names)))",
+                    subject: missing.count == 1 ? missing[0].name : "Z_PRIMARYKEY", count: missing.count))
         }
         return (rows, unknown, problems)
     }
@@ -123,13 +160,17 @@ enum StoreChecks {
         var problems: [Problem] = []
         for (table, columns) in schema.tables.sorted(by: { $0.key < $1.key }) where !listed.contains(table) {
             guard let first = table.uppercased().first, first == "Z" || first == "A",
-                  !["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"].contains(table.uppercased())
+                !["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"].contains(table.uppercased())
             else { continue }
             let names = Set(columns.map(\.name))
             guard names.isSuperset(of: ["Z_PK", "Z_ENT", "Z_OPT"]) else { continue }
-            let count = (try DatabaseValue.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table.sqlIdentifier)"))?.storedInt ?? 0
-            problems.append(Problem(.entityTableUnlisted, "\(table) is shaped like an entity table (Z_PK, Z_ENT, Z_OPT) but no Z_PRIMARYKEY row accounts for it: its \(count) rows are in no count",
-                subject: table, count: count))
+            let count =
+                (try DatabaseValue.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table.sqlIdentifier)"))?.storedInt ?? 0
+            problems.append(
+                Problem(
+                    .entityTableUnlisted,
+                    "\(table) is shaped like an entity table (Z_PK, Z_ENT, Z_OPT) but no Z_PRIMARYKEY row accounts for it: its \(count) rows are in no count",
+                    subject: table, count: count))
         }
         return problems
     }
@@ -144,8 +185,11 @@ enum StoreChecks {
             let value = try DatabaseValue.fetchOne(db, sql: "SELECT MAX(Z_PK) FROM \(table.sqlIdentifier)") ?? .null
             guard let maxPK = value.storedInt64 else {
                 if !value.isNull {
-                    problems.append(Problem(.bookkeepingValue, "the largest Z_PK of \(table) is \(value.kindDescription), not an integer: keys cannot be checked",
-                        subject: "\(table).Z_PK"))
+                    problems.append(
+                        Problem(
+                            .bookkeepingValue,
+                            "the largest Z_PK of \(table) is \(value.kindDescription), not an integer: keys cannot be checked",
+                            subject: "\(table).Z_PK"))
                 }
                 continue
             }
@@ -157,8 +201,11 @@ enum StoreChecks {
                 if entity.number == entity.rootNumber { root = entity.name }
             }
             if zmax < maxPK {
-                problems.append(Problem(.zmaxBehind, "Z_MAX for \(root) is \(zmax) but \(table) already holds Z_PK \(maxPK): Core Data would hand out duplicate keys",
-                    subject: table, count: Int(clamping: maxPK.subtractingReportingOverflow(zmax).partialValue)))
+                problems.append(
+                    Problem(
+                        .zmaxBehind,
+                        "Z_MAX for \(root) is \(zmax) but \(table) already holds Z_PK \(maxPK): Core Data would hand out duplicate keys",
+                        subject: table, count: Int(clamping: maxPK.subtractingReportingOverflow(zmax).partialValue)))
             }
         }
         return problems
@@ -167,7 +214,8 @@ enum StoreChecks {
     /// Every non-NULL to-one key must name an existing row of the destination entity (or a sub-entity).
     static func toOneProblems(_ db: Database, schema: CoreDataSchema) throws -> [Problem] {
         var problems: [Problem] = []
-        for key in schema.toOneKeys where isWellShaped(key.table, schema) && isWellShaped(key.destinationTable, schema) {
+        for key in schema.toOneKeys where isWellShaped(key.table, schema) && isWellShaped(key.destinationTable, schema)
+        {
             let entList = key.destinationEntities.map(String.init).joined(separator: ",")
             let column = key.column.sqlIdentifier
             let sql = """
@@ -178,8 +226,11 @@ enum StoreChecks {
                 """
             let (count, sample) = try countAndSample(db, sql: sql)
             guard count > 0 else { continue }
-            problems.append(Problem(.danglingToOne, "\(count) rows of \(key.table) have \(key.column) pointing at no row of \(key.destinationTable) (Z_PK \(sample))",
-                subject: "\(key.table).\(key.column)", count: count))
+            problems.append(
+                Problem(
+                    .danglingToOne,
+                    "\(count) rows of \(key.table) have \(key.column) pointing at no row of \(key.destinationTable) (Z_PK \(sample))",
+                    subject: "\(key.table).\(key.column)", count: count))
         }
         return problems
     }
@@ -190,8 +241,10 @@ enum StoreChecks {
         for join in schema.joinTables {
             for (column, ent) in join.columns {
                 guard let entity = schema.entity(ent), let table = entity.table else {
-                    problems.append(Problem(.joinEntityUnknown, "\(join.name).\(column) refers to entity \(ent), which has no table",
-                        subject: "\(join.name).\(column)"))
+                    problems.append(
+                        Problem(
+                            .joinEntityUnknown, "\(join.name).\(column) refers to entity \(ent), which has no table",
+                            subject: "\(join.name).\(column)"))
                     continue
                 }
                 guard isWellShaped(table, schema) else { continue }
@@ -205,8 +258,11 @@ enum StoreChecks {
                     """
                 let (count, sample) = try countAndSample(db, sql: sql)
                 guard count > 0 else { continue }
-                problems.append(Problem(.danglingJoinRow, "\(count) rows of \(join.name) have \(column) pointing at no \(entity.name) in \(table) (\(sample))",
-                    subject: "\(join.name).\(column)", count: count))
+                problems.append(
+                    Problem(
+                        .danglingJoinRow,
+                        "\(count) rows of \(join.name) have \(column) pointing at no \(entity.name) in \(table) (\(sample))",
+                        subject: "\(join.name).\(column)", count: count))
             }
         }
         return problems
@@ -217,8 +273,12 @@ enum StoreChecks {
     static func countAndSample(_ db: Database, sql: String) throws -> (Int, String) {
         let count = (try DatabaseValue.fetchOne(db, sql: "SELECT COUNT(*) FROM (\(sql))"))?.storedInt ?? 0
         guard count > 0 else { return (0, "") }
-        let sample = try DatabaseValue.fetchAll(db, sql: "SELECT CASE WHEN typeof(v) IN ('text', 'blob') THEN substr(v, 1, 40) ELSE v END FROM (\(sql)) LIMIT \(sampleSize)")
-            .map { $0.isNull ? "NULL" : "\($0)" }
+        let sample = try DatabaseValue.fetchAll(
+            db,
+            sql:
+                "SELECT CASE WHEN typeof(v) IN ('text', 'blob') THEN substr(v, 1, 40) ELSE v END FROM (\(sql)) LIMIT \(sampleSize)"
+        )
+        .map { $0.isNull ? "NULL" : "\($0)" }
         return (count, sample.joined(separator: ", ") + (count > sampleSize ? ", ..." : ""))
     }
 }

@@ -1,9 +1,9 @@
 import Foundation
 import GRDB
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The documented exit codes of usm-repair. Values are part of the public contract (README, "Exit codes").
@@ -70,15 +70,22 @@ public enum ExitStatus: Int32, Sendable, CaseIterable, Codable {
     /// What the code means, in one line (`usm-repair help exit-codes`; the README's table says more).
     public var meaning: String {
         switch self {
-        case .ok: "done; status: every store present is healthy; check: every invariant holds; a changing command: done or nothing to do"
-        case .problemsFound: "status/check found an error-level problem (check: warnings too with --strict); bundle verify found differences"
-        case .badInput: "a file is not what it must be: not SQLite or Core Data, damaged, a marker or the preferences holding garbage, not a bundle"
-        case .refused: "refused for safety: a symlink out of the folder, an untrusted operation folder, a hostile archive, no --yes without a terminal"
-        case .needsCloudContainer: "a changing command needs the ubiquity container (--cloud-dir), which was not given or found"
-        case .storeInUse: "a store is open or locked by another process, or the Mac app (--mac-app) is running: quit the app"
+        case .ok:
+            "done; status: every store present is healthy; check: every invariant holds; a changing command: done or nothing to do"
+        case .problemsFound:
+            "status/check found an error-level problem (check: warnings too with --strict); bundle verify found differences"
+        case .badInput:
+            "a file is not what it must be: not SQLite or Core Data, damaged, a marker or the preferences holding garbage, not a bundle"
+        case .refused:
+            "refused for safety: a symlink out of the folder, an untrusted operation folder, a hostile archive, no --yes without a terminal"
+        case .needsCloudContainer:
+            "a changing command needs the ubiquity container (--cloud-dir), which was not given or found"
+        case .storeInUse:
+            "a store is open or locked by another process, or the Mac app (--mac-app) is running: quit the app"
         case .busy: "another usm-repair run is changing the same folders"
         case .interrupted: "an interrupted operation is pending (recover finishes or undoes it)"
-        case .preconditionFailed: "the operation's precondition does not hold (no healthy store to seed from, several copies, unknown store)"
+        case .preconditionFailed:
+            "the operation's precondition does not hold (no healthy store to seed from, several copies, unknown store)"
         case .changedSincePlanning: "the files changed between planning and running; nothing changed"
         case .migrationFailed: "a migration ran but produced no store that passed verification; nothing was installed"
         case .applied: "with --detailed-exitcode: files were changed (with --dry-run: would be)"
@@ -386,19 +393,25 @@ extension USMError {
             if error.resultCode.primaryResultCode == .SQLITE_FULL {
                 return .outOfSpace(path: path ?? "(a private copy)", reason: "SQLite found the disk full")
             }
-            return .sqlite(path: path ?? "(unknown store)", code: error.resultCode.rawValue, message: error.message ?? "\(error)")
+            return .sqlite(
+                path: path ?? "(unknown store)", code: error.resultCode.rawValue, message: error.message ?? "\(error)")
         }
         let ns = error as NSError
         let file = path ?? (ns.userInfo[NSFilePathErrorKey] as? String) ?? (ns.userInfo[NSURLErrorKey] as? URL)?.path
-        let posix = (ns.domain == NSPOSIXErrorDomain ? ns.code : nil)
-            ?? (ns.userInfo[NSUnderlyingErrorKey] as? NSError).flatMap { $0.domain == NSPOSIXErrorDomain ? $0.code : nil }
+        let posix =
+            (ns.domain == NSPOSIXErrorDomain ? ns.code : nil)
+            ?? (ns.userInfo[NSUnderlyingErrorKey] as? NSError).flatMap {
+                $0.domain == NSPOSIXErrorDomain ? $0.code : nil
+            }
         if let posix, isOutOfSpace(Int32(posix)) || ns.code == NSFileWriteOutOfSpaceError {
             return .outOfSpace(path: file ?? "(unknown file)", reason: String(cString: strerror(Int32(posix))))
         }
         if let file {
-            let reason = (ns.userInfo[NSUnderlyingErrorKey] as? NSError)?.localizedDescription ?? ns.localizedDescription
-            return ns.domain == NSCocoaErrorDomain && (ns.code == NSFileWriteUnknownError || (640...642).contains(ns.code)
-                || ns.code == NSFileWriteNoPermissionError || ns.code == NSFileWriteVolumeReadOnlyError)
+            let reason =
+                (ns.userInfo[NSUnderlyingErrorKey] as? NSError)?.localizedDescription ?? ns.localizedDescription
+            return ns.domain == NSCocoaErrorDomain
+                && (ns.code == NSFileWriteUnknownError || (640...642).contains(ns.code)
+                    || ns.code == NSFileWriteNoPermissionError || ns.code == NSFileWriteVolumeReadOnlyError)
                 ? .writeFailed(path: file, reason: reason) : .unreadable(path: file, reason: reason)
         }
         return .unexpected(ns.localizedDescription)
@@ -429,12 +442,14 @@ extension USMError {
         switch self {
         case let .writeFailed(p, reason):
             // A failure that says why, and it is not room: stays what it is.
-            for code in [EROFS, EACCES, EPERM, ENOTDIR, EISDIR, EEXIST, ENOENT, ELOOP] where reason.contains(String(cString: strerror(code))) {
+            for code in [EROFS, EACCES, EPERM, ENOTDIR, EISDIR, EEXIST, ENOENT, ELOOP]
+            where reason.contains(String(cString: strerror(code))) {
                 return self
             }
             path = p
         case let .sqlite(p, code, _) where [10, 13, 14].contains(code & 0xFF): path = p
-        case let .unexpected(text) where text.contains("disk I/O error") || text.contains("database or disk is full"): path = "/"
+        case let .unexpected(text) where text.contains("disk I/O error") || text.contains("database or disk is full"):
+            path = "/"
         default: return self
         }
         guard let room = Self.roomLeft(near: path), room.exhausted else { return self }
@@ -444,16 +459,18 @@ extension USMError {
     /// The free space of the file system holding `path` (its nearest existing folder).
     static func roomLeft(near path: String) -> (folder: String, exhausted: Bool, reason: String)? {
         var folder = path
-        while FileStatus.lookup(folder)?.kind != .directory, folder != "/", !folder.isEmpty { folder = FileSystemPath.parent(folder) }
+        while FileStatus.lookup(folder)?.kind != .directory, folder != "/", !folder.isEmpty {
+            folder = FileSystemPath.parent(folder)
+        }
         var stats = statvfs()
         guard statvfs(folder, &stats) == 0 else { return nil }
         let free = Int64(stats.f_bavail) * Int64(stats.f_frsize)
         if free < 256 << 10 { return (folder, true, "the file system holding it has \(free) bytes free") }
         var limit = rlimit()
         #if canImport(Glibc)
-        let fileSize = __rlimit_resource_t(RLIMIT_FSIZE.rawValue)
+            let fileSize = __rlimit_resource_t(RLIMIT_FSIZE.rawValue)
         #else
-        let fileSize = RLIMIT_FSIZE
+            let fileSize = RLIMIT_FSIZE
         #endif
         if getrlimit(fileSize, &limit) == 0, limit.rlim_cur != rlim_t.max {
             return (folder, true, "a file size limit of \(limit.rlim_cur) bytes is set (ulimit -f)")

@@ -1,9 +1,9 @@
 import CSupport
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The few file-system operations every change is made of: a rename that replaces (or refuses
@@ -16,7 +16,9 @@ public enum AtomicRename {
         if !overwrite, FileStatus.lookup(target.path) != nil {
             throw USMError.confirmationRequired("\(target.path) exists; pass --overwrite to replace it")
         }
-        let result = FileSystemPath.withCString(source.path) { from in FileSystemPath.withCString(target.path) { rename(from, $0) } }
+        let result = FileSystemPath.withCString(source.path) { from in
+            FileSystemPath.withCString(target.path) { rename(from, $0) }
+        }
         guard result == 0 else { throw USMError.writeFailed(path: target.path, reason: errnoDescription()) }
     }
 
@@ -24,7 +26,9 @@ public enum AtomicRename {
     /// `renamex_np(RENAME_SWAP)`). Returns false when the file system cannot (the caller then
     /// moves the old item aside first).
     public static func exchange(_ a: URL, _ b: URL) -> Bool {
-        FileSystemPath.withCString(a.path) { from in FileSystemPath.withCString(b.path) { usm_rename_exchange(from, $0) } } == 0
+        FileSystemPath.withCString(a.path) { from in
+            FileSystemPath.withCString(b.path) { usm_rename_exchange(from, $0) }
+        } == 0
     }
 }
 
@@ -52,9 +56,9 @@ public enum FileSync {
     /// row are then flushed together, instead of one `fsync` each.
     public static var flushesWholeFileSystem: Bool {
         #if os(Linux)
-        true
+            true
         #else
-        false
+            false
         #endif
     }
 

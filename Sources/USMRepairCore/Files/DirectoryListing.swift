@@ -1,8 +1,8 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Lists a folder with `readdir`: every name exactly as the file system holds it (see
@@ -19,7 +19,9 @@ public enum DirectoryListing {
         while true {
             errno = 0
             guard let entry = readdir(dir) else {
-                if errno != 0 { throw USMError.unreadable(path: path, reason: "cannot list the folder: \(errnoDescription())") }
+                if errno != 0 {
+                    throw USMError.unreadable(path: path, reason: "cannot list the folder: \(errnoDescription())")
+                }
                 return
             }
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw -> String? in
@@ -44,9 +46,14 @@ public enum DirectoryListing {
     public static func linkTarget(_ path: String) throws -> String {
         var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
         let n = FileSystemPath.withCString(path) { cpath in
-            buffer.withUnsafeMutableBufferPointer { readlink(cpath, UnsafeMutableRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), $0.count - 1) }
+            buffer.withUnsafeMutableBufferPointer {
+                readlink(
+                    cpath, UnsafeMutableRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), $0.count - 1)
+            }
         }
-        guard n >= 0 else { throw USMError.unreadable(path: path, reason: "cannot read the link: \(errnoDescription())") }
+        guard n >= 0 else {
+            throw USMError.unreadable(path: path, reason: "cannot read the link: \(errnoDescription())")
+        }
         return FileSystemPath.string(fromBytes: buffer[0..<n])
     }
 }

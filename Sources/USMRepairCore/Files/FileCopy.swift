@@ -1,9 +1,9 @@
 import Crypto
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Streaming file copy with a fixed buffer, so memory stays flat whatever the file size.
@@ -20,8 +20,12 @@ enum FileCopy {
     }
 
     /// Copies like `copy(from:to:)` and, when asked, returns the SHA-256 of the bytes copied.
-    static func copy(from source: String, to destination: String, hashing: Bool) throws -> (bytes: Int64, sha256: String?) {
-        let output = FileSystemPath.withCString(destination) { open($0, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }
+    static func copy(from source: String, to destination: String, hashing: Bool) throws -> (
+        bytes: Int64, sha256: String?
+    ) {
+        let output = FileSystemPath.withCString(destination) {
+            open($0, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        }
         guard output >= 0 else { throw USMError.writing(destination) }
         var closed = false
         defer { if !closed { close(output) } }

@@ -1,15 +1,18 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// What `lstat` says about a path, without following a final symlink.
 public struct FileStatus: Sendable, Equatable {
     /// The kind of file system object.
     public enum Kind: String, Sendable, Codable {
-        case file, directory, symlink, fifo, socket, characterDevice = "char-device", blockDevice = "block-device", other
+        case file, directory, symlink, fifo, socket
+        case characterDevice = "char-device"
+        case blockDevice = "block-device"
+        case other
     }
 
     /// Kind of the object itself (a symlink is `.symlink`, not its target's kind).
@@ -85,11 +88,11 @@ public struct FileStatus: Sendable, Equatable {
         inode = UInt64(st.st_ino)
         device = UInt64(st.st_dev)
         #if canImport(Darwin)
-        mtime = FileTime(seconds: Int64(st.st_mtimespec.tv_sec), nanoseconds: Int32(st.st_mtimespec.tv_nsec))
-        ctime = FileTime(seconds: Int64(st.st_ctimespec.tv_sec), nanoseconds: Int32(st.st_ctimespec.tv_nsec))
+            mtime = FileTime(seconds: Int64(st.st_mtimespec.tv_sec), nanoseconds: Int32(st.st_mtimespec.tv_nsec))
+            ctime = FileTime(seconds: Int64(st.st_ctimespec.tv_sec), nanoseconds: Int32(st.st_ctimespec.tv_nsec))
         #else
-        mtime = FileTime(seconds: Int64(st.st_mtim.tv_sec), nanoseconds: Int32(st.st_mtim.tv_nsec))
-        ctime = FileTime(seconds: Int64(st.st_ctim.tv_sec), nanoseconds: Int32(st.st_ctim.tv_nsec))
+            mtime = FileTime(seconds: Int64(st.st_mtim.tv_sec), nanoseconds: Int32(st.st_mtim.tv_nsec))
+            ctime = FileTime(seconds: Int64(st.st_ctim.tv_sec), nanoseconds: Int32(st.st_ctim.tv_nsec))
         #endif
     }
 }

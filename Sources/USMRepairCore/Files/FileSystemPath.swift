@@ -60,7 +60,9 @@ public enum FileSystemPath {
     /// Swift string at the character "/" would not: "/" followed by a combining mark is one
     /// character, so `../\u{301}x` would look like one name where the kernel goes up a level.)
     public static func components(_ path: String, omittingEmpty: Bool = true) -> [String] {
-        path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: omittingEmpty).map { String(decoding: $0, as: UTF8.self) }
+        path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: omittingEmpty).map {
+            String(decoding: $0, as: UTF8.self)
+        }
     }
 
     /// True when the path starts with the byte `/` (see `components` for why not `hasPrefix`).
@@ -85,7 +87,8 @@ public enum FileSystemPath {
 
     /// True when `path` is `base` or lies below it, comparing bytes, component-wise.
     public static func isInside(_ path: String, _ base: String) -> Bool {
-        let p = Array(path.utf8), b = Array(base.utf8)
+        let p = Array(path.utf8)
+        let b = Array(base.utf8)
         if p == b { return true }
         let prefix = b.last == UInt8(ascii: "/") ? b : b + [UInt8(ascii: "/")]
         return p.count > prefix.count && p.starts(with: prefix)
@@ -106,7 +109,9 @@ public enum FileSystemPath {
                 continue
             }
             let candidate = "/" + (result + [part]).joined(separator: "/")
-            if FileStatus.lookup(candidate)?.kind == .symlink, hops < 40, let target = try? DirectoryListing.linkTarget(candidate) {
+            if FileStatus.lookup(candidate)?.kind == .symlink, hops < 40,
+                let target = try? DirectoryListing.linkTarget(candidate)
+            {
                 hops += 1
                 if isAbsolute(target) { result = [] }
                 pending = components(target) + pending
@@ -134,9 +139,15 @@ public enum FileSystemPath {
         var value: UInt32
         switch first {
         case 0x00...0x7F: return (Unicode.Scalar(first), 1)
-        case 0xC2...0xDF: length = 2; value = UInt32(first & 0x1F)
-        case 0xE0...0xEF: length = 3; value = UInt32(first & 0x0F)
-        case 0xF0...0xF4: length = 4; value = UInt32(first & 0x07)
+        case 0xC2...0xDF:
+            length = 2
+            value = UInt32(first & 0x1F)
+        case 0xE0...0xEF:
+            length = 3
+            value = UInt32(first & 0x0F)
+        case 0xF0...0xF4:
+            length = 4
+            value = UInt32(first & 0x07)
         default: return nil
         }
         guard i + length <= b.count else { return nil }

@@ -1,8 +1,8 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A file time with nanoseconds, as archives, snapshots and the manifest keep it.
@@ -26,8 +26,10 @@ public struct FileTime: Sendable, Codable, Equatable, Hashable {
             let text = String(abs(value))
             return (value < 0 ? "-" : "") + String(repeating: "0", count: max(0, width - text.count)) + text
         }
-        return digits(Int(parts.tm_year) + 1900, 4) + "-" + digits(Int(parts.tm_mon) + 1, 2) + "-" + digits(Int(parts.tm_mday), 2)
-            + "T" + digits(Int(parts.tm_hour), 2) + ":" + digits(Int(parts.tm_min), 2) + ":" + digits(Int(parts.tm_sec), 2)
+        return digits(Int(parts.tm_year) + 1900, 4) + "-" + digits(Int(parts.tm_mon) + 1, 2) + "-"
+            + digits(Int(parts.tm_mday), 2)
+            + "T" + digits(Int(parts.tm_hour), 2) + ":" + digits(Int(parts.tm_min), 2) + ":"
+            + digits(Int(parts.tm_sec), 2)
             + "." + digits(Int(nanoseconds), 9) + "Z"
     }
 

@@ -1,9 +1,9 @@
 import CSupport
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// What identifies one file system object: its device, inode and kind. A scratch item is removed
@@ -35,7 +35,8 @@ public struct FileIdentity: Sendable, Equatable, Codable {
 
     /// Same object: device, inode and kind equal, and birth times equal where both are known.
     public static func == (a: FileIdentity, b: FileIdentity) -> Bool {
-        a.device == b.device && a.inode == b.inode && a.kind == b.kind && (a.birth == nil || b.birth == nil || a.birth == b.birth)
+        a.device == b.device && a.inode == b.inode && a.kind == b.kind
+            && (a.birth == nil || b.birth == nil || a.birth == b.birth)
     }
 
     /// The identity of what an open descriptor refers to.
@@ -48,7 +49,9 @@ public struct FileIdentity: Sendable, Equatable, Codable {
     /// The identity of the entry `name` of the open folder `dirfd`, without following a link.
     static func of(entry name: String, in dirfd: Int32) -> FileIdentity? {
         var st = stat()
-        guard FileSystemPath.withCString(name, { fstatat(dirfd, $0, &st, AT_SYMLINK_NOFOLLOW) }) == 0 else { return nil }
+        guard FileSystemPath.withCString(name, { fstatat(dirfd, $0, &st, AT_SYMLINK_NOFOLLOW) }) == 0 else {
+            return nil
+        }
         return FileIdentity(st, birth: birthTime(dirfd: dirfd, name: name))
     }
 
@@ -57,7 +60,9 @@ public struct FileIdentity: Sendable, Equatable, Codable {
         var nanoseconds = 0
         let result: Int32
         if let name {
-            result = FileSystemPath.withCString(name) { usm_birth_time(dirfd, $0, AT_SYMLINK_NOFOLLOW, &seconds, &nanoseconds) }
+            result = FileSystemPath.withCString(name) {
+                usm_birth_time(dirfd, $0, AT_SYMLINK_NOFOLLOW, &seconds, &nanoseconds)
+            }
         } else {
             result = usm_birth_time(dirfd, nil, 0, &seconds, &nanoseconds)
         }
@@ -94,7 +99,9 @@ enum SafeRemove {
     static func tree(_ url: URL) throws {
         let path = url.path
         guard FileStatus.lookup(path) != nil else { return }
-        let parent = FileSystemPath.withCString(FileSystemPath.parent(path)) { open($0, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        let parent = FileSystemPath.withCString(FileSystemPath.parent(path)) {
+            open($0, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        }
         guard parent >= 0 else { throw USMError.writing(path) }
         defer { close(parent) }
         guard removeEntry(in: parent, FileSystemPath.lastComponent(path), expected: nil, depth: 0) else {
@@ -106,7 +113,9 @@ enum SafeRemove {
     /// (inside a tree already proven ours), a link as a link.
     private static func removeEntry(in dirfd: Int32, _ name: String, expected: FileIdentity?, depth: Int) -> Bool {
         var st = stat()
-        guard FileSystemPath.withCString(name, { fstatat(dirfd, $0, &st, AT_SYMLINK_NOFOLLOW) }) == 0 else { return false }
+        guard FileSystemPath.withCString(name, { fstatat(dirfd, $0, &st, AT_SYMLINK_NOFOLLOW) }) == 0 else {
+            return false
+        }
         let found = expected == nil ? FileIdentity(st) : (FileIdentity.of(entry: name, in: dirfd) ?? FileIdentity(st))
         if let expected, expected != found { return false }
         guard found.kind == .directory else {
@@ -116,7 +125,9 @@ enum SafeRemove {
         var fd = FileSystemPath.withCString(name) { openat(dirfd, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
         if fd < 0, errno == EACCES {
             // A folder we made read-only (a restored mode): make it ours again without following a link.
-            guard FileSystemPath.withCString(name, { fchmodat(dirfd, $0, 0o700, AT_SYMLINK_NOFOLLOW) }) == 0 else { return false }
+            guard FileSystemPath.withCString(name, { fchmodat(dirfd, $0, 0o700, AT_SYMLINK_NOFOLLOW) }) == 0 else {
+                return false
+            }
             fd = FileSystemPath.withCString(name) { openat(dirfd, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
         }
         guard fd >= 0 else { return false }

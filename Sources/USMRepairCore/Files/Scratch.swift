@@ -1,9 +1,9 @@
 import Foundation
 import Synchronization
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// One scratch item this run created: a private folder, a partial file, a staging folder.
@@ -44,8 +44,9 @@ public final class Scratch: Sendable {
 
     /// A registry for `environment`: records in its state folder, private copies under its `TMPDIR`.
     public static func forEnvironment(_ environment: [String: String]) -> Scratch {
-        Scratch(folder: defaultFolder(environment: environment),
-                temporaryBase: URL(fileURLWithPath: environment["TMPDIR"] ?? "/tmp", isDirectory: true))
+        Scratch(
+            folder: defaultFolder(environment: environment),
+            temporaryBase: URL(fileURLWithPath: environment["TMPDIR"] ?? "/tmp", isDirectory: true))
     }
 
     /// `$XDG_STATE_HOME/usm-repair/scratch`, else `~/.local/state/usm-repair/scratch`.
@@ -112,7 +113,9 @@ public final class Scratch: Sendable {
     /// - Throws: `writeFailed` naming the file (it may not exist yet).
     public func makeFile(in parent: URL, name: String, mode: mode_t = 0o644) throws -> (item: ScratchItem, fd: Int32) {
         let path = parent.appendingPathComponent(name).path
-        let fd = FileSystemPath.withCString(path) { open($0, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode) }
+        let fd = FileSystemPath.withCString(path) {
+            open($0, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+        }
         guard fd >= 0 else { throw USMError.writing(path) }
         guard let identity = FileIdentity.of(fd: fd) else {
             let reason = errnoDescription()
@@ -162,7 +165,9 @@ public final class Scratch: Sendable {
             let path = folder.appendingPathComponent(name).path
             guard path != own else { continue }
             // A record being set up right now is left to its run; one left half set up long ago goes.
-            if name.hasPrefix(Self.newRecordPrefix), let status = FileStatus.lookup(path), FileTime.now.seconds - status.mtime.seconds < 600 {
+            if name.hasPrefix(Self.newRecordPrefix), let status = FileStatus.lookup(path),
+                FileTime.now.seconds - status.mtime.seconds < 600
+            {
                 continue
             }
             let fd = FileSystemPath.withCString(path) { open($0, O_RDWR | O_NOFOLLOW | O_CLOEXEC) }
@@ -215,14 +220,19 @@ public final class Scratch: Sendable {
 
     /// Creates this run's record, locked before any other run can see it under its `run-` name.
     private func openRecord() -> (Int32, String)? {
-        guard (try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])) != nil
+        guard
+            (try? FileManager.default.createDirectory(
+                at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])) != nil
         else { return nil }
         let id = "\(getpid())-\(UUID().uuidString.lowercased())"
         let fresh = folder.appendingPathComponent(Self.newRecordPrefix + id).path
         let final = folder.appendingPathComponent(Self.recordPrefix + id).path
-        let fd = FileSystemPath.withCString(fresh) { open($0, O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+        let fd = FileSystemPath.withCString(fresh) {
+            open($0, O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        }
         guard fd >= 0 else { return nil }
-        let renamed = FileSystemPath.withCString(fresh) { from in FileSystemPath.withCString(final) { rename(from, $0) } }
+        let renamed = FileSystemPath.withCString(fresh) { from in FileSystemPath.withCString(final) { rename(from, $0) }
+        }
         guard flock(fd, LOCK_EX) == 0, renamed == 0 else {
             _ = FileSystemPath.withCString(fresh) { unlink($0) }
             close(fd)
@@ -280,9 +290,11 @@ public enum StateFolder {
     /// The folder, from the environment (a relative `XDG_STATE_HOME` is ignored, as the spec says).
     public static func base(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
         if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
-            return URL(fileURLWithPath: state, isDirectory: true).appendingPathComponent("usm-repair", isDirectory: true)
+            return URL(fileURLWithPath: state, isDirectory: true).appendingPathComponent(
+                "usm-repair", isDirectory: true)
         }
-        let home = environment["HOME"].map { URL(fileURLWithPath: $0, isDirectory: true) }
+        let home =
+            environment["HOME"].map { URL(fileURLWithPath: $0, isDirectory: true) }
             ?? FileManager.default.homeDirectoryForCurrentUser
         return home.appendingPathComponent(".local/state/usm-repair", isDirectory: true)
     }

@@ -19,7 +19,9 @@ public final class TemporaryDirectory {
         } catch let error as USMError {
             guard case let .writeFailed(path, reason) = error else { throw error }
             throw USMError.writeFailed(
-                path: path, reason: "cannot create a private temporary folder (set TMPDIR to a writable folder with space): \(reason)")
+                path: path,
+                reason:
+                    "cannot create a private temporary folder (set TMPDIR to a writable folder with space): \(reason)")
         }
         url = item.url
         self.registry = registry

@@ -11,8 +11,10 @@ struct TreeWalk {
     private(set) var unreadable: [(path: String, reason: String)] = []
 
     init(_ dir: URL, confinement: Confinement) {
-        var files = 0, bytes: Int64 = 0
-        var escapes: [String] = [], unreadable: [(path: String, reason: String)] = []
+        var files = 0
+        var bytes: Int64 = 0
+        var escapes: [String] = []
+        var unreadable: [(path: String, reason: String)] = []
         var stack = [dir.path]
         while let next = stack.popLast() {
             do {

@@ -34,16 +34,20 @@ struct BinaryPlist {
         top = be(16..<24)
         let table = be(24..<32)
         guard (1...8).contains(offsetSize), (1...8).contains(refSize), objects > 0, top < objects,
-              table >= 8, table < UInt64(reader.size),
-              objects <= (UInt64(reader.size) - table) / UInt64(offsetSize)
+            table >= 8, table < UInt64(reader.size),
+            objects <= (UInt64(reader.size) - table) / UInt64(offsetSize)
         else { throw PreferencesReader.Malformed(reason: "its binary plist trailer is inconsistent") }
         tableOffset = Int64(table)
     }
 
     mutating func offset(of object: UInt64) throws -> Int64 {
-        guard object < objects else { throw PreferencesReader.Malformed(reason: "it refers to an object that does not exist") }
+        guard object < objects else {
+            throw PreferencesReader.Malformed(reason: "it refers to an object that does not exist")
+        }
         let value = try reader.integer(at: tableOffset + Int64(object) * Int64(offsetSize), width: offsetSize)
-        guard value >= 8, value < UInt64(tableOffset) else { throw PreferencesReader.Malformed(reason: "an object lies outside it") }
+        guard value >= 8, value < UInt64(tableOffset) else {
+            throw PreferencesReader.Malformed(reason: "an object lies outside it")
+        }
         return Int64(value)
     }
 
@@ -51,22 +55,31 @@ struct BinaryPlist {
     mutating func header(_ object: UInt64) throws -> (type: UInt8, low: UInt8, count: UInt64, payload: Int64) {
         let at = try offset(of: object)
         let marker = try reader.bytes(at: at, count: 1)[0]
-        let type = marker >> 4, low = marker & 0x0F
-        guard low == 0x0F, [0x4, 0x5, 0x6, 0x8, 0xA, 0xC, 0xD].contains(type) else { return (type, low, UInt64(low), at + 1) }
+        let type = marker >> 4
+        let low = marker & 0x0F
+        guard low == 0x0F, [0x4, 0x5, 0x6, 0x8, 0xA, 0xC, 0xD].contains(type) else {
+            return (type, low, UInt64(low), at + 1)
+        }
         // A count of 15 or more follows as an integer object.
         let intMarker = try reader.bytes(at: at + 1, count: 1)[0]
-        guard intMarker >> 4 == 0x1, intMarker & 0x0F <= 3 else { throw PreferencesReader.Malformed(reason: "a length is not an integer") }
+        guard intMarker >> 4 == 0x1, intMarker & 0x0F <= 3 else {
+            throw PreferencesReader.Malformed(reason: "a length is not an integer")
+        }
         let width = 1 << Int(intMarker & 0x0F)
         let count = try reader.integer(at: at + 2, width: width)
         return (type, low, count, at + 2 + Int64(width))
     }
 
-    mutating func scan(cloudKey: String, accountMapKey: String?, isCacheKey: (String) -> Bool) throws -> PreferencesReader.Scan {
+    mutating func scan(cloudKey: String, accountMapKey: String?, isCacheKey: (String) -> Bool) throws
+        -> PreferencesReader.Scan
+    {
         // All of it, as the app reads it: one object it cannot read and it reads no preferences at all.
         _ = try reachable(from: [top])
         let dict = try header(top)
         guard dict.type == 0xD else { throw PreferencesReader.Malformed(reason: "its top object is not a dictionary") }
-        guard dict.count <= objects else { throw PreferencesReader.Malformed(reason: "its top dictionary is larger than the plist") }
+        guard dict.count <= objects else {
+            throw PreferencesReader.Malformed(reason: "its top dictionary is larger than the plist")
+        }
         var result = PreferencesReader.Scan(xml: false)
         let accountKey = accountMapKey.map { Array($0.utf8) }
         for i in 0..<dict.count {
@@ -102,13 +115,16 @@ struct BinaryPlist {
     }
 
     /// Every container-ID string below `object` (arrays and dictionaries followed, bounded).
-    private mutating func collectIDs(_ object: UInt64, depth: Int, into ids: inout [String], visited: inout Int) throws {
+    private mutating func collectIDs(_ object: UInt64, depth: Int, into ids: inout [String], visited: inout Int) throws
+    {
         visited += 1
         guard depth < PreferencesReader.maxDepth, visited <= PreferencesReader.maxVisited else { return }
         let h = try header(object)
         switch h.type {
         case 0x5, 0x6:
-            if let text = try string(object, max: 64), PreferencesReader.isContainerID(text), !ids.contains(text) { ids.append(text) }
+            if let text = try string(object, max: 64), PreferencesReader.isContainerID(text), !ids.contains(text) {
+                ids.append(text)
+            }
         case 0xA, 0xD:
             guard h.count <= objects else { return }
             // A dictionary's values follow its keys.
@@ -175,8 +191,11 @@ struct BinaryPlist {
     mutating func layout(of object: UInt64) throws -> Layout {
         let at = try offset(of: object)
         let marker = try reader.bytes(at: at, count: 1)[0]
-        let type = marker >> 4, low = marker & 0x0F
-        func malformed() -> PreferencesReader.Malformed { .init(reason: String(format: "it holds an object of unknown type 0x%02X", marker)) }
+        let type = marker >> 4
+        let low = marker & 0x0F
+        func malformed() -> PreferencesReader.Malformed {
+            .init(reason: String(format: "it holds an object of unknown type 0x%02X", marker))
+        }
         switch type {
         case 0x0:
             guard [0x0, 0x8, 0x9, 0xF].contains(low) else { throw malformed() }
@@ -197,25 +216,34 @@ struct BinaryPlist {
             var count = UInt64(low)
             if low == 0xF {
                 let intMarker = try reader.bytes(at: at + 1, count: 1)[0]
-                guard intMarker >> 4 == 0x1, intMarker & 0x0F <= 3 else { throw PreferencesReader.Malformed(reason: "a length is not an integer") }
+                guard intMarker >> 4 == 0x1, intMarker & 0x0F <= 3 else {
+                    throw PreferencesReader.Malformed(reason: "a length is not an integer")
+                }
                 let width = 1 << Int(intMarker & 0x0F)
                 count = try reader.integer(at: at + 2, width: width)
                 headerLength = 2 + Int64(width)
             }
             // Everything an object holds lies before the offset table.
-            guard tableOffset - at - headerLength >= 0 else { throw PreferencesReader.Malformed(reason: "an object runs past its end") }
+            guard tableOffset - at - headerLength >= 0 else {
+                throw PreferencesReader.Malformed(reason: "an object runs past its end")
+            }
             let room = UInt64(tableOffset - at - headerLength)
             switch type {
             case 0x4, 0x5, 0x7:
                 guard count <= room else { throw PreferencesReader.Malformed(reason: "an object runs past its end") }
                 return .bytes(at: at, count: UInt64(headerLength) + count)
             case 0x6:
-                guard count <= room / 2 else { throw PreferencesReader.Malformed(reason: "an object runs past its end") }
+                guard count <= room / 2 else {
+                    throw PreferencesReader.Malformed(reason: "an object runs past its end")
+                }
                 return .bytes(at: at, count: UInt64(headerLength) + 2 * count)
             default:
                 let refs = type == 0xD ? 2 * count : count
-                guard count <= room, refs <= room / UInt64(refSize) else { throw PreferencesReader.Malformed(reason: "an object runs past its end") }
-                return .container(header: try reader.bytes(at: at, count: Int(headerLength)), at: at + headerLength, refs: refs)
+                guard count <= room, refs <= room / UInt64(refSize) else {
+                    throw PreferencesReader.Malformed(reason: "an object runs past its end")
+                }
+                return .container(
+                    header: try reader.bytes(at: at, count: Int(headerLength)), at: at + headerLength, refs: refs)
             }
         default:
             throw malformed()
@@ -227,15 +255,20 @@ struct BinaryPlist {
     /// object and a frame per level, whatever the plist's size.
     /// - Throws: `Malformed` for a plist the app's parser would refuse.
     mutating func reachable(from roots: [UInt64]) throws -> ObjectSet {
-        var seen = ObjectSet(count: objects), onPath = ObjectSet(count: objects)
+        var seen = ObjectSet(count: objects)
+        var onPath = ObjectSet(count: objects)
         var stack: [(object: UInt64, at: Int64, refs: UInt64, next: UInt64)] = []
         func enter(_ object: UInt64) throws {
-            guard object < objects else { throw PreferencesReader.Malformed(reason: "it refers to an object that does not exist") }
+            guard object < objects else {
+                throw PreferencesReader.Malformed(reason: "it refers to an object that does not exist")
+            }
             if onPath.contains(object) { throw PreferencesReader.Malformed(reason: "an object contains itself") }
             guard !seen.contains(object) else { return }
             seen.insert(object)
             if case let .container(_, at, refs) = try layout(of: object), refs > 0 {
-                guard stack.count < Self.maxDepth else { throw PreferencesReader.Malformed(reason: "it nests containers deeper than \(Self.maxDepth) levels") }
+                guard stack.count < Self.maxDepth else {
+                    throw PreferencesReader.Malformed(reason: "it nests containers deeper than \(Self.maxDepth) levels")
+                }
                 onPath.insert(object)
                 stack.append((object, at, refs, 0))
             }

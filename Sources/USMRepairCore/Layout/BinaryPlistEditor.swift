@@ -1,8 +1,8 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// What an edit does to one top-level entry of a preferences plist.
@@ -44,7 +44,9 @@ final class BinaryPlistEditor {
     init(reader: PlistBlockReader, decide: PlistEntryDecision, add: (key: String, value: Bool)?) throws {
         plist = try BinaryPlist(reader: reader)
         let top = try plist.header(plist.top)
-        guard top.type == 0xD, top.count <= plist.objects else { throw PreferencesReader.Malformed(reason: "its top object is not a dictionary") }
+        guard top.type == 0xD, top.count <= plist.objects else {
+            throw PreferencesReader.Malformed(reason: "its top object is not a dictionary")
+        }
         var sawAdded = false
         for i in 0..<top.count {
             let keyRef = try reference(at: top.payload + Int64(i) * Int64(plist.refSize))
@@ -56,19 +58,24 @@ final class BinaryPlistEditor {
             case .remove: break
             case let .setBool(value): entries.append((keyRef, newObject([value ? 0x09 : 0x08])))
             case let .removeIfValue(values):
-                if let text = try plist.string(valueRef, max: PreferencesReader.maxString), values.contains(text) { break }
+                if let text = try plist.string(valueRef, max: PreferencesReader.maxString), values.contains(text) {
+                    break
+                }
                 entries.append((keyRef, valueRef))
             }
         }
         if let add, !sawAdded {
             let ascii = Array(add.key.utf8)
-            entries.append((newObject(Self.header(0x5, count: ascii.count) + ascii), newObject([add.value ? 0x09 : 0x08])))
+            entries.append(
+                (newObject(Self.header(0x5, count: ascii.count) + ascii), newObject([add.value ? 0x09 : 0x08])))
         }
         let count = plist.objects + UInt64(appended.count)
         refSize = Self.width(count - 1)
         // What the new top dictionary reaches is copied; what only removed entries reached is not.
         reachable = try plist.reachable(from: entries.flatMap { [$0.key, $0.value] }.filter { $0 < plist.objects })
-        guard !reachable.contains(plist.top) else { throw PreferencesReader.Malformed(reason: "an object contains the top dictionary") }
+        guard !reachable.contains(plist.top) else {
+            throw PreferencesReader.Malformed(reason: "an object contains the top dictionary")
+        }
     }
 
     /// Writes the edited plist to `fd` (`path` for messages).
@@ -89,8 +96,9 @@ final class BinaryPlistEditor {
         }
         // 4. The trailer: 6 unused bytes, the widths, the object count, the top object, the table.
         let count = plist.objects + UInt64(appended.count)
-        try output.write([UInt8](repeating: 0, count: 6) + [UInt8(offsetSize), UInt8(refSize)]
-            + Self.bigEndian(count, width: 8) + Self.bigEndian(plist.top, width: 8) + Self.bigEndian(end, width: 8))
+        try output.write(
+            [UInt8](repeating: 0, count: 6) + [UInt8(offsetSize), UInt8(refSize)]
+                + Self.bigEndian(count, width: 8) + Self.bigEndian(plist.top, width: 8) + Self.bigEndian(end, width: 8))
         try output.flush()
     }
 
@@ -119,7 +127,9 @@ final class BinaryPlistEditor {
                 switch try plist.layout(of: object) {
                 case let .bytes(at, count): try body(count, .object(.bytes(at: at, count: count)))
                 case let .container(header, at, refs):
-                    try body(UInt64(header.count) + refs * UInt64(refSize), .object(.container(header: header, at: at, refs: refs)))
+                    try body(
+                        UInt64(header.count) + refs * UInt64(refSize),
+                        .object(.container(header: header, at: at, refs: refs)))
                 }
             }
         }
@@ -138,7 +148,8 @@ final class BinaryPlistEditor {
         case let .object(.container(header, at, refs)):
             try output.write(header)
             for i in 0..<refs {
-                try output.write(Self.bigEndian(try reference(at: at + Int64(i) * Int64(plist.refSize)), width: refSize))
+                try output.write(
+                    Self.bigEndian(try reference(at: at + Int64(i) * Int64(plist.refSize)), width: refSize))
             }
         case .top:
             try output.write(Self.header(0xD, count: entries.count))
@@ -154,7 +165,9 @@ final class BinaryPlistEditor {
     /// A reference read at `offset`, which must name an object of the plist.
     private func reference(at offset: Int64) throws -> UInt64 {
         let ref = try plist.reader.integer(at: offset, width: plist.refSize)
-        guard ref < plist.objects else { throw PreferencesReader.Malformed(reason: "it refers to an object that does not exist") }
+        guard ref < plist.objects else {
+            throw PreferencesReader.Malformed(reason: "it refers to an object that does not exist")
+        }
         return ref
     }
 

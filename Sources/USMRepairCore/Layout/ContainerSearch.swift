@@ -32,7 +32,7 @@ struct ContainerSearch {
         }
         return candidates.first(where: holdsStores)
             ?? bases.map { $0.appendingPathComponent("Library/Application Support", isDirectory: true) }
-                .first { FileStatus.lookup($0.path)?.kind == .directory }
+            .first { FileStatus.lookup($0.path)?.kind == .directory }
     }
 
     /// The ubiquity container: a folder holding `CloudLogs/` or `CloudStore.nosync/`, inside the
@@ -51,9 +51,13 @@ struct ContainerSearch {
             let children = unreadable.children(place).map { place.appendingPathComponent($0, isDirectory: true) }
                 .filter { $0.path != root.path && FileStatus.lookup($0.path)?.kind == .directory }
             // The app's own container by name, even emptied (after `delete container`).
-            if let suffix, let named = children.first(where: { $0.lastPathComponent.hasSuffix(suffix) }) { return named }
+            if let suffix, let named = children.first(where: { $0.lastPathComponent.hasSuffix(suffix) }) {
+                return named
+            }
             let containers = children.filter(Self.isUbiquityContainer)
-            if containers.count == 1, suffix == nil || place.lastPathComponent != "Mobile Documents" { return containers[0] }
+            if containers.count == 1, suffix == nil || place.lastPathComponent != "Mobile Documents" {
+                return containers[0]
+            }
         }
         return nil
     }
@@ -87,7 +91,9 @@ struct ContainerSearch {
             plists += unreadable.children(dir).filter { $0.hasSuffix(".plist") }.map { dir.appendingPathComponent($0) }
         }
         plists = plists.filter { FileStatus.lookup($0.path)?.kind == .file }
-        if let withKey = plists.first(where: { (try? Preferences.read($0))?.holdsUbiquityKeys == true }) { return withKey }
+        if let withKey = plists.first(where: { (try? Preferences.read($0))?.holdsUbiquityKeys == true }) {
+            return withKey
+        }
         let appPlists = plists.filter { !$0.lastPathComponent.hasPrefix("com.apple.") }
         return appPlists.count == 1 ? appPlists[0] : nil
     }

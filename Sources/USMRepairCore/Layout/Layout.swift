@@ -178,7 +178,9 @@ public struct Layout: Sendable {
         if let store = options.store { return Self.roots(ofStore: store) }
         var roots: [Plan.Root] = []
         if let app = appDirectory { roots.append(.init(name: "app", path: app.path, privateFolder: ".usm-repair")) }
-        if let cloud = cloudDirectory { roots.append(.init(name: "cloud", path: cloud.path, privateFolder: ".usm-repair.nosync")) }
+        if let cloud = cloudDirectory {
+            roots.append(.init(name: "cloud", path: cloud.path, privateFolder: ".usm-repair.nosync"))
+        }
         if let prefs = preferencesFolder, !roots.contains(where: { $0.path.pathKey == prefs.path.pathKey }) {
             roots.append(.init(name: "preferences", path: prefs.path, privateFolder: ".usm-repair"))
         }
@@ -213,7 +215,9 @@ public struct Layout: Sendable {
     /// Support` is `<App>`).
     public static func label(ofFolder folder: URL) -> String? {
         var dir = folder.standardizedFileURL
-        while ["Application Support", "Library", "AppData", "Data", "Preferences"].contains(dir.lastPathComponent), dir.path != "/" {
+        while ["Application Support", "Library", "AppData", "Data", "Preferences"].contains(dir.lastPathComponent),
+            dir.path != "/"
+        {
             dir = dir.deletingLastPathComponent()
         }
         return dir.path == "/" ? nil : dir.lastPathComponent
@@ -244,7 +248,9 @@ public struct Layout: Sendable {
 
     /// StoreUUID markers of versions up to `version`, highest first.
     func storeMarkers(upTo version: Int) -> [Marker] {
-        markers.filter { $0.kind == .storeUUID && $0.cloudVersion <= version }.sorted { $0.cloudVersion > $1.cloudVersion }
+        markers.filter { $0.kind == .storeUUID && $0.cloudVersion <= version }.sorted {
+            $0.cloudVersion > $1.cloudVersion
+        }
     }
 
     /// The cached StoreUUIDs under the key of `version` (one per container path found).
@@ -258,7 +264,9 @@ public struct Layout: Sendable {
     public func deviceCachedStoreUUIDs(version: Int) -> (cached: [Preferences.CachedStoreUUID], ownPath: String?) {
         let cached = cachedStoreUUIDs(version: version)
         let values = Set(cached.compactMap(\.value).filter { !$0.isEmpty })
-        guard values.count > 1, let own = ownContainerPath(among: cached.map(\.containerPath)) else { return (cached, nil) }
+        guard values.count > 1, let own = ownContainerPath(among: cached.map(\.containerPath)) else {
+            return (cached, nil)
+        }
         return (cached.filter { $0.containerPath == own }, own)
     }
 
@@ -268,8 +276,11 @@ public struct Layout: Sendable {
     /// (`/private/var/mobile/…` or `/var/mobile/…`); a Mac's folders the key under `/Users/`.
     public func ownContainerPath(among paths: [String]) -> String? {
         let unique = Array(Set(paths))
-        let iOS = stores.contains { $0.copy?.peer.hasPrefix("mobile~") == true }
-            || options.container.map { $0.pathExtension == "xcappdata" || FileStatus.lookup($0.appendingPathComponent("AppData").path) != nil } == true
+        let iOS =
+            stores.contains { $0.copy?.peer.hasPrefix("mobile~") == true }
+            || options.container.map {
+                $0.pathExtension == "xcappdata" || FileStatus.lookup($0.appendingPathComponent("AppData").path) != nil
+            } == true
         let matching = unique.filter { path in
             let device = path.hasPrefix("/private/var/mobile/") || path.hasPrefix("/var/mobile/")
             return iOS ? device : path.hasPrefix("/Users/")

@@ -6,7 +6,9 @@ extension Layout {
     ///   `wrongKind` when it is the wrong kind of thing.
     /// `records`: this machine's record of the operations it wrote, so that a pending operation
     /// folder it did not write is reported as such.
-    public static func discover(_ options: LayoutOptions, records: OperationRecords = OperationRecords()) throws -> Layout {
+    public static func discover(_ options: LayoutOptions, records: OperationRecords = OperationRecords()) throws
+        -> Layout
+    {
         try options.validate()
         var discovery = Discovery(options: options, records: records)
         return try discovery.run()
@@ -33,12 +35,17 @@ struct Discovery {
         if let store = options.store {
             let files = StoreFileSet(main: store)
             // A store an interrupted operation moved aside is not "not found": its operation is pending.
-            guard FileStatus.lookup(store.path) != nil || !PlanExecutor.pending(in: Layout.roots(ofStore: store)).isEmpty else {
+            guard
+                FileStatus.lookup(store.path) != nil || !PlanExecutor.pending(in: Layout.roots(ofStore: store)).isEmpty
+            else {
                 throw USMError.notFound(path: store.path, what: "store")
             }
-            let single = layout(stores: [.init(
-                files: files, role: .store, location: .file, uuid: nil, cloudVersion: nil, root: files.directory, copy: nil,
-                opens: nil, document: nil)])
+            let single = layout(stores: [
+                .init(
+                    files: files, role: .store, location: .file, uuid: nil, cloudVersion: nil, root: files.directory,
+                    copy: nil,
+                    opens: nil, document: nil)
+            ])
             reportPending(in: Layout.roots(ofStore: store))
             return layout(stores: single.stores)
         }
@@ -47,7 +54,9 @@ struct Discovery {
             var documents: [Layout.Document] = []
             var stores: [Layout.StoreEntry] = []
             guard findDocument(root, root: root, documents: &documents, stores: &stores) else {
-                throw USMError.wrongKind(path: root.path, expected: "a UIManagedDocument package (a folder holding StoreContent/ or StoreContent.nosync/)")
+                throw USMError.wrongKind(
+                    path: root.path,
+                    expected: "a UIManagedDocument package (a folder holding StoreContent/ or StoreContent.nosync/)")
             }
             return layout(stores: stores, documents: documents)
         }
@@ -64,16 +73,20 @@ struct Discovery {
             appDir = appDir ?? found.appDirectory()
             prefsURL = prefsURL ?? found.preferences()
             prefsFolder = prefsURL?.deletingLastPathComponent() ?? found.preferencesFolder()
-            cloudDir = cloudDir ?? found.cloudDirectory(bundleID: prefsURL.map { $0.deletingPathExtension().lastPathComponent })
+            cloudDir =
+                cloudDir
+                ?? found.cloudDirectory(bundleID: prefsURL.map { $0.deletingPathExtension().lastPathComponent })
             for (path, reason) in found.unreadable.items {
-                problems.append(Problem(.unreadable, "cannot search \(path) for the app's data: \(reason)", subject: path))
+                problems.append(
+                    Problem(.unreadable, "cannot search \(path) for the app's data: \(reason)", subject: path))
                 status = status.worst(.ioError)
             }
             if appDir == nil, cloudDir == nil {
-                problems.append(Problem(
-                    .layoutNotFound,
-                    "no UbiquityStoreManager data found in \(root.path): no \(options.storeName).sqlite, CloudStore/ or CloudLogs/",
-                    subject: root.path))
+                problems.append(
+                    Problem(
+                        .layoutNotFound,
+                        "no UbiquityStoreManager data found in \(root.path): no \(options.storeName).sqlite, CloudStore/ or CloudLogs/",
+                        subject: root.path))
             }
         }
         var macApp: MacApp?
@@ -82,12 +95,16 @@ struct Discovery {
             macApp = found
             appDir = appDir ?? found.appFolder.path.map { URL(fileURLWithPath: $0, isDirectory: true) }
             prefsURL = prefsURL ?? found.preferences.path.map { URL(fileURLWithPath: $0) }
-            prefsFolder = prefsURL?.deletingLastPathComponent() ?? found.preferencesFolder.map { URL(fileURLWithPath: $0, isDirectory: true) }
+            prefsFolder =
+                prefsURL?.deletingLastPathComponent()
+                ?? found.preferencesFolder.map { URL(fileURLWithPath: $0, isDirectory: true) }
             cloudDir = cloudDir ?? found.cloudFolder.path.map { URL(fileURLWithPath: $0, isDirectory: true) }
         }
         let appRoot = containerRoot ?? appDir
         // A ubiquity container found beside a download is its own root.
-        let cloudRoot = cloudDir.flatMap { dir in containerRoot.map { Confinement.isInside(dir.path, $0.path) ? $0 : dir } ?? dir }
+        let cloudRoot = cloudDir.flatMap { dir in
+            containerRoot.map { Confinement.isInside(dir.path, $0.path) ? $0 : dir } ?? dir
+        }
 
         let preferences = readPreferences(prefsURL, containerRoot: containerRoot)
         var markers: [Marker] = []
@@ -102,18 +119,22 @@ struct Discovery {
         var documents: [Layout.Document] = []
         if let appDir, let appRoot {
             let local = StoreFileSet(main: appDir.appendingPathComponent(options.storeName + ".sqlite"))
-            stores.append(.init(
-                files: local, role: .local, location: .local, uuid: nil, cloudVersion: nil, root: appRoot, copy: nil, opens: nil,
-                document: nil))
+            stores.append(
+                .init(
+                    files: local, role: .local, location: .local, uuid: nil, cloudVersion: nil, root: appRoot,
+                    copy: nil, opens: nil,
+                    document: nil))
             leftovers += findLeftovers(in: appDir)
             let cloudStore = appDir.appendingPathComponent("CloudStore", isDirectory: true)
             leftovers += findLeftovers(in: cloudStore)
             for file in sqliteFiles(in: cloudStore) where !Layout.temporaryStoreNames.contains(file) {
                 let files = StoreFileSet(main: cloudStore.appendingPathComponent(file))
                 let version = content.first { $0.uuid == files.baseName }.map { versionOf($0) } ?? Marker.desiredVersion
-                stores.append(.init(
-                    files: files, role: .cloud, location: .nominal, uuid: files.baseName, cloudVersion: version, root: appRoot,
-                    copy: nil, opens: false, document: nil))
+                stores.append(
+                    .init(
+                        files: files, role: .cloud, location: .nominal, uuid: files.baseName, cloudVersion: version,
+                        root: appRoot,
+                        copy: nil, opens: false, document: nil))
             }
             stores += ubiquityCopies(in: cloudStore, root: appRoot, preferences: preferences, usm: true)
         }
@@ -124,9 +145,11 @@ struct Discovery {
             leftovers += findLeftovers(in: nosync)
             for file in sqliteFiles(in: nosync) where !Layout.temporaryStoreNames.contains(file) {
                 let files = StoreFileSet(main: nosync.appendingPathComponent(file))
-                stores.append(.init(
-                    files: files, role: .cloud, location: .nosync, uuid: files.baseName, cloudVersion: 0, root: cloudRoot,
-                    copy: nil, opens: nil, document: nil))
+                stores.append(
+                    .init(
+                        files: files, role: .cloud, location: .nosync, uuid: files.baseName, cloudVersion: 0,
+                        root: cloudRoot,
+                        copy: nil, opens: nil, document: nil))
             }
         }
         // The two other layouts of the seeds: UIManagedDocument packages and Apple's own ubiquity
@@ -144,40 +167,51 @@ struct Discovery {
         // An operation a kill interrupted: its journal waits in a private folder of ours (the
         // preferences folder's too, also when the plist itself is what it moved aside).
         let candidateRoots = Layout(
-            options: options, appDirectory: appDir, cloudDirectory: cloudDir, cloudSource: nil, preferencesPath: prefsURL, preferencesFolder: prefsFolder,
-            preferencesError: nil, stores: [], cloudStores: [], cloudContent: [], markers: [], preferences: nil, leftovers: [],
-            documents: [], problems: [], exitStatus: .ok).planRoots
+            options: options, appDirectory: appDir, cloudDirectory: cloudDir, cloudSource: nil,
+            preferencesPath: prefsURL, preferencesFolder: prefsFolder,
+            preferencesError: nil, stores: [], cloudStores: [], cloudContent: [], markers: [], preferences: nil,
+            leftovers: [],
+            documents: [], problems: [], exitStatus: .ok
+        ).planRoots
         reportPending(in: candidateRoots)
-        let cloudStores = collectCloudStores(stores: stores, content: content, markers: markers, preferences: preferences)
+        let cloudStores = collectCloudStores(
+            stores: stores, content: content, markers: markers, preferences: preferences)
         // A ubiquity container found beside a download is used only when it shares something with
         // it: it may be another customer's of the same app (two downloads in one folder).
         var cloudSource: Layout.CloudSource?
         if let cloudDir {
-            cloudSource = options.cloudDirectory != nil ? .given
-                : macApp != nil ? .macApp
-                : containerRoot.map { Confinement.isInside(cloudDir.path, $0.path) } == true ? .inside : .beside
+            cloudSource =
+                options.cloudDirectory != nil
+                ? .given
+                : macApp != nil
+                    ? .macApp
+                    : containerRoot.map { Confinement.isInside(cloudDir.path, $0.path) } == true ? .inside : .beside
             // An empty container (no logs, markers or iOS 6 files: one just emptied, or never
             // used) holds nothing of anyone to confirm or to harm.
             let empty = content.isEmpty && markers.isEmpty && !stores.contains { $0.location == .nosync }
-            let shared = empty || Self.corroborates(stores: stores, content: content, markers: markers, preferences: preferences)
+            let shared =
+                empty || Self.corroborates(stores: stores, content: content, markers: markers, preferences: preferences)
             if !shared, cloudSource == .beside {
                 cloudSource = .besideUnconfirmed
-                problems.append(Problem(
-                    .cloudContainerUnconfirmed,
-                    "the ubiquity container found beside the download, \(cloudDir.path), shares nothing with it (no peer folder of this device in its logs, no store UUID both name): it may be another customer's; changing commands refuse it until --cloud-dir names it",
-                    subject: cloudDir.path))
+                problems.append(
+                    Problem(
+                        .cloudContainerUnconfirmed,
+                        "the ubiquity container found beside the download, \(cloudDir.path), shares nothing with it (no peer folder of this device in its logs, no store UUID both name): it may be another customer's; changing commands refuse it until --cloud-dir names it",
+                        subject: cloudDir.path))
             } else if !shared, cloudSource == .given, !(stores.isEmpty && preferences == nil) {
-                problems.append(Problem(
-                    .cloudContainerUnconfirmed,
-                    "the ubiquity container given with --cloud-dir, \(cloudDir.path), shares nothing with the app's folders (no peer folder of this device in its logs, no store UUID both name): make sure it is this customer's",
-                    subject: cloudDir.path))
+                problems.append(
+                    Problem(
+                        .cloudContainerUnconfirmed,
+                        "the ubiquity container given with --cloud-dir, \(cloudDir.path), shares nothing with the app's folders (no peer folder of this device in its logs, no store UUID both name): make sure it is this customer's",
+                        subject: cloudDir.path))
             }
         }
         for leftover in leftovers {
-            problems.append(Problem(
-                .leftoverTempStore,
-                "\(leftover.kind).sqlite (\(leftover.files.count) file(s) of its file set) was left behind by an interrupted UbiquityStoreManager migration",
-                subject: leftover.path))
+            problems.append(
+                Problem(
+                    .leftoverTempStore,
+                    "\(leftover.kind).sqlite (\(leftover.files.count) file(s) of its file set) was left behind by an interrupted UbiquityStoreManager migration",
+                    subject: leftover.path))
         }
         let local = stores.filter { $0.role == .local }
         // Highest cloud version first (the one USM prefers), then by UUID and path.
@@ -188,9 +222,11 @@ struct Discovery {
         }
         let others = stores.filter { $0.role != .local && $0.role != .cloud }
         var layout = Layout(
-            options: options, appDirectory: appDir, cloudDirectory: cloudDir, cloudSource: cloudSource, preferencesPath: prefsURL,
+            options: options, appDirectory: appDir, cloudDirectory: cloudDir, cloudSource: cloudSource,
+            preferencesPath: prefsURL,
             preferencesFolder: prefsFolder, preferencesError: preferencesError, stores: local + cloud + others,
-            cloudStores: cloudStores, cloudContent: content, markers: markers, preferences: preferences, leftovers: leftovers,
+            cloudStores: cloudStores, cloudContent: content, markers: markers, preferences: preferences,
+            leftovers: leftovers,
             documents: documents, problems: problems, exitStatus: status, macApp: macApp)
         layout.copyFolders = copyFolders
         layout.cloudEntries = cloudEntries
@@ -203,21 +239,27 @@ struct Discovery {
         for folder in PlanExecutor.pending(in: roots) {
             do {
                 let pending = try PendingOperation.load(folder, allowed: roots, records: records)
-                problems.append(Problem(
-                    .interruptedOperation,
-                    "an interrupted \(pending.plan.operation) is pending (\(folder.path)): run usm-repair recover with the same folder flags to finish or undo it",
-                    subject: folder.path))
+                problems.append(
+                    Problem(
+                        .interruptedOperation,
+                        "an interrupted \(pending.plan.operation) is pending (\(folder.path)): run usm-repair recover with the same folder flags to finish or undo it",
+                        subject: folder.path))
             } catch USMError.cloudContainerRequired(let operation, let why) {
-                problems.append(Problem(.interruptedOperation, "\(operation) needs the ubiquity container: \(why)", subject: folder.path))
+                problems.append(
+                    Problem(
+                        .interruptedOperation, "\(operation) needs the ubiquity container: \(why)", subject: folder.path
+                    ))
             } catch {
-                problems.append(Problem(.untrustedOperation, USMError.wrap(error, path: folder.path).message, subject: folder.path))
+                problems.append(
+                    Problem(.untrustedOperation, USMError.wrap(error, path: folder.path).message, subject: folder.path))
             }
         }
     }
 
     private func layout(stores: [Layout.StoreEntry], documents: [Layout.Document] = []) -> Layout {
         Layout(
-            options: options, appDirectory: nil, cloudDirectory: nil, cloudSource: nil, preferencesPath: nil, preferencesFolder: nil, preferencesError: nil,
+            options: options, appDirectory: nil, cloudDirectory: nil, cloudSource: nil, preferencesPath: nil,
+            preferencesFolder: nil, preferencesError: nil,
             stores: stores, cloudStores: [],
             cloudContent: [], markers: [], preferences: nil, leftovers: [], documents: documents, problems: problems,
             exitStatus: status)
@@ -231,11 +273,14 @@ struct Discovery {
             if let root = containerRoot { try Confinement(root: root).check(url) }
             return try Preferences.read(url)
         } catch let error as USMError {
-            if case .notFound = error, options.preferences == nil { return nil }  // a download without preferences is normal
+            // A download without preferences is normal.
+            if case .notFound = error, options.preferences == nil { return nil }
             preferencesError = error
-            problems.append(Problem(
-                error.exitStatus == .refused ? .symlinkEscapes : error.exitStatus == .notFound ? .notFound : .preferencesMalformed,
-                error.message, subject: url.path))
+            problems.append(
+                Problem(
+                    error.exitStatus == .refused
+                        ? .symlinkEscapes : error.exitStatus == .notFound ? .notFound : .preferencesMalformed,
+                    error.message, subject: url.path))
             status = status.worst(error.exitStatus)
             return nil
         } catch {
@@ -279,7 +324,8 @@ struct Discovery {
             let dir = logs.appendingPathComponent(name, isDirectory: true)
             guard let kind = FileStatus.lookup(dir.path)?.kind else { continue }
             if kind == .symlink, !confinement.contains(dir) {
-                let error = USMError.symlinkEscapes(path: dir.path, target: dir.resolvingSymlinksInPath().path, root: root.path)
+                let error = USMError.symlinkEscapes(
+                    path: dir.path, target: dir.resolvingSymlinksInPath().path, root: root.path)
                 problems.append(Problem(.symlinkEscapes, error.message, subject: dir.path))
                 status = status.worst(.refused)
                 continue
@@ -287,17 +333,25 @@ struct Discovery {
             guard kind == .directory else { continue }
             let walk = TreeWalk(dir, confinement: confinement)
             for escape in walk.escapes {
-                problems.append(Problem(.symlinkEscapes, "refusing to follow \(escape): a symlink leaving \(root.path)", subject: escape))
+                problems.append(
+                    Problem(
+                        .symlinkEscapes, "refusing to follow \(escape): a symlink leaving \(root.path)", subject: escape
+                    ))
                 status = status.worst(.refused)
             }
             // A folder below that cannot be listed: its logs are not counted, and that is said.
             for (path, reason) in walk.unreadable {
-                problems.append(Problem(.unreadable, "\(reason); the transaction logs in it are not counted", subject: path))
+                problems.append(
+                    Problem(.unreadable, "\(reason); the transaction logs in it are not counted", subject: path))
                 status = status.worst(.ioError)
             }
             let peers = list(dir, hidden: false)
-            let contentNames = Set(peers.flatMap { list(dir.appendingPathComponent($0), hidden: false, quiet: true) }).sorted()
-            content.append(.init(uuid: name, path: dir.path, peers: peers, contentNames: contentNames, files: walk.files, bytes: walk.bytes))
+            let contentNames = Set(peers.flatMap { list(dir.appendingPathComponent($0), hidden: false, quiet: true) })
+                .sorted()
+            content.append(
+                .init(
+                    uuid: name, path: dir.path, peers: peers, contentNames: contentNames, files: walk.files,
+                    bytes: walk.bytes))
         }
         return content
     }
@@ -312,7 +366,9 @@ struct Discovery {
     /// The copies under `<base>/CoreDataUbiquitySupport/<peer>/<content>/<cid>/store/`. With `usm`,
     /// they are UbiquityStoreManager's cloud stores: content = the UUID (version 1) or the store
     /// name (version 0, file `<UUID>.sqlite`).
-    private mutating func ubiquityCopies(in base: URL, root: URL, preferences: Preferences?, usm: Bool) -> [Layout.StoreEntry] {
+    private mutating func ubiquityCopies(in base: URL, root: URL, preferences: Preferences?, usm: Bool) -> [Layout
+        .StoreEntry]
+    {
         let support = base.appendingPathComponent(Layout.ubiquitySupportFolder, isDirectory: true)
         var found: [Layout.StoreEntry] = []
         linkedFolder(base, root: root)
@@ -332,23 +388,31 @@ struct Discovery {
                     linkedFolder(storeDir, root: root)
                     let containerDir = accountDir.appendingPathComponent("container", isDirectory: true)
                     let copy = Layout.UbiquityCopy(
-                        peer: peer, contentName: contentName, account: account, accountListed: listed.map { $0.contains(account) },
+                        peer: peer, contentName: contentName, account: account,
+                        accountListed: listed.map { $0.contains(account) },
                         storeFolder: storeDir.path,
-                        containerFolder: FileStatus.lookup(containerDir.path)?.kind == .directory ? containerDir.path : nil)
+                        containerFolder: FileStatus.lookup(containerDir.path)?.kind == .directory
+                            ? containerDir.path : nil)
                     for file in storeFiles(in: storeDir) {
                         let files = StoreFileSet(main: storeDir.appendingPathComponent(file))
                         if usm, Marker.isValidUUID(contentName), files.baseName == contentName {
-                            found.append(.init(
-                                files: files, role: .cloud, location: .coreDataCopy, uuid: contentName, cloudVersion: 1, root: root,
-                                copy: copy, opens: nil, document: nil))
+                            found.append(
+                                .init(
+                                    files: files, role: .cloud, location: .coreDataCopy, uuid: contentName,
+                                    cloudVersion: 1, root: root,
+                                    copy: copy, opens: nil, document: nil))
                         } else if usm, contentName == options.storeName, Marker.isValidUUID(files.baseName) {
-                            found.append(.init(
-                                files: files, role: .cloud, location: .coreDataCopy, uuid: files.baseName, cloudVersion: 0, root: root,
-                                copy: copy, opens: nil, document: nil))
+                            found.append(
+                                .init(
+                                    files: files, role: .cloud, location: .coreDataCopy, uuid: files.baseName,
+                                    cloudVersion: 0, root: root,
+                                    copy: copy, opens: nil, document: nil))
                         } else {
-                            found.append(.init(
-                                files: files, role: .ubiquity, location: .ubiquity, uuid: nil, cloudVersion: nil, root: root,
-                                copy: copy, opens: nil, document: nil))
+                            found.append(
+                                .init(
+                                    files: files, role: .ubiquity, location: .ubiquity, uuid: nil, cloudVersion: nil,
+                                    root: root,
+                                    copy: copy, opens: nil, document: nil))
                         }
                     }
                 }
@@ -374,7 +438,9 @@ struct Discovery {
             var candidates = indices
             let listed = candidates.filter { stores[$0].copy?.accountListed == true }
             if !listed.isEmpty { candidates = listed }
-            for i in indices { stores[i].opens = candidates.count == 1 ? candidates[0] == i : (candidates.contains(i) ? nil : false) }
+            for i in indices {
+                stores[i].opens = candidates.count == 1 ? candidates[0] == i : (candidates.contains(i) ? nil : false)
+            }
         }
     }
 
@@ -383,19 +449,26 @@ struct Discovery {
     ) -> [Layout.CloudStore] {
         var versions: [String: Int] = [:]
         for store in stores where store.role == .cloud {
-            if let uuid = store.uuid, let version = store.cloudVersion, store.location != .nominal { versions[uuid] = max(versions[uuid] ?? 0, version) }
+            if let uuid = store.uuid, let version = store.cloudVersion, store.location != .nominal {
+                versions[uuid] = max(versions[uuid] ?? 0, version)
+            }
         }
         for entry in content where versions[entry.uuid] == nil { versions[entry.uuid] = versionOf(entry) }
         for marker in markers where marker.kind == .storeUUID {
-            if let uuid = marker.value, versions[uuid] == nil { versions[uuid] = min(marker.cloudVersion, Marker.desiredVersion) }
+            if let uuid = marker.value, versions[uuid] == nil {
+                versions[uuid] = min(marker.cloudVersion, Marker.desiredVersion)
+            }
         }
         for cached in preferences?.cachedStoreUUIDs ?? [] {
-            if let uuid = cached.value, cached.valid, versions[uuid] == nil { versions[uuid] = min(cached.cloudVersion, Marker.desiredVersion) }
+            if let uuid = cached.value, cached.valid, versions[uuid] == nil {
+                versions[uuid] = min(cached.cloudVersion, Marker.desiredVersion)
+            }
         }
         return versions.keys.sorted().map { uuid in
             Layout.CloudStore(
                 uuid: uuid, cloudVersion: versions[uuid] ?? 1,
-                copies: stores.filter { $0.uuid == uuid && ($0.location == .coreDataCopy || $0.location == .nosync) }.map(\.files.main.path),
+                copies: stores.filter { $0.uuid == uuid && ($0.location == .coreDataCopy || $0.location == .nosync) }
+                    .map(\.files.main.path),
                 content: content.contains { $0.uuid == uuid },
                 markers: markers.filter { $0.value == uuid }.map(\.name),
                 cached: preferences?.cachedStoreUUIDs.contains { $0.value == uuid } ?? false)
@@ -407,7 +480,8 @@ struct Discovery {
     /// Searches below `top` (never following links, not inside USM's own folders) for
     /// UIManagedDocument packages and `CoreDataUbiquitySupport` folders of apps without USM.
     private mutating func searchOtherLayouts(
-        _ top: URL, root: URL, preferences: Preferences?, stores: inout [Layout.StoreEntry], documents: inout [Layout.Document]
+        _ top: URL, root: URL, preferences: Preferences?, stores: inout [Layout.StoreEntry],
+        documents: inout [Layout.Document]
     ) {
         var queue: [(URL, Int)] = [(top, 0)]
         let known = Set(stores.map { $0.files.directory.path })
@@ -422,7 +496,8 @@ struct Discovery {
                 }
             }
             guard depth < ContainerSearch.maxDepth else { continue }
-            for name in names where !["CloudStore", "CloudLogs", "CloudStore.nosync", Layout.ubiquitySupportFolder].contains(name) {
+            for name in names
+            where !["CloudStore", "CloudLogs", "CloudStore.nosync", Layout.ubiquitySupportFolder].contains(name) {
                 let child = dir.appendingPathComponent(name, isDirectory: true)
                 if FileStatus.lookup(child.path)?.kind == .directory { queue.append((child, depth + 1)) }
             }
@@ -439,23 +514,33 @@ struct Discovery {
             guard FileStatus.lookup(storeContent.path)?.kind == .directory else { continue }
             let metadata = dir.appendingPathComponent("DocumentMetadata.plist")
             var contentName: String?
-            if FileStatus.resolve(metadata.path)?.kind == .file, (FileStatus.resolve(metadata.path)?.size ?? 0) < 1 << 20,
-               let data = try? Data(contentsOf: metadata),
-               let dict = (try? PropertyListSerialization.propertyList(from: data, options: [], format: nil)) as? [String: Any] {
+            if FileStatus.resolve(metadata.path)?.kind == .file,
+                (FileStatus.resolve(metadata.path)?.size ?? 0) < 1 << 20,
+                let data = try? Data(contentsOf: metadata),
+                let dict = (try? PropertyListSerialization.propertyList(from: data, options: [], format: nil))
+                    as? [String: Any]
+            {
                 contentName = dict["NSPersistentStoreUbiquitousContentNameKey"] as? String
             }
-            documents.append(.init(
-                path: dir.path, storeContent: contentFolder, metadata: FileStatus.lookup(metadata.path) != nil, contentName: contentName,
-                additionalContent: FileStatus.lookup(dir.appendingPathComponent("AdditionalContent").path)?.kind == .directory))
+            documents.append(
+                .init(
+                    path: dir.path, storeContent: contentFolder, metadata: FileStatus.lookup(metadata.path) != nil,
+                    contentName: contentName,
+                    additionalContent: FileStatus.lookup(dir.appendingPathComponent("AdditionalContent").path)?.kind
+                        == .directory))
             for file in storeFiles(in: storeContent) {
-                stores.append(.init(
-                    files: StoreFileSet(main: storeContent.appendingPathComponent(file)), role: .document, location: .document,
-                    uuid: nil, cloudVersion: nil, root: root, copy: nil, opens: nil, document: dir.path))
+                stores.append(
+                    .init(
+                        files: StoreFileSet(main: storeContent.appendingPathComponent(file)), role: .document,
+                        location: .document,
+                        uuid: nil, cloudVersion: nil, root: root, copy: nil, opens: nil, document: dir.path))
             }
             for entry in ubiquityCopies(in: storeContent, root: root, preferences: nil, usm: false) {
-                stores.append(.init(
-                    files: entry.files, role: .document, location: .ubiquity, uuid: nil, cloudVersion: nil, root: root,
-                    copy: entry.copy, opens: nil, document: dir.path))
+                stores.append(
+                    .init(
+                        files: entry.files, role: .document, location: .ubiquity, uuid: nil, cloudVersion: nil,
+                        root: root,
+                        copy: entry.copy, opens: nil, document: dir.path))
             }
             return true
         }
@@ -472,7 +557,8 @@ struct Discovery {
             return try DirectoryListing.names(dir.path).filter { hidden || !$0.hasPrefix(".") }
         } catch {
             if !quiet {
-                let error = USMError.unreadable(path: dir.path, reason: "the folder cannot be listed (\(USMError.wrap(error).message))")
+                let error = USMError.unreadable(
+                    path: dir.path, reason: "the folder cannot be listed (\(USMError.wrap(error).message))")
                 problems.append(Problem(.unreadable, error.message, subject: dir.path))
                 status = status.worst(.ioError)
             }
@@ -484,8 +570,12 @@ struct Discovery {
         guard let status = FileStatus.resolve(url.path) else {
             throw USMError.notFound(path: url.path, what: "folder given with \(flag)")
         }
-        guard status.kind == .directory else { throw USMError.wrongKind(path: url.path, expected: "a folder (\(flag))") }
-        guard FileManager.default.isReadableFile(atPath: url.path), FileManager.default.isExecutableFile(atPath: url.path) else {
+        guard status.kind == .directory else {
+            throw USMError.wrongKind(path: url.path, expected: "a folder (\(flag))")
+        }
+        guard FileManager.default.isReadableFile(atPath: url.path),
+            FileManager.default.isExecutableFile(atPath: url.path)
+        else {
             throw USMError.unreadable(path: url.path, reason: "permission denied")
         }
         return url.standardizedFileURL
@@ -499,7 +589,9 @@ struct Discovery {
     /// folder of this device in the container's logs (`mobile~<id>` copies, `mobile.<id>` logs), or
     /// a store UUID the device side names (its cache, its copies, its account maps) and the
     /// container names too (its markers, its logs, its iOS 6 files).
-    static func corroborates(stores: [Layout.StoreEntry], content: [Layout.CloudContent], markers: [Marker], preferences: Preferences?) -> Bool {
+    static func corroborates(
+        stores: [Layout.StoreEntry], content: [Layout.CloudContent], markers: [Marker], preferences: Preferences?
+    ) -> Bool {
         func device(_ peer: String) -> String? {
             guard let cut = peer.firstIndex(where: { $0 == "~" || $0 == "." }) else { return nil }
             let id = peer[peer.index(after: cut)...].uppercased()
@@ -522,7 +614,8 @@ struct Discovery {
             let files = StoreFileSet(main: dir.appendingPathComponent(name))
             let present = files.existingMembers()
             guard !present.isEmpty else { return nil }
-            return Layout.Leftover(kind: String(name.dropLast(".sqlite".count)), path: files.main.path, files: present.map(\.path))
+            return Layout.Leftover(
+                kind: String(name.dropLast(".sqlite".count)), path: files.main.path, files: present.map(\.path))
         }
     }
 }

@@ -26,9 +26,11 @@ public struct LayoutOptions: Sendable, Equatable {
     public static let defaultStoreName = "UbiquityStore"
 
     /// Creates options; at least one location must be given (see `validate`).
-    public init(appDirectory: URL? = nil, cloudDirectory: URL? = nil, storeName: String = LayoutOptions.defaultStoreName,
-                preferences: URL? = nil, container: URL? = nil, store: URL? = nil, document: URL? = nil,
-                macApp: String? = nil, home: URL? = nil) {
+    public init(
+        appDirectory: URL? = nil, cloudDirectory: URL? = nil, storeName: String = LayoutOptions.defaultStoreName,
+        preferences: URL? = nil, container: URL? = nil, store: URL? = nil, document: URL? = nil,
+        macApp: String? = nil, home: URL? = nil
+    ) {
         self.appDirectory = appDirectory
         self.cloudDirectory = cloudDirectory
         self.storeName = storeName
@@ -51,20 +53,28 @@ public struct LayoutOptions: Sendable, Equatable {
             throw USMError.usage("--store and --document each name one thing to inspect; give one of them")
         }
         if store != nil || document != nil, appDirectory != nil || cloudDirectory != nil || container != nil {
-            throw USMError.usage("--\(store != nil ? "store" : "document") inspects one \(store != nil ? "store" : "document"); it cannot be combined with --app-dir, --cloud-dir or --container")
+            throw USMError.usage(
+                "--\(store != nil ? "store" : "document") inspects one \(store != nil ? "store" : "document"); it cannot be combined with --app-dir, --cloud-dir or --container"
+            )
         }
         if let macApp {
             guard MacApp.isValidBundleID(macApp) else {
-                throw USMError.usage("--mac-app takes a bundle ID such as com.example.notes (letters, digits, '.', '-', '_'), not '\(macApp)'")
+                throw USMError.usage(
+                    "--mac-app takes a bundle ID such as com.example.notes (letters, digits, '.', '-', '_'), not '\(macApp)'"
+                )
             }
             if store != nil || document != nil || container != nil {
-                throw USMError.usage("--mac-app finds the app's folders in place; it cannot be combined with --container, --store or --document")
+                throw USMError.usage(
+                    "--mac-app finds the app's folders in place; it cannot be combined with --container, --store or --document"
+                )
             }
         } else if home != nil {
             throw USMError.usage("--home goes with --mac-app")
         }
         if store == nil, document == nil, appDirectory == nil, cloudDirectory == nil, container == nil, macApp == nil {
-            throw USMError.usage("name what to inspect: --container DIR, --mac-app BUNDLE_ID, --app-dir DIR and/or --cloud-dir DIR, --store FILE or --document DIR")
+            throw USMError.usage(
+                "name what to inspect: --container DIR, --mac-app BUNDLE_ID, --app-dir DIR and/or --cloud-dir DIR, --store FILE or --document DIR"
+            )
         }
         if storeName.isEmpty || storeName.contains("/") || storeName.hasPrefix(".") {
             throw USMError.usage("--store-name must be a plain file name without .sqlite (got '\(storeName)')")

@@ -44,7 +44,9 @@ public struct MacApp: Sendable, Encodable, Equatable {
     /// True for a bundle ID the search can use as a folder name.
     public static func isValidBundleID(_ id: String) -> Bool {
         !id.isEmpty && id.count <= 255 && !id.hasPrefix(".") && !id.contains("..")
-            && id.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) || $0 == "." || $0 == "-" || $0 == "_" }
+            && id.unicodeScalars.allSatisfy {
+                CharacterSet.alphanumerics.contains($0) || $0 == "." || $0 == "-" || $0 == "_"
+            }
     }
 
     /// The ubiquity container's folder name suffix for a bundle ID: `~com~example~notes`.
@@ -74,19 +76,27 @@ struct MacAppSearch {
         let base = sandboxed ? containerData : home
         let plainSupport = library.appendingPathComponent("Application Support/\(bundleID)", isDirectory: true)
         if sandboxed, isDirectory(plainSupport) {
-            notes.append("\(plainSupport.path) also exists (from a version of the app before its sandbox?); the sandbox's folder is used")
+            notes.append(
+                "\(plainSupport.path) also exists (from a version of the app before its sandbox?); the sandbox's folder is used"
+            )
         }
         let appFolder = findAppFolder(base: base, sandboxed: sandboxed, notes: &notes)
         let preferencesFolder = base.appendingPathComponent("Library/Preferences", isDirectory: true)
         let plist = preferencesFolder.appendingPathComponent("\(bundleID).plist")
-        let preferences: MacApp.Found = FileStatus.lookup(plist.path) != nil
-            ? .init(path: plist.path, how: sandboxed ? "the sandbox's preferences (Data/Library/Preferences/\(bundleID).plist)" : "the user's preferences (Library/Preferences/\(bundleID).plist)")
+        let preferences: MacApp.Found =
+            FileStatus.lookup(plist.path) != nil
+            ? .init(
+                path: plist.path,
+                how: sandboxed
+                    ? "the sandbox's preferences (Data/Library/Preferences/\(bundleID).plist)"
+                    : "the user's preferences (Library/Preferences/\(bundleID).plist)")
             : .init(path: nil, how: "no \(plist.path)")
         let cacheKeys = preferences.path.map { readCacheKeys(URL(fileURLWithPath: $0)) } ?? []
         let cloudFolder = findCloudFolder(cacheKeys: cacheKeys, notes: &notes)
         return MacApp(
             bundleID: bundleID, home: home.path, sandboxed: sandboxed, appFolder: appFolder, preferences: preferences,
-            cloudFolder: cloudFolder, notes: notes, preferencesFolder: isDirectory(preferencesFolder) ? preferencesFolder.path : nil)
+            cloudFolder: cloudFolder, notes: notes,
+            preferencesFolder: isDirectory(preferencesFolder) ? preferencesFolder.path : nil)
     }
 
     /// UbiquityStoreManager's app folder on macOS: `Application Support/<bundle ID>` (in the
@@ -97,20 +107,27 @@ struct MacAppSearch {
         let support = base.appendingPathComponent("Library/Application Support", isDirectory: true)
         let named = support.appendingPathComponent(bundleID, isDirectory: true)
         let place = sandboxed ? "the sandbox's Application Support" : "Application Support"
-        if holdsStores(named) { return .init(path: named.path, how: "\(place)/\(bundleID), where UbiquityStoreManager keeps its stores on macOS") }
+        if holdsStores(named) {
+            return .init(
+                path: named.path, how: "\(place)/\(bundleID), where UbiquityStoreManager keeps its stores on macOS")
+        }
         var candidates: [URL] = []
         if sandboxed {
-            candidates = unreadable.children(support).map { support.appendingPathComponent($0, isDirectory: true) }.filter(holdsStores)
+            candidates = unreadable.children(support).map { support.appendingPathComponent($0, isDirectory: true) }
+                .filter(holdsStores)
             if holdsStores(support) { candidates.append(support) }
         } else if let last = bundleID.split(separator: ".").last, String(last) != bundleID {
             let byName = support.appendingPathComponent(String(last), isDirectory: true)
             if holdsStores(byName) { candidates.append(byName) }
         }
         if candidates.count == 1 {
-            return .init(path: candidates[0].path, how: "the only folder in \(place) holding \(storeName).sqlite or CloudStore/")
+            return .init(
+                path: candidates[0].path, how: "the only folder in \(place) holding \(storeName).sqlite or CloudStore/")
         }
         if candidates.count > 1 {
-            notes.append("several folders hold stores (\(candidates.map(\.lastPathComponent).joined(separator: ", "))): give the app folder with --app-dir")
+            notes.append(
+                "several folders hold stores (\(candidates.map(\.lastPathComponent).joined(separator: ", "))): give the app folder with --app-dir"
+            )
             return .init(path: nil, how: "several candidates in \(support.path)")
         }
         if isDirectory(named) {
@@ -124,40 +141,56 @@ struct MacAppSearch {
     /// the only folder named `<TEAM>~<bundle~id>`.
     private func findCloudFolder(cacheKeys: [String], notes: inout [String]) -> MacApp.Found {
         let mobile = library.appendingPathComponent("Mobile Documents", isDirectory: true)
-        let named = Set(cacheKeys.compactMap { key -> String? in
-            guard let range = key.range(of: Preferences.cacheKeyMarker, options: .backwards) else { return nil }
-            let name = URL(fileURLWithPath: String(key[..<range.lowerBound])).lastPathComponent
-            return name.isEmpty || name == "/" ? nil : name
-        })
+        let named = Set(
+            cacheKeys.compactMap { key -> String? in
+                guard let range = key.range(of: Preferences.cacheKeyMarker, options: .backwards) else { return nil }
+                let name = URL(fileURLWithPath: String(key[..<range.lowerBound])).lastPathComponent
+                return name.isEmpty || name == "/" ? nil : name
+            })
         let byKey = named.sorted().map { mobile.appendingPathComponent($0, isDirectory: true) }.filter(isDirectory)
         if byKey.count == 1 {
-            return .init(path: byKey[0].path, how: "named by the cached StoreUUID key in the preferences (\(byKey[0].lastPathComponent))")
+            return .init(
+                path: byKey[0].path,
+                how: "named by the cached StoreUUID key in the preferences (\(byKey[0].lastPathComponent))")
         }
         if byKey.count > 1 {
-            notes.append("the preferences' cached StoreUUID keys name several containers (\(byKey.map(\.lastPathComponent).joined(separator: ", "))): give one with --cloud-dir")
+            notes.append(
+                "the preferences' cached StoreUUID keys name several containers (\(byKey.map(\.lastPathComponent).joined(separator: ", "))): give one with --cloud-dir"
+            )
             return .init(path: nil, how: "several containers named by the preferences")
         }
         let suffix = MacApp.containerSuffix(bundleID)
-        let bySuffix = unreadable.children(mobile).filter { $0.hasSuffix(suffix) }.map { mobile.appendingPathComponent($0, isDirectory: true) }
-            .filter(isDirectory)
+        let bySuffix = unreadable.children(mobile).filter { $0.hasSuffix(suffix) }.map {
+            mobile.appendingPathComponent($0, isDirectory: true)
+        }
+        .filter(isDirectory)
         if !named.isEmpty {
-            notes.append("the preferences' cached StoreUUID keys name \(named.sorted().joined(separator: ", ")), which is not in \(mobile.path)")
+            notes.append(
+                "the preferences' cached StoreUUID keys name \(named.sorted().joined(separator: ", ")), which is not in \(mobile.path)"
+            )
         }
         if bySuffix.count == 1 {
             return .init(path: bySuffix[0].path, how: "named after the bundle ID (<TEAM>\(suffix))")
         }
         if bySuffix.count > 1 {
-            notes.append("several containers end in \(suffix) (\(bySuffix.map(\.lastPathComponent).joined(separator: ", "))): give one with --cloud-dir")
+            notes.append(
+                "several containers end in \(suffix) (\(bySuffix.map(\.lastPathComponent).joined(separator: ", "))): give one with --cloud-dir"
+            )
             return .init(path: nil, how: "several containers named after the bundle ID")
         }
-        return .init(path: nil, how: "no folder in \(mobile.path) named by the preferences or ending in \(suffix) (the Mac is not signed in to iCloud, or the app never used it)")
+        return .init(
+            path: nil,
+            how:
+                "no folder in \(mobile.path) named by the preferences or ending in \(suffix) (the Mac is not signed in to iCloud, or the app never used it)"
+        )
     }
 
     private func isDirectory(_ url: URL) -> Bool { FileStatus.lookup(url.path)?.kind == .directory }
 
     private func holdsStores(_ dir: URL) -> Bool {
-        isDirectory(dir) && (FileStatus.lookup(dir.appendingPathComponent(storeName + ".sqlite").path) != nil
-            || isDirectory(dir.appendingPathComponent("CloudStore", isDirectory: true)))
+        isDirectory(dir)
+            && (FileStatus.lookup(dir.appendingPathComponent(storeName + ".sqlite").path) != nil
+                || isDirectory(dir.appendingPathComponent("CloudStore", isDirectory: true)))
     }
 }
 
@@ -173,11 +206,13 @@ extension Discovery {
             status = status.worst(.ioError)
         }
         if found.appFolder.path == nil, found.cloudFolder.path == nil, found.preferences.path == nil,
-           options.appDirectory == nil, options.cloudDirectory == nil, options.preferences == nil {
-            problems.append(Problem(
-                .layoutNotFound,
-                "no data of the Mac app \(bundleID) found below \(home.path): \(found.appFolder.how); \(found.preferences.how)",
-                subject: home.path))
+            options.appDirectory == nil, options.cloudDirectory == nil, options.preferences == nil
+        {
+            problems.append(
+                Problem(
+                    .layoutNotFound,
+                    "no data of the Mac app \(bundleID) found below \(home.path): \(found.appFolder.how); \(found.preferences.how)",
+                    subject: home.path))
         }
         return found
     }

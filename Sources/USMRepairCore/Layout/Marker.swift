@@ -81,8 +81,9 @@ public struct Marker: Sendable, Encodable, Equatable {
     static func read(_ url: URL, kind: Kind, version: Int) throws -> Marker? {
         guard let link = FileStatus.lookup(url.path) else { return nil }
         func make(value: String?, raw: String?, defect: Defect?) -> Marker {
-            Marker(name: url.lastPathComponent, kind: kind, cloudVersion: version, path: url.path, value: value, raw: raw,
-                   valid: defect == nil, defect: defect)
+            Marker(
+                name: url.lastPathComponent, kind: kind, cloudVersion: version, path: url.path, value: value, raw: raw,
+                valid: defect == nil, defect: defect)
         }
         guard let status = FileStatus.resolve(url.path), status.kind == .file else {
             _ = link
@@ -103,7 +104,9 @@ public struct Marker: Sendable, Encodable, Equatable {
         if isValidUUID(raw) { return make(value: raw, raw: raw, defect: nil) }
         let trimmed = raw.trimmingCharacters(in: .whitespacesAndNewlines)
         if trimmed != raw, isValidUUID(trimmed) { return make(value: nil, raw: raw, defect: .trailingNewline) }
-        if UUID(uuidString: raw) != nil || UUID(uuidString: trimmed) != nil { return make(value: nil, raw: raw, defect: .lowercase) }
+        if UUID(uuidString: raw) != nil || UUID(uuidString: trimmed) != nil {
+            return make(value: nil, raw: raw, defect: .lowercase)
+        }
         return make(value: nil, raw: raw, defect: .notAUUID)
     }
 }

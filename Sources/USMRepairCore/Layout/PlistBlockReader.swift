@@ -1,8 +1,8 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Reads a file at offsets through a small cache of 64 KiB blocks.
@@ -45,7 +45,9 @@ struct PlistBlockReader {
         var data = [UInt8](repeating: 0, count: Int(min(Self.blockSize, size - start)))
         var done = 0
         while done < data.count {
-            let n = data.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, $0.count - done, off_t(start) + off_t(done)) }
+            let n = data.withUnsafeMutableBytes {
+                pread(fd, $0.baseAddress! + done, $0.count - done, off_t(start) + off_t(done))
+            }
             if n < 0, errno == EINTR { continue }
             if n < 0 { throw USMError.unreadable(path: path, reason: errnoDescription()) }
             if n == 0 { break }

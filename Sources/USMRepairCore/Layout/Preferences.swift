@@ -55,10 +55,17 @@ public struct Preferences: Sendable, Equatable {
     /// - Throws: `notFound`, `unreadable`, or `wrongKind` when it is not a plist dictionary, or the
     ///   key holds something other than a boolean.
     static func read(_ url: URL) throws -> Preferences {
-        guard let status = FileStatus.resolve(url.path) else { throw USMError.notFound(path: url.path, what: "preferences file") }
-        guard status.kind == .file else { throw USMError.wrongKind(path: url.path, expected: "a preferences plist file") }
+        guard let status = FileStatus.resolve(url.path) else {
+            throw USMError.notFound(path: url.path, what: "preferences file")
+        }
+        guard status.kind == .file else {
+            throw USMError.wrongKind(path: url.path, expected: "a preferences plist file")
+        }
         guard status.size <= maxSize else {
-            throw USMError.wrongKind(path: url.path, expected: "a preferences plist (it is \(status.size) bytes; preferences this large are not preferences)")
+            throw USMError.wrongKind(
+                path: url.path,
+                expected: "a preferences plist (it is \(status.size) bytes; preferences this large are not preferences)"
+            )
         }
         let scan: PreferencesReader.Scan
         do {
@@ -66,33 +73,42 @@ public struct Preferences: Sendable, Equatable {
                 cachedStoreUUID(key: $0, value: NSNull()) != nil
             }
         } catch let error as PreferencesReader.Malformed {
-            throw USMError.wrongKind(path: url.path, expected: "a property list dictionary (binary or XML): \(error.reason)")
+            throw USMError.wrongKind(
+                path: url.path, expected: "a property list dictionary (binary or XML): \(error.reason)")
         }
         var enabled: Bool?
         switch scan.cloudEnabled {
         case nil: break
         case let .bool(value)?: enabled = value
         case let .integer(value)?: enabled = value != 0
-        case .other?: throw USMError.wrongKind(path: url.path, expected: "a plist whose \(cloudEnabledKey) is a boolean")
+        case .other?:
+            throw USMError.wrongKind(path: url.path, expected: "a plist whose \(cloudEnabledKey) is a boolean")
         }
         let caches = scan.caches.compactMap { cachedStoreUUID(key: $0.key, value: $0.value as Any? ?? NSNull()) }
         let maps = scan.accountMaps.map { AccountMap(contentName: $0.key, containerIDs: $0.ids) }
         return Preferences(
             path: url.path, cloudEnabled: enabled, hasKey: enabled != nil, isXML: scan.xml,
-            cachedStoreUUIDs: caches.sorted { $0.key < $1.key }, accountMaps: maps.sorted { $0.contentName < $1.contentName })
+            cachedStoreUUIDs: caches.sorted { $0.key < $1.key },
+            accountMaps: maps.sorted { $0.contentName < $1.contentName })
     }
 
     /// `USMCloudEnabledKey` as the file holds it, and the file's format, read without decoding the
     /// plist (memory stays flat whatever its size).
     /// - Throws: `notFound`, `unreadable`, `wrongKind` (not a plist dictionary, or larger than `maxSize`).
     static func lookUpCloudKey(_ url: URL) throws -> (xml: Bool, value: PreferencesReader.Value?) {
-        guard let status = FileStatus.resolve(url.path) else { throw USMError.notFound(path: url.path, what: "preferences file") }
-        guard status.kind == .file else { throw USMError.wrongKind(path: url.path, expected: "a preferences plist file") }
+        guard let status = FileStatus.resolve(url.path) else {
+            throw USMError.notFound(path: url.path, what: "preferences file")
+        }
+        guard status.kind == .file else {
+            throw USMError.wrongKind(path: url.path, expected: "a preferences plist file")
+        }
         do {
-            let scan = try PreferencesReader.scan(url.path, cloudKey: cloudEnabledKey, accountMapKey: nil) { _ in false }
+            let scan = try PreferencesReader.scan(url.path, cloudKey: cloudEnabledKey, accountMapKey: nil) { _ in false
+            }
             return (scan.xml, scan.cloudEnabled)
         } catch let error as PreferencesReader.Malformed {
-            throw USMError.wrongKind(path: url.path, expected: "a property list dictionary (binary or XML): \(error.reason)")
+            throw USMError.wrongKind(
+                path: url.path, expected: "a property list dictionary (binary or XML): \(error.reason)")
         }
     }
 

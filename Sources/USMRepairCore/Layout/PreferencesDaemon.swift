@@ -16,11 +16,14 @@ public enum PreferencesDaemon {
         let url = URL(fileURLWithPath: path).standardizedFileURL
         guard url.pathExtension == "plist" else { return false }
         let folder = url.deletingLastPathComponent().path
-        let library = URL(fileURLWithPath: home, isDirectory: true).standardizedFileURL.appendingPathComponent("Library").path
+        let library = URL(fileURLWithPath: home, isDirectory: true).standardizedFileURL.appendingPathComponent(
+            "Library"
+        ).path
         if folder == library + "/Preferences" { return true }
         // ~/Library/Containers/<id>/Data/Library/Preferences
         let parts = folder.dropFirst(library.count).split(separator: "/")
-        return folder.hasPrefix(library + "/Containers/") && parts.count == 5 && parts[0] == "Containers" && parts[2] == "Data"
+        return folder.hasPrefix(library + "/Containers/") && parts.count == 5 && parts[0] == "Containers"
+            && parts[2] == "Data"
             && parts[3] == "Library" && parts[4] == "Preferences"
     }
 
@@ -34,22 +37,23 @@ public enum PreferencesDaemon {
     /// not be). Nil when nothing had to be done or it was done.
     public static func adopt(_ path: String) -> String? {
         #if canImport(Darwin)
-        guard isLive(path, home: NSHomeDirectory()) else { return nil }
-        let failure = "the preferences file \(path) is written, but cfprefsd may still hold the old values: log out and in (or run `killall cfprefsd`) before starting the app"
-        guard let scratch = try? TemporaryDirectory(prefix: "usm-repair-defaults") else { return failure }
-        defer { scratch.remove() }
-        let copy = scratch.url.appendingPathComponent("import.plist")
-        do { try FileManager.default.copyItem(at: URL(fileURLWithPath: path), to: copy) } catch { return failure }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/defaults")
-        process.arguments = ["import", domain(of: path), copy.path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        do { try process.run() } catch { return failure }
-        process.waitUntilExit()
-        return process.terminationStatus == 0 ? nil : failure
+            guard isLive(path, home: NSHomeDirectory()) else { return nil }
+            let failure =
+                "the preferences file \(path) is written, but cfprefsd may still hold the old values: log out and in (or run `killall cfprefsd`) before starting the app"
+            guard let scratch = try? TemporaryDirectory(prefix: "usm-repair-defaults") else { return failure }
+            defer { scratch.remove() }
+            let copy = scratch.url.appendingPathComponent("import.plist")
+            do { try FileManager.default.copyItem(at: URL(fileURLWithPath: path), to: copy) } catch { return failure }
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/defaults")
+            process.arguments = ["import", domain(of: path), copy.path]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            do { try process.run() } catch { return failure }
+            process.waitUntilExit()
+            return process.terminationStatus == 0 ? nil : failure
         #else
-        return nil
+            return nil
         #endif
     }
 }

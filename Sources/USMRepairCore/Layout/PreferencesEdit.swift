@@ -1,8 +1,8 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A change to the app's preferences plist, applied to a copy that keeps the file's format
@@ -18,8 +18,10 @@ public struct PreferencesEdit: Sendable, Codable, Equatable {
     /// active one: the cache of the active store stays).
     public var removeCachedValues: [String]
 
-    public init(cloudEnabled: Bool? = nil, removeCachedStoreUUIDs: Bool = false, removeAccountMaps: [String] = [],
-                removeCachedValues: [String] = []) {
+    public init(
+        cloudEnabled: Bool? = nil, removeCachedStoreUUIDs: Bool = false, removeAccountMaps: [String] = [],
+        removeCachedValues: [String] = []
+    ) {
         self.cloudEnabled = cloudEnabled
         self.removeCachedStoreUUIDs = removeCachedStoreUUIDs
         self.removeAccountMaps = removeAccountMaps
@@ -69,10 +71,15 @@ public struct PreferencesEdit: Sendable, Codable, Equatable {
         defer { close(fd) }
         var reader = PlistBlockReader(fd: fd, path: source.path)
         guard reader.size <= Preferences.maxSize else {
-            throw USMError.wrongKind(path: source.path, expected: "a preferences plist (it is \(reader.size) bytes; preferences this large are not preferences)")
+            throw USMError.wrongKind(
+                path: source.path,
+                expected: "a preferences plist (it is \(reader.size) bytes; preferences this large are not preferences)"
+            )
         }
         let binary = reader.size >= 8 && (try? reader.bytes(at: 0, count: 8)) == Array("bplist00".utf8)
-        let out = FileSystemPath.withCString(destination.path) { open($0, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644) }
+        let out = FileSystemPath.withCString(destination.path) {
+            open($0, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        }
         guard out >= 0 else { throw USMError.writeFailed(path: destination.path, reason: errnoDescription()) }
         var written = false
         defer {
@@ -85,11 +92,15 @@ public struct PreferencesEdit: Sendable, Codable, Equatable {
                 try BinaryPlistEditor(reader: reader, decide: fate, add: add).write(to: out, path: destination.path)
             } else {
                 // Only a document the reader accepts is cut (see `XMLPlistEditor`).
-                _ = try PreferencesReader.scan(source.path, cloudKey: Preferences.cloudEnabledKey, accountMapKey: nil) { _ in false }
-                try XMLPlistEditor.rewrite(source: fd, sourcePath: source.path, to: out, path: destination.path, decide: fate, add: add)
+                _ = try PreferencesReader.scan(source.path, cloudKey: Preferences.cloudEnabledKey, accountMapKey: nil) {
+                    _ in false
+                }
+                try XMLPlistEditor.rewrite(
+                    source: fd, sourcePath: source.path, to: out, path: destination.path, decide: fate, add: add)
             }
         } catch let error as PreferencesReader.Malformed {
-            throw USMError.wrongKind(path: source.path, expected: "a property list dictionary (binary or XML): \(error.reason)")
+            throw USMError.wrongKind(
+                path: source.path, expected: "a property list dictionary (binary or XML): \(error.reason)")
         }
         guard fsync(out) == 0 else { throw USMError.writeFailed(path: destination.path, reason: errnoDescription()) }
         written = true
@@ -123,7 +134,10 @@ public enum FileWrite {
     /// - Throws: `usage` for anything that is not a UUID.
     public static func markerContents(_ uuid: String) throws -> Data {
         let upper = uuid.uppercased()
-        guard Marker.isValidUUID(upper) else { throw USMError.usage("'\(uuid)' is not a store UUID (36 characters, e.g. 0F6E2C1A-8B3D-4E5F-9A7B-1C2D3E4F5A6B)") }
+        guard Marker.isValidUUID(upper) else {
+            throw USMError.usage(
+                "'\(uuid)' is not a store UUID (36 characters, e.g. 0F6E2C1A-8B3D-4E5F-9A7B-1C2D3E4F5A6B)")
+        }
         return Data(upper.utf8)
     }
 }

@@ -1,11 +1,11 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 #if canImport(FoundationXML)
-import FoundationXML
+    import FoundationXML
 #endif
 
 /// Reads what usm-repair needs from a preferences plist without decoding the plist: a binary
@@ -54,7 +54,9 @@ struct PreferencesReader {
     ///   - accountMapKey: the key that makes a dictionary value an account map (nil: not looked for).
     ///   - isCacheKey: chooses the keys whose string values are wanted.
     /// - Throws: `USMError.unreadable` when it cannot be read, `Malformed` when it is not a plist dictionary.
-    static func scan(_ path: String, cloudKey: String, accountMapKey: String?, isCacheKey: (String) -> Bool) throws -> Scan {
+    static func scan(_ path: String, cloudKey: String, accountMapKey: String?, isCacheKey: (String) -> Bool) throws
+        -> Scan
+    {
         let fd = FileSystemPath.withCString(path) { open($0, O_RDONLY | O_CLOEXEC) }
         guard fd >= 0 else { throw USMError.unreadable(path: path, reason: errnoDescription()) }
         defer { close(fd) }
@@ -63,7 +65,8 @@ struct PreferencesReader {
             var plist = try BinaryPlist(reader: reader)
             return try plist.scan(cloudKey: cloudKey, accountMapKey: accountMapKey, isCacheKey: isCacheKey)
         }
-        return try XMLPlistScan.scan(path: path, cloudKey: cloudKey, accountMapKey: accountMapKey, isCacheKey: isCacheKey)
+        return try XMLPlistScan.scan(
+            path: path, cloudKey: cloudKey, accountMapKey: accountMapKey, isCacheKey: isCacheKey)
     }
 
     /// True for the container-ID strings an account map lists.
@@ -108,7 +111,9 @@ private final class XMLPlistScan: NSObject, XMLParserDelegate {
         self.isCacheKey = isCacheKey
     }
 
-    static func scan(path: String, cloudKey: String, accountMapKey: String?, isCacheKey: (String) -> Bool) throws -> PreferencesReader.Scan {
+    static func scan(path: String, cloudKey: String, accountMapKey: String?, isCacheKey: (String) -> Bool) throws
+        -> PreferencesReader.Scan
+    {
         guard let stream = InputStream(fileAtPath: path), let head = FileHandle(forReadingAtPath: path) else {
             throw USMError.unreadable(path: path, reason: "cannot open it")
         }
@@ -126,8 +131,12 @@ private final class XMLPlistScan: NSObject, XMLParserDelegate {
             let parsed = parser.parse()
             parser.delegate = nil
             if let error = scan.structureError { throw PreferencesReader.Malformed(reason: error) }
-            guard parsed, scan.closed else { throw PreferencesReader.Malformed(reason: "it is neither a binary nor a well-formed XML plist") }
-            guard scan.sawTopDict else { throw PreferencesReader.Malformed(reason: "its top object is not a dictionary") }
+            guard parsed, scan.closed else {
+                throw PreferencesReader.Malformed(reason: "it is neither a binary nor a well-formed XML plist")
+            }
+            guard scan.sawTopDict else {
+                throw PreferencesReader.Malformed(reason: "its top object is not a dictionary")
+            }
             return scan.result
         }
     }
@@ -137,8 +146,10 @@ private final class XMLPlistScan: NSObject, XMLParserDelegate {
         text = current.utf8.count + string.utf8.count > max ? nil : current + string
     }
 
-    func parser(_ parser: XMLParser, didStartElement element: String, namespaceURI: String?, qualifiedName: String?,
-                attributes: [String: String] = [:]) {
+    func parser(
+        _ parser: XMLParser, didStartElement element: String, namespaceURI: String?, qualifiedName: String?,
+        attributes: [String: String] = [:]
+    ) {
         depth += 1
         // Apple's parser reads a key as text only.
         if readingKey || readingInnerKey { return fail(parser, "a key holds an element") }
@@ -177,7 +188,9 @@ private final class XMLPlistScan: NSObject, XMLParserDelegate {
 
     private func startCollecting(_ element: String) {
         collected += 1
-        if element == "string", depth - (collectingDepth ?? depth) < PreferencesReader.maxDepth, collected <= PreferencesReader.maxVisited {
+        if element == "string", depth - (collectingDepth ?? depth) < PreferencesReader.maxDepth,
+            collected <= PreferencesReader.maxVisited
+        {
             stringText = ""
         }
     }
@@ -218,12 +231,13 @@ private final class XMLPlistScan: NSObject, XMLParserDelegate {
         guard let key = currentKey else { return }
         if key == cloudKey {
             let text = valueText?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
-            result.cloudEnabled = switch element {
-            case "true": .bool(true)
-            case "false": .bool(false)
-            case "integer": Int64(text).map { .integer($0) } ?? .other
-            default: .other
-            }
+            result.cloudEnabled =
+                switch element {
+                case "true": .bool(true)
+                case "false": .bool(false)
+                case "integer": Int64(text).map { .integer($0) } ?? .other
+                default: .other
+                }
         } else if isCacheKey(key) {
             result.caches.append((key, element == "string" ? valueText : nil))
         }
@@ -244,11 +258,16 @@ private final class XMLPlistScan: NSObject, XMLParserDelegate {
         fail(parser, "it declares an entity (\(name)), which the app's parser does not read")
     }
 
-    func parser(_ parser: XMLParser, foundExternalEntityDeclarationWithName name: String, publicID: String?, systemID: String?) {
+    func parser(
+        _ parser: XMLParser, foundExternalEntityDeclarationWithName name: String, publicID: String?, systemID: String?
+    ) {
         fail(parser, "it declares an entity (\(name)), which the app's parser does not read")
     }
 
-    func parser(_ parser: XMLParser, foundUnparsedEntityDeclarationWithName name: String, publicID: String?, systemID: String?, notationName: String?) {
+    func parser(
+        _ parser: XMLParser, foundUnparsedEntityDeclarationWithName name: String, publicID: String?, systemID: String?,
+        notationName: String?
+    ) {
         fail(parser, "it declares an entity (\(name)), which the app's parser does not read")
     }
 

@@ -1,8 +1,8 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The processes running a Mac app, found by its bundle ID: a process whose executable lies in an
@@ -26,7 +26,9 @@ public enum RunningApp {
         for (pid, path) in executables() {
             guard let bundle = appBundle(ofExecutable: path) else { continue }
             let id: String?
-            if let known = cache[bundle] { id = known } else {
+            if let known = cache[bundle] {
+                id = known
+            } else {
                 id = bundleIdentifier(ofApp: bundle)
                 cache[bundle] = id
             }
@@ -40,7 +42,8 @@ public enum RunningApp {
     public static func refuseWhileRunning(bundleID: String) throws {
         guard let process = find(bundleID: bundleID).first else { return }
         throw USMError.storeBusy(
-            path: process.executable, reason: "the app \(bundleID) is running and holds its stores and preferences", pid: process.pid)
+            path: process.executable, reason: "the app \(bundleID) is running and holds its stores and preferences",
+            pid: process.pid)
     }
 
     /// The app bundle (`…/<Name>.app`) an executable at `path` is the main program of, if any.
@@ -50,7 +53,9 @@ public enum RunningApp {
         let macOS = url.deletingLastPathComponent()
         let contents = macOS.deletingLastPathComponent()
         let bundle = contents.deletingLastPathComponent()
-        guard macOS.lastPathComponent == "MacOS", contents.lastPathComponent == "Contents", bundle.pathExtension == "app" else { return nil }
+        guard macOS.lastPathComponent == "MacOS", contents.lastPathComponent == "Contents",
+            bundle.pathExtension == "app"
+        else { return nil }
         return bundle.path
     }
 
@@ -58,7 +63,8 @@ public enum RunningApp {
     static func bundleIdentifier(ofApp path: String) -> String? {
         let plist = URL(fileURLWithPath: path).appendingPathComponent("Contents/Info.plist")
         guard let size = FileStatus.resolve(plist.path)?.size, size < 4 << 20, let data = try? Data(contentsOf: plist),
-              let dict = (try? PropertyListSerialization.propertyList(from: data, options: [], format: nil)) as? [String: Any]
+            let dict = (try? PropertyListSerialization.propertyList(from: data, options: [], format: nil))
+                as? [String: Any]
         else { return nil }
         return dict["CFBundleIdentifier"] as? String
     }
@@ -66,26 +72,26 @@ public enum RunningApp {
     /// Every process's executable path that can be read.
     static func executables() -> [(Int32, String)] {
         #if canImport(Darwin)
-        let capacity = Int(proc_listallpids(nil, 0)) + 64
-        guard capacity > 64 else { return [] }
-        var pids = [pid_t](repeating: 0, count: capacity)
-        let count = pids.withUnsafeMutableBytes { proc_listallpids($0.baseAddress, Int32($0.count)) }
-        var result: [(Int32, String)] = []
-        // PROC_PIDPATHINFO_MAXSIZE is 4 * MAXPATHLEN.
-        var buffer = [CChar](repeating: 0, count: 4 * 1024)
-        for pid in pids.prefix(max(0, Int(count))) where pid > 0 {
-            let length = proc_pidpath(pid, &buffer, UInt32(buffer.count))
-            guard length > 0 else { continue }
-            result.append((pid, String(cString: buffer)))
-        }
-        return result
+            let capacity = Int(proc_listallpids(nil, 0)) + 64
+            guard capacity > 64 else { return [] }
+            var pids = [pid_t](repeating: 0, count: capacity)
+            let count = pids.withUnsafeMutableBytes { proc_listallpids($0.baseAddress, Int32($0.count)) }
+            var result: [(Int32, String)] = []
+            // PROC_PIDPATHINFO_MAXSIZE is 4 * MAXPATHLEN.
+            var buffer = [CChar](repeating: 0, count: 4 * 1024)
+            for pid in pids.prefix(max(0, Int(count))) where pid > 0 {
+                let length = proc_pidpath(pid, &buffer, UInt32(buffer.count))
+                guard length > 0 else { continue }
+                result.append((pid, String(cString: buffer)))
+            }
+            return result
         #else
-        var result: [(Int32, String)] = []
-        try? DirectoryListing.forEach("/proc") { name in
-            guard let pid = Int32(name), pid > 0 else { return }
-            if let path = try? DirectoryListing.linkTarget("/proc/\(name)/exe") { result.append((pid, path)) }
-        }
-        return result
+            var result: [(Int32, String)] = []
+            try? DirectoryListing.forEach("/proc") { name in
+                guard let pid = Int32(name), pid > 0 else { return }
+                if let path = try? DirectoryListing.linkTarget("/proc/\(name)/exe") { result.append((pid, path)) }
+            }
+            return result
         #endif
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Rewrites an XML plist with its top dictionary edited, copying its bytes as they are: the
@@ -37,7 +37,10 @@ struct XMLPlistEditor {
     private var awaiting: PlistEntryFate?
 
     /// What happens to the bytes of the current top-level value.
-    private enum Mode { case emit, skip, buffer([String]) }
+    private enum Mode {
+        case emit, skip
+        case buffer([String])
+    }
     private var mode = Mode.emit
     private var buffered: [UInt8] = []
     private var bufferedElement = ""
@@ -47,16 +50,22 @@ struct XMLPlistEditor {
     static let maxTag = 1 << 20
 
     /// Reads the XML plist at `source` (open as `fd`) and writes the edited one to `out`.
-    static func rewrite(source fd: Int32, sourcePath: String, to out: Int32, path: String, decide: PlistEntryDecision,
-                        add: (key: String, value: Bool)?) throws {
+    static func rewrite(
+        source fd: Int32, sourcePath: String, to out: Int32, path: String, decide: PlistEntryDecision,
+        add: (key: String, value: Bool)?
+    ) throws {
         try withoutActuallyEscaping(decide) { decide in
             var editor = XMLPlistEditor(
-                input: XMLByteStream(fd: fd, path: sourcePath), output: PlistOutput(fd: out, path: path), decide: decide, add: add)
+                input: XMLByteStream(fd: fd, path: sourcePath), output: PlistOutput(fd: out, path: path),
+                decide: decide, add: add)
             try editor.run()
         }
     }
 
-    private init(input: XMLByteStream, output: PlistOutput, decide: @escaping PlistEntryDecision, add: (key: String, value: Bool)?) {
+    private init(
+        input: XMLByteStream, output: PlistOutput, decide: @escaping PlistEntryDecision,
+        add: (key: String, value: Bool)?
+    ) {
         self.input = input
         self.output = output
         self.decide = decide
@@ -64,7 +73,9 @@ struct XMLPlistEditor {
     }
 
     private mutating func run() throws {
-        if let problem = XMLPlistText.encodingProblem(try input.prefix(1024)) { throw PreferencesReader.Malformed(reason: problem) }
+        if let problem = XMLPlistText.encodingProblem(try input.prefix(1024)) {
+            throw PreferencesReader.Malformed(reason: problem)
+        }
         while let byte = try input.peek() {
             if byte == UInt8(ascii: "<") { try markup() } else { try textRun() }
         }
@@ -87,14 +98,20 @@ struct XMLPlistEditor {
         } else if try input.hasPrefix("<?") {
             try other(try input.take(through: "?>", limit: Self.maxTag))
         } else if try input.hasPrefix("<!") {
-            guard depth == 0 else { throw PreferencesReader.Malformed(reason: "it has a declaration inside its elements") }
+            guard depth == 0 else {
+                throw PreferencesReader.Malformed(reason: "it has a declaration inside its elements")
+            }
             try other(try input.takeDeclaration(limit: Self.maxTag))
         } else if try input.hasPrefix("</") {
             try endElement(try input.takeTag(limit: Self.maxTag))
         } else {
             let tag = try input.takeTag(limit: Self.maxTag)
-            let name = tag.dropFirst().prefix { !($0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D || $0 == 0x2F || $0 == 0x3E) }
-            try startElement(String(decoding: name, as: UTF8.self), tag, empty: tag.count >= 2 && tag[tag.count - 2] == UInt8(ascii: "/"))
+            let name = tag.dropFirst().prefix {
+                !($0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D || $0 == 0x2F || $0 == 0x3E)
+            }
+            try startElement(
+                String(decoding: name, as: UTF8.self), tag,
+                empty: tag.count >= 2 && tag[tag.count - 2] == UInt8(ascii: "/"))
         }
     }
 
@@ -105,10 +122,14 @@ struct XMLPlistEditor {
         if inKey { throw PreferencesReader.Malformed(reason: "a key holds an element") }
         switch level {
         case 1:
-            guard name == "plist" else { throw PreferencesReader.Malformed(reason: "its root element is <\(name)>, not <plist>") }
+            guard name == "plist" else {
+                throw PreferencesReader.Malformed(reason: "its root element is <\(name)>, not <plist>")
+            }
             try write(tag)
         case 2:
-            guard name == "dict" else { throw PreferencesReader.Malformed(reason: "its top object is not a dictionary") }
+            guard name == "dict" else {
+                throw PreferencesReader.Malformed(reason: "its top object is not a dictionary")
+            }
             if empty {
                 // `<dict/>`: written open, so that the entry to add has a place.
                 try write(Array(tag.dropLast(2)) + [UInt8(ascii: ">")])
@@ -185,7 +206,10 @@ struct XMLPlistEditor {
 
     /// A comment or processing instruction.
     private mutating func other(_ bytes: [UInt8]) throws {
-        if inKey { heldKey += bytes; return }
+        if inKey {
+            heldKey += bytes
+            return
+        }
         if depth == 2 { return try between(bytes) }
         try route(bytes)
     }
@@ -209,7 +233,8 @@ struct XMLPlistEditor {
     private mutating func endKey(_ tag: [UInt8]?) throws {
         inKey = false
         if let tag { heldKey += tag }
-        guard let raw = keyText, let key = try XMLPlistText.decode(raw), key.utf8.count <= PreferencesReader.maxKey else {
+        guard let raw = keyText, let key = try XMLPlistText.decode(raw), key.utf8.count <= PreferencesReader.maxKey
+        else {
             try flushPending()
             try write(heldKey)
             heldKey = []
@@ -265,7 +290,9 @@ struct XMLPlistEditor {
 
     private mutating func endValue() throws {
         if case let .buffer(values) = mode {
-            if bufferedElement == "string", let raw = valueText, let text = try XMLPlistText.decode(raw), values.contains(text) {
+            if bufferedElement == "string", let raw = valueText, let text = try XMLPlistText.decode(raw),
+                values.contains(text)
+            {
                 heldKey = []
             } else {
                 try write(heldKey)
@@ -381,7 +408,9 @@ struct XMLByteStream {
             out.append(buffer[start])
             start += 1
             if out.count >= t.count, out[(out.count - t.count)...].elementsEqual(t) { return out }
-            if out.count > limit { throw PreferencesReader.Malformed(reason: "it has markup longer than \(limit) bytes") }
+            if out.count > limit {
+                throw PreferencesReader.Malformed(reason: "it has markup longer than \(limit) bytes")
+            }
         }
     }
 
@@ -401,7 +430,9 @@ struct XMLByteStream {
             } else if byte == UInt8(ascii: ">") {
                 return out
             }
-            if out.count > limit { throw PreferencesReader.Malformed(reason: "it has a tag longer than \(limit) bytes") }
+            if out.count > limit {
+                throw PreferencesReader.Malformed(reason: "it has a tag longer than \(limit) bytes")
+            }
         }
     }
 
@@ -428,7 +459,9 @@ struct XMLByteStream {
             } else if byte == UInt8(ascii: ">"), brackets <= 0 {
                 return out
             }
-            if out.count > limit { throw PreferencesReader.Malformed(reason: "it has a declaration longer than \(limit) bytes") }
+            if out.count > limit {
+                throw PreferencesReader.Malformed(reason: "it has a declaration longer than \(limit) bytes")
+            }
         }
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The text of an XML plist as Apple's parser reads it: UTF-8 only, the predefined entities and
@@ -51,11 +51,18 @@ enum XMLPlistText {
             case "quot": scalar = "\""
             case "apos": scalar = "'"
             default:
-                if name.hasPrefix("#x") { scalar = UInt32(name.dropFirst(2), radix: 16).flatMap(Unicode.Scalar.init) }
-                else if name.hasPrefix("#") { scalar = UInt32(name.dropFirst(1), radix: 10).flatMap(Unicode.Scalar.init) }
-                else { scalar = nil }
+                if name.hasPrefix("#x") {
+                    scalar = UInt32(name.dropFirst(2), radix: 16).flatMap(Unicode.Scalar.init)
+                } else if name.hasPrefix("#") {
+                    scalar = UInt32(name.dropFirst(1), radix: 10).flatMap(Unicode.Scalar.init)
+                } else {
+                    scalar = nil
+                }
             }
-            guard let scalar else { throw PreferencesReader.Malformed(reason: "it refers to an entity the app's parser does not know (&\(name);)") }
+            guard let scalar else {
+                throw PreferencesReader.Malformed(
+                    reason: "it refers to an entity the app's parser does not know (&\(name);)")
+            }
             flush()
             out.append(scalar)
             i = end + 1
@@ -70,12 +77,17 @@ enum XMLPlistText {
             return "it is an XML plist in UTF-16 or UTF-32; only UTF-8 is read"
         }
         let text = String(decoding: prefix, as: UTF8.self)
-        guard text.drop(while: { $0 == "\u{FEFF}" || $0.isWhitespace }).hasPrefix("<?xml"), let close = text.range(of: "?>") else { return nil }
+        guard text.drop(while: { $0 == "\u{FEFF}" || $0.isWhitespace }).hasPrefix("<?xml"),
+            let close = text.range(of: "?>")
+        else { return nil }
         let declaration = text[..<close.lowerBound].lowercased()
         guard let at = declaration.range(of: "encoding") else { return nil }
-        let value = declaration[at.upperBound...].drop { $0 == " " || $0 == "=" || $0 == "\"" || $0 == "'" || $0 == "\t" }
-            .prefix { $0 != "\"" && $0 != "'" && $0 != " " }
-        return ["utf-8", "utf8", "us-ascii", "ascii"].contains(String(value)) ? nil : "it is an XML plist in \(value); only UTF-8 is read"
+        let value = declaration[at.upperBound...].drop {
+            $0 == " " || $0 == "=" || $0 == "\"" || $0 == "'" || $0 == "\t"
+        }
+        .prefix { $0 != "\"" && $0 != "'" && $0 != " " }
+        return ["utf-8", "utf8", "us-ascii", "ascii"].contains(String(value))
+            ? nil : "it is an XML plist in \(value); only UTF-8 is read"
     }
 
     /// Why the file at `path` is not valid UTF-8 (nil when it is), read as a stream. The XML
@@ -85,7 +97,9 @@ enum XMLPlistText {
         guard fd >= 0 else { throw USMError.unreadable(path: path, reason: errnoDescription()) }
         defer { close(fd) }
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        var need = 0, low: UInt8 = 0x80, high: UInt8 = 0xBF
+        var need = 0
+        var low: UInt8 = 0x80
+        var high: UInt8 = 0xBF
         var offset = 0
         while true {
             let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
@@ -105,12 +119,20 @@ enum XMLPlistText {
                 case 0x00: return "it holds a NUL byte (at byte \(offset + i))"
                 case 0x01...0x7F: break
                 case 0xC2...0xDF: need = 1
-                case 0xE0: need = 2; low = 0xA0
+                case 0xE0:
+                    need = 2
+                    low = 0xA0
                 case 0xE1...0xEC, 0xEE, 0xEF: need = 2
-                case 0xED: need = 2; high = 0x9F
-                case 0xF0: need = 3; low = 0x90
+                case 0xED:
+                    need = 2
+                    high = 0x9F
+                case 0xF0:
+                    need = 3
+                    low = 0x90
                 case 0xF1...0xF3: need = 3
-                case 0xF4: need = 3; high = 0x8F
+                case 0xF4:
+                    need = 3
+                    high = 0x8F
                 default: return "it is not valid UTF-8 (at byte \(offset + i))"
                 }
             }

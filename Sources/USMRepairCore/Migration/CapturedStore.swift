@@ -20,7 +20,8 @@ struct CapturedStore {
     /// `check`'s every invariant on the private copy (integrity_check included): what the verifier
     /// compares a result's errors with, to tell inherited problems from new ones.
     func fullCheck() -> StoreReport {
-        StoreInspector(depth: .check).inspect(files, role: .store, confinement: Confinement(root: files.directory), privateCopy: copy)
+        StoreInspector(depth: .check).inspect(
+            files, role: .store, confinement: Confinement(root: files.directory), privateCopy: copy)
     }
 
     /// True when no member of `files` changed since the capture.
@@ -42,10 +43,13 @@ extension MigrationEngine {
     /// `model` (`--model`) says where relationships point when the store holds no model cache.
     /// - Parameter readsRows: false for a strategy that reads only the schema and the bookkeeping
     ///   tables (`none`): `quick_check` then covers those tables, not every page of the store.
-    static func capture(_ files: StoreFileSet, into directory: URL, role: String, model: ManagedObjectModel? = nil,
-                        readsRows: Bool = true) throws -> CapturedStore {
+    static func capture(
+        _ files: StoreFileSet, into directory: URL, role: String, model: ManagedObjectModel? = nil,
+        readsRows: Bool = true
+    ) throws -> CapturedStore {
         // The members' SHA-256 is a bundle's business: a migration compares statuses, not hashes.
-        let capture = try StoreCapture.capture(files, members: ["main", "wal", "journal"], into: directory, hashing: false)
+        let capture = try StoreCapture.capture(
+            files, members: ["main", "wal", "journal"], into: directory, hashing: false)
         var copy: URL
         if let openable = capture.openable {
             copy = openable
@@ -55,7 +59,9 @@ extension MigrationEngine {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             copy = folder.appendingPathComponent("store.sqlite")
             if let main = capture.members["main"] { _ = try FileCopy.copy(from: main.copy.path, to: copy.path) }
-            if let journal = capture.members["journal"] { _ = try FileCopy.copy(from: journal.copy.path, to: copy.path + "-journal") }
+            if let journal = capture.members["journal"] {
+                _ = try FileCopy.copy(from: journal.copy.path, to: copy.path + "-journal")
+            }
             do {
                 let queue = try DatabaseQueue(path: copy.path)
                 _ = try queue.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sqlite_master") }
@@ -90,11 +96,14 @@ extension MigrationEngine {
             let queue = try StagedStore.open(copy, readonly: true)
             defer { try? queue.close() }
             return try queue.read { db in
-                try Row.fetchOne(db, sql: "SELECT Z_PLIST FROM Z_METADATA LIMIT 1").flatMap { Data.fromDatabaseValue($0["Z_PLIST"] as DatabaseValue) }
+                try Row.fetchOne(db, sql: "SELECT Z_PLIST FROM Z_METADATA LIMIT 1").flatMap {
+                    Data.fromDatabaseValue($0["Z_PLIST"] as DatabaseValue)
+                }
             }
         }()
         return CapturedStore(
-            copy: copy, schema: schema, report: report, plist: plist, members: capture.members.mapValues(\.status), files: files)
+            copy: copy, schema: schema, report: report, plist: plist, members: capture.members.mapValues(\.status),
+            files: files)
     }
 
     /// Rows per entity before a run (the dry run's table).
@@ -102,7 +111,9 @@ extension MigrationEngine {
         let s = Dictionary(source.entities.map { ($0.name, $0.rows) }, uniquingKeysWith: +)
         let d = Dictionary((destination?.entities ?? []).map { ($0.name, $0.rows) }, uniquingKeysWith: +)
         return Set(s.keys).union(d.keys).sorted().map {
-            .init(name: $0, source: s[$0] ?? 0, destinationBefore: d[$0] ?? 0, expected: nil, after: nil, digest: "not-compared")
+            .init(
+                name: $0, source: s[$0] ?? 0, destinationBefore: d[$0] ?? 0, expected: nil, after: nil,
+                digest: "not-compared")
         }
     }
 
@@ -129,14 +140,20 @@ extension MigrationEngine {
         for sidecar in [staged.wal, staged.shm] {
             guard let status = FileStatus.lookup(sidecar.path) else { continue }
             guard status.size == 0 else {
-                throw USMError.verificationFailed(path: staged.main.path, detail: "\(sidecar.lastPathComponent) still holds data after the checkpoint")
+                throw USMError.verificationFailed(
+                    path: staged.main.path, detail: "\(sidecar.lastPathComponent) still holds data after the checkpoint"
+                )
             }
             try? FileManager.default.removeItem(at: sidecar)
         }
         guard (try? SQLiteHeader.read(path: staged.main.path))?.isWAL == true else {
             // SQLite said it switched: a header that does not say so is a write that never reached
             // the file (the file system failed it), not a wrong migration.
-            throw USMError.writeFailed(path: staged.main.path, reason: "SQLite switched the store to WAL but its header does not say so: a write did not reach the file").diagnosingSpace()
+            throw USMError.writeFailed(
+                path: staged.main.path,
+                reason:
+                    "SQLite switched the store to WAL but its header does not say so: a write did not reach the file"
+            ).diagnosingSpace()
         }
         FileSync.file(staged.main)
     }

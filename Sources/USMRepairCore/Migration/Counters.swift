@@ -23,11 +23,13 @@ public enum Counters {
         for table in schema.entityTables where schema.table(table, hasColumn: "Z_PK") {
             let members = schema.entities.filter { $0.table == table }
             guard !members.contains(where: { schema.unreadableMax.contains($0.number) }),
-                  let root = members.first(where: { $0.number == $0.rootNumber }) ?? members.first else { continue }
+                let root = members.first(where: { $0.number == $0.rootNumber }) ?? members.first
+            else { continue }
             let maxPK = try Int64.fetchOne(db, sql: "SELECT IFNULL(MAX(Z_PK), 0) FROM main.\(table.sqlIdentifier)") ?? 0
             let counter = members.map(\.max).max() ?? 0
             guard counter < maxPK else { continue }
-            try db.execute(sql: "UPDATE main.Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?", arguments: [maxPK, root.number])
+            try db.execute(
+                sql: "UPDATE main.Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?", arguments: [maxPK, root.number])
             changes.append(Change(entity: root.name, from: counter, to: maxPK))
         }
         return changes.sorted { $0.entity < $1.entity }

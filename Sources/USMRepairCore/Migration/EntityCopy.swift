@@ -56,7 +56,8 @@ public struct EntityCopy {
     public static func cloudKitRefusal(_ tables: [(table: String, rows: Int)], why: String) -> USMError {
         let listed = tables.map { "\($0.table) (\($0.rows) rows)" }.joined(separator: ", ")
         return USMError.preconditionFailed(
-            "the source holds CloudKit mirroring rows tying its objects to their CloudKit records: \(listed); \(why), and without them CloudKit uploads those objects again as new records (duplicates on every device). --drop-cloudkit leaves them out anyway; the strip-cloudkit recipe empties them on purpose")
+            "the source holds CloudKit mirroring rows tying its objects to their CloudKit records: \(listed); \(why), and without them CloudKit uploads those objects again as new records (duplicates on every device). --drop-cloudkit leaves them out anyway; the strip-cloudkit recipe empties them on purpose"
+        )
     }
 
     /// CloudKit mirroring tables of the source copy `url` that hold rows, with their counts.
@@ -95,9 +96,12 @@ public struct EntityCopy {
         let facts = try SchemaFacts.read(db, schema: destination, schemaName: "main")
         let inferredSource = try SchemaFacts.inferredKeys(db, schema: source, schemaName: "src")
         let sourceKeys = source.toOneKeys + inferredSource
-        let destinationKeys = destination.toOneKeys + (try SchemaFacts.inferredKeys(db, schema: destination, schemaName: "main"))
+        let destinationKeys =
+            destination.toOneKeys + (try SchemaFacts.inferredKeys(db, schema: destination, schemaName: "main"))
         for key in inferredSource {
-            result.notes.append("\(key.table).\(key.column) taken to point at \(key.destinationTable) (the store's own naming and data agree; its model cache does not say)")
+            result.notes.append(
+                "\(key.table).\(key.column) taken to point at \(key.destinationTable) (the store's own naming and data agree; its model cache does not say)"
+            )
         }
 
         // 1. Entities by name; every copied source hierarchy lands in one destination table.
@@ -110,22 +114,32 @@ public struct EntityCopy {
             }
             guard let sourceTable = entity.table else { continue }
             let name = map.rename[entity.name] ?? entity.name
-            guard let target = destination.userEntities.first(where: { $0.name == name }), let table = target.table else {
-                throw USMError.schemaMismatch(path: session.job.destination.path, detail: "entity \(name) has no table in the destination")
+            guard let target = destination.userEntities.first(where: { $0.name == name }), let table = target.table
+            else {
+                throw USMError.schemaMismatch(
+                    path: session.job.destination.path, detail: "entity \(name) has no table in the destination")
             }
             if let existing = plans[sourceTable], existing.table != table {
-                throw USMError.schemaMismatch(path: session.job.destination.path,
-                    detail: "the source keeps \(entity.name) in \(sourceTable) with entities the destination keeps in \(existing.table)")
+                throw USMError.schemaMismatch(
+                    path: session.job.destination.path,
+                    detail:
+                        "the source keeps \(entity.name) in \(sourceTable) with entities the destination keeps in \(existing.table)"
+                )
             }
             entMap[entity.number] = target.number
-            var plan = plans[sourceTable] ?? TablePlan(sourceTable: sourceTable, table: table, entities: [:], offset: 0, hadRows: false)
+            var plan =
+                plans[sourceTable]
+                ?? TablePlan(sourceTable: sourceTable, table: table, entities: [:], offset: 0, hadRows: false)
             plan.entities[entity.number] = target.number
             plans[sourceTable] = plan
         }
         let tableMap = plans.mapValues(\.table)
         if Set(plans.values.map(\.table)).count != plans.count {
-            throw USMError.schemaMismatch(path: session.job.destination.path,
-                detail: "two source hierarchies map into one destination table (\(plans.values.map(\.table).sorted().joined(separator: ", ")))")
+            throw USMError.schemaMismatch(
+                path: session.job.destination.path,
+                detail:
+                    "two source hierarchies map into one destination table (\(plans.values.map(\.table).sorted().joined(separator: ", ")))"
+            )
         }
         // System tables: persistent history is not copied (Core Data records the app's own
         // changes from here on); CloudKit mirroring rows are carried with the objects they name
@@ -137,23 +151,31 @@ public struct EntityCopy {
             let rows = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM src.\(system.sqlIdentifier)") ?? 0
             let counters = session.isMerge ? "as the destination has them" : "the source's Z_MAX"
             guard system.uppercased().hasPrefix("ANSCK") else {
-                result.leftOut.append("\(system) (persistent history, \(rows) rows): not copied; its entities keep \(counters)")
+                result.leftOut.append(
+                    "\(system) (persistent history, \(rows) rows): not copied; its entities keep \(counters)")
                 continue
             }
             if rows == 0 {
-                result.leftOut.append("\(system) (CloudKit mirroring): empty in the source; its entities keep \(counters)")
-            } else if keysKept, (destination.tables[system] ?? []).map(\.name) == (source.tables[system] ?? []).map(\.name) {
+                result.leftOut.append(
+                    "\(system) (CloudKit mirroring): empty in the source; its entities keep \(counters)")
+            } else if keysKept,
+                (destination.tables[system] ?? []).map(\.name) == (source.tables[system] ?? []).map(\.name)
+            {
                 carry.append(system)
             } else if session.job.options.dropCloudKit {
-                result.leftOut.append("\(system) (CloudKit mirroring, \(rows) rows tying objects to their CloudKit records): dropped (--drop-cloudkit); CloudKit exports those objects again as new records")
+                result.leftOut.append(
+                    "\(system) (CloudKit mirroring, \(rows) rows tying objects to their CloudKit records): dropped (--drop-cloudkit); CloudKit exports those objects again as new records"
+                )
             } else {
                 refused.append((system, rows))
             }
         }
         if !refused.isEmpty {
-            throw Self.cloudKitRefusal(refused, why: session.isMerge
-                ? "in a merge the objects' keys move, so these rows cannot come along"
-                : "the recipe copies only some entities or renames them, so these rows cannot come along")
+            throw Self.cloudKitRefusal(
+                refused,
+                why: session.isMerge
+                    ? "in a merge the objects' keys move, so these rows cannot come along"
+                    : "the recipe copies only some entities or renames them, so these rows cannot come along")
         }
 
         // 2. Key offsets per destination table.
@@ -164,13 +186,15 @@ public struct EntityCopy {
             plan.hadRows = maxPK > 0
             plan.offset = session.isMerge ? max(maxPK, zmax) : (maxPK > 0 ? max(maxPK, zmax) : 0)
             plans[key] = plan
-            if plan.offset > 0 { result.notes.append("\(plan.sourceTable) keys move up by \(plan.offset) in \(plan.table)") }
+            if plan.offset > 0 {
+                result.notes.append("\(plan.sourceTable) keys move up by \(plan.offset) in \(plan.table)")
+            }
         }
         let byDestinationTable = Dictionary(plans.values.map { ($0.table, $0) }, uniquingKeysWith: { a, _ in a })
 
         // 3. Uniqueness conflicts, before anything is written.
-        var remap: [String: String] = [:]      // destination table → temp table (src_pk → kept dst_pk)
-        var dropped: [String: String] = [:]    // destination table → temp table (dst_pk → new_pk)
+        var remap: [String: String] = [:]  // destination table → temp table (src_pk → kept dst_pk)
+        var dropped: [String: String] = [:]  // destination table → temp table (dst_pk → new_pk)
         for plan in plans.values.sorted(by: { $0.table < $1.table }) where plan.hadRows {
             let columns = try columnMap(plan, facts: facts, tableMap: tableMap, sourceKeys: sourceKeys)
             for index in (facts.indexes[plan.table] ?? []).filter(\.unique) {
@@ -178,15 +202,20 @@ public struct EntityCopy {
                 guard pairs.count == index.columns.count, !pairs.isEmpty else { continue }
                 let match = pairs.map { "d.\($0.0.sqlIdentifier) = s.\($0.1.sqlIdentifier)" }.joined(separator: " AND ")
                 let filter = "s.Z_ENT IN (\(plan.entities.keys.sorted().map(String.init).joined(separator: ",")))"
-                let conflicting = "FROM src.\(plan.sourceTable.sqlIdentifier) s WHERE \(filter) AND EXISTS (SELECT 1 FROM main.\(plan.table.sqlIdentifier) d WHERE \(match))"
+                let conflicting =
+                    "FROM src.\(plan.sourceTable.sqlIdentifier) s WHERE \(filter) AND EXISTS (SELECT 1 FROM main.\(plan.table.sqlIdentifier) d WHERE \(match))"
                 let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) \(conflicting)") ?? 0
                 guard count > 0 else { continue }
-                let names = Set(plan.entities.values.compactMap { destination.entity($0)?.name }).sorted().joined(separator: "/")
+                let names = Set(plan.entities.values.compactMap { destination.entity($0)?.name }).sorted().joined(
+                    separator: "/")
                 if policy == .refuse {
                     let shown = pairs.map { "quote(s.\($0.1.sqlIdentifier))" }.joined(separator: " || ', ' || ")
-                    let sample = try String.fetchAll(db, sql: "SELECT \(shown) \(conflicting) LIMIT \(StoreChecks.sampleSize)")
-                    throw USMError.mergeConflict(entity: names, count: count,
-                        values: "\(index.columns.joined(separator: ", ")) = " + sample.joined(separator: "; ") + (count > sample.count ? "; ..." : ""))
+                    let sample = try String.fetchAll(
+                        db, sql: "SELECT \(shown) \(conflicting) LIMIT \(StoreChecks.sampleSize)")
+                    throw USMError.mergeConflict(
+                        entity: names, count: count,
+                        values: "\(index.columns.joined(separator: ", ")) = " + sample.joined(separator: "; ")
+                            + (count > sample.count ? "; ..." : ""))
                 }
                 let lookup = "(SELECT d.Z_PK FROM main.\(plan.table.sqlIdentifier) d WHERE \(match) LIMIT 1)"
                 if policy == .keepDestination {
@@ -195,20 +224,30 @@ public struct EntityCopy {
                         try exec("CREATE TEMP TABLE \(temp) (src_pk INTEGER PRIMARY KEY, dst_pk INTEGER)", &result)
                         remap[plan.table] = temp
                     }
-                    try exec("INSERT OR IGNORE INTO temp.\(temp) (src_pk, dst_pk) SELECT s.Z_PK, \(lookup) \(conflicting)", &result)
+                    try exec(
+                        "INSERT OR IGNORE INTO temp.\(temp) (src_pk, dst_pk) SELECT s.Z_PK, \(lookup) \(conflicting)",
+                        &result)
                 } else {
                     let temp = dropped[plan.table] ?? "usm_dropped_\(dropped.count)"
                     if dropped[plan.table] == nil {
                         try exec("CREATE TEMP TABLE \(temp) (dst_pk INTEGER PRIMARY KEY, new_pk INTEGER)", &result)
                         dropped[plan.table] = temp
                     }
-                    try exec("INSERT OR IGNORE INTO temp.\(temp) (dst_pk, new_pk) SELECT \(lookup), s.Z_PK + \(plan.offset) \(conflicting)", &result)
+                    try exec(
+                        "INSERT OR IGNORE INTO temp.\(temp) (dst_pk, new_pk) SELECT \(lookup), s.Z_PK + \(plan.offset) \(conflicting)",
+                        &result)
                 }
             }
         }
         for (table, temp) in dropped {
-            for row in try Row.fetchAll(db, sql: "SELECT d.Z_ENT AS ent, COUNT(*) AS n FROM temp.\(temp) r JOIN main.\(table.sqlIdentifier) d ON d.Z_PK = r.dst_pk GROUP BY d.Z_ENT") {
-                if let ent = Int.fromDatabaseValue(row["ent"] as DatabaseValue), let name = destination.entity(ent)?.name {
+            for row in try Row.fetchAll(
+                db,
+                sql:
+                    "SELECT d.Z_ENT AS ent, COUNT(*) AS n FROM temp.\(temp) r JOIN main.\(table.sqlIdentifier) d ON d.Z_PK = r.dst_pk GROUP BY d.Z_ENT"
+            ) {
+                if let ent = Int.fromDatabaseValue(row["ent"] as DatabaseValue),
+                    let name = destination.entity(ent)?.name
+                {
                     result.deduplicated[name, default: 0] += Int.fromDatabaseValue(row["n"] as DatabaseValue) ?? 0
                 }
             }
@@ -220,12 +259,14 @@ public struct EntityCopy {
             guard let plan = byDestinationTable[table] else { return value }
             let moved = plan.offset == 0 ? value : "\(value) + \(plan.offset)"
             guard let temp = remap[table] else { return moved }
-            return "CASE WHEN \(value) IS NULL THEN NULL ELSE COALESCE((SELECT dst_pk FROM temp.\(temp) WHERE src_pk = \(value)), \(moved)) END"
+            return
+                "CASE WHEN \(value) IS NULL THEN NULL ELSE COALESCE((SELECT dst_pk FROM temp.\(temp) WHERE src_pk = \(value)), \(moved)) END"
         }
         func entityExpression(_ value: String) -> String {
             let cases = entMap.sorted { $0.key < $1.key }.filter { $0.key != $0.value }
             guard !cases.isEmpty else { return value }
-            return "CASE \(value) " + cases.map { "WHEN \($0.key) THEN \($0.value)" }.joined(separator: " ") + " ELSE \(value) END"
+            return "CASE \(value) " + cases.map { "WHEN \($0.key) THEN \($0.value)" }.joined(separator: " ")
+                + " ELSE \(value) END"
         }
 
         // 4. Secondary indexes of tables that already hold rows are rebuilt after the inserts (faster).
@@ -243,7 +284,11 @@ public struct EntityCopy {
         var counted: [String: [Row]] = [:]
         for plan in plans.values {
             let entities = plan.entities.keys.sorted().map(String.init).joined(separator: ",")
-            counted[plan.sourceTable] = try Row.fetchAll(db, sql: "SELECT Z_ENT AS ent, COUNT(*) AS n FROM src.\(plan.sourceTable.sqlIdentifier) WHERE Z_ENT IN (\(entities)) GROUP BY Z_ENT")
+            counted[plan.sourceTable] = try Row.fetchAll(
+                db,
+                sql:
+                    "SELECT Z_ENT AS ent, COUNT(*) AS n FROM src.\(plan.sourceTable.sqlIdentifier) WHERE Z_ENT IN (\(entities)) GROUP BY Z_ENT"
+            )
         }
         func rows(_ table: String) -> Int64 {
             (counted[table] ?? []).reduce(0) { $0 + (Int64.fromDatabaseValue($1["n"] as DatabaseValue) ?? 0) }
@@ -254,8 +299,10 @@ public struct EntityCopy {
         for plan in plans.values.sorted(by: { $0.table < $1.table }) {
             let columns = try columnMap(plan, facts: facts, tableMap: tableMap, sourceKeys: sourceKeys)
             let sourceEntities = plan.entities.keys.sorted().map(String.init).joined(separator: ",")
-            let allCopied = Set(source.entities.filter { $0.table == plan.sourceTable }.map(\.number)).isSubset(of: Set(plan.entities.keys))
-            let identical = !plan.hadRows && allCopied && plan.entities.allSatisfy { $0.key == $0.value } && plan.offset == 0
+            let allCopied = Set(source.entities.filter { $0.table == plan.sourceTable }.map(\.number)).isSubset(
+                of: Set(plan.entities.keys))
+            let identical =
+                !plan.hadRows && allCopied && plan.entities.allSatisfy { $0.key == $0.value } && plan.offset == 0
                 && remap[plan.table] == nil && columns.identical
             let sql: String
             if identical {
@@ -282,7 +329,8 @@ public struct EntityCopy {
                 }
                 var filter = "s.Z_ENT IN (\(sourceEntities))"
                 if let temp = remap[plan.table] { filter += " AND s.Z_PK NOT IN (SELECT src_pk FROM temp.\(temp))" }
-                sql = "INSERT INTO main.\(plan.table.sqlIdentifier) (\(targets.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM src.\(plan.sourceTable.sqlIdentifier) s WHERE \(filter)"
+                sql =
+                    "INSERT INTO main.\(plan.table.sqlIdentifier) (\(targets.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM src.\(plan.sourceTable.sqlIdentifier) s WHERE \(filter)"
             }
             try exec(sql, &result)
             copiedRows += rows(plan.sourceTable)
@@ -290,15 +338,22 @@ public struct EntityCopy {
             for note in columns.notes where !result.notes.contains(note) { result.notes.append(note) }
             for row in counted[plan.sourceTable] ?? [] {
                 guard let ent = Int.fromDatabaseValue(row["ent"] as DatabaseValue), let target = plan.entities[ent],
-                      let name = destination.entity(target)?.name else { continue }
+                    let name = destination.entity(target)?.name
+                else { continue }
                 result.rows[name, default: 0] += Int.fromDatabaseValue(row["n"] as DatabaseValue) ?? 0
             }
         }
         for (table, temp) in remap {
             // Source rows not copied: their count is not in the result.
             let plan = byDestinationTable[table]
-            for row in try Row.fetchAll(db, sql: "SELECT s.Z_ENT AS ent, COUNT(*) AS n FROM temp.\(temp) r JOIN src.\((plan?.sourceTable ?? table).sqlIdentifier) s ON s.Z_PK = r.src_pk GROUP BY s.Z_ENT") {
-                if let ent = Int.fromDatabaseValue(row["ent"] as DatabaseValue), let target = plan?.entities[ent], let name = destination.entity(target)?.name {
+            for row in try Row.fetchAll(
+                db,
+                sql:
+                    "SELECT s.Z_ENT AS ent, COUNT(*) AS n FROM temp.\(temp) r JOIN src.\((plan?.sourceTable ?? table).sqlIdentifier) s ON s.Z_PK = r.src_pk GROUP BY s.Z_ENT"
+            ) {
+                if let ent = Int.fromDatabaseValue(row["ent"] as DatabaseValue), let target = plan?.entities[ent],
+                    let name = destination.entity(target)?.name
+                {
                     let n = Int.fromDatabaseValue(row["n"] as DatabaseValue) ?? 0
                     result.rows[name, default: 0] -= n
                     result.deduplicated[name, default: 0] += n
@@ -312,12 +367,19 @@ public struct EntityCopy {
                 result.leftOut.append("\(join.name): joins an entity that is not copied")
                 continue
             }
-            let translated = join.columns.map { (column: renumber($0.column, prefix: "Z_", entMap), entity: entMap[$0.entity] ?? $0.entity,
-                                                 sourceEntity: $0.entity, source: $0.column) }
+            let translated = join.columns.map {
+                (
+                    column: renumber($0.column, prefix: "Z_", entMap), entity: entMap[$0.entity] ?? $0.entity,
+                    sourceEntity: $0.entity, source: $0.column
+                )
+            }
             let wanted = Set(translated.map(\.column))
             guard let target = destination.joinTables.first(where: { Set($0.columns.map(\.column)) == wanted }) else {
-                throw USMError.schemaMismatch(path: session.job.destination.path,
-                    detail: "the many-to-many table \(join.name) has no counterpart with columns \(wanted.sorted().joined(separator: ", "))")
+                throw USMError.schemaMismatch(
+                    path: session.job.destination.path,
+                    detail:
+                        "the many-to-many table \(join.name) has no counterpart with columns \(wanted.sorted().joined(separator: ", "))"
+                )
             }
             var targets: [String] = []
             var values: [String] = []
@@ -326,8 +388,13 @@ public struct EntityCopy {
                 targets.append(column.column.sqlIdentifier)
                 let table = destination.entity(column.entity)?.table ?? ""
                 values.append(keyExpression("j.\(column.source.sqlIdentifier)", table: table))
-                if let sourceTable = source.entity(column.sourceEntity)?.table, let plan = plans[sourceTable], !Set(source.entities.filter { $0.table == sourceTable }.map(\.number)).isSubset(of: Set(plan.entities.keys)) {
-                    filters.append("j.\(column.source.sqlIdentifier) IN (SELECT Z_PK FROM src.\(sourceTable.sqlIdentifier) WHERE Z_ENT IN (\(plan.entities.keys.sorted().map(String.init).joined(separator: ","))))")
+                if let sourceTable = source.entity(column.sourceEntity)?.table, let plan = plans[sourceTable],
+                    !Set(source.entities.filter { $0.table == sourceTable }.map(\.number)).isSubset(
+                        of: Set(plan.entities.keys))
+                {
+                    filters.append(
+                        "j.\(column.source.sqlIdentifier) IN (SELECT Z_PK FROM src.\(sourceTable.sqlIdentifier) WHERE Z_ENT IN (\(plan.entities.keys.sorted().map(String.init).joined(separator: ","))))"
+                    )
                 }
             }
             for order in join.orderColumns {
@@ -337,9 +404,12 @@ public struct EntityCopy {
                 values.append("j.\(order.sqlIdentifier)")
             }
             let whereClause = filters.isEmpty ? "" : " WHERE " + filters.joined(separator: " AND ")
-            let plain = !session.isMerge && target.name == join.name && targets.count == (destination.tables[target.name] ?? []).count
+            let plain =
+                !session.isMerge && target.name == join.name
+                && targets.count == (destination.tables[target.name] ?? []).count
                 && values.allSatisfy { $0.hasPrefix("j.") } && filters.isEmpty
-            let sql = plain
+            let sql =
+                plain
                 ? "INSERT INTO main.\(target.name.sqlIdentifier) SELECT * FROM src.\(join.name.sqlIdentifier)"
                 : "INSERT OR IGNORE INTO main.\(target.name.sqlIdentifier) (\(targets.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM src.\(join.name.sqlIdentifier) j\(whereClause)"
             let before = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM main.\(target.name.sqlIdentifier)") ?? 0
@@ -353,22 +423,31 @@ public struct EntityCopy {
             let hierarchy = Set(destination.entities.filter { $0.table == table }.map(\.number))
             for key in destinationKeys where key.destinationTable == table {
                 let column = key.column.sqlIdentifier
-                try exec("UPDATE main.\(key.table.sqlIdentifier) SET \(column) = (SELECT new_pk FROM temp.\(temp) WHERE dst_pk = \(column)) WHERE \(column) IN (SELECT dst_pk FROM temp.\(temp))", &result)
+                try exec(
+                    "UPDATE main.\(key.table.sqlIdentifier) SET \(column) = (SELECT new_pk FROM temp.\(temp) WHERE dst_pk = \(column)) WHERE \(column) IN (SELECT dst_pk FROM temp.\(temp))",
+                    &result)
             }
             for join in destination.joinTables {
                 for column in join.columns where hierarchy.contains(column.entity) {
                     let c = column.column.sqlIdentifier
-                    try exec("UPDATE OR IGNORE main.\(join.name.sqlIdentifier) SET \(c) = (SELECT new_pk FROM temp.\(temp) WHERE dst_pk = \(c)) WHERE \(c) IN (SELECT dst_pk FROM temp.\(temp))", &result)
-                    try exec("DELETE FROM main.\(join.name.sqlIdentifier) WHERE \(c) IN (SELECT dst_pk FROM temp.\(temp))", &result)
+                    try exec(
+                        "UPDATE OR IGNORE main.\(join.name.sqlIdentifier) SET \(c) = (SELECT new_pk FROM temp.\(temp) WHERE dst_pk = \(c)) WHERE \(c) IN (SELECT dst_pk FROM temp.\(temp))",
+                        &result)
+                    try exec(
+                        "DELETE FROM main.\(join.name.sqlIdentifier) WHERE \(c) IN (SELECT dst_pk FROM temp.\(temp))",
+                        &result)
                 }
             }
         }
         // The entity column of a polymorphic to-one whose key was redirected follows its target.
         for table in Set(remap.keys).union(dropped.keys) {
             for key in destinationKeys where key.destinationTable == table {
-                guard let entityColumn = SchemaFacts.entityColumn(for: key.column, in: key.table, schema: destination) else { continue }
+                guard let entityColumn = SchemaFacts.entityColumn(for: key.column, in: key.table, schema: destination)
+                else { continue }
                 let c = key.column.sqlIdentifier
-                try exec("UPDATE main.\(key.table.sqlIdentifier) SET \(entityColumn.sqlIdentifier) = (SELECT t.Z_ENT FROM main.\(table.sqlIdentifier) t WHERE t.Z_PK = main.\(key.table.sqlIdentifier).\(c)) WHERE \(c) IS NOT NULL AND \(entityColumn.sqlIdentifier) IS NOT (SELECT t.Z_ENT FROM main.\(table.sqlIdentifier) t WHERE t.Z_PK = main.\(key.table.sqlIdentifier).\(c))", &result)
+                try exec(
+                    "UPDATE main.\(key.table.sqlIdentifier) SET \(entityColumn.sqlIdentifier) = (SELECT t.Z_ENT FROM main.\(table.sqlIdentifier) t WHERE t.Z_PK = main.\(key.table.sqlIdentifier).\(c)) WHERE \(c) IS NOT NULL AND \(entityColumn.sqlIdentifier) IS NOT (SELECT t.Z_ENT FROM main.\(table.sqlIdentifier) t WHERE t.Z_PK = main.\(key.table.sqlIdentifier).\(c))",
+                    &result)
             }
         }
 
@@ -380,7 +459,8 @@ public struct EntityCopy {
             for entity in source.entities where entity.table == system {
                 result.carried.insert(entity.name)
             }
-            result.notes.append("\(system) (CloudKit mirroring, \(rows) rows): carried as it is, with the keys of the objects it names")
+            result.notes.append(
+                "\(system) (CloudKit mirroring, \(rows) rows): carried as it is, with the keys of the objects it names")
         }
 
         // 8. Indexes back, counters on, temp tables gone.
@@ -389,7 +469,9 @@ public struct EntityCopy {
         for plan in plans.values {
             let members = destination.entities.filter { $0.table == plan.table }
             guard let root = members.first(where: { $0.number == $0.rootNumber }) ?? members.first else { continue }
-            try exec("UPDATE main.Z_PRIMARYKEY SET Z_MAX = MAX(IFNULL(Z_MAX, 0), (SELECT IFNULL(MAX(Z_PK), 0) FROM main.\(plan.table.sqlIdentifier))) WHERE Z_ENT = \(root.number)", &result)
+            try exec(
+                "UPDATE main.Z_PRIMARYKEY SET Z_MAX = MAX(IFNULL(Z_MAX, 0), (SELECT IFNULL(MAX(Z_PK), 0) FROM main.\(plan.table.sqlIdentifier))) WHERE Z_ENT = \(root.number)",
+                &result)
         }
         for temp in Array(remap.values) + Array(dropped.values) { try db.execute(sql: "DROP TABLE temp.\(temp)") }
         return result
@@ -423,7 +505,9 @@ public struct EntityCopy {
         var identical = false
     }
 
-    func columnMap(_ plan: TablePlan, facts: SchemaFacts, tableMap: [String: String], sourceKeys allKeys: [CoreDataSchema.ToOneKey]) throws -> ColumnMap {
+    func columnMap(
+        _ plan: TablePlan, facts: SchemaFacts, tableMap: [String: String], sourceKeys allKeys: [CoreDataSchema.ToOneKey]
+    ) throws -> ColumnMap {
         var map = ColumnMap()
         let sourceColumns = source.tables[plan.sourceTable] ?? []
         let destinationColumns = destination.tables[plan.table] ?? []
@@ -439,7 +523,9 @@ public struct EntityCopy {
             }
             if SchemaFacts.isEntityColumnName(column.name, in: plan.table, schema: destination) {
                 let keyColumn = "Z" + column.name.drop { $0 != "_" }.dropFirst()
-                if let sourceEntityColumn = SchemaFacts.entityColumn(for: keyColumn, in: plan.sourceTable, schema: source) {
+                if let sourceEntityColumn = SchemaFacts.entityColumn(
+                    for: keyColumn, in: plan.sourceTable, schema: source)
+                {
                     map.entityColumns[column.name] = sourceEntityColumn
                     used.insert(sourceEntityColumn)
                     continue
@@ -450,8 +536,11 @@ public struct EntityCopy {
                 continue
             }
             if SQLName.affinity(match.type) != SQLName.affinity(column.type) {
-                throw USMError.schemaMismatch(path: session.job.destination.path,
-                    detail: "\(plan.table).\(column.name) is \(column.type) in the destination but \(match.type) in the source")
+                throw USMError.schemaMismatch(
+                    path: session.job.destination.path,
+                    detail:
+                        "\(plan.table).\(column.name) is \(column.type) in the destination but \(match.type) in the source"
+                )
             }
             map.plain[column.name] = match.name
             used.insert(match.name)
@@ -462,23 +551,34 @@ public struct EntityCopy {
         // Keys whose destination could not be told would be copied unchanged: refuse in a merge.
         if session.isMerge || plan.offset > 0 {
             for column in sourceColumns where isUnresolvedKey(column.name, table: plan.sourceTable, keys: allKeys) {
-                throw USMError.schemaMismatch(path: session.job.destination.path,
-                    detail: "\(plan.sourceTable).\(column.name) looks like a to-one key (it has Core Data's key index) but the source's model cache does not say where it points, so its values cannot be moved with the keys")
+                throw USMError.schemaMismatch(
+                    path: session.job.destination.path,
+                    detail:
+                        "\(plan.sourceTable).\(column.name) looks like a to-one key (it has Core Data's key index) but the source's model cache does not say where it points, so its values cannot be moved with the keys"
+                )
             }
         }
-        map.identical = sourceColumns.map(\.name) == destinationColumns.map(\.name)
+        map.identical =
+            sourceColumns.map(\.name) == destinationColumns.map(\.name)
             && zip(sourceColumns, destinationColumns).allSatisfy { $0.type == $1.type }
         return map
     }
 
     private func isUnresolvedKey(_ column: String, table: String, keys: [CoreDataSchema.ToOneKey]) -> Bool {
-        guard column.hasPrefix("Z"), !column.hasPrefix("Z_"), !keys.contains(where: { $0.table == table && $0.column == column })
+        guard column.hasPrefix("Z"), !column.hasPrefix("Z_"),
+            !keys.contains(where: { $0.table == table && $0.column == column })
         else { return false }
         let indexName = "\(table)_\(column)_INDEX"
-        guard ((try? Int.fetchOne(db, sql: "SELECT COUNT(*) FROM src.sqlite_master WHERE type = 'index' AND name = ?", arguments: [indexName])) ?? 0) > 0
+        guard
+            ((try? Int.fetchOne(
+                db, sql: "SELECT COUNT(*) FROM src.sqlite_master WHERE type = 'index' AND name = ?",
+                arguments: [indexName])) ?? 0) > 0
         else { return false }
         // A column that holds no value has nothing to move, whatever it is.
-        let values = (try? Int.fetchOne(db, sql: "SELECT COUNT(*) FROM src.\(table.sqlIdentifier) WHERE \(column.sqlIdentifier) IS NOT NULL")) ?? 1
+        let values =
+            (try? Int.fetchOne(
+                db, sql: "SELECT COUNT(*) FROM src.\(table.sqlIdentifier) WHERE \(column.sqlIdentifier) IS NOT NULL"))
+            ?? 1
         return values > 0
     }
 }

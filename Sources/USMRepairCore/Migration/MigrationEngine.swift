@@ -27,8 +27,10 @@ public struct MigrationRequest: Sendable {
     public var dryRun: Bool
 
     /// Creates a request.
-    public init(source: StoreFileSet, destination: StoreFileSet, strategy: String = StrategyRegistry.defaultID,
-                mode: Mode = .create, options: MigrationOptions = MigrationOptions(), dryRun: Bool = false) {
+    public init(
+        source: StoreFileSet, destination: StoreFileSet, strategy: String = StrategyRegistry.defaultID,
+        mode: Mode = .create, options: MigrationOptions = MigrationOptions(), dryRun: Bool = false
+    ) {
         self.source = source
         self.destination = destination
         self.strategy = strategy
@@ -40,7 +42,8 @@ public struct MigrationRequest: Sendable {
     /// The strategy as a plan's build step carries it.
     public var choice: StrategyChoice {
         StrategyChoice(
-            id: strategy, recipe: options.recipe, plugin: options.plugin, parameters: options.parameters, onConflict: options.onConflict,
+            id: strategy, recipe: options.recipe, plugin: options.plugin, parameters: options.parameters,
+            onConflict: options.onConflict,
             timeout: options.pluginTimeout, dropCloudKit: options.dropCloudKit)
     }
 }
@@ -60,14 +63,18 @@ public struct MigrationEngine: Sendable {
 
     /// What `build` would do, for `--dry-run`: the source captured and counted, the strategy's
     /// steps with their SQL, the rows it starts from. Nothing is written but a private scratch folder.
-    public func preview(source: StoreFileSet, shownAs destination: StoreFileSet, strategy: String, options: MigrationOptions,
-                        mergeInto: StoreFileSet?, mode: MigrationRequest.Mode) throws -> MigrationReport {
+    public func preview(
+        source: StoreFileSet, shownAs destination: StoreFileSet, strategy: String, options: MigrationOptions,
+        mergeInto: StoreFileSet?, mode: MigrationRequest.Mode
+    ) throws -> MigrationReport {
         let scratch = try TemporaryDirectory(prefix: "usm-repair-preview")
         defer { scratch.remove() }
         let staged = StoreFileSet(main: scratch.url.appendingPathComponent(destination.fileName))
         return try buildStaged(
-            source: source, staged: staged, shownAs: destination, strategy: strategy, options: options, mergeInto: mergeInto,
-            mode: mode.rawValue, dryRun: true).0
+            source: source, staged: staged, shownAs: destination, strategy: strategy, options: options,
+            mergeInto: mergeInto,
+            mode: mode.rawValue, dryRun: true
+        ).0
     }
 
     /// Builds a verified store at `staged` from `source` and installs nothing: the entry point for
@@ -75,20 +82,29 @@ public struct MigrationEngine: Sendable {
     /// folder of `staged` must exist; only `staged` and its `_SUPPORT` folder are written (removed
     /// again on failure). With `mergeInto`, the staged store starts as a copy of that store.
     /// Rows per entity of the result are the report's `entities[].after`.
-    public func build(source: StoreFileSet, staged: URL, shownAs destination: StoreFileSet? = nil, strategy: String = StrategyRegistry.defaultID,
-                      options: MigrationOptions = MigrationOptions(), mergeInto: StoreFileSet? = nil,
-                      mode: MigrationRequest.Mode? = nil,
-                      progress: @escaping @Sendable (Int64, Int64) -> Void = { _, _ in }) throws -> MigrationReport {
+    public func build(
+        source: StoreFileSet, staged: URL, shownAs destination: StoreFileSet? = nil,
+        strategy: String = StrategyRegistry.defaultID,
+        options: MigrationOptions = MigrationOptions(), mergeInto: StoreFileSet? = nil,
+        mode: MigrationRequest.Mode? = nil,
+        progress: @escaping @Sendable (Int64, Int64) -> Void = { _, _ in }
+    ) throws -> MigrationReport {
         let files = StoreFileSet(main: staged)
-        guard FileStatus.lookup(source.main.path) != nil else { throw USMError.notFound(path: source.main.path, what: "source store") }
-        if let mergeInto, !(try registry.description(of: strategy)).supportsMerge || FileStatus.lookup(mergeInto.main.path) == nil {
+        guard FileStatus.lookup(source.main.path) != nil else {
+            throw USMError.notFound(path: source.main.path, what: "source store")
+        }
+        if let mergeInto,
+            !(try registry.description(of: strategy)).supportsMerge || FileStatus.lookup(mergeInto.main.path) == nil
+        {
             throw USMError.usage("cannot merge into \(mergeInto.main.path) with \(strategy)")
         }
         guard files.existingMembers().isEmpty else { throw USMError.destinationExists(path: staged.path) }
         do {
             return try buildStaged(
-                source: source, staged: files, shownAs: destination ?? files, strategy: strategy, options: options, mergeInto: mergeInto,
-                mode: (mode ?? (mergeInto == nil ? .create : .merge)).rawValue, dryRun: false, progress: progress).0
+                source: source, staged: files, shownAs: destination ?? files, strategy: strategy, options: options,
+                mergeInto: mergeInto,
+                mode: (mode ?? (mergeInto == nil ? .create : .merge)).rawValue, dryRun: false, progress: progress
+            ).0
         } catch {
             for member in files.existingMembers() { try? FileManager.default.removeItem(at: member) }
             throw error
@@ -96,9 +112,11 @@ public struct MigrationEngine: Sendable {
     }
 
     /// Capture, strategy, identity, external data, verification and the finished form, into `staged`.
-    func buildStaged(source: StoreFileSet, staged: StoreFileSet, shownAs destination: StoreFileSet, strategy id: String,
-                     options: MigrationOptions, mergeInto: StoreFileSet?, mode: String, dryRun: Bool,
-                     progress: @escaping @Sendable (Int64, Int64) -> Void = { _, _ in }) throws -> (MigrationReport, CapturedStore?) {
+    func buildStaged(
+        source: StoreFileSet, staged: StoreFileSet, shownAs destination: StoreFileSet, strategy id: String,
+        options: MigrationOptions, mergeInto: StoreFileSet?, mode: String, dryRun: Bool,
+        progress: @escaping @Sendable (Int64, Int64) -> Void = { _, _ in }
+    ) throws -> (MigrationReport, CapturedStore?) {
         let started = Date()
         var clock = started
         func lap(_ name: String, into report: inout MigrationReport) {
@@ -113,8 +131,11 @@ public struct MigrationEngine: Sendable {
         defer { scratch.remove() }
         // 1. The source (and a merge's destination) through consistent private copies.
         let sourceSide = try Self.capture(
-            source, into: scratch.url.appendingPathComponent("source"), role: "source", model: options.model, readsRows: description.rows != .none)
-        let destinationSide = try mergeInto.map { try Self.capture($0, into: scratch.url.appendingPathComponent("destination"), role: "destination") }
+            source, into: scratch.url.appendingPathComponent("source"), role: "source", model: options.model,
+            readsRows: description.rows != .none)
+        let destinationSide = try mergeInto.map {
+            try Self.capture($0, into: scratch.url.appendingPathComponent("destination"), role: "destination")
+        }
         var report = MigrationReport(
             strategy: description.id, mode: mode, dryRun: dryRun,
             source: .init(path: source.main.path, storeUUID: sourceSide.report.storeUUID),
@@ -122,14 +143,21 @@ public struct MigrationEngine: Sendable {
         lap("capture", into: &report)
 
         let job = MigrationJob(
-            source: sourceSide.copy, sourceSchema: sourceSide.schema, sourceExternalData: (options.supportFilesOf ?? source).externalDataDirectory,
+            source: sourceSide.copy, sourceSchema: sourceSide.schema,
+            sourceExternalData: (options.supportFilesOf ?? source).externalDataDirectory,
             destination: staged.main, destinationSchema: destinationSide?.schema,
-            scratch: scratch.url.appendingPathComponent("strategy", isDirectory: true), options: options, dryRun: dryRun, progress: progress)
+            scratch: scratch.url.appendingPathComponent("strategy", isDirectory: true), options: options,
+            dryRun: dryRun, progress: progress)
         try FileManager.default.createDirectory(at: job.scratch, withIntermediateDirectories: true)
 
         if dryRun {
             report.steps = try strategy.plan(job)
-            report.steps.append(MigrationStep("verify", why: "integrity_check, every invariant of check, rows per entity and content digests, before anything is installed"))
+            report.steps.append(
+                MigrationStep(
+                    "verify",
+                    why:
+                        "integrity_check, every invariant of check, rows per entity and content digests, before anything is installed"
+                ))
             report.entities = Self.rowsBefore(sourceSide.report, destinationSide?.report)
             return (report, destinationSide)
         }
@@ -144,13 +172,18 @@ public struct MigrationEngine: Sendable {
         // The content digests of the source (and of a merge's destination as it was), read once
         // from the private copies on another thread while the strategy runs: the provenance and
         // the verification both use them (the copies are private and read-only, so they cannot change).
-        let sourceInput = (sourceSide.copy, sourceSide.schema), destinationInput = destinationSide.map { ($0.copy, $0.schema) }
-        let inputDigests = description.rows == .none ? nil : Background { () throws -> InputDigests in
-            let source = try ContentDigest.read(sourceInput.0, schema: sourceInput.1)
-            let before = try destinationInput.map { try ContentDigest.read($0.0, schema: $0.1) }
-            return InputDigests(source: source.digests, sourceColumns: source.columns,
-                                before: before?.digests ?? [:], beforeColumns: before?.columns ?? [:])
-        }
+        let sourceInput = (sourceSide.copy, sourceSide.schema)
+        let destinationInput = destinationSide.map { ($0.copy, $0.schema) }
+        let inputDigests =
+            description.rows == .none
+            ? nil
+            : Background { () throws -> InputDigests in
+                let source = try ContentDigest.read(sourceInput.0, schema: sourceInput.1)
+                let before = try destinationInput.map { try ContentDigest.read($0.0, schema: $0.1) }
+                return InputDigests(
+                    source: source.digests, sourceColumns: source.columns,
+                    before: before?.digests ?? [:], beforeColumns: before?.columns ?? [:])
+            }
         defer { _ = try? inputDigests?.value() }
         if let destinationSide { try StagedStore.copyWhole(from: destinationSide.copy, to: staged.main) }
 
@@ -161,8 +194,10 @@ public struct MigrationEngine: Sendable {
         } catch let error as USMError {
             // Errors name the user's destination, not the staging folder.
             switch error {
-            case let .schemaMismatch(_, detail): throw USMError.schemaMismatch(path: destination.main.path, detail: detail)
-            case let .writeFailed(_, reason): throw USMError.writeFailed(path: destination.directory.path, reason: reason)
+            case let .schemaMismatch(_, detail):
+                throw USMError.schemaMismatch(path: destination.main.path, detail: detail)
+            case let .writeFailed(_, reason):
+                throw USMError.writeFailed(path: destination.directory.path, reason: reason)
             default: throw error
             }
         } catch {
@@ -185,10 +220,12 @@ public struct MigrationEngine: Sendable {
         // migration or merge recognises its own end state (a strategy that moves no rows records nothing).
         var provenance: Provenance.Entry?
         if let inputDigests {
-            let digest = Provenance.digest(try inputDigests.value().source, userEntities: Set(sourceSide.schema.userEntities.map(\.name)))
+            let digest = Provenance.digest(
+                try inputDigests.value().source, userEntities: Set(sourceSide.schema.userEntities.map(\.name)))
             report.source.digest = digest
             provenance = Provenance.Entry(
-                operation: options.operation, mode: mode, sourceStoreUUID: sourceSide.report.storeUUID, sourceDigest: digest,
+                operation: options.operation, mode: mode, sourceStoreUUID: sourceSide.report.storeUUID,
+                sourceDigest: digest,
                 strategy: description.id, date: FileTime.now.iso8601, tool: "usm-repair \(USMRepair.version)")
         }
         do {
@@ -198,7 +235,9 @@ public struct MigrationEngine: Sendable {
             // keeps the source's counters as they are).
             for change in try Counters.raise(staged: staged.main) {
                 report.countersRaised.append(.init(entity: change.entity, from: change.from, to: change.to))
-                report.notes.append("Z_MAX of \(change.entity) raised from \(change.from) to \(change.to), the largest key in use: Core Data would otherwise hand out keys that exist")
+                report.notes.append(
+                    "Z_MAX of \(change.entity) raised from \(change.from) to \(change.to), the largest key in use: Core Data would otherwise hand out keys that exist"
+                )
             }
             let choice = Self.identity(
                 merge: merge, mode: mode, replaced: destination, outcome: outcome, options: options,
@@ -207,11 +246,12 @@ public struct MigrationEngine: Sendable {
                 to: staged.main, sourcePlist: merge ? sourceSide.plist : nil, merge: merge, identity: choice,
                 keepUbiquity: options.keepUbiquityMetadata, edits: outcome.metadataEdits, provenance: provenance)
             report.destination.storeUUID = identity.storeUUID
-            report.identity = switch choice {
-            case .fresh: "new"
-            case .keep: "replaced-store"
-            case .staged: merge ? "destination" : "source"
-            }
+            report.identity =
+                switch choice {
+                case .fresh: "new"
+                case .keep: "replaced-store"
+                case .staged: merge ? "destination" : "source"
+                }
             report.notes += identity.notes
             let stagedSchema = try CoreDataSchema.load(from: staged.main)
             report.verification.externalDataFiles = try ExternalDataCopy.run(
@@ -234,7 +274,9 @@ public struct MigrationEngine: Sendable {
             throw USMError.verificationFailed(path: destination.main.path, detail: detail)
         }
         try Self.finish(staged)
-        report.verification.sidecars = [staged.wal, staged.shm, staged.journal].filter { FileStatus.lookup($0.path) != nil }.map(\.path)
+        report.verification.sidecars = [staged.wal, staged.shm, staged.journal].filter {
+            FileStatus.lookup($0.path) != nil
+        }.map(\.path)
         lap("verify", into: &report)
         return (report, destinationSide)
     }
@@ -242,8 +284,10 @@ public struct MigrationEngine: Sendable {
     /// The identity of the result (see `StoreIdentity`): a merge keeps the destination's; a store
     /// replacing another (`--overwrite`) keeps the replaced store's, read from a private copy of
     /// it; a whole-store repair keeps its source's; everything else, and `--new-identity`, gets a new one.
-    static func identity(merge: Bool, mode: String, replaced destination: StoreFileSet, outcome: MigrationOutcome,
-                         options: MigrationOptions, scratch: URL, notes: inout [String]) -> StoreIdentity.Choice {
+    static func identity(
+        merge: Bool, mode: String, replaced destination: StoreFileSet, outcome: MigrationOutcome,
+        options: MigrationOptions, scratch: URL, notes: inout [String]
+    ) -> StoreIdentity.Choice {
         if merge { return .staged }
         if options.newIdentity { return .fresh }
         // A salvaged store stands in for the damaged one: object URIs name its Z_UUID.
@@ -255,17 +299,25 @@ public struct MigrationEngine: Sendable {
                 guard let copy = capture.openable else { throw USMError.unexpected("its -journal is hot") }
                 let queue = try StagedStore.open(copy, readonly: true)
                 defer { try? queue.close() }
-                let uuid = try queue.read { db in try String.fetchOne(db, sql: "SELECT Z_UUID FROM Z_METADATA LIMIT 1") }
-                guard let uuid, UUID(uuidString: uuid) != nil else { throw USMError.unexpected("it holds no store UUID") }
-                notes.append("Z_UUID \(uuid) kept from the store it replaces, as Core Data's own replace does: object URIs the app kept still resolve (--new-identity gives a new one)")
+                let uuid = try queue.read { db in try String.fetchOne(db, sql: "SELECT Z_UUID FROM Z_METADATA LIMIT 1")
+                }
+                guard let uuid, UUID(uuidString: uuid) != nil else {
+                    throw USMError.unexpected("it holds no store UUID")
+                }
+                notes.append(
+                    "Z_UUID \(uuid) kept from the store it replaces, as Core Data's own replace does: object URIs the app kept still resolve (--new-identity gives a new one)"
+                )
                 return .keep(uuid)
             } catch {
-                notes.append("the identity of the store it replaces could not be read (\(USMError.wrap(error).message)): the new store gets a new Z_UUID")
+                notes.append(
+                    "the identity of the store it replaces could not be read (\(USMError.wrap(error).message)): the new store gets a new Z_UUID"
+                )
                 return .fresh
             }
         }
         if outcome.keepsSourceIdentity {
-            notes.append("Z_UUID kept from the source: the result is the same store repaired (--new-identity gives a new one)")
+            notes.append(
+                "Z_UUID kept from the source: the result is the same store repaired (--new-identity gives a new one)")
             return .staged
         }
         return .fresh

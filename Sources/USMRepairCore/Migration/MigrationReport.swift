@@ -114,8 +114,10 @@ public struct MigrationReport: Sendable, Encodable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case schemaVersion, command, strategy, mode, dryRun, source, destination, snapshot, recipe, recipeSHA256, plugin, steps
-        case entities, deduplicated, leftOut, notes, identity, countersRaised, verification, durations, exitCode, exitStatus
+        case schemaVersion, command, strategy, mode, dryRun, source, destination, snapshot, recipe, recipeSHA256,
+            plugin, steps
+        case entities, deduplicated, leftOut, notes, identity, countersRaised, verification, durations, exitCode,
+            exitStatus
     }
 
     public func encode(to encoder: Encoder) throws {

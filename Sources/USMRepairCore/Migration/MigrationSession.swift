@@ -35,9 +35,13 @@ public final class MigrationSession {
         return try withExtendedLifetime(sqlGuard) { try run(job, sqlGuard: sqlGuard, body) }
     }
 
-    private static func run<T>(_ job: MigrationJob, sqlGuard: RecipeSQLGuard, _ body: (MigrationSession) throws -> T) throws -> T {
+    private static func run<T>(_ job: MigrationJob, sqlGuard: RecipeSQLGuard, _ body: (MigrationSession) throws -> T)
+        throws -> T
+    {
         let queue: DatabaseQueue
-        do { queue = try StagedStore.open(job.destination) } catch { throw StagedStore.wrapWrite(error, path: job.destination) }
+        do { queue = try StagedStore.open(job.destination) } catch {
+            throw StagedStore.wrapWrite(error, path: job.destination)
+        }
         defer { try? queue.close() }
         var result: T?
         do {
@@ -69,7 +73,8 @@ public final class MigrationSession {
         uri.path = source.path
         uri.queryItems = [URLQueryItem(name: "mode", value: "ro")]
         if let text = uri.string, (try? db.execute(sql: "ATTACH DATABASE ? AS src", arguments: [text])) != nil,
-           (try? Int.fetchOne(db, sql: "SELECT COUNT(*) FROM src.sqlite_master")) != nil {
+            (try? Int.fetchOne(db, sql: "SELECT COUNT(*) FROM src.sqlite_master")) != nil
+        {
             return
         }
         try? db.execute(sql: "DETACH DATABASE src")
@@ -99,7 +104,8 @@ public final class MigrationSession {
                 let count = usm_parameter_count(raw)
                 for index in 0..<count {
                     guard let cName = usm_parameter_name(raw, index + 1) else {
-                        throw USMError.usage("the SQL uses a nameless ? parameter; recipes bind only named ones (:name)")
+                        throw USMError.usage(
+                            "the SQL uses a nameless ? parameter; recipes bind only named ones (:name)")
                     }
                     let name = String(cString: cName)
                     let key = String(name.dropFirst())
@@ -112,20 +118,31 @@ public final class MigrationSession {
             }
         } catch let error as DatabaseError {
             if guarding.timedOut {
-                throw USMError.sqlite(path: job.destination.path, code: error.resultCode.rawValue,
-                                      message: "it ran longer than \(Int(job.options.pluginTimeout)) s (--plugin-timeout) and was stopped")
+                throw USMError.sqlite(
+                    path: job.destination.path, code: error.resultCode.rawValue,
+                    message: "it ran longer than \(Int(job.options.pluginTimeout)) s (--plugin-timeout) and was stopped"
+                )
             }
             if let denied = guarding.denied {
-                throw USMError.sqlite(path: job.destination.path, code: error.resultCode.rawValue, message: "refused: \(denied)")
+                throw USMError.sqlite(
+                    path: job.destination.path, code: error.resultCode.rawValue, message: "refused: \(denied)")
             }
             if error.resultCode.primaryResultCode == .SQLITE_READONLY {
-                throw USMError.sqlite(path: job.destination.path, code: error.resultCode.rawValue, message: "it writes into the read-only source (src)")
+                throw USMError.sqlite(
+                    path: job.destination.path, code: error.resultCode.rawValue,
+                    message: "it writes into the read-only source (src)")
             }
-            if error.resultCode.primaryResultCode == .SQLITE_ERROR, (error.message ?? "").contains("too many attached databases") {
-                throw USMError.sqlite(path: job.destination.path, code: error.resultCode.rawValue,
-                                      message: "refused: it attaches another database (ATTACH, VACUUM INTO); a recipe works on the store and its source only")
+            if error.resultCode.primaryResultCode == .SQLITE_ERROR,
+                (error.message ?? "").contains("too many attached databases")
+            {
+                throw USMError.sqlite(
+                    path: job.destination.path, code: error.resultCode.rawValue,
+                    message:
+                        "refused: it attaches another database (ATTACH, VACUUM INTO); a recipe works on the store and its source only"
+                )
             }
-            throw USMError.sqlite(path: job.destination.path, code: error.resultCode.rawValue, message: error.message ?? "\(error)")
+            throw USMError.sqlite(
+                path: job.destination.path, code: error.resultCode.rawValue, message: error.message ?? "\(error)")
         }
     }
 
@@ -160,12 +177,15 @@ public final class MigrationSession {
 
     /// The tables of the staged store.
     public func tableNames() throws -> [String] {
-        try String.fetchAll(db, sql: "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+        try String.fetchAll(
+            db,
+            sql: "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
     }
 
     /// True when `name` matches `pattern` (case-insensitive; a trailing `*` matches any suffix).
     public static func matches(_ name: String, _ pattern: String) -> Bool {
-        let n = name.uppercased(), p = pattern.uppercased()
+        let n = name.uppercased()
+        let p = pattern.uppercased()
         return p.hasSuffix("*") ? n.hasPrefix(String(p.dropLast())) : n == p
     }
 }

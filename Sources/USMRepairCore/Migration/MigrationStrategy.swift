@@ -58,8 +58,10 @@ public struct StrategyDescription: Sendable, Encodable, Equatable {
     public let rows: RowPolicy
 
     /// Creates a description.
-    public init(id: String, name: String, summary: String, keeps: String, limits: String, parameters: [String],
-                supportsMerge: Bool, rows: RowPolicy) {
+    public init(
+        id: String, name: String, summary: String, keeps: String, limits: String, parameters: [String],
+        supportsMerge: Bool, rows: RowPolicy
+    ) {
         self.id = id
         self.name = name
         self.summary = summary
@@ -120,9 +122,11 @@ public struct MigrationOptions: Sendable {
     public var model: ManagedObjectModel?
 
     /// Creates options with the defaults of `migrate-store`.
-    public init(recipe: String? = nil, plugin: String? = nil, parameters: [String: String] = [:],
-                onConflict: ConflictPolicy = .refuse, keepUbiquityMetadata: Bool = false, pluginTimeout: Double = 600,
-                recipeSearchPath: [URL] = [], environment: [String: String] = ProcessInfo.processInfo.environment) {
+    public init(
+        recipe: String? = nil, plugin: String? = nil, parameters: [String: String] = [:],
+        onConflict: ConflictPolicy = .refuse, keepUbiquityMetadata: Bool = false, pluginTimeout: Double = 600,
+        recipeSearchPath: [URL] = [], environment: [String: String] = ProcessInfo.processInfo.environment
+    ) {
         self.recipe = recipe
         self.plugin = plugin
         self.parameters = parameters
@@ -160,9 +164,11 @@ public struct MigrationJob: Sendable {
     public var isMerge: Bool { destinationSchema != nil }
 
     /// Creates a job (the engine does; tests may).
-    public init(source: URL, sourceSchema: CoreDataSchema, sourceExternalData: URL, destination: URL,
-                destinationSchema: CoreDataSchema?, scratch: URL, options: MigrationOptions, dryRun: Bool = false,
-                progress: @escaping @Sendable (Int64, Int64) -> Void = { _, _ in }) {
+    public init(
+        source: URL, sourceSchema: CoreDataSchema, sourceExternalData: URL, destination: URL,
+        destinationSchema: CoreDataSchema?, scratch: URL, options: MigrationOptions, dryRun: Bool = false,
+        progress: @escaping @Sendable (Int64, Int64) -> Void = { _, _ in }
+    ) {
         self.source = source
         self.sourceSchema = sourceSchema
         self.sourceExternalData = sourceExternalData
@@ -232,9 +238,11 @@ public struct MigrationOutcome: Sendable {
     public var keepsSourceIdentity = false
 
     /// Creates an outcome.
-    public init(rows: [String: Int] = [:], deduplicated: [String: Int] = [:], altered: Set<String> = [], leftOut: [String] = [],
-                notes: [String] = [], metadataEdits: [MetadataEdit] = [], recipeSHA256: String? = nil, recipe: String? = nil,
-                plugin: String? = nil, steps: [MigrationStep] = []) {
+    public init(
+        rows: [String: Int] = [:], deduplicated: [String: Int] = [:], altered: Set<String> = [], leftOut: [String] = [],
+        notes: [String] = [], metadataEdits: [MetadataEdit] = [], recipeSHA256: String? = nil, recipe: String? = nil,
+        plugin: String? = nil, steps: [MigrationStep] = []
+    ) {
         self.rows = rows
         self.deduplicated = deduplicated
         self.altered = altered

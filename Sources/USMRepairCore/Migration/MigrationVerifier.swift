@@ -12,7 +12,9 @@ struct ContentDigest: Equatable, Sendable {
     }
 
     /// Digests per entity name of the store at `url`, and the attribute columns each table's digest covers.
-    static func read(_ url: URL, schema: CoreDataSchema) throws -> (digests: [String: ContentDigest], columns: [String: [String]]) {
+    static func read(_ url: URL, schema: CoreDataSchema) throws -> (
+        digests: [String: ContentDigest], columns: [String: [String]]
+    ) {
         let queue = try StagedStore.open(url, readonly: true)
         defer { try? queue.close() }
         return try queue.read { db in
@@ -20,18 +22,28 @@ struct ContentDigest: Equatable, Sendable {
             var columns: [String: [String]] = [:]
             let indexed = try SchemaFacts.indexedKeyColumns(db, schema: schema)
             for table in schema.entityTables {
-                let attributes = SchemaFacts.attributeColumns(table, schema: schema, indexedKeys: indexed[table] ?? []).sorted()
+                let attributes = SchemaFacts.attributeColumns(table, schema: schema, indexedKeys: indexed[table] ?? [])
+                    .sorted()
                 let entities = schema.entities.filter { $0.table == table }
                 for entity in entities { columns[entity.name] = attributes }
                 // SQLite functions take at most 127 arguments: wide tables are hashed in chunks.
-                let chunks = stride(from: 0, to: attributes.count, by: 100).map { Array(attributes[$0..<min($0 + 100, attributes.count)]) }
-                let list = chunks.count <= 1
+                let chunks = stride(from: 0, to: attributes.count, by: 100).map {
+                    Array(attributes[$0..<min($0 + 100, attributes.count)])
+                }
+                let list =
+                    chunks.count <= 1
                     ? attributes.map(\.sqlIdentifier).joined(separator: ", ")
-                    : chunks.map { "usm_rowhash(" + $0.map(\.sqlIdentifier).joined(separator: ", ") + ")" }.joined(separator: ", ")
-                let rows = try Row.fetchAll(db, sql: "SELECT Z_ENT AS ent, COUNT(*) AS n, usm_digest(\(list)) AS d FROM \(table.sqlIdentifier) GROUP BY Z_ENT")
+                    : chunks.map { "usm_rowhash(" + $0.map(\.sqlIdentifier).joined(separator: ", ") + ")" }.joined(
+                        separator: ", ")
+                let rows = try Row.fetchAll(
+                    db,
+                    sql:
+                        "SELECT Z_ENT AS ent, COUNT(*) AS n, usm_digest(\(list)) AS d FROM \(table.sqlIdentifier) GROUP BY Z_ENT"
+                )
                 for row in rows {
                     guard let ent = Int.fromDatabaseValue(row["ent"] as DatabaseValue),
-                          let name = entities.first(where: { $0.number == ent })?.name else { continue }
+                        let name = entities.first(where: { $0.number == ent })?.name
+                    else { continue }
                     digests[name] = ContentDigest(
                         rows: Int.fromDatabaseValue(row["n"] as DatabaseValue) ?? 0,
                         sum: Int64.fromDatabaseValue(row["d"] as DatabaseValue) ?? 0)
@@ -60,14 +72,17 @@ struct MigrationVerifier {
         // The result's content digests, read on another thread while the check walks its B-trees.
         let digestPolicy = policy == .all || policy == .userEntities
         if digestPolicy, inputs == nil { throw USMError.unexpected("the source's content digests were not read") }
-        let digestJob = digestPolicy ? Background { () throws -> (digests: [String: ContentDigest], columns: [String: [String]]) in
-            try ContentDigest.read(staged, schema: CoreDataSchema.load(from: staged))
-        } : nil
+        let digestJob =
+            digestPolicy
+            ? Background { () throws -> (digests: [String: ContentDigest], columns: [String: [String]]) in
+                try ContentDigest.read(staged, schema: CoreDataSchema.load(from: staged))
+            } : nil
         defer { _ = try? digestJob?.value() }
         let result = StoreInspector(depth: .check).inspect(
             files, role: .store, confinement: Confinement(root: files.directory), privateCopy: staged)
         if let failure = result.readFailure {
-            throw USMError.verificationFailed(path: staged.path, detail: "the staged store cannot be read: \(failure.message)")
+            throw USMError.verificationFailed(
+                path: staged.path, detail: "the staged store cannot be read: \(failure.message)")
         }
         report.verification.integrity = result.integrity
         guard result.integrity == "ok" else {
@@ -77,10 +92,15 @@ struct MigrationVerifier {
         // A part of the staged store that could not be read (its external data folder...) is an
         // I/O error of this machine's, not a broken promise of the migration.
         if let unreadable = errors.first(where: { $0.code == .unreadable }) {
-            throw USMError.unreadable(path: unreadable.subject ?? staged.path, reason: unreadable.message).diagnosingSpace()
+            throw USMError.unreadable(path: unreadable.subject ?? staged.path, reason: unreadable.message)
+                .diagnosingSpace()
         }
-        let known: Set<ProblemCode> = errors.isEmpty ? [] : Set(([source.fullCheck()] + (destination.map { [$0.fullCheck()] } ?? []))
-            .flatMap(\.problems).filter { $0.severity == .error }.map(\.code))
+        let known: Set<ProblemCode> =
+            errors.isEmpty
+            ? []
+            : Set(
+                ([source.fullCheck()] + (destination.map { [$0.fullCheck()] } ?? []))
+                    .flatMap(\.problems).filter { $0.severity == .error }.map(\.code))
         report.verification.problems = errors.filter { !known.contains($0.code) }
         report.verification.inherited = errors.filter { known.contains($0.code) }
         if let first = report.verification.problems.first {
@@ -88,9 +108,11 @@ struct MigrationVerifier {
         }
         report.verification.ubiquityKeys = result.metadata?.ubiquityKeys ?? []
         // A merge keeps the destination's own keys (a cloud store stays one); none may come from the source.
-        let introduced = Set(report.verification.ubiquityKeys).subtracting(destinationBefore?.metadata?.ubiquityKeys ?? [])
+        let introduced = Set(report.verification.ubiquityKeys).subtracting(
+            destinationBefore?.metadata?.ubiquityKeys ?? [])
         if !keepUbiquity, !introduced.isEmpty, policy != .reported {
-            throw USMError.verificationFailed(path: staged.path,
+            throw USMError.verificationFailed(
+                path: staged.path,
                 detail: "ubiquity metadata is still present (\(introduced.sorted().joined(separator: ", ")))")
         }
 
@@ -103,16 +125,21 @@ struct MigrationVerifier {
         var entities: [MigrationReport.EntityRows] = []
         var mismatches: [String] = []
         for name in names {
-            let s = sourceRows[name] ?? 0, b = beforeRows[name] ?? 0, a = afterRows[name] ?? 0
+            let s = sourceRows[name] ?? 0
+            let b = beforeRows[name] ?? 0
+            let a = afterRows[name] ?? 0
             let dedup = outcome.deduplicated[name] ?? 0
-            let expected: Int? = switch policy {
-            case .all: s + b
-            case .userEntities: system.contains(name) && !outcome.carried.contains(name) ? b : s + b - dedup
-            case .none: b
-            case .reported: outcome.rows[name].map { $0 + (destinationBefore == nil ? 0 : b) }
-            }
+            let expected: Int? =
+                switch policy {
+                case .all: s + b
+                case .userEntities: system.contains(name) && !outcome.carried.contains(name) ? b : s + b - dedup
+                case .none: b
+                case .reported: outcome.rows[name].map { $0 + (destinationBefore == nil ? 0 : b) }
+                }
             if let expected, expected != a { mismatches.append("\(name): expected \(expected) rows, found \(a)") }
-            entities.append(.init(name: name, source: s, destinationBefore: b, expected: expected, after: a, digest: "not-compared"))
+            entities.append(
+                .init(name: name, source: s, destinationBefore: b, expected: expected, after: a, digest: "not-compared")
+            )
         }
         if policy == .reported {
             report.verification.rows = mismatches.isEmpty ? "equal" : "reported"
@@ -132,9 +159,17 @@ struct MigrationVerifier {
             let (beforeDigests, beforeColumns) = (inputs.before, inputs.beforeColumns)
             for i in entities.indices {
                 let name = entities[i].name
-                guard !(policy == .userEntities && system.contains(name) && !outcome.carried.contains(name)) else { entities[i].digest = "not-copied"; continue }
-                guard (outcome.deduplicated[name] ?? 0) == 0, !outcome.altered.contains(name) else { entities[i].digest = "skipped-changed-rows"; continue }
-                guard resultColumns[name] == sourceColumns[name], destination == nil || beforeColumns[name] == resultColumns[name] else {
+                guard !(policy == .userEntities && system.contains(name) && !outcome.carried.contains(name)) else {
+                    entities[i].digest = "not-copied"
+                    continue
+                }
+                guard (outcome.deduplicated[name] ?? 0) == 0, !outcome.altered.contains(name) else {
+                    entities[i].digest = "skipped-changed-rows"
+                    continue
+                }
+                guard resultColumns[name] == sourceColumns[name],
+                    destination == nil || beforeColumns[name] == resultColumns[name]
+                else {
                     entities[i].digest = "skipped-columns-differ"
                     continue
                 }
@@ -142,7 +177,8 @@ struct MigrationVerifier {
                 let expected = (sourceDigests[name] ?? zero) + (beforeDigests[name] ?? zero)
                 if (resultDigests[name] ?? zero) != expected {
                     report.entities = entities
-                    throw USMError.verificationFailed(path: staged.path, detail: "the content of \(name) differs from the source's")
+                    throw USMError.verificationFailed(
+                        path: staged.path, detail: "the content of \(name) differs from the source's")
                 }
                 entities[i].digest = "equal"
                 report.verification.digestsCompared += 1

@@ -33,17 +33,24 @@ public struct Provenance: Sendable, Equatable {
     public static func entries(in metadata: [String: Any]) -> [Entry] {
         guard let list = metadata[metadataKey] as? [Any] else { return [] }
         return list.compactMap { item in
-            guard let dict = item as? [String: Any], let operation = dict["operation"] as? String, let mode = dict["mode"] as? String,
-                  let digest = dict["sourceDigest"] as? String, let strategy = dict["strategy"] as? String,
-                  let date = dict["date"] as? String, let tool = dict["tool"] as? String else { return nil }
-            return Entry(operation: operation, mode: mode, sourceStoreUUID: dict["sourceStoreUUID"] as? String, sourceDigest: digest,
-                         strategy: strategy, date: date, tool: tool)
+            guard let dict = item as? [String: Any], let operation = dict["operation"] as? String,
+                let mode = dict["mode"] as? String,
+                let digest = dict["sourceDigest"] as? String, let strategy = dict["strategy"] as? String,
+                let date = dict["date"] as? String, let tool = dict["tool"] as? String
+            else { return nil }
+            return Entry(
+                operation: operation, mode: mode, sourceStoreUUID: dict["sourceStoreUUID"] as? String,
+                sourceDigest: digest,
+                strategy: strategy, date: date, tool: tool)
         }
     }
 
     /// The entries of a `Z_PLIST`.
     public static func entries(inPlist data: Data?) -> [Entry] {
-        guard let data, let dict = (try? PropertyListSerialization.propertyList(from: data, options: [], format: nil)) as? [String: Any] else {
+        guard let data,
+            let dict = (try? PropertyListSerialization.propertyList(from: data, options: [], format: nil))
+                as? [String: Any]
+        else {
             return []
         }
         return entries(in: dict)
@@ -52,8 +59,11 @@ public struct Provenance: Sendable, Equatable {
     /// The metadata value of `entries` (strings only, so JSON and property lists hold it alike).
     static func value(_ entries: [Entry]) -> [[String: String]] {
         entries.suffix(kept).map { entry in
-            var dict = ["operation": entry.operation, "mode": entry.mode, "sourceDigest": entry.sourceDigest, "strategy": entry.strategy,
-                        "date": entry.date, "tool": entry.tool]
+            var dict = [
+                "operation": entry.operation, "mode": entry.mode, "sourceDigest": entry.sourceDigest,
+                "strategy": entry.strategy,
+                "date": entry.date, "tool": entry.tool,
+            ]
             if let uuid = entry.sourceStoreUUID { dict["sourceStoreUUID"] = uuid }
             return dict
         }

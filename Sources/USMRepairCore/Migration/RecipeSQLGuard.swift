@@ -36,12 +36,16 @@ final class RecipeSQLGuard {
         let connection = db.sqliteConnection
         sqlite3_limit(connection, SQLITE_LIMIT_ATTACHED, 0)
         let me = Unmanaged.passUnretained(self).toOpaque()
-        sqlite3_set_authorizer(connection, { me, action, a, b, c, _ in
-            Unmanaged<RecipeSQLGuard>.fromOpaque(me!).takeUnretainedValue().authorize(action, a, b, c)
-        }, me)
-        sqlite3_progress_handler(connection, 10_000, { me in
-            Unmanaged<RecipeSQLGuard>.fromOpaque(me!).takeUnretainedValue().interrupt() ? 1 : 0
-        }, me)
+        sqlite3_set_authorizer(
+            connection,
+            { me, action, a, b, c, _ in
+                Unmanaged<RecipeSQLGuard>.fromOpaque(me!).takeUnretainedValue().authorize(action, a, b, c)
+            }, me)
+        sqlite3_progress_handler(
+            connection, 10_000,
+            { me in
+                Unmanaged<RecipeSQLGuard>.fromOpaque(me!).takeUnretainedValue().interrupt() ? 1 : 0
+            }, me)
     }
 
     /// Starts the deadline of one step.
@@ -64,7 +68,9 @@ final class RecipeSQLGuard {
         return true
     }
 
-    private func authorize(_ action: Int32, _ a: UnsafePointer<CChar>?, _ b: UnsafePointer<CChar>?, _ c: UnsafePointer<CChar>?) -> Int32 {
+    private func authorize(
+        _ action: Int32, _ a: UnsafePointer<CChar>?, _ b: UnsafePointer<CChar>?, _ c: UnsafePointer<CChar>?
+    ) -> Int32 {
         guard active else { return SQLITE_OK }
         func text(_ p: UnsafePointer<CChar>?) -> String { p.map { String(cString: $0) } ?? "" }
         func deny(_ why: String) -> Int32 {
@@ -78,10 +84,12 @@ final class RecipeSQLGuard {
             return deny("a recipe runs inside the migration's one transaction; it cannot begin, end or save one")
         case SQLITE_PRAGMA where Self.deniedPragmas.contains(text(a).lowercased()):
             return deny("PRAGMA \(text(a)) is not allowed in a recipe")
-        case SQLITE_FUNCTION where ["load_extension", "fts3_tokenizer", "readfile", "writefile", "edit"].contains(text(b).lowercased()):
+        case SQLITE_FUNCTION
+        where ["load_extension", "fts3_tokenizer", "readfile", "writefile", "edit"].contains(text(b).lowercased()):
             return deny("the function \(text(b)) is not allowed in a recipe")
-        case SQLITE_INSERT, SQLITE_UPDATE, SQLITE_DELETE, SQLITE_DROP_TABLE, SQLITE_DROP_INDEX, SQLITE_DROP_TRIGGER, SQLITE_DROP_VIEW,
-             SQLITE_ALTER_TABLE, SQLITE_REINDEX, SQLITE_ANALYZE:
+        case SQLITE_INSERT, SQLITE_UPDATE, SQLITE_DELETE, SQLITE_DROP_TABLE, SQLITE_DROP_INDEX, SQLITE_DROP_TRIGGER,
+            SQLITE_DROP_VIEW,
+            SQLITE_ALTER_TABLE, SQLITE_REINDEX, SQLITE_ANALYZE:
             // The database name is the third argument for these (the second for ALTER TABLE).
             let database = action == SQLITE_ALTER_TABLE ? text(a) : text(c)
             return database.lowercased() == "src" ? deny("it changes the source (src), which is read-only") : SQLITE_OK

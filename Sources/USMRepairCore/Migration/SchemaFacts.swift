@@ -39,16 +39,18 @@ struct SchemaFacts {
     static func read(_ db: Database, schema: CoreDataSchema, schemaName: String = "main") throws -> SchemaFacts {
         var result: [String: [Index]] = [:]
         let master = "\(schemaName.sqlIdentifier).sqlite_master"
-        let rows = try Row.fetchAll(db, sql: "SELECT name, tbl_name, sql FROM \(master) WHERE type = 'index' AND sql IS NOT NULL")
+        let rows = try Row.fetchAll(
+            db, sql: "SELECT name, tbl_name, sql FROM \(master) WHERE type = 'index' AND sql IS NOT NULL")
         for row in rows {
             guard let name = String.fromDatabaseValue(row["name"] as DatabaseValue),
-                  let table = String.fromDatabaseValue(row["tbl_name"] as DatabaseValue),
-                  let sql = String.fromDatabaseValue(row["sql"] as DatabaseValue)
+                let table = String.fromDatabaseValue(row["tbl_name"] as DatabaseValue),
+                let sql = String.fromDatabaseValue(row["sql"] as DatabaseValue)
             else { continue }
             let info = try Row.fetchAll(db, sql: "PRAGMA \(schemaName.sqlIdentifier).index_info(\(name.sqlIdentifier))")
             let columns = info.compactMap { String.fromDatabaseValue($0["name"] as DatabaseValue) }
             let unique = sql.uppercased().replacingOccurrences(of: "\n", with: " ").hasPrefix("CREATE UNIQUE")
-            result[table, default: []].append(Index(name: name, table: table, unique: unique, columns: columns, sql: sql))
+            result[table, default: []].append(
+                Index(name: name, table: table, unique: unique, columns: columns, sql: sql))
         }
         return SchemaFacts(indexes: result)
     }
@@ -67,15 +69,21 @@ struct SchemaFacts {
 
     /// Columns with Core Data's key index (`<TABLE>_<COLUMN>_INDEX`), by table: keys whether or not
     /// the schema could tell where they point.
-    static func indexedKeyColumns(_ db: Database, schema: CoreDataSchema, schemaName: String = "main") throws -> [String: Set<String>] {
+    static func indexedKeyColumns(_ db: Database, schema: CoreDataSchema, schemaName: String = "main") throws
+        -> [String: Set<String>]
+    {
         var result: [String: Set<String>] = [:]
-        let rows = try Row.fetchAll(db, sql: "SELECT name, tbl_name FROM \(schemaName.sqlIdentifier).sqlite_master WHERE type = 'index'")
+        let rows = try Row.fetchAll(
+            db, sql: "SELECT name, tbl_name FROM \(schemaName.sqlIdentifier).sqlite_master WHERE type = 'index'")
         for row in rows {
             guard let name = String.fromDatabaseValue(row["name"] as DatabaseValue),
-                  let table = String.fromDatabaseValue(row["tbl_name"] as DatabaseValue),
-                  name.hasPrefix(table + "_"), name.hasSuffix("_INDEX") else { continue }
+                let table = String.fromDatabaseValue(row["tbl_name"] as DatabaseValue),
+                name.hasPrefix(table + "_"), name.hasSuffix("_INDEX")
+            else { continue }
             let column = String(name.dropFirst(table.count + 1).dropLast("_INDEX".count))
-            guard column.hasPrefix("Z"), !column.hasPrefix("Z_"), (schema.tables[table] ?? []).contains(where: { $0.name == column }) else { continue }
+            guard column.hasPrefix("Z"), !column.hasPrefix("Z_"),
+                (schema.tables[table] ?? []).contains(where: { $0.name == column })
+            else { continue }
             result[table, default: []].insert(column)
         }
         return result
@@ -86,7 +94,9 @@ struct SchemaFacts {
     /// a polymorphic key names the destination entity `n`; otherwise the one entity whose name ends
     /// with the relationship's (or the reverse), accepted only when every non-NULL value of the
     /// column is a row of that entity. Anything else stays unresolved (and a merge refuses it).
-    static func inferredKeys(_ db: Database, schema: CoreDataSchema, schemaName: String = "main") throws -> [CoreDataSchema.ToOneKey] {
+    static func inferredKeys(_ db: Database, schema: CoreDataSchema, schemaName: String = "main") throws
+        -> [CoreDataSchema.ToOneKey]
+    {
         let known = Set(schema.toOneKeys.map { "\($0.table).\($0.column)" })
         var keys: [CoreDataSchema.ToOneKey] = []
         let prefix = schemaName.sqlIdentifier
@@ -117,16 +127,23 @@ struct SchemaFacts {
                     let best = matches.map { $0.name.count }.max()
                     candidates = matches.filter { $0.name.count == best }
                 }
-                guard candidates.count == 1, let target = candidates.first, let targetTable = target.table else { continue }
+                guard candidates.count == 1, let target = candidates.first, let targetTable = target.table else {
+                    continue
+                }
                 let entities = schema.subtree(of: target.number)
                 let c = column.sqlIdentifier
-                let dangling = try Int.fetchOne(db, sql: """
-                    SELECT COUNT(*) FROM \(prefix).\(table.sqlIdentifier) s WHERE s.\(c) IS NOT NULL AND NOT EXISTS (
-                      SELECT 1 FROM \(prefix).\(targetTable.sqlIdentifier) d WHERE d.Z_PK = s.\(c) AND d.Z_ENT IN (\(entities.map(String.init).joined(separator: ","))))
-                    """) ?? 0
+                let dangling =
+                    try Int.fetchOne(
+                        db,
+                        sql: """
+                            SELECT COUNT(*) FROM \(prefix).\(table.sqlIdentifier) s WHERE s.\(c) IS NOT NULL AND NOT EXISTS (
+                              SELECT 1 FROM \(prefix).\(targetTable.sqlIdentifier) d WHERE d.Z_PK = s.\(c) AND d.Z_ENT IN (\(entities.map(String.init).joined(separator: ","))))
+                            """) ?? 0
                 guard dangling == 0 else { continue }
-                keys.append(CoreDataSchema.ToOneKey(
-                    table: table, column: column, relationship: nil, destinationTable: targetTable, destinationEntities: entities))
+                keys.append(
+                    CoreDataSchema.ToOneKey(
+                        table: table, column: column, relationship: nil, destinationTable: targetTable,
+                        destinationEntities: entities))
             }
         }
         return keys.sorted { ($0.table, $0.column) < ($1.table, $1.column) }
@@ -141,7 +158,8 @@ struct SchemaFacts {
             if let entity = entityColumn(for: key.column, in: table, schema: schema) { excluded.insert(entity) }
         }
         return (schema.tables[table] ?? []).map(\.name).filter { name in
-            !excluded.contains(name) && !name.hasPrefix("Z_FOK_") && !isEntityColumnName(name, in: table, schema: schema)
+            !excluded.contains(name) && !name.hasPrefix("Z_FOK_")
+                && !isEntityColumnName(name, in: table, schema: schema)
         }
     }
 

@@ -23,7 +23,9 @@ public enum StagedStore {
             try db.execute(sql: "PRAGMA mmap_size = 0")
             if let connection = db.sqliteConnection {
                 let rc = usm_register_digest(UnsafeMutableRawPointer(connection))
-                if rc != 0 { throw DatabaseError(resultCode: ResultCode(rawValue: rc), message: "cannot register usm_digest") }
+                if rc != 0 {
+                    throw DatabaseError(resultCode: ResultCode(rawValue: rc), message: "cannot register usm_digest")
+                }
             }
         }
         return try DatabaseQueue(path: url.path, configuration: config)
@@ -34,7 +36,9 @@ public enum StagedStore {
     static func setJournalMode(_ db: Database, _ mode: String) throws {
         let now = try String.fetchOne(db, sql: "PRAGMA journal_mode = \(mode)")
         guard now?.uppercased() == mode.uppercased() else {
-            throw DatabaseError(resultCode: .SQLITE_IOERR, message: "SQLite could not put the store in \(mode) journal mode (it stayed \(now ?? "unknown"))")
+            throw DatabaseError(
+                resultCode: .SQLITE_IOERR,
+                message: "SQLite could not put the store in \(mode) journal mode (it stayed \(now ?? "unknown"))")
         }
     }
 
@@ -79,28 +83,39 @@ public enum StagedStore {
     public static func cloneSchema(from source: URL, to destination: URL, keepCounters: Bool) throws {
         let input = try open(source, readonly: true)
         defer { try? input.close() }
-        let (pragmas, statements) = try input.read { db -> ([String: String], [(type: String, name: String, sql: String)]) in
+        let (pragmas, statements) = try input.read {
+            db -> ([String: String], [(type: String, name: String, sql: String)]) in
             var pragmas: [String: String] = [:]
             for name in ["page_size", "auto_vacuum", "encoding"] {
                 pragmas[name] = try String.fetchOne(db, sql: "PRAGMA \(name)")
             }
-            let rows = try Row.fetchAll(db, sql: """
-                SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%'
-                ORDER BY CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 WHEN 'view' THEN 2 ELSE 3 END, rowid
-                """)
-            return (pragmas, rows.compactMap { row in
-                guard let type = String.fromDatabaseValue(row["type"] as DatabaseValue),
-                      let name = String.fromDatabaseValue(row["name"] as DatabaseValue),
-                      let sql = String.fromDatabaseValue(row["sql"] as DatabaseValue) else { return nil }
-                return (type, name, sql)
-            })
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%'
+                    ORDER BY CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 WHEN 'view' THEN 2 ELSE 3 END, rowid
+                    """)
+            return (
+                pragmas,
+                rows.compactMap { row in
+                    guard let type = String.fromDatabaseValue(row["type"] as DatabaseValue),
+                        let name = String.fromDatabaseValue(row["name"] as DatabaseValue),
+                        let sql = String.fromDatabaseValue(row["sql"] as DatabaseValue)
+                    else { return nil }
+                    return (type, name, sql)
+                }
+            )
         }
         do {
             let output = try open(destination)
             defer { try? output.close() }
             try output.writeWithoutTransaction { db in
-                if let size = pragmas["page_size"].flatMap(Int.init) { try db.execute(sql: "PRAGMA page_size = \(size)") }
-                if let vacuum = pragmas["auto_vacuum"].flatMap(Int.init) { try db.execute(sql: "PRAGMA auto_vacuum = \(vacuum)") }
+                if let size = pragmas["page_size"].flatMap(Int.init) {
+                    try db.execute(sql: "PRAGMA page_size = \(size)")
+                }
+                if let vacuum = pragmas["auto_vacuum"].flatMap(Int.init) {
+                    try db.execute(sql: "PRAGMA auto_vacuum = \(vacuum)")
+                }
                 if let encoding = pragmas["encoding"], ["UTF-8", "UTF-16le", "UTF-16be"].contains(encoding) {
                     try db.execute(sql: "PRAGMA encoding = \(SQLName.literal(encoding))")
                 }
@@ -112,9 +127,12 @@ public enum StagedStore {
                     }
                     try db.execute(sql: "ATTACH DATABASE ? AS src", arguments: [source.path])
                     for table in ["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"] {
-                        guard let name = statements.first(where: { $0.type == "table" && $0.name.uppercased() == table })?.name
+                        guard
+                            let name = statements.first(where: { $0.type == "table" && $0.name.uppercased() == table })?
+                                .name
                         else { continue }
-                        try db.execute(sql: "INSERT INTO main.\(name.sqlIdentifier) SELECT * FROM src.\(name.sqlIdentifier)")
+                        try db.execute(
+                            sql: "INSERT INTO main.\(name.sqlIdentifier) SELECT * FROM src.\(name.sqlIdentifier)")
                     }
                     if !keepCounters { try db.execute(sql: "UPDATE main.Z_PRIMARYKEY SET Z_MAX = 0") }
                     return .commit
@@ -131,17 +149,22 @@ public enum StagedStore {
     static func validate(_ db: Database, _ statement: (type: String, name: String, sql: String), path: String) throws {
         let words = statement.sql.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" || $0 == "\r" })
             .prefix(4).map { $0.uppercased() }
-        let expected: Set<String> = switch statement.type {
-        case "table": ["TABLE"]
-        case "index": ["INDEX", "UNIQUE"]
-        case "view": ["VIEW"]
-        case "trigger": ["TRIGGER"]
-        default: []
-        }
+        let expected: Set<String> =
+            switch statement.type {
+            case "table": ["TABLE"]
+            case "index": ["INDEX", "UNIQUE"]
+            case "view": ["VIEW"]
+            case "trigger": ["TRIGGER"]
+            default: []
+            }
         var rest = words.dropFirst()
         if rest.first == "TEMP" || rest.first == "TEMPORARY" { rest = rest.dropFirst() }
         guard words.first == "CREATE", let kind = rest.first, expected.contains(kind) else {
-            throw USMError.sqlite(path: path, code: 1, message: "\(statement.type) \(statement.name.debugDescription) is not one CREATE \(statement.type.uppercased()) statement; refusing to execute its text")
+            throw USMError.sqlite(
+                path: path, code: 1,
+                message:
+                    "\(statement.type) \(statement.name.debugDescription) is not one CREATE \(statement.type.uppercased()) statement; refusing to execute its text"
+            )
         }
     }
 }

@@ -44,8 +44,10 @@ enum StoreIdentity {
     ///   - merge: let the staged store's keys win (its identity is `identity`, `.staged` for a merge).
     /// - Parameter provenance: the entry recorded under `USMRepairProvenance` (after the entries the
     ///   staged store's metadata already holds: the destination's in a merge, the source's otherwise).
-    static func apply(to staged: URL, sourcePlist: Data?, merge: Bool, identity: Choice, keepUbiquity: Bool, edits: [MetadataEdit],
-                      provenance: Provenance.Entry? = nil) throws -> Result {
+    static func apply(
+        to staged: URL, sourcePlist: Data?, merge: Bool, identity: Choice, keepUbiquity: Bool, edits: [MetadataEdit],
+        provenance: Provenance.Entry? = nil
+    ) throws -> Result {
         let queue = try StagedStore.open(staged)
         defer { try? queue.close() }
         return try queue.write { db in
@@ -53,16 +55,21 @@ enum StoreIdentity {
             let row = try Row.fetchOne(db, sql: "SELECT Z_UUID, Z_PLIST FROM Z_METADATA LIMIT 1")
             let stagedPlist = row.flatMap { Data.fromDatabaseValue($0["Z_PLIST"] as DatabaseValue) }
             let stagedUUID = row.flatMap { String.fromDatabaseValue($0["Z_UUID"] as DatabaseValue) }
-            let uuid: String? = switch identity {
-            case .fresh: UUID().uuidString
-            case let .keep(kept): kept
-            // A staged store without a UUID (a salvage that lost Z_METADATA's) gets a new one.
-            case .staged: (stagedUUID ?? "").isEmpty ? UUID().uuidString : stagedUUID
-            }
+            let uuid: String? =
+                switch identity {
+                case .fresh: UUID().uuidString
+                case let .keep(kept): kept
+                // A staged store without a UUID (a salvage that lost Z_METADATA's) gets a new one.
+                case .staged: (stagedUUID ?? "").isEmpty ? UUID().uuidString : stagedUUID
+                }
             func decode(_ data: Data?, _ what: String) -> [String: Any]? {
                 guard let data, !data.isEmpty else { return [:] }
-                guard let dict = (try? PropertyListSerialization.propertyList(from: data, options: [], format: nil)) as? [String: Any] else {
-                    notes.append("the \(what) metadata (Z_PLIST) is not a property-list dictionary; it was kept as it was")
+                guard
+                    let dict = (try? PropertyListSerialization.propertyList(from: data, options: [], format: nil))
+                        as? [String: Any]
+                else {
+                    notes.append(
+                        "the \(what) metadata (Z_PLIST) is not a property-list dictionary; it was kept as it was")
                     return nil
                 }
                 return dict
@@ -72,10 +79,13 @@ enum StoreIdentity {
             }
             var result: [String: Any]?
             if merge {
-                if let destination = decode(stagedPlist, "destination's"), let source = decode(sourcePlist, "source's") {
+                if let destination = decode(stagedPlist, "destination's"), let source = decode(sourcePlist, "source's")
+                {
                     let versioning = source.keys.filter { isVersioningKey($0) && destination[$0] == nil }.sorted()
                     if !versioning.isEmpty {
-                        notes.append("the source's \(versioning.joined(separator: ", ")) not taken: they describe the source's own file and model, not the destination's")
+                        notes.append(
+                            "the source's \(versioning.joined(separator: ", ")) not taken: they describe the source's own file and model, not the destination's"
+                        )
                     }
                     result = strip(source).filter { !isVersioningKey($0.key) }.merging(destination) { _, kept in kept }
                 }
@@ -86,8 +96,12 @@ enum StoreIdentity {
                 for edit in edits {
                     switch edit {
                     case let .set(key, json):
-                        guard let value = try? JSONSerialization.jsonObject(with: json, options: [.fragmentsAllowed]), !(value is NSNull) else {
-                            throw USMError.recipeInvalid(path: key, reason: "metadata value for \(key) is not a JSON value a property list can hold")
+                        guard let value = try? JSONSerialization.jsonObject(with: json, options: [.fragmentsAllowed]),
+                            !(value is NSNull)
+                        else {
+                            throw USMError.recipeInvalid(
+                                path: key,
+                                reason: "metadata value for \(key) is not a JSON value a property list can hold")
                         }
                         dict[key] = value
                     case let .remove(pattern):
@@ -103,12 +117,16 @@ enum StoreIdentity {
                 let data = try PropertyListSerialization.data(fromPropertyList: dict, format: .binary, options: 0)
                 result = dict
                 if row == nil {
-                    try db.execute(sql: "INSERT INTO Z_METADATA (Z_VERSION, Z_UUID, Z_PLIST) VALUES (1, NULL, ?)", arguments: [data])
+                    try db.execute(
+                        sql: "INSERT INTO Z_METADATA (Z_VERSION, Z_UUID, Z_PLIST) VALUES (1, NULL, ?)",
+                        arguments: [data])
                 } else {
                     try db.execute(sql: "UPDATE Z_METADATA SET Z_PLIST = ?", arguments: [data])
                 }
             }
-            if uuid != stagedUUID || row == nil { try db.execute(sql: "UPDATE Z_METADATA SET Z_UUID = ?", arguments: [uuid]) }
+            if uuid != stagedUUID || row == nil {
+                try db.execute(sql: "UPDATE Z_METADATA SET Z_UUID = ?", arguments: [uuid])
+            }
             let keys = (result?.keys).map { $0.filter(StoreMetadata.isUbiquityKey).sorted() } ?? []
             return Result(storeUUID: uuid, ubiquityKeys: keys, notes: notes)
         }
@@ -127,7 +145,9 @@ enum ExternalDataCopy {
         defer { try? queue.close() }
         var names: [ExternalData.Kind: Set<String>] = [:]
         try queue.read { db in
-            try ExternalData.references(db, schema: schema) { reference, _ in names[reference.kind, default: []].insert(reference.name) }
+            try ExternalData.references(db, schema: schema) { reference, _ in
+                names[reference.kind, default: []].insert(reference.name)
+            }
         }
         var copied = 0
         for kind in ExternalData.Kind.allCases {
@@ -139,13 +159,18 @@ enum ExternalDataCopy {
                 throw USMError.wrap(error, path: target.path)
             }
             for name in wanted.sorted() {
-                let candidates = stores.map { kind.directory($0).appendingPathComponent(name) }.filter { FileStatus.resolve($0.path)?.kind == .file }
+                let candidates = stores.map { kind.directory($0).appendingPathComponent(name) }.filter {
+                    FileStatus.resolve($0.path)?.kind == .file
+                }
                 guard let first = candidates.first else { continue }
                 if candidates.count > 1 {
                     let hashes = try Set(candidates.map { try FileCopy.sha256(of: $0.path).sha256 })
                     if hashes.count > 1 {
-                        throw USMError.verificationFailed(path: staged.main.path,
-                            detail: "the file \(kind.directory(staged).lastPathComponent)/\(name) exists in source and destination with different content; it is never overwritten")
+                        throw USMError.verificationFailed(
+                            path: staged.main.path,
+                            detail:
+                                "the file \(kind.directory(staged).lastPathComponent)/\(name) exists in source and destination with different content; it is never overwritten"
+                        )
                     }
                 }
                 _ = try FileCopy.copy(from: first.path, to: target.appendingPathComponent(name).path)

@@ -44,11 +44,15 @@ public struct StrategyRegistry: Sendable {
     /// strategy that merges; the strategy checks its own arguments (a recipe found and valid, a
     /// plugin found). `defaultID` is used when the choice names no strategy.
     /// - Throws: `unknownStrategy`/`usage` (64), `notFound` (66), `recipeInvalid` (2).
-    public func resolve(_ choice: StrategyChoice, defaultID: String, merge: Bool, recipeSearchPath: [URL],
-                        environment: [String: String]) throws -> StrategyChoice {
+    public func resolve(
+        _ choice: StrategyChoice, defaultID: String, merge: Bool, recipeSearchPath: [URL],
+        environment: [String: String]
+    ) throws -> StrategyChoice {
         var resolved = choice
         let namesProgram = choice.recipe != nil || choice.plugin != nil
-        if choice.recipe != nil, choice.plugin != nil { throw USMError.usage("--recipe and --plugin cannot be used together") }
+        if choice.recipe != nil, choice.plugin != nil {
+            throw USMError.usage("--recipe and --plugin cannot be used together")
+        }
         if let id = choice.id, namesProgram, id != "manual" {
             throw USMError.usage("--recipe and --plugin go with --strategy manual, not \(id)")
         }
@@ -56,10 +60,15 @@ public struct StrategyRegistry: Sendable {
         let id = resolved.id ?? defaultID
         let description = try self.description(of: id)
         if merge, !description.supportsMerge {
-            throw USMError.usage("a merge works only with strategies that support it (\(descriptions.filter(\.supportsMerge).map(\.id).joined(separator: ", "))); \(id) does not")
+            throw USMError.usage(
+                "a merge works only with strategies that support it (\(descriptions.filter(\.supportsMerge).map(\.id).joined(separator: ", "))); \(id) does not"
+            )
         }
-        guard let type = types.first(where: { $0.description.id == id }) else { throw USMError.unknownStrategy(id, known: ids) }
-        try type.check(resolved.options(keepUbiquityMetadata: false, recipeSearchPath: recipeSearchPath, environment: environment))
+        guard let type = types.first(where: { $0.description.id == id }) else {
+            throw USMError.unknownStrategy(id, known: ids)
+        }
+        try type.check(
+            resolved.options(keepUbiquityMetadata: false, recipeSearchPath: recipeSearchPath, environment: environment))
         return resolved
     }
 }
@@ -78,6 +87,7 @@ public struct StrategyResolver: Sendable {
 
     /// `registry.resolve` with these folders and this environment.
     public func resolve(_ choice: StrategyChoice, defaultID: String, merge: Bool) throws -> StrategyChoice {
-        try registry.resolve(choice, defaultID: defaultID, merge: merge, recipeSearchPath: recipeSearchPath, environment: environment)
+        try registry.resolve(
+            choice, defaultID: defaultID, merge: merge, recipeSearchPath: recipeSearchPath, environment: environment)
     }
 }

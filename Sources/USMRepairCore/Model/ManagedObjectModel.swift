@@ -42,7 +42,8 @@ public struct ManagedObjectModel: Sendable, Equatable {
 
     /// The entity called `name` (entities are sorted by name).
     public func entity(named name: String) -> Entity? {
-        var low = 0, high = entities.count
+        var low = 0
+        var high = entities.count
         while low < high {
             let mid = (low + high) / 2
             if entities[mid].name < name { low = mid + 1 } else { high = mid }
@@ -103,9 +104,9 @@ public struct ManagedObjectModel: Sendable, Equatable {
             archive = blob
         }
         guard let plist = try? PropertyListSerialization.propertyList(from: archive, options: [], format: nil),
-              let root = plist as? [String: Any],
-              let objects = root["$objects"] as? [Any],
-              let model = KeyedArchive(objects: objects).model()
+            let root = plist as? [String: Any],
+            let objects = root["$objects"] as? [Any],
+            let model = KeyedArchive(objects: objects).model()
         else { return .unreadable }
         return .model(model)
     }
@@ -150,16 +151,20 @@ private struct KeyedArchive {
                 case "NSAttributeDescription":
                     attributes.append(propertyName)
                 case "NSRelationshipDescription":
-                    let destination = string(property["_NSDestinationEntityName"])
-                        ?? (object(property["NSDestinationEntity"]) as? [String: Any]).flatMap { string($0["NSEntityName"]) }
+                    let destination =
+                        string(property["_NSDestinationEntityName"])
+                        ?? (object(property["NSDestinationEntity"]) as? [String: Any]).flatMap {
+                            string($0["NSEntityName"])
+                        }
                     guard let destination else { continue }
                     let maxCount = (property["NSMaxCount"] as? Int) ?? 0
-                    relationships.append(.init(
-                        name: propertyName,
-                        destination: destination,
-                        isToMany: maxCount != 1,
-                        isOrdered: (property["NSIsOrdered"] as? Bool) ?? false,
-                        inverse: string(property["_NSInverseRelationshipName"])))
+                    relationships.append(
+                        .init(
+                            name: propertyName,
+                            destination: destination,
+                            isToMany: maxCount != 1,
+                            isOrdered: (property["NSIsOrdered"] as? Bool) ?? false,
+                            inverse: string(property["_NSInverseRelationshipName"])))
                 default:
                     continue
                 }

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationXML)
-import FoundationXML
+    import FoundationXML
 #endif
 
 /// The app's own model, given with `--model`: an Xcode model (`Foo.xcdatamodeld`, its current
@@ -20,17 +20,22 @@ public enum ModelFile {
         if status.kind == .directory {
             switch ext {
             case "xcdatamodeld":
-                let name = try currentVersion(url.appendingPathComponent(".xccurrentversion"), key: "_XCCurrentVersionName")
+                let name =
+                    try currentVersion(url.appendingPathComponent(".xccurrentversion"), key: "_XCCurrentVersionName")
                     ?? onlyChild(url, ext: "xcdatamodel")
                 return try xml(url.appendingPathComponent(name).appendingPathComponent("contents"))
             case "xcdatamodel":
                 return try xml(url.appendingPathComponent("contents"))
             case "momd":
-                let name = try currentVersion(url.appendingPathComponent("VersionInfo.plist"), key: "NSManagedObjectModel_CurrentVersionName")
+                let name =
+                    try currentVersion(
+                        url.appendingPathComponent("VersionInfo.plist"), key: "NSManagedObjectModel_CurrentVersionName"
+                    )
                     .map { $0 + ".mom" } ?? onlyChild(url, ext: "mom")
                 return try compiled(url.appendingPathComponent(name))
             default:
-                throw USMError.modelInvalid(path: url.path, reason: "a folder that is not an .xcdatamodeld, .xcdatamodel or .momd")
+                throw USMError.modelInvalid(
+                    path: url.path, reason: "a folder that is not an .xcdatamodeld, .xcdatamodel or .momd")
             }
         }
         return ext == "mom" ? try compiled(url) : try xml(url)
@@ -40,8 +45,10 @@ public enum ModelFile {
     private static func currentVersion(_ plist: URL, key: String) throws -> String? {
         guard FileStatus.resolve(plist.path) != nil else { return nil }
         let data = try read(plist)
-        guard let dict = (try? PropertyListSerialization.propertyList(from: data, options: [], format: nil)) as? [String: Any],
-              let name = dict[key] as? String, !name.isEmpty, !name.contains("/"), name != "..", name != "."
+        guard
+            let dict = (try? PropertyListSerialization.propertyList(from: data, options: [], format: nil))
+                as? [String: Any],
+            let name = dict[key] as? String, !name.isEmpty, !name.contains("/"), name != "..", name != "."
         else { throw USMError.modelInvalid(path: plist.path, reason: "it does not name the current version (\(key))") }
         return name
     }
@@ -50,7 +57,10 @@ public enum ModelFile {
     private static func onlyChild(_ folder: URL, ext: String) throws -> String {
         let names = ((try? DirectoryListing.names(folder.path)) ?? []).filter { $0.lowercased().hasSuffix("." + ext) }
         guard names.count == 1, let name = names.first else {
-            throw USMError.modelInvalid(path: folder.path, reason: names.isEmpty ? "it holds no .\(ext)" : "it holds \(names.count) versions and does not say which is current")
+            throw USMError.modelInvalid(
+                path: folder.path,
+                reason: names.isEmpty
+                    ? "it holds no .\(ext)" : "it holds \(names.count) versions and does not say which is current")
         }
         return name
     }
@@ -58,7 +68,9 @@ public enum ModelFile {
     private static func read(_ url: URL) throws -> Data {
         guard let status = FileStatus.resolve(url.path) else { throw USMError.notFound(path: url.path, what: "model") }
         guard status.kind == .file else { throw USMError.modelInvalid(path: url.path, reason: "not a file") }
-        guard status.size <= Int64(sizeLimit) else { throw USMError.modelInvalid(path: url.path, reason: "\(status.size) bytes, more than a model") }
+        guard status.size <= Int64(sizeLimit) else {
+            throw USMError.modelInvalid(path: url.path, reason: "\(status.size) bytes, more than a model")
+        }
         do {
             return try Data(contentsOf: url)
         } catch {
@@ -69,7 +81,9 @@ public enum ModelFile {
     private static func compiled(_ url: URL) throws -> ManagedObjectModel {
         let data = try read(url)
         guard case let .model(model) = ManagedObjectModel.decode(data) else {
-            throw USMError.modelInvalid(path: url.path, reason: "not a compiled Core Data model (an NSKeyedArchiver archive of NSManagedObjectModel)")
+            throw USMError.modelInvalid(
+                path: url.path,
+                reason: "not a compiled Core Data model (an NSKeyedArchiver archive of NSManagedObjectModel)")
         }
         return model
     }
@@ -84,7 +98,9 @@ public enum ModelFile {
             let why = parser.parserError.map { "\($0.localizedDescription)" } ?? "no <model> element"
             throw USMError.modelInvalid(path: url.path, reason: "not an Xcode model's contents XML (\(why))")
         }
-        guard let model = reader.model() else { throw USMError.modelInvalid(path: url.path, reason: reader.problem ?? "it declares no entity") }
+        guard let model = reader.model() else {
+            throw USMError.modelInvalid(path: url.path, reason: reader.problem ?? "it declares no entity")
+        }
         return model
     }
 }
@@ -107,8 +123,10 @@ private final class ModelXMLReader: NSObject, XMLParserDelegate {
     private var current: Pending?
     private var constraint: [String]?
 
-    func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
-                attributes: [String: String] = [:]) {
+    func parser(
+        _ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+        attributes: [String: String] = [:]
+    ) {
         switch name {
         case "model":
             sawModel = true
@@ -117,16 +135,21 @@ private final class ModelXMLReader: NSObject, XMLParserDelegate {
                 problem = "an <entity> without a name"
                 return
             }
-            current = Pending(name: entity, parent: attributes["parentEntity"], abstract: attributes["isAbstract"] == "YES")
+            current = Pending(
+                name: entity, parent: attributes["parentEntity"], abstract: attributes["isAbstract"] == "YES")
         case "attribute":
             guard let property = attributes["name"], attributes["transient"] != "YES" else { return }
             current?.attributes.append(property)
             current?.types[property] = attributes["attributeType"] ?? "Undefined"
         case "relationship":
-            guard let property = attributes["name"], let destination = attributes["destinationEntity"], attributes["transient"] != "YES" else { return }
-            current?.relationships.append(.init(
-                name: property, destination: destination, isToMany: attributes["toMany"] == "YES", isOrdered: attributes["ordered"] == "YES",
-                inverse: attributes["inverseName"]))
+            guard let property = attributes["name"], let destination = attributes["destinationEntity"],
+                attributes["transient"] != "YES"
+            else { return }
+            current?.relationships.append(
+                .init(
+                    name: property, destination: destination, isToMany: attributes["toMany"] == "YES",
+                    isOrdered: attributes["ordered"] == "YES",
+                    inverse: attributes["inverseName"]))
         case "uniquenessConstraint":
             constraint = []
         case "constraint":
@@ -155,7 +178,9 @@ private final class ModelXMLReader: NSObject, XMLParserDelegate {
         var byName: [String: Pending] = [:]
         for entity in entities where byName[entity.name] == nil { byName[entity.name] = entity }
         let result = byName.values.map { entity -> ManagedObjectModel.Entity in
-            var attributes = entity.attributes, types = entity.types, relationships = entity.relationships
+            var attributes = entity.attributes
+            var types = entity.types
+            var relationships = entity.relationships
             var ancestor = entity.parent
             var seen: Set<String> = [entity.name]
             while let name = ancestor, seen.insert(name).inserted, let parent = byName[name] {

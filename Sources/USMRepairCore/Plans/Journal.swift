@@ -1,8 +1,8 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The record of an operation's steps, beside its `plan.json`: one JSON line per event, each
@@ -34,7 +34,9 @@ struct Journal {
         var journal = Journal(folder: folder)
         journal.fd = openFile(journal.url.path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard journal.fd >= 0 else { throw USMError.writeFailed(path: journal.url.path, reason: errnoDescription()) }
-        guard fsync(journal.fd) == 0 else { throw USMError.writeFailed(path: journal.url.path, reason: errnoDescription()) }
+        guard fsync(journal.fd) == 0 else {
+            throw USMError.writeFailed(path: journal.url.path, reason: errnoDescription())
+        }
         FileSync.directory(folder)
         FileSync.directory(folder.deletingLastPathComponent())
         return journal
@@ -81,13 +83,20 @@ struct Journal {
     /// The state a journal records (an absent or unreadable journal: nothing began).
     static func state(in folder: URL, stepCount: Int) -> State {
         var state = State()
-        guard let handle = FileHandle(forReadingAtPath: folder.appendingPathComponent(journalName).path) else { return state }
+        guard let handle = FileHandle(forReadingAtPath: folder.appendingPathComponent(journalName).path) else {
+            return state
+        }
         defer { try? handle.close() }
         var line: [UInt8] = []
         var tooLong = false
         func finish() {
-            defer { line.removeAll(keepingCapacity: true); tooLong = false }
-            guard !tooLong, !line.isEmpty, let event = try? JSONDecoder().decode(Event.self, from: Data(line)) else { return }
+            defer {
+                line.removeAll(keepingCapacity: true)
+                tooLong = false
+            }
+            guard !tooLong, !line.isEmpty, let event = try? JSONDecoder().decode(Event.self, from: Data(line)) else {
+                return
+            }
             if let step = event.step, !(0..<stepCount).contains(step) { return }
             switch event.event {
             case .begin: if let step = event.step { state.begun.insert(step) }
@@ -122,14 +131,17 @@ struct Journal {
             throw USMError.unreadable(path: url.path, reason: "the interrupted operation's plan is not a file")
         }
         guard status.size <= Int64(maxPlanBytes) else {
-            throw USMError.untrustedOperation(path: folder.path, reason: "its plan.json is \(status.size) bytes, larger than any plan of usm-repair")
+            throw USMError.untrustedOperation(
+                path: folder.path, reason: "its plan.json is \(status.size) bytes, larger than any plan of usm-repair")
         }
         do {
             let handle = try FileHandle(forReadingFrom: url)
             defer { try? handle.close() }
             return try handle.read(upToCount: maxPlanBytes + 1) ?? Data()
         } catch {
-            throw USMError.unreadable(path: url.path, reason: "the interrupted operation's plan cannot be read (\(USMError.wrap(error).message))")
+            throw USMError.unreadable(
+                path: url.path,
+                reason: "the interrupted operation's plan cannot be read (\(USMError.wrap(error).message))")
         }
     }
 
@@ -177,20 +189,25 @@ final class OperationLock {
         case .directory?:
             break
         default:
-            throw USMError.symlinkEscapes(path: folder.path, target: folder.resolvingSymlinksInPath().path, root: root.path)
+            throw USMError.symlinkEscapes(
+                path: folder.path, target: folder.resolvingSymlinksInPath().path, root: root.path)
         }
         let path = folder.appendingPathComponent("lock").path
         for _ in 0..<10 {
             let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
             guard fd >= 0 else { throw USMError.writeFailed(path: path, reason: errnoDescription()) }
             if flock(fd, LOCK_EX | LOCK_NB) != 0 {
-                let pid = (try? String(contentsOfFile: path, encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+                let pid = (try? String(contentsOfFile: path, encoding: .utf8)).flatMap {
+                    Int32($0.trimmingCharacters(in: .whitespacesAndNewlines))
+                }
                 close(fd)
                 throw USMError.layoutBusy(path: root.path, pid: pid)
             }
             var opened = stat()
             var named = stat()
-            guard fstat(fd, &opened) == 0, lstat(path, &named) == 0, opened.st_ino == named.st_ino, opened.st_dev == named.st_dev else {
+            guard fstat(fd, &opened) == 0, lstat(path, &named) == 0, opened.st_ino == named.st_ino,
+                opened.st_dev == named.st_dev
+            else {
                 close(fd)  // removed by the previous holder between our open and our lock: try the new file
                 continue
             }
@@ -212,7 +229,9 @@ final class OperationLock {
         for entry in held.reversed() {
             if unlink(entry.path) != 0, errno != ENOENT { left.append("\(entry.path): \(errnoDescription())") }
             let operations = entry.folder.appendingPathComponent("operations").path
-            if rmdir(operations) != 0, ![ENOENT, ENOTEMPTY, EEXIST].contains(errno) { left.append("\(operations): \(errnoDescription())") }
+            if rmdir(operations) != 0, ![ENOENT, ENOTEMPTY, EEXIST].contains(errno) {
+                left.append("\(operations): \(errnoDescription())")
+            }
             if rmdir(entry.folder.path) != 0, ![ENOENT, ENOTEMPTY, EEXIST].contains(errno), left.isEmpty {
                 left.append("\(entry.folder.path): \(errnoDescription())")
             }

@@ -75,12 +75,13 @@ public struct Ledger: Sendable, Codable, Equatable {
 
         /// In words.
         public var text: String {
-            let what: String = switch store {
-            case nil: "an unknown store"
-            case "local"?: "the local store"
-            case "new"?: "a new cloud store"
-            case let uuid?: "cloud store \(uuid)"
-            }
+            let what: String =
+                switch store {
+                case nil: "an unknown store"
+                case "local"?: "the local store"
+                case "new"?: "a new cloud store"
+                case let uuid?: "cloud store \(uuid)"
+                }
             return "\(what), \(objects.map { "\($0) object\($0 == 1 ? "" : "s")" } ?? "objects unknown")"
         }
     }

@@ -92,8 +92,10 @@ public struct StrategyChoice: Sendable, Codable, Equatable {
     /// `--drop-cloudkit`: CloudKit mirroring rows that cannot be carried may be left out (nil: no).
     public var dropCloudKit: Bool?
 
-    public init(id: String? = nil, recipe: String? = nil, plugin: String? = nil, parameters: [String: String] = [:],
-                onConflict: ConflictPolicy = .refuse, timeout: Double = 600, dropCloudKit: Bool = false) {
+    public init(
+        id: String? = nil, recipe: String? = nil, plugin: String? = nil, parameters: [String: String] = [:],
+        onConflict: ConflictPolicy = .refuse, timeout: Double = 600, dropCloudKit: Bool = false
+    ) {
         self.id = id
         self.recipe = recipe
         self.plugin = plugin
@@ -118,12 +120,14 @@ public struct StrategyChoice: Sendable, Codable, Equatable {
     public static let appDefaultRule =
         "the strategy the app's UbiquityStoreManager uses when it sets none: ios from an iOS 7+ copy (cloud version 1), copy-entities from an iOS 6 store (CloudStore.nosync) and with --merge"
 
-
     /// The options the migration engine runs the strategy with.
-    public func options(keepUbiquityMetadata: Bool, recipeSearchPath: [URL], environment: [String: String],
-                        operation: String = "migrate-store") -> MigrationOptions {
+    public func options(
+        keepUbiquityMetadata: Bool, recipeSearchPath: [URL], environment: [String: String],
+        operation: String = "migrate-store"
+    ) -> MigrationOptions {
         var options = MigrationOptions(
-            recipe: recipe, plugin: plugin, parameters: parameters, onConflict: onConflict, keepUbiquityMetadata: keepUbiquityMetadata,
+            recipe: recipe, plugin: plugin, parameters: parameters, onConflict: onConflict,
+            keepUbiquityMetadata: keepUbiquityMetadata,
             pluginTimeout: timeout, recipeSearchPath: recipeSearchPath, environment: environment)
         options.operation = operation
         options.dropCloudKit = dropCloudKit ?? false

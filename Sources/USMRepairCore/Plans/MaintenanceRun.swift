@@ -71,8 +71,10 @@ public struct MaintenanceRun {
     /// The losses and duplications the user allowed.
     public let consent: DataConsent
 
-    public init(options: LayoutOptions, maintenance: Maintenance, executor: PlanExecutor, strategies: StrategyResolver,
-                consent: DataConsent = DataConsent()) {
+    public init(
+        options: LayoutOptions, maintenance: Maintenance, executor: PlanExecutor, strategies: StrategyResolver,
+        consent: DataConsent = DataConsent()
+    ) {
         self.options = options
         self.maintenance = maintenance
         self.executor = executor
@@ -101,13 +103,17 @@ public struct MaintenanceRun {
         let recovered = try executor.recoverBeforePlanning(in: layout.planRoots, dryRun: dryRun)
         // One read of the layout plans it, unless recovery has just changed the files.
         if !recovered.isEmpty { layout = try Layout.discover(options, records: executor.records) }
-        let prepared = try Planner.prepare(layout, maintenance, strategies: strategies, consent: consent, records: executor.records)
-        var result = Prepared(plan: prepared.plan, report: prepared.report, roots: prepared.layout.planRoots, recovered: recovered)
+        let prepared = try Planner.prepare(
+            layout, maintenance, strategies: strategies, consent: consent, records: executor.records)
+        var result = Prepared(
+            plan: prepared.plan, report: prepared.report, roots: prepared.layout.planRoots, recovered: recovered)
         // A Mac app works on these very files while it runs: refused (exit 5), or said in a dry run.
         if let bundleID = options.macApp, !prepared.plan.isNoOp {
             if dryRun {
                 if let process = RunningApp.find(bundleID: bundleID).first {
-                    result.notes.append("the app \(bundleID) is running now (process \(process.pid), \(process.executable)): quit it before running this plan, which refuses while it runs")
+                    result.notes.append(
+                        "the app \(bundleID) is running now (process \(process.pid), \(process.executable)): quit it before running this plan, which refuses while it runs"
+                    )
                 }
             } else {
                 try RunningApp.refuseWhileRunning(bundleID: bundleID)
@@ -118,8 +124,12 @@ public struct MaintenanceRun {
 
     /// Runs a plan and inspects the result.
     public func run(_ prepared: Prepared, progress: (String) -> Void = { _ in }) throws -> Report {
-        let plan = prepared.plan, before = prepared.report, recovered = prepared.recovered
-        guard !plan.isNoOp else { return report(plan, before: before, result: nil, after: nil, recovered: recovered, dryRun: false) }
+        let plan = prepared.plan
+        let before = prepared.report
+        let recovered = prepared.recovered
+        guard !plan.isNoOp else {
+            return report(plan, before: before, result: nil, after: nil, recovered: recovered, dryRun: false)
+        }
         // Asked again after consent: the app may have been started meanwhile.
         if let bundleID = options.macApp { try RunningApp.refuseWhileRunning(bundleID: bundleID) }
         let result = try executor.run(plan, allowed: prepared.roots, progress: progress)
@@ -128,19 +138,23 @@ public struct MaintenanceRun {
         var inspection = Inspection(options: options, depth: .light)
         inspection.records = executor.records
         let after = try? inspection.run()
-        return report(plan, before: before, result: result, after: after, recovered: recovered + result.recovered, dryRun: false)
+        return report(
+            plan, before: before, result: result, after: after, recovered: recovered + result.recovered, dryRun: false)
     }
 
     /// The report of a plan, run (`result`) or not.
     public func report(
-        _ plan: Plan, before: StatusReport, result: PlanExecutor.Result?, after: StatusReport?, recovered: [PlanExecutor.Recovery],
+        _ plan: Plan, before: StatusReport, result: PlanExecutor.Result?, after: StatusReport?,
+        recovered: [PlanExecutor.Recovery],
         dryRun: Bool, notes extra: [String] = []
     ) -> Report {
         let steps = Report.Step.list(plan, result: result)
         var rows: [String: [String: Int]] = [:]
         for (path, counted) in result?.rows ?? [:] { rows[path] = counted }
         for step in plan.steps {
-            if case let .build(build) = step.action, let source = before.stores.first(where: { $0.path == build.source }) {
+            if case let .build(build) = step.action,
+                let source = before.stores.first(where: { $0.path == build.source })
+            {
                 rows[build.source] = Dictionary(source.entities.map { ($0.name, $0.rows) }, uniquingKeysWith: +)
             }
         }
@@ -149,20 +163,27 @@ public struct MaintenanceRun {
         if let result, var updated = ledger {
             for index in updated.stores.indices {
                 guard let actual = result.rows[updated.stores[index].path] else { continue }
-                let names = Set((updated.stores[index].now?.entities.keys).map(Array.init) ?? []).union(updated.stores[index].after?.entities.keys ?? [:].keys)
-                updated.stores[index].after = Ledger.Counts(names.isEmpty ? actual : actual.filter { names.contains($0.key) })
+                let names = Set((updated.stores[index].now?.entities.keys).map(Array.init) ?? []).union(
+                    updated.stores[index].after?.entities.keys ?? [:].keys)
+                updated.stores[index].after = Ledger.Counts(
+                    names.isEmpty ? actual : actual.filter { names.contains($0.key) })
             }
             ledger = updated
         }
         return Report(
             command: maintenance.commandPath, operation: plan.operation, dryRun: dryRun, noOp: plan.isNoOp,
-            changed: result != nil && !plan.isNoOp, ledger: ledger, headline: ledger?.headline, planID: plan.id, roots: plan.roots,
-            steps: steps, notes: plan.notes + extra + Self.buildNotes(result) + (result?.leftovers ?? []).map(Self.leftoverNote) + (result?.notes ?? []),
+            changed: result != nil && !plan.isNoOp, ledger: ledger, headline: ledger?.headline, planID: plan.id,
+            roots: plan.roots,
+            steps: steps,
+            notes: plan.notes + extra + Self.buildNotes(result) + (result?.leftovers ?? []).map(Self.leftoverNote)
+                + (result?.notes ?? []),
             snapshot: result?.snapshot, rows: rows,
-            nextLaunch: NextLaunchChange(before: plan.nextLaunchBefore, predicted: plan.nextLaunchAfter, after: after?.nextLaunch),
+            nextLaunch: NextLaunchChange(
+                before: plan.nextLaunchBefore, predicted: plan.nextLaunchAfter, after: after?.nextLaunch),
             recovered: recovered, seconds: result?.seconds ?? 0,
             nextStep: NextStep.describe(
-                plan, options: options, preferencesPath: before.layout.preferences.map { URL(fileURLWithPath: $0) }, dryRun: dryRun))
+                plan, options: options, preferencesPath: before.layout.preferences.map { URL(fileURLWithPath: $0) },
+                dryRun: dryRun))
     }
 }
 
@@ -188,8 +209,10 @@ extension MaintenanceRun.Report.Step {
         return plan.steps.enumerated().map { index, step in
             var strategy: String?
             if case let .build(build) = step.action { strategy = build.strategy.id }
-            return Self(index: index + 1, action: step.action.kind, paths: step.action.paths, reason: step.reason, strategy: strategy,
-                        seconds: timings[index])
+            return Self(
+                index: index + 1, action: step.action.kind, paths: step.action.paths, reason: step.reason,
+                strategy: strategy,
+                seconds: timings[index])
         }
     }
 }

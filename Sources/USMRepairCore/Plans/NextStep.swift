@@ -55,8 +55,11 @@ public enum NextStep {
     /// The folders a plan works in, as layout options (for a plan made from a snapshot, whose
     /// roots are the only record of where the data lies).
     public static func options(of plan: Plan) -> LayoutOptions {
-        func root(_ name: String) -> URL? { plan.roots.first { $0.name == name }.map { URL(fileURLWithPath: $0.path, isDirectory: true) } }
-        return LayoutOptions(appDirectory: root("app") ?? root("preferences") ?? root("container"), cloudDirectory: root("cloud"))
+        func root(_ name: String) -> URL? {
+            plan.roots.first { $0.name == name }.map { URL(fileURLWithPath: $0.path, isDirectory: true) }
+        }
+        return LayoutOptions(
+            appDirectory: root("app") ?? root("preferences") ?? root("container"), cloudDirectory: root("cloud"))
     }
 
     /// How the layout's data arrived.
@@ -66,12 +69,20 @@ public enum NextStep {
         // A Mac app's own folders, named with --app-dir: `~/Library/Application Support/...` or
         // a sandbox's `~/Library/Containers/...`.
         let library = URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent("Library").path
-        if !folders.isEmpty, folders.allSatisfy({ path in
-            ["Application Support", "Containers", "Preferences"].contains { Confinement.isInside(path.path, library + "/" + $0) }
-        }) { return .macApp }
+        if !folders.isEmpty,
+            folders.allSatisfy({ path in
+                ["Application Support", "Containers", "Preferences"].contains {
+                    Confinement.isInside(path.path, library + "/" + $0)
+                }
+            })
+        {
+            return .macApp
+        }
         if folders.contains(where: { $0.pathComponents.contains { $0.hasPrefix("AppDomain-") } }) { return .backup }
         if let container = options.container,
-           container.pathExtension == "xcappdata" || FileStatus.lookup(container.appendingPathComponent("AppData").path)?.kind == .directory {
+            container.pathExtension == "xcappdata"
+                || FileStatus.lookup(container.appendingPathComponent("AppData").path)?.kind == .directory
+        {
             return .xcode
         }
         if folders.contains(where: { $0.pathComponents.contains { $0.hasSuffix(".xcappdata") } }) { return .xcode }
@@ -94,29 +105,44 @@ public enum NextStep {
         let cloudFolder = plan.roots.first { $0.name == "cloud" }?.path ?? "the ubiquity container"
         var sentences: [String] = []
         let arrival = arrival(options)
-        let folder = (options.container ?? options.appDirectory ?? options.preferences?.deletingLastPathComponent())?.path
+        let folder = (options.container ?? options.appDirectory ?? options.preferences?.deletingLastPathComponent())?
+            .path
         switch arrival {
         case .macApp:
-            sentences.append("Nothing to send back: the app reads the repaired files at its next launch on this Mac (start it once usm-repair has finished).")
+            sentences.append(
+                "Nothing to send back: the app reads the repaired files at its next launch on this Mac (start it once usm-repair has finished)."
+            )
             if cloud {
-                sentences.append("iCloud uploads what changed in \(cloudFolder) to every device signed in to the account, so the change reaches them all.")
+                sentences.append(
+                    "iCloud uploads what changed in \(cloudFolder) to every device signed in to the account, so the change reaches them all."
+                )
             }
         case .xcode where local:
-            sentences.append("Send \(folder ?? "the download") back to the device with Xcode: Window > Devices and Simulators, select the app, then Replace Container… and choose it. This works for development-signed builds only, and Core Data's copies of the cloud stores live in the peer folder of the build that made them: open it with the same kind of build.")
+            sentences.append(
+                "Send \(folder ?? "the download") back to the device with Xcode: Window > Devices and Simulators, select the app, then Replace Container… and choose it. This works for development-signed builds only, and Core Data's copies of the cloud stores live in the peer folder of the build that made them: open it with the same kind of build."
+            )
         case .backup where local:
-            sentences.append("Put \(folder ?? "the folder") back into the device backup with the backup tool it was extracted with, then restore that backup to the device.")
+            sentences.append(
+                "Put \(folder ?? "the folder") back into the device backup with the backup tool it was extracted with, then restore that backup to the device."
+            )
         case .folder where local:
-            sentences.append("Return \(folder ?? "the folders") the way they came (an app's own diagnostics export goes back through the app's import, if it has one; otherwise the change applies only to this copy).")
+            sentences.append(
+                "Return \(folder ?? "the folders") the way they came (an app's own diagnostics export goes back through the app's import, if it has one; otherwise the change applies only to this copy)."
+            )
         default:
             break
         }
         if cloud, arrival != .macApp {
-            let bundleID = options.preferences?.deletingPathExtension().lastPathComponent
+            let bundleID =
+                options.preferences?.deletingPathExtension().lastPathComponent
                 ?? preferencesPath?.deletingPathExtension().lastPathComponent ?? "BUNDLE_ID"
-            let how = plan.operation == "restore"
+            let how =
+                plan.operation == "restore"
                 ? "put back there what the change had changed, with the app quit"
                 : "quit the app there and run usm-repair \(plan.operation) --mac-app \(bundleID) --yes"
-            sentences.append("The ubiquity container \(cloudFolder) was changed here, but it does not travel with the app's folder: iCloud syncs it, and a copy reaches no device. Make the same change on the customer's Mac, signed in to their iCloud account: \(how); iCloud then uploads it to every device.")
+            sentences.append(
+                "The ubiquity container \(cloudFolder) was changed here, but it does not travel with the app's folder: iCloud syncs it, and a copy reaches no device. Make the same change on the customer's Mac, signed in to their iCloud account: \(how); iCloud then uploads it to every device."
+            )
         }
         if sentences.isEmpty { sentences.append("Return the changed folders the way they came.") }
         return (dryRun ? "After running it: " : "") + sentences.joined(separator: " ")

@@ -1,9 +1,9 @@
 import Crypto
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// This machine's own record of every plan it wrote into a layout, kept in the state folder
@@ -46,7 +46,8 @@ public struct OperationRecords: Sendable {
     /// - Throws: `writeFailed` / `outOfSpace` naming the state folder: without the record the
     ///   operation could not be recovered, so it does not start.
     func write(_ plan: Plan, bytes: Data) throws {
-        try Folders.create(folder.path, mode: 0o700, purpose: "cannot create the folder where usm-repair records its operations")
+        try Folders.create(
+            folder.path, mode: 0o700, purpose: "cannot create the folder where usm-repair records its operations")
         let record = Record(
             id: plan.id, sha256: Self.digest(bytes), roots: plan.roots.map(\.path), operation: plan.operation,
             created: FileTime.now.iso8601)
@@ -59,16 +60,17 @@ public struct OperationRecords: Sendable {
     /// The record of `id`, when this machine wrote one (and it reads as one).
     func read(_ id: String) -> Record? {
         guard PlanCheck.isPlainID(id), let status = FileStatus.lookup(url(id).path), status.kind == .file,
-              status.size <= Int64(Self.maxRecordBytes),
-              let data = try? Data(contentsOf: url(id)),
-              let record = try? JSONDecoder().decode(Record.self, from: data), record.id == id
+            status.size <= Int64(Self.maxRecordBytes),
+            let data = try? Data(contentsOf: url(id)),
+            let record = try? JSONDecoder().decode(Record.self, from: data), record.id == id
         else { return nil }
         return record
     }
 
     /// Every record this machine holds (at most `limit`, in name order).
     func all(limit: Int = 10_000) -> [Record] {
-        let names = ((try? DirectoryListing.names(folder.path)) ?? []).filter { $0.hasSuffix(".json") }.sorted().prefix(limit)
+        let names = ((try? DirectoryListing.names(folder.path)) ?? []).filter { $0.hasSuffix(".json") }.sorted().prefix(
+            limit)
         return names.compactMap { read(String($0.dropLast(5))) }
     }
 

@@ -31,7 +31,9 @@ public struct Plan: Sendable, Codable {
         }
 
         /// `<root>/<private>`.
-        public var privateURL: URL { URL(fileURLWithPath: path, isDirectory: true).appendingPathComponent(privateFolder, isDirectory: true) }
+        public var privateURL: URL {
+            URL(fileURLWithPath: path, isDirectory: true).appendingPathComponent(privateFolder, isDirectory: true)
+        }
         /// `<root>/<private>/operations/<id>`.
         public func operationURL(_ id: String) -> URL {
             privateURL.appendingPathComponent("operations/\(id)", isDirectory: true)
@@ -53,7 +55,9 @@ public struct Plan: Sendable, Codable {
 
         /// The fingerprint of `path` now.
         public static func of(_ path: String) -> Fingerprint {
-            guard let status = FileStatus.lookup(path) else { return Fingerprint(kind: "absent", size: 0, mtimeNanos: 0, inode: 0) }
+            guard let status = FileStatus.lookup(path) else {
+                return Fingerprint(kind: "absent", size: 0, mtimeNanos: 0, inode: 0)
+            }
             return Fingerprint(
                 kind: status.kind.rawValue, size: status.kind == .directory ? 0 : status.size,
                 mtimeNanos: status.kind == .directory ? 0 : status.mtime.totalNanoseconds, inode: status.inode)
@@ -142,9 +146,13 @@ public struct Plan: Sendable, Codable {
     /// the snapshot's file name, so that a folder of snapshots says which is whose.
     public var label: String? = nil
 
-    public init(id: String, operation: String, roots: [Root], expected: [String: Fingerprint], stores: [String], snapshotItems: [String],
-                steps: [Step], notes: [String], nextLaunchBefore: NextLaunch?, nextLaunchAfter: NextLaunch?, snapshotRoots: [Root]? = nil,
-                ledger: Ledger? = nil) {
+    public init(
+        id: String, operation: String, roots: [Root], expected: [String: Fingerprint], stores: [String],
+        snapshotItems: [String],
+        steps: [Step], notes: [String], nextLaunchBefore: NextLaunch?, nextLaunchAfter: NextLaunch?,
+        snapshotRoots: [Root]? = nil,
+        ledger: Ledger? = nil
+    ) {
         self.id = id
         self.operation = operation
         self.roots = roots

@@ -36,7 +36,11 @@ struct PlanBuilder {
     /// The folder (app, cloud or preferences) whose private folder holds the staging and trash for `path`.
     mutating func root(for path: String) throws -> Plan.Root {
         let candidates = layout.planRoots
-        guard let root = candidates.filter({ Confinement.isInside(path, $0.path) }).max(by: { $0.path.count < $1.path.count }) else {
+        guard
+            let root = candidates.filter({ Confinement.isInside(path, $0.path) }).max(by: {
+                $0.path.count < $1.path.count
+            })
+        else {
             throw USMError.unexpected("\(path) lies in none of the layout's folders")
         }
         // Every folder on the way to what the plan changes is a real folder: a link there would
@@ -53,7 +57,9 @@ struct PlanBuilder {
     private mutating func privatePath(_ kind: String, for path: String) throws -> String {
         let root = try root(for: path)
         counter += 1
-        return root.operationURL(id).appendingPathComponent("\(kind)/\(counter)/\(URL(fileURLWithPath: path).lastPathComponent)").path
+        return root.operationURL(id).appendingPathComponent(
+            "\(kind)/\(counter)/\(URL(fileURLWithPath: path).lastPathComponent)"
+        ).path
     }
 
     // MARK: - Steps
@@ -70,14 +76,19 @@ struct PlanBuilder {
         snapshotItems.append(path)
         retires.append(.init(.retire(path: path, trash: trash), reason))
         after.removed.insert(path)
-        for store in layout.stores where Confinement.isInside(store.files.main.path, path) && fates[store.files.main.path] == nil {
-            fates[store.files.main.path] = (.discarded, "removed (\(reason)); its objects are only in the snapshot", nil)
+        for store in layout.stores
+        where Confinement.isInside(store.files.main.path, path) && fates[store.files.main.path] == nil {
+            fates[store.files.main.path] = (
+                .discarded, "removed (\(reason)); its objects are only in the snapshot", nil
+            )
         }
     }
 
     /// Moves a store's whole file set aside (main, -wal, -shm, -journal, .<Name>_SUPPORT).
     mutating func retireFileSet(_ files: StoreFileSet, _ reason: String) throws {
-        if FileStatus.lookup(files.main.path) != nil, !stores.contains(files.main.path) { stores.append(files.main.path) }
+        if FileStatus.lookup(files.main.path) != nil, !stores.contains(files.main.path) {
+            stores.append(files.main.path)
+        }
         for member in files.allMembers { try retire(member.path, reason) }
         if fates[files.main.path] == nil, FileStatus.lookup(files.main.path) != nil {
             fates[files.main.path] = (.discarded, "removed (\(reason)); its objects are only in the snapshot", nil)
@@ -86,7 +97,9 @@ struct PlanBuilder {
 
     /// Writes a marker (replacing the one there).
     mutating func writeMarker(_ kind: Marker.Kind, version: Int, uuid: String, _ reason: String) throws {
-        guard let cloud = layout.cloudDirectory else { throw USMError.unexpected("no ubiquity container for \(kind.baseName)") }
+        guard let cloud = layout.cloudDirectory else {
+            throw USMError.unexpected("no ubiquity container for \(kind.baseName)")
+        }
         let path = cloud.appendingPathComponent("CloudLogs/\(Marker.fileName(kind, version: version))").path
         try retire(path, "the old \(Marker.fileName(kind, version: version)) makes way for the new one")
         try install(created: path, reason) { staged in .writeMarker(uuid: uuid, staged: staged) }
@@ -96,9 +109,13 @@ struct PlanBuilder {
 
     /// Rewrites the preferences with `edit` (format and other keys kept).
     mutating func editPreferences(_ edit: PreferencesEdit, _ reason: String) throws {
-        guard let prefs = layout.preferencesPath, let current = layout.preferences, !edit.isNoOp(on: current) else { return }
+        guard let prefs = layout.preferencesPath, let current = layout.preferences, !edit.isNoOp(on: current) else {
+            return
+        }
         try retire(prefs.path, "the old preferences make way for the edited copy")
-        try install(created: prefs.path, reason) { staged in .writePreferences(source: prefs.path, edit: edit, staged: staged) }
+        try install(created: prefs.path, reason) { staged in
+            .writePreferences(source: prefs.path, edit: edit, staged: staged)
+        }
         after.removed.remove(prefs.path)
         after.preferences = edit
     }
@@ -106,14 +123,18 @@ struct PlanBuilder {
     /// Replaces the local store by a copy of itself with its WAL merged into the main file.
     mutating func checkpointLocal(_ local: StoreFileSet, _ reason: String) throws {
         let walSize = FileStatus.lookup(local.wal.path)?.size ?? 0
-        guard walSize > 0 || FileStatus.lookup(local.shm.path) != nil || FileStatus.lookup(local.journal.path) != nil else { return }
+        guard walSize > 0 || FileStatus.lookup(local.shm.path) != nil || FileStatus.lookup(local.journal.path) != nil
+        else { return }
         let staged = try privatePath("staging", for: local.main.path)
         staging.append(.init(.checkpoint(source: local.main.path, staged: staged), reason))
         for member in [local.main, local.wal, local.shm, local.journal] {
             try retire(member.path, "the local store's file set makes way for its merged copy")
         }
         if !stores.contains(local.main.path) { stores.append(local.main.path) }
-        installs.append(.init(.install(staged: staged, path: local.main.path, optional: false), "the merged local store goes into place"))
+        installs.append(
+            .init(
+                .install(staged: staged, path: local.main.path, optional: false),
+                "the merged local store goes into place"))
         after.removed.remove(local.main.path)
         after.localRebuilt = true
         fates[local.main.path] = (.checkpointed, "its -wal is merged into its main file: the same objects", nil)
@@ -121,33 +142,49 @@ struct PlanBuilder {
 
     /// Builds a new local store from `source` with a strategy, replacing the old file set.
     /// `expected`: the local store's objects after, as far as planning can tell.
-    mutating func buildLocal(from source: StoreFileSet, local: StoreFileSet, strategy: StrategyChoice, merge: Bool, expected counts: Ledger.Counts?,
-                             sourceLabel: String, _ reason: String) throws {
+    mutating func buildLocal(
+        from source: StoreFileSet, local: StoreFileSet, strategy: StrategyChoice, merge: Bool,
+        expected counts: Ledger.Counts?,
+        sourceLabel: String, _ reason: String
+    ) throws {
         let staged = try privatePath("staging", for: local.main.path)
         let stagedFiles = StoreFileSet(main: URL(fileURLWithPath: staged))
         let merging = merge && FileStatus.lookup(local.main.path) != nil
-        staging.append(.init(.build(Plan.StoreBuild(
-            source: source.main.path, staged: staged, strategy: strategy,
-            mergeInto: merging ? local.main.path : nil, keepUbiquityMetadata: false, operation: operation)), reason))
+        staging.append(
+            .init(
+                .build(
+                    Plan.StoreBuild(
+                        source: source.main.path, staged: staged, strategy: strategy,
+                        mergeInto: merging ? local.main.path : nil, keepUbiquityMetadata: false, operation: operation)),
+                reason))
         if !stores.contains(source.main.path) { stores.append(source.main.path) }
         watch(source.main.path)
         watch(source.wal.path)
         try retireFileSet(local, "the old local store makes way for the new one (it is in the snapshot)")
         watch(local.main.path)
         snapshotItems += [local.main.path, local.supportDirectory.path].filter { !snapshotItems.contains($0) }
-        installs.append(.init(.install(staged: staged, path: local.main.path, optional: false), "the new local store goes into place"))
-        installs.append(.init(
-            .install(staged: stagedFiles.supportDirectory.path, path: local.supportDirectory.path, optional: true),
-            "its external-data folder goes with it"))
+        installs.append(
+            .init(
+                .install(staged: staged, path: local.main.path, optional: false), "the new local store goes into place")
+        )
+        installs.append(
+            .init(
+                .install(staged: stagedFiles.supportDirectory.path, path: local.supportDirectory.path, optional: true),
+                "its external-data folder goes with it"))
         after.removed.remove(local.main.path)
         after.localRebuilt = true
         after.localReplaced = true
         after.localCounts = counts
         let existed = FileStatus.lookup(local.main.path) != nil
-        fates[local.main.path] = merging
+        fates[local.main.path] =
+            merging
             ? (.merged, "receives the objects of \(sourceLabel); its own objects stay", counts)
-            : existed ? (.replaced, "replaced by the data of \(sourceLabel); its old objects are only in the snapshot", counts)
-            : (.created, "made from the data of \(sourceLabel)", counts)
+            : existed
+                ? (
+                    .replaced, "replaced by the data of \(sourceLabel); its old objects are only in the snapshot",
+                    counts
+                )
+                : (.created, "made from the data of \(sourceLabel)", counts)
         fates[source.main.path] = (.read, "its data is read (through a private copy); it is not changed", nil)
     }
 
@@ -157,7 +194,10 @@ struct PlanBuilder {
         staging.append(.init(make(staged), reason))
         watch(path)
         if !snapshotItems.contains(path) { snapshotItems.append(path) }
-        installs.append(.init(.install(staged: staged, path: path, optional: false), "into place: \(URL(fileURLWithPath: path).lastPathComponent)"))
+        installs.append(
+            .init(
+                .install(staged: staged, path: path, optional: false),
+                "into place: \(URL(fileURLWithPath: path).lastPathComponent)"))
     }
 
     /// Records that the plan depends on `path` as it is now.
@@ -171,14 +211,18 @@ struct PlanBuilder {
         let expected = Plan.Fingerprint.all(watched)
         var steps: [Plan.Step] = []
         if !isEmpty {
-            steps.append(.init(.snapshot, "everything this changes or removes is archived first, outside the layout; `restore` puts it back"))
+            steps.append(
+                .init(
+                    .snapshot,
+                    "everything this changes or removes is archived first, outside the layout; `restore` puts it back"))
             steps += staging + retires + installs
             steps.append(.init(.commit, "from here the change is complete and is never undone"))
             steps.append(.init(.purge, "the trash, staging and journal are removed"))
         }
         var plan = Plan(
             id: id, operation: operation, roots: isEmpty ? [] : roots, expected: expected, stores: stores,
-            snapshotItems: snapshotItems, steps: steps, notes: notes, nextLaunchBefore: before, nextLaunchAfter: after, ledger: ledger)
+            snapshotItems: snapshotItems, steps: steps, notes: notes, nextLaunchBefore: before, nextLaunchAfter: after,
+            ledger: ledger)
         plan.label = layout.label
         return plan
     }
@@ -210,13 +254,16 @@ struct AfterState {
         }
         for entry in layout.stores where entry.role == .local {
             if localRebuilt {
-                var report = reports[entry.files.main.path] ?? StoreReport(role: .local, path: entry.files.main.path, location: .local)
+                var report =
+                    reports[entry.files.main.path]
+                    ?? StoreReport(role: .local, path: entry.files.main.path, location: .local)
                 report.exists = true
                 report.health = .ok
                 report.walPresent = false
                 if let localCounts {
                     report.entities = localCounts.entities.sorted { $0.key < $1.key }.map {
-                        StoreReport.EntityCount(name: $0.key, parent: nil, rows: $0.value, number: 0, table: nil, system: false)
+                        StoreReport.EntityCount(
+                            name: $0.key, parent: nil, rows: $0.value, number: 0, table: nil, system: false)
                     }
                     report.objects = localCounts.total
                     report.counted = true
@@ -225,7 +272,8 @@ struct AfterState {
                 }
                 reports[entry.files.main.path] = report
             } else if isRemoved(entry.files.main.path) {
-                reports[entry.files.main.path] = StoreReport(role: .local, path: entry.files.main.path, location: .local)
+                reports[entry.files.main.path] = StoreReport(
+                    role: .local, path: entry.files.main.path, location: .local)
             }
         }
         let written = self.markers
@@ -233,21 +281,29 @@ struct AfterState {
         for (path, uuid) in written {
             let name = URL(fileURLWithPath: path).lastPathComponent
             guard let (kind, version) = Marker.parse(fileName: name) else { continue }
-            markers.append(Marker(name: name, kind: kind, cloudVersion: version, path: path, value: uuid, raw: uuid, valid: true, defect: nil))
+            markers.append(
+                Marker(
+                    name: name, kind: kind, cloudVersion: version, path: path, value: uuid, raw: uuid, valid: true,
+                    defect: nil))
         }
         var preferences = layout.preferences
         if let edit = self.preferences, let old = preferences {
             preferences = Preferences(
-                path: old.path, cloudEnabled: edit.cloudEnabled ?? old.cloudEnabled, hasKey: old.hasKey || edit.cloudEnabled != nil,
+                path: old.path, cloudEnabled: edit.cloudEnabled ?? old.cloudEnabled,
+                hasKey: old.hasKey || edit.cloudEnabled != nil,
                 isXML: old.isXML, cachedStoreUUIDs: old.cachedStoreUUIDs.filter { !edit.removes($0) },
                 accountMaps: old.accountMaps.filter { !edit.removeAccountMaps.contains($0.contentName) })
         }
         let next = Layout(
-            options: layout.options, appDirectory: layout.appDirectory, cloudDirectory: layout.cloudDirectory, cloudSource: layout.cloudSource,
-            preferencesPath: layout.preferencesPath, preferencesFolder: layout.preferencesFolder, preferencesError: layout.preferencesError,
+            options: layout.options, appDirectory: layout.appDirectory, cloudDirectory: layout.cloudDirectory,
+            cloudSource: layout.cloudSource,
+            preferencesPath: layout.preferencesPath, preferencesFolder: layout.preferencesFolder,
+            preferencesError: layout.preferencesError,
             stores: stores, cloudStores: layout.cloudStores,
-            cloudContent: layout.cloudContent.filter { !isRemoved($0.path) }, markers: markers, preferences: preferences,
-            leftovers: layout.leftovers.filter { !isRemoved($0.path) }, documents: layout.documents, problems: [], exitStatus: .ok,
+            cloudContent: layout.cloudContent.filter { !isRemoved($0.path) }, markers: markers,
+            preferences: preferences,
+            leftovers: layout.leftovers.filter { !isRemoved($0.path) }, documents: layout.documents, problems: [],
+            exitStatus: .ok,
             macApp: layout.macApp)
         return (next, reports)
     }

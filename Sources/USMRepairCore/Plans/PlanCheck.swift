@@ -37,19 +37,29 @@ public enum PlanCheck {
     /// - Returns: nil when the plan may be obeyed, else why not.
     public static func problem(in plan: Plan, folderName: String? = nil, allowed: [Plan.Root]?) -> String? {
         guard isPlainID(plan.id) else { return "its id \(plan.id.debugDescription) is not a plain name" }
-        if let folderName, folderName != plan.id { return "its id \(plan.id) is not the name of its folder, \(folderName)" }
+        if let folderName, folderName != plan.id {
+            return "its id \(plan.id) is not the name of its folder, \(folderName)"
+        }
         guard !plan.roots.isEmpty || plan.steps.isEmpty else { return "it names no folders" }
         for root in plan.roots {
-            guard isClean(root.path), root.path != "/" else { return "its folder \(root.path.debugDescription) is not a clean absolute path" }
+            guard isClean(root.path), root.path != "/" else {
+                return "its folder \(root.path.debugDescription) is not a clean absolute path"
+            }
             guard privateFolders.contains(root.privateFolder) else {
                 return "its private folder \(root.privateFolder.debugDescription) is not one of usm-repair's"
             }
-            if let allowed, !allowed.contains(where: { $0.path.pathKey == root.path.pathKey && $0.privateFolder == root.privateFolder }) {
+            if let allowed,
+                !allowed.contains(where: {
+                    $0.path.pathKey == root.path.pathKey && $0.privateFolder == root.privateFolder
+                })
+            {
                 return "it works in \(root.path), which is not one of the folders given"
             }
         }
         var seen = Set<[UInt8]>()
-        for root in plan.roots where !seen.insert(root.path.pathKey).inserted { return "it names the folder \(root.path) twice" }
+        for root in plan.roots where !seen.insert(root.path.pathKey).inserted {
+            return "it names the folder \(root.path) twice"
+        }
 
         func inRoot(_ path: String) -> Plan.Root? {
             guard isClean(path) else { return nil }
@@ -65,10 +75,12 @@ public enum PlanCheck {
         }
         /// A path of the operation's own: in `<root>/<private>/operations/<id>/<area>/...`.
         func own(_ path: String, _ area: String) -> String? {
-            guard isClean(path), plan.roots.contains(where: {
-                FileSystemPath.isInside(path, $0.operationURL(plan.id).appendingPathComponent(area).path)
-                    && path.pathKey != $0.operationURL(plan.id).appendingPathComponent(area).path.pathKey
-            }) else { return "it names \(path.debugDescription) as its \(area), outside the operation's own folder" }
+            guard isClean(path),
+                plan.roots.contains(where: {
+                    FileSystemPath.isInside(path, $0.operationURL(plan.id).appendingPathComponent(area).path)
+                        && path.pathKey != $0.operationURL(plan.id).appendingPathComponent(area).path.pathKey
+                })
+            else { return "it names \(path.debugDescription) as its \(area), outside the operation's own folder" }
             return nil
         }
         for step in plan.steps {
@@ -80,22 +92,32 @@ public enum PlanCheck {
                 found = user(source) ?? own(staged, "staging")
             case let .build(build):
                 // The source is only read, through a private copy, and never by recovery.
-                found = (isClean(build.source) ? nil : "its source \(build.source.debugDescription) is not a clean absolute path")
+                found =
+                    (isClean(build.source)
+                        ? nil : "its source \(build.source.debugDescription) is not a clean absolute path")
                     ?? build.mergeInto.flatMap(user) ?? own(build.staged, "staging")
             case let .writeMarker(_, staged):
                 found = own(staged, "staging")
             case let .writePreferences(source, _, staged):
                 found = user(source) ?? own(staged, "staging")
             case let .extract(archive, items, folders):
-                found = isClean(archive) ? folders.values.compactMap { own($0, "staging") }.first
-                    ?? items.first { $0.isEmpty || FileSystemPath.isAbsolute($0) || FileSystemPath.components($0).contains("..") }
-                    .map { "it extracts \($0.debugDescription)" } : "its archive path is not clean"
+                found =
+                    isClean(archive)
+                    ? folders.values.compactMap { own($0, "staging") }.first
+                        ?? items.first {
+                            $0.isEmpty || FileSystemPath.isAbsolute($0) || FileSystemPath.components($0).contains("..")
+                        }
+                        .map { "it extracts \($0.debugDescription)" } : "its archive path is not clean"
             case let .retire(path, trash):
-                found = user(path) ?? own(trash, "trash")
-                    ?? (inRoot(path)?.path.pathKey == inRoot(trash)?.path.pathKey ? nil : "it moves \(path) into another folder's trash")
+                found =
+                    user(path) ?? own(trash, "trash")
+                    ?? (inRoot(path)?.path.pathKey == inRoot(trash)?.path.pathKey
+                        ? nil : "it moves \(path) into another folder's trash")
             case let .install(staged, path, _):
-                found = user(path) ?? own(staged, "staging")
-                    ?? (inRoot(path)?.path.pathKey == inRoot(staged)?.path.pathKey ? nil : "it installs \(path) from another folder's staging")
+                found =
+                    user(path) ?? own(staged, "staging")
+                    ?? (inRoot(path)?.path.pathKey == inRoot(staged)?.path.pathKey
+                        ? nil : "it installs \(path) from another folder's staging")
             }
             if let found { return found }
         }
@@ -109,14 +131,16 @@ public enum PlanCheck {
     /// which may be a link that is moved as a link) is a real folder or absent.
     public static func linkFree(_ path: String, under root: String) throws {
         guard FileSystemPath.isInside(path, root), path.pathKey != root.pathKey else { return }
-        let rootParts = FileSystemPath.components(root), parts = FileSystemPath.components(path)
+        let rootParts = FileSystemPath.components(root)
+        let parts = FileSystemPath.components(path)
         guard parts.count > rootParts.count + 1 else { return }
         var current = root
         for part in parts[rootParts.count..<(parts.count - 1)] {
             current += (current.hasSuffix("/") ? "" : "/") + part
             guard let status = FileStatus.lookup(current) else { return }
             if status.kind == .symlink {
-                throw USMError.symlinkEscapes(path: current, target: URL(fileURLWithPath: current).resolvingSymlinksInPath().path, root: root)
+                throw USMError.symlinkEscapes(
+                    path: current, target: URL(fileURLWithPath: current).resolvingSymlinksInPath().path, root: root)
             }
             guard status.kind == .directory else { return }
         }

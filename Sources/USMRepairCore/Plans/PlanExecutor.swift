@@ -1,9 +1,9 @@
 import Foundation
 import GRDB
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Runs plans, and finishes or undoes the ones a kill interrupted. In `run`, in this order:
@@ -104,7 +104,8 @@ public struct PlanExecutor {
     public let commandLine: [String]
 
     public init(
-        snapshotDirectory: URL, builder: Builder? = nil, records: OperationRecords = OperationRecords(), hooks: Hooks = .none,
+        snapshotDirectory: URL, builder: Builder? = nil, records: OperationRecords = OperationRecords(),
+        hooks: Hooks = .none,
         commandLine: [String] = CommandLine.arguments
     ) {
         self.snapshotDirectory = snapshotDirectory
@@ -116,14 +117,18 @@ public struct PlanExecutor {
 
     /// This executor with another migration engine behind its `build` steps.
     public func with(builder: @escaping Builder) -> PlanExecutor {
-        PlanExecutor(snapshotDirectory: snapshotDirectory, builder: builder, records: records, hooks: hooks, commandLine: commandLine)
+        PlanExecutor(
+            snapshotDirectory: snapshotDirectory, builder: builder, records: records, hooks: hooks,
+            commandLine: commandLine)
     }
 
     /// Runs `plan`. `progress` receives a line before each step. `allowed` are the folders the
     /// user named (a pending operation found first is obeyed only inside them); by default the plan's own.
     /// `entries` receives each archive entry an `extract` step writes (`restore --verbose`).
-    public func run(_ plan: Plan, allowed: [Plan.Root]? = nil, progress: (String) -> Void = { _ in },
-                    entries: ((String) -> Void)? = nil) throws -> Result {
+    public func run(
+        _ plan: Plan, allowed: [Plan.Root]? = nil, progress: (String) -> Void = { _ in },
+        entries: ((String) -> Void)? = nil
+    ) throws -> Result {
         let started = Date()
         let lock = try OperationLock(roots: plan.roots)
         defer { lock.release() }
@@ -135,7 +140,8 @@ public struct PlanExecutor {
         guard let primary = plan.primaryRoot else { throw USMError.unexpected("a plan without folders") }
         let bytes = try JSONOutput.data(plan)
         guard bytes.count <= Journal.maxPlanBytes else {
-            throw USMError.preconditionFailed("the plan has \(plan.steps.count) steps, more than an operation can record (\(bytes.count) bytes)")
+            throw USMError.preconditionFailed(
+                "the plan has \(plan.steps.count) steps, more than an operation can record (\(bytes.count) bytes)")
         }
         // The record first, outside the layout: an operation folder is obeyed later only if it
         // is there. Then the journal: every other folder of the operation exists only once it
@@ -168,16 +174,23 @@ public struct PlanExecutor {
                 switch step.action {
                 case .snapshot:
                     let file = try Snapshot.take(
-                        .init(roots: (plan.snapshotRoots ?? plan.roots).map { ($0.name, URL(fileURLWithPath: $0.path, isDirectory: true)) },
-                              items: plan.snapshotItems.map { URL(fileURLWithPath: $0) }, operation: plan.operation,
-                              commandLine: commandLine, label: plan.label),
-                        into: snapshotDirectory, protected: plan.roots.map { URL(fileURLWithPath: $0.path, isDirectory: true) })
+                        .init(
+                            roots: (plan.snapshotRoots ?? plan.roots).map {
+                                ($0.name, URL(fileURLWithPath: $0.path, isDirectory: true))
+                            },
+                            items: plan.snapshotItems.map { URL(fileURLWithPath: $0) }, operation: plan.operation,
+                            commandLine: commandLine, label: plan.label),
+                        into: snapshotDirectory,
+                        protected: plan.roots.map { URL(fileURLWithPath: $0.path, isDirectory: true) })
                     snapshot = file.path
                     done.snapshot = file.path
                 case let .checkpoint(source, staged):
-                    rows[staged] = try Checkpoint.run(source: StoreFileSet(main: URL(fileURLWithPath: source)), into: URL(fileURLWithPath: staged))
+                    rows[staged] = try Checkpoint.run(
+                        source: StoreFileSet(main: URL(fileURLWithPath: source)), into: URL(fileURLWithPath: staged))
                 case let .build(build):
-                    guard let builder else { throw USMError.unexpected("no migration engine was given to build \(build.staged)") }
+                    guard let builder else {
+                        throw USMError.unexpected("no migration engine was given to build \(build.staged)")
+                    }
                     try Self.makeFolder(URL(fileURLWithPath: build.staged).deletingLastPathComponent())
                     let report: MigrationReport
                     do { report = try builder(build) } catch let error as DatabaseError {
@@ -185,7 +198,8 @@ public struct PlanExecutor {
                         throw StagedStore.wrapWrite(error, path: URL(fileURLWithPath: build.staged))
                     }
                     builds[build.staged] = report
-                    rows[build.staged] = Dictionary(report.entities.map { ($0.name, $0.after ?? 0) }, uniquingKeysWith: +)
+                    rows[build.staged] = Dictionary(
+                        report.entities.map { ($0.name, $0.after ?? 0) }, uniquingKeysWith: +)
                 case let .writeMarker(uuid, staged):
                     try Self.makeFolder(URL(fileURLWithPath: staged).deletingLastPathComponent())
                     try FileWrite.create(URL(fileURLWithPath: staged), contents: try FileWrite.markerContents(uuid))
@@ -193,7 +207,8 @@ public struct PlanExecutor {
                     try Self.makeFolder(URL(fileURLWithPath: staged).deletingLastPathComponent())
                     try edit.apply(from: URL(fileURLWithPath: source), to: URL(fileURLWithPath: staged))
                 case let .extract(archive, items, folders):
-                    let (count, bytes) = try SnapshotUndo.extract(archive: URL(fileURLWithPath: archive), items: items, folders: folders, onEntry: entries)
+                    let (count, bytes) = try SnapshotUndo.extract(
+                        archive: URL(fileURLWithPath: archive), items: items, folders: folders, onEntry: entries)
                     extracted.entries += count
                     extracted.bytes += bytes
                 case let .retire(path, trash):
@@ -224,7 +239,9 @@ public struct PlanExecutor {
                 let failure = USMError.wrap(error).diagnosingSpace()
                 if plan.steps[..<index].contains(where: { $0.action == .commit }) {
                     // The change is in place; only the cleanup failed: say so, `recover` finishes it.
-                    throw USMError.operationPending(operation: plan.operation, committed: true, reason: failure.message, underlying: failure.exitStatus)
+                    throw USMError.operationPending(
+                        operation: plan.operation, committed: true, reason: failure.message,
+                        underlying: failure.exitStatus)
                 }
                 // Undo, then drop staging; if the undo itself fails the operation stays pending
                 // (its trash may hold the user's files) for `recover`.
@@ -233,13 +250,17 @@ public struct PlanExecutor {
                     try Self.undo(plan, begun: state.begun)
                 } catch {
                     throw USMError.operationPending(
-                        operation: plan.operation, committed: false, reason: "\(failure.message); then: \(USMError.wrap(error).message)",
+                        operation: plan.operation, committed: false,
+                        reason: "\(failure.message); then: \(USMError.wrap(error).message)",
                         underlying: failure.exitStatus)
                 }
                 try? purge(plan, journal: journal)
                 throw failure
             }
-            runs.append(.init(index: index, action: step.action.kind, reason: step.reason, seconds: Date().timeIntervalSince(stepStart)))
+            runs.append(
+                .init(
+                    index: index, action: step.action.kind, reason: step.reason,
+                    seconds: Date().timeIntervalSince(stepStart)))
         }
         var finalRows: [String: [String: Int]] = [:]
         var finalBuilds: [String: MigrationReport] = [:]
@@ -249,7 +270,8 @@ public struct PlanExecutor {
             if let report = builds[staged] { finalBuilds[path] = report }
         }
         var result = Result(
-            snapshot: snapshot, steps: runs, rows: finalRows, builds: finalBuilds, extracted: extracted, recovered: recovered,
+            snapshot: snapshot, steps: runs, rows: finalRows, builds: finalBuilds, extracted: extracted,
+            recovered: recovered,
             seconds: Date().timeIntervalSince(started))
         result.leftovers = lock.release()
         result.notes = notes
@@ -258,7 +280,8 @@ public struct PlanExecutor {
 
     /// Refuses when a path changed since planning, or a store is in use by another process.
     func verify(_ plan: Plan) throws {
-        for (path, expected) in plan.expected.sorted(by: { $0.key < $1.key }) where Plan.Fingerprint.of(path) != expected {
+        for (path, expected) in plan.expected.sorted(by: { $0.key < $1.key })
+        where Plan.Fingerprint.of(path) != expected {
             throw USMError.changedSincePlanning(path: path)
         }
         for store in plan.stores {
@@ -293,7 +316,9 @@ public struct PlanExecutor {
     public static func pending(in roots: [Plan.Root]) -> [URL] {
         roots.flatMap { root -> [URL] in
             let operations = root.privateURL.appendingPathComponent("operations", isDirectory: true)
-            guard FileStatus.lookup(root.privateURL.path)?.kind == .directory, FileStatus.lookup(operations.path)?.kind == .directory else { return [] }
+            guard FileStatus.lookup(root.privateURL.path)?.kind == .directory,
+                FileStatus.lookup(operations.path)?.kind == .directory
+            else { return [] }
             // A `.purging-<id>` folder is one a kill left half removed (its plan may still be in
             // it): not pending, only to be removed (`recoverPending`).
             let names = ((try? DirectoryListing.names(operations.path)) ?? []).filter { !$0.hasPrefix(purgingPrefix) }
@@ -312,7 +337,8 @@ public struct PlanExecutor {
             let pending = try PendingOperation.load(folder, allowed: allowed, records: records)
             let plan = pending.plan
             // Folders are the same folder whatever a plan calls them (`app`, the folder's name...).
-            let extra = try OperationLock(roots: plan.roots.filter { root in !roots.contains { $0.path.pathKey == root.path.pathKey } })
+            let extra = try OperationLock(
+                roots: plan.roots.filter { root in !roots.contains { $0.path.pathKey == root.path.pathKey } })
             defer { extra.release() }
             if pending.committed {
                 let journal = try Journal.reopen(folder)
@@ -322,26 +348,40 @@ public struct PlanExecutor {
                 try Self.undo(plan, begun: pending.journal.begun)
                 try purge(plan, journal: nil)
             }
-            done.append(Recovery(operation: plan.operation, id: plan.id, outcome: pending.committed ? .finished : .undone, journal: folder.path))
+            done.append(
+                Recovery(
+                    operation: plan.operation, id: plan.id, outcome: pending.committed ? .finished : .undone,
+                    journal: folder.path))
         }
         // What a kill left half removed: a folder being purged (its operation had finished), or
         // one killed while its plan was being written (nothing of the user's can be in it: the
         // first retire comes after the journal). Only folders of operations this machine recorded.
         for root in roots {
             let operations = root.privateURL.appendingPathComponent("operations", isDirectory: true)
-            guard FileStatus.lookup(root.privateURL.path)?.kind == .directory, FileStatus.lookup(operations.path)?.kind == .directory else { continue }
+            guard FileStatus.lookup(root.privateURL.path)?.kind == .directory,
+                FileStatus.lookup(operations.path)?.kind == .directory
+            else { continue }
             for name in (try? DirectoryListing.names(operations.path)) ?? [] {
                 let folder = operations.appendingPathComponent(name, isDirectory: true)
                 let purging = name.hasPrefix(Self.purgingPrefix)
                 let id = purging ? String(name.dropFirst(Self.purgingPrefix.count)) : name
-                guard let record = records.read(id), record.roots.contains(where: { $0.pathKey == root.path.pathKey }) else { continue }
+                guard let record = records.read(id), record.roots.contains(where: { $0.pathKey == root.path.pathKey })
+                else { continue }
                 let trash = folder.appendingPathComponent("trash")
-                let unplanned = FileStatus.lookup(folder.appendingPathComponent(Journal.planName).path)?.kind != .file
+                let unplanned =
+                    FileStatus.lookup(folder.appendingPathComponent(Journal.planName).path)?.kind != .file
                     && ((try? DirectoryListing.names(trash.path)) ?? []).isEmpty
-                    && !roots.contains { FileStatus.lookup($0.operationURL(id).appendingPathComponent(Journal.planName).path) != nil }
+                    && !roots.contains {
+                        FileStatus.lookup($0.operationURL(id).appendingPathComponent(Journal.planName).path) != nil
+                    }
                 if purging || unplanned {
                     try SafeRemove.tree(folder)
-                    if !roots.contains(where: { FileStatus.lookup($0.operationURL(id).path) != nil || FileStatus.lookup($0.privateURL.appendingPathComponent("operations/\(Self.purgingPrefix)\(id)").path) != nil }) {
+                    if !roots.contains(where: {
+                        FileStatus.lookup($0.operationURL(id).path) != nil
+                            || FileStatus.lookup(
+                                $0.privateURL.appendingPathComponent("operations/\(Self.purgingPrefix)\(id)").path)
+                                != nil
+                    }) {
                         records.remove(id)
                     }
                 }
@@ -352,8 +392,12 @@ public struct PlanExecutor {
         for record in records.all() {
             let folders = record.roots.compactMap { path in roots.first { $0.path.pathKey == path.pathKey } }
             guard folders.count == record.roots.count,
-                  !folders.contains(where: { FileStatus.lookup($0.operationURL(record.id).path) != nil
-                      || FileStatus.lookup($0.privateURL.appendingPathComponent("operations/\(Self.purgingPrefix)\(record.id)").path) != nil })
+                !folders.contains(where: {
+                    FileStatus.lookup($0.operationURL(record.id).path) != nil
+                        || FileStatus.lookup(
+                            $0.privateURL.appendingPathComponent("operations/\(Self.purgingPrefix)\(record.id)").path)
+                            != nil
+                })
             else { continue }
             records.remove(record.id)
         }
@@ -367,7 +411,9 @@ public struct PlanExecutor {
         for index in plan.steps.indices.reversed() where begun.contains(index) {
             switch plan.steps[index].action {
             case let .install(staged, path, _):
-                if FileStatus.lookup(path) != nil, FileStatus.lookup(staged) == nil { try move(path, to: staged, in: plan) }
+                if FileStatus.lookup(path) != nil, FileStatus.lookup(staged) == nil {
+                    try move(path, to: staged, in: plan)
+                }
             case let .retire(path, trash):
                 guard FileStatus.lookup(trash) != nil else { break }
                 guard FileStatus.lookup(path) == nil else { throw USMError.recoveryConflict(path: path, kept: trash) }
@@ -406,7 +452,7 @@ public struct PlanExecutor {
     static func keepMode(of plan: Plan, replacedAt path: String, on staged: String) {
         for step in plan.steps {
             guard case let .retire(retired, trash) = step.action, retired == path,
-                  let old = FileStatus.lookup(trash), old.kind == .file, FileStatus.lookup(staged)?.kind == .file
+                let old = FileStatus.lookup(trash), old.kind == .file, FileStatus.lookup(staged)?.kind == .file
             else { continue }
             _ = FileSystemPath.withCString(staged) { chmod($0, mode_t(old.mode & 0o1777)) }
             return
@@ -421,11 +467,15 @@ public struct PlanExecutor {
     static func keepOwner(of plan: Plan, replacedAt path: String, on staged: String) {
         var owner: Ownership?
         for step in plan.steps {
-            guard case let .retire(retired, trash) = step.action, retired == path, let old = Ownership.of(trash) else { continue }
+            guard case let .retire(retired, trash) = step.action, retired == path, let old = Ownership.of(trash) else {
+                continue
+            }
             owner = old
             break
         }
-        guard let owner = owner ?? Ownership.of(URL(fileURLWithPath: path).deletingLastPathComponent().path) else { return }
+        guard let owner = owner ?? Ownership.of(URL(fileURLWithPath: path).deletingLastPathComponent().path) else {
+            return
+        }
         owner.apply(toTree: staged)
     }
 
@@ -449,7 +499,8 @@ public struct PlanExecutor {
 
     static func makeFolder(_ url: URL) throws {
         do {
-            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             throw USMError.writeFailed(path: url.path, reason: USMError.wrap(error).message)
         }

@@ -9,39 +9,54 @@ extension Planner {
     /// `--replace` (the merge route is offered); a merge of objects the local store already holds
     /// is nothing to do, and one that would duplicate some of them needs `--allow-duplicates`; a
     /// local store that already holds this cloud store's data (its provenance says so) is left as it is.
-    func migrateCloudToLocal(_ b: inout PlanBuilder, uuid: String?, strategy: StrategyChoice, merge: Bool, copy: CopyChoice) throws {
+    func migrateCloudToLocal(
+        _ b: inout PlanBuilder, uuid: String?, strategy: StrategyChoice, merge: Bool, copy: CopyChoice
+    ) throws {
         guard let local else { throw USMError.preconditionFailed("no app folder was given (--app-dir or --container)") }
         let source = try healthyActiveCopy(uuid?.uppercased(), copy)
-        let strategy = try strategies.resolve(strategy, defaultID: StrategyChoice.appDefault(for: source, merge: merge), merge: merge)
+        let strategy = try strategies.resolve(
+            strategy, defaultID: StrategyChoice.appDefault(for: source, merge: merge), merge: merge)
         let label = "cloud store \(source.uuid ?? "?")"
         // A merge moves the cloud objects' keys: the mirroring rows naming them cannot follow.
         let mirrored = (reports[source.files.main.path]?.entities ?? [])
             .filter { $0.system && ($0.table ?? "").uppercased().hasPrefix("ANSCK") && $0.rows > 0 }
             .map { (table: $0.table ?? $0.name, rows: $0.rows) }
         if merge, localExists, strategy.dropCloudKit != true, !mirrored.isEmpty {
-            throw EntityCopy.cloudKitRefusal(mirrored, why: "in a merge the objects' keys move, so these rows cannot come along")
+            throw EntityCopy.cloudKitRefusal(
+                mirrored, why: "in a merge the objects' keys move, so these rows cannot come along")
         }
-        if let expected = try incoming(from: source, label: label, strategy: strategy, merge: merge,
-                                       command: "migrate cloud-to-local", b: &b) {
+        if let expected = try incoming(
+            from: source, label: label, strategy: strategy, merge: merge,
+            command: "migrate cloud-to-local", b: &b)
+        {
             try b.buildLocal(
-                from: source.files, local: local.files, strategy: strategy, merge: merge && localExists, expected: expected, sourceLabel: label,
-                "the cloud store's data into a new local store (\(strategy.id ?? "")\(merge && localExists ? ", merged with the old local store" : "")), its iCloud metadata stripped")
+                from: source.files, local: local.files, strategy: strategy, merge: merge && localExists,
+                expected: expected, sourceLabel: label,
+                "the cloud store's data into a new local store (\(strategy.id ?? "")\(merge && localExists ? ", merged with the old local store" : "")), its iCloud metadata stripped"
+            )
         }
         try b.editPreferences(PreferencesEdit(cloudEnabled: false), "iCloud off: the app opens the local store (E1)")
-        if !b.isEmpty { b.notes.append("the cloud store, its logs and markers stay as they are; other devices are not affected") }
+        if !b.isEmpty {
+            b.notes.append("the cloud store, its logs and markers stay as they are; other devices are not affected")
+        }
     }
 
     /// Decides whether the data of `source` must move into the local store, and what the local
     /// store holds after: nil when it already holds that data (nothing to build). Refuses the
     /// loss or the duplication the user did not allow (exit 8, naming the flag).
-    func incoming(from source: Layout.StoreEntry, label: String, strategy: StrategyChoice, merge: Bool, command: String,
-                  b: inout PlanBuilder) throws -> Ledger.Counts?? {
+    func incoming(
+        from source: Layout.StoreEntry, label: String, strategy: StrategyChoice, merge: Bool, command: String,
+        b: inout PlanBuilder
+    ) throws -> Ledger.Counts?? {
         let sourceCounts = counts(source)
         let description = try strategies.registry.description(of: strategy.id ?? StrategyRegistry.defaultID)
         let keepsNothing = description.rows == .none
         func expectedAfterReplace() -> Ledger.Counts? {
-            keepsNothing ? Ledger.Counts([:]) : description.rows == .reported ? nil
-                : sourceCounts
+            keepsNothing
+                ? Ledger.Counts([:])
+                : description.rows == .reported
+                    ? nil
+                    : sourceCounts
         }
         guard let local, localExists else { return .some(expectedAfterReplace()) }
         let localCounts = counts(local)
@@ -49,16 +64,20 @@ extension Planner {
             // A damaged local store cannot be compared: replacing it is the user's call.
             if !consent.replace || merge {
                 throw USMError.preconditionFailed(
-                    "the local store \(local.files.main.path) is \(reports[local.files.main.path]?.health.rawValue ?? "unreadable"): its objects cannot be compared with the \(label)'s\(merge ? ", so nothing can be merged into it" : "")\(merge ? "" : "; --replace replaces it (it stays in the snapshot; usm-repair salvage can take its readable rows out)")")
+                    "the local store \(local.files.main.path) is \(reports[local.files.main.path]?.health.rawValue ?? "unreadable"): its objects cannot be compared with the \(label)'s\(merge ? ", so nothing can be merged into it" : "")\(merge ? "" : "; --replace replaces it (it stays in the snapshot; usm-repair salvage can take its readable rows out)")"
+                )
             }
             return .some(expectedAfterReplace())
         }
         let comparison = try StoreComparison.compare(local.files, source.files)
         // The local store already holds this very data: a second run has nothing to do.
         if let done = comparison.provenanceA.last(where: {
-            $0.sourceDigest == comparison.digestB && ($0.sourceStoreUUID == nil || $0.sourceStoreUUID == comparison.storeUUIDB)
+            $0.sourceDigest == comparison.digestB
+                && ($0.sourceStoreUUID == nil || $0.sourceStoreUUID == comparison.storeUUIDB)
         }) {
-            b.notes.append("the local store already holds the data of \(label) as it is now (\(done.operation) on \(done.date), recorded in its \(Provenance.metadataKey)): it is left as it is")
+            b.notes.append(
+                "the local store already holds the data of \(label) as it is now (\(done.operation) on \(done.date), recorded in its \(Provenance.metadataKey)): it is left as it is"
+            )
             return nil
         }
         if merge {
@@ -73,7 +92,8 @@ extension Planner {
             }
             if comparison.duplicateCount > 0, !consent.allowDuplicates {
                 throw USMError.preconditionFailed(
-                    "\(comparison.duplicateCount) of the \(total) objects of \(label) are already in the local store (\(Self.list(comparison.presentInA))): merging would duplicate them; --allow-duplicates merges them anyway")
+                    "\(comparison.duplicateCount) of the \(total) objects of \(label) are already in the local store (\(Self.list(comparison.presentInA))): merging would duplicate them; --allow-duplicates merges them anyway"
+                )
             }
             var after = localCounts?.entities ?? [:]
             for (name, n) in sourceCounts?.entities ?? [:] {
@@ -84,14 +104,18 @@ extension Planner {
         let localTotal = localCounts?.total ?? 0
         if keepsNothing, localTotal > 0, !consent.replace {
             throw USMError.preconditionFailed(
-                "--strategy \(strategy.id ?? "none") moves no objects: it would replace the local store's \(localTotal) objects with none; --replace does it anyway (the old store stays in the snapshot)")
+                "--strategy \(strategy.id ?? "none") moves no objects: it would replace the local store's \(localTotal) objects with none; --replace does it anyway (the old store stays in the snapshot)"
+            )
         }
         if comparison.lostCount > 0, !consent.replace {
             throw USMError.preconditionFailed(
-                "the local store holds \(comparison.lostCount) objects \(label) lacks (\(Self.list(comparison.missingFromB))): replacing it would lose them (they would be only in the snapshot). Keep them with usm-repair \(command) --merge \(layout.options.commandLineFlags), or replace the local store anyway with --replace")
+                "the local store holds \(comparison.lostCount) objects \(label) lacks (\(Self.list(comparison.missingFromB))): replacing it would lose them (they would be only in the snapshot). Keep them with usm-repair \(command) --merge \(layout.options.commandLineFlags), or replace the local store anyway with --replace"
+            )
         }
         if comparison.lostCount > 0 || (keepsNothing && localTotal > 0) {
-            b.notes.append("the local store's \(comparison.lostCount) objects that \(label) lacks are replaced (--replace): they are only in the snapshot")
+            b.notes.append(
+                "the local store's \(comparison.lostCount) objects that \(label) lacks are replaced (--replace): they are only in the snapshot"
+            )
         }
         return .some(expectedAfterReplace())
     }
@@ -111,12 +135,16 @@ extension Planner {
         }
         try refuseAbandoning(local: local)
         try clearCloudSide(&b, cloud: cloud, keepOld: keepOld, withOlderMarkers: withOlderMarkers)
-        try b.checkpointLocal(local.files, "the app seeds the new cloud store from the local store's main file only: its WAL is merged into it first")
+        try b.checkpointLocal(
+            local.files,
+            "the app seeds the new cloud store from the local store's main file only: its WAL is merged into it first")
         try b.editPreferences(
             PreferencesEdit(cloudEnabled: true, removeCachedStoreUUIDs: true),
             "iCloud on, and no cached StoreUUID: the app makes a new store and seeds it from the local store (E2)")
         guard !b.isEmpty else { return }
-        b.notes.append("the app seeds the new store only if its delegate does not veto it (shouldMigrate); with a veto the new store starts empty (E3)")
+        b.notes.append(
+            "the app seeds the new store only if its delegate does not veto it (shouldMigrate); with a veto the new store starts empty (E3)"
+        )
         b.notes.append(Self.otherDevicesOnMarkerRemoval)
     }
 
@@ -128,48 +156,65 @@ extension Planner {
         guard let copy = copies.first else {
             if layout.cloudContent.contains(where: { $0.uuid == active }) {
                 throw USMError.preconditionFailed(
-                    "the active cloud store \(active) has no copy on this device, only its logs: its objects cannot be compared with the local store's, and the app would stop showing them; --discard-cloud proceeds anyway")
+                    "the active cloud store \(active) has no copy on this device, only its logs: its objects cannot be compared with the local store's, and the app would stop showing them; --discard-cloud proceeds anyway"
+                )
             }
             return
         }
         guard reports[copy.files.main.path]?.health == .ok else {
             throw USMError.preconditionFailed(
-                "this device's copy of the active cloud store \(active) is \(reports[copy.files.main.path]?.health.rawValue ?? "unreadable"): its objects cannot be compared with the local store's; --discard-cloud proceeds anyway")
+                "this device's copy of the active cloud store \(active) is \(reports[copy.files.main.path]?.health.rawValue ?? "unreadable"): its objects cannot be compared with the local store's; --discard-cloud proceeds anyway"
+            )
         }
         let comparison = try StoreComparison.compare(copy.files, local.files)
         guard comparison.lostCount > 0 else { return }
         let flags = layout.options.commandLineFlags
         throw USMError.preconditionFailed(
-            "the active cloud store \(active) holds \(comparison.lostCount) objects the local store lacks (\(Self.list(comparison.missingFromB))): the app would seed a new cloud store from the local store and stop showing them. Bring them into the local store first (usm-repair migrate cloud-to-local --merge \(flags), then usm-repair rebuild --from local \(flags)), or abandon them with --discard-cloud")
+            "the active cloud store \(active) holds \(comparison.lostCount) objects the local store lacks (\(Self.list(comparison.missingFromB))): the app would seed a new cloud store from the local store and stop showing them. Bring them into the local store first (usm-repair migrate cloud-to-local --merge \(flags), then usm-repair rebuild --from local \(flags)), or abandon them with --discard-cloud"
+        )
     }
 
     /// `rebuild --from cloud`: the active store's data migrated into the local store (the old one is
     /// in the snapshot), then as `--from local`. Next launch: a new cloud store holding the cloud data.
-    func rebuildFromCloud(_ b: inout PlanBuilder, strategy: StrategyChoice, copy: CopyChoice, keepOld: Bool, withOlderMarkers: Bool) throws {
+    func rebuildFromCloud(
+        _ b: inout PlanBuilder, strategy: StrategyChoice, copy: CopyChoice, keepOld: Bool, withOlderMarkers: Bool
+    ) throws {
         let cloud = try requireCloud("rebuild --from cloud", "its markers decide what the app does")
         guard let local else { throw USMError.preconditionFailed("no app folder was given (--app-dir or --container)") }
         if activeUUID == nil, storeMarkers.isEmpty, layout.preferences?.cloudEnabled == true, localExists {
             // The end state of a rebuild: no active store, iCloud on: the app seeds a new cloud
             // store from the local store (a second run has nothing to do).
-            b.notes.append("no active cloud store is known and iCloud is on: the app already seeds a new cloud store from the local store at its next launch (E2)")
+            b.notes.append(
+                "no active cloud store is known and iCloud is on: the app already seeds a new cloud store from the local store at its next launch (E2)"
+            )
             return
         }
         let source = try healthyActiveCopy(nil, copy)
-        let strategy = try strategies.resolve(strategy, defaultID: StrategyChoice.appDefault(for: source, merge: false), merge: false)
+        let strategy = try strategies.resolve(
+            strategy, defaultID: StrategyChoice.appDefault(for: source, merge: false), merge: false)
         let label = "cloud store \(source.uuid ?? "?")"
-        if let expected = try incoming(from: source, label: label, strategy: strategy, merge: false, command: "migrate cloud-to-local", b: &b) {
+        if let expected = try incoming(
+            from: source, label: label, strategy: strategy, merge: false, command: "migrate cloud-to-local", b: &b)
+        {
             try b.buildLocal(
-                from: source.files, local: local.files, strategy: strategy, merge: false, expected: expected, sourceLabel: label,
-                "the active cloud store's data into a new local store (\(strategy.id ?? "")), its iCloud metadata stripped: the seed of the new cloud store")
+                from: source.files, local: local.files, strategy: strategy, merge: false, expected: expected,
+                sourceLabel: label,
+                "the active cloud store's data into a new local store (\(strategy.id ?? "")), its iCloud metadata stripped: the seed of the new cloud store"
+            )
         } else {
-            try b.checkpointLocal(local.files, "the app seeds the new cloud store from the local store's main file only: its WAL is merged into it first")
+            try b.checkpointLocal(
+                local.files,
+                "the app seeds the new cloud store from the local store's main file only: its WAL is merged into it first"
+            )
         }
         try clearCloudSide(&b, cloud: cloud, keepOld: keepOld, withOlderMarkers: withOlderMarkers)
         try b.editPreferences(
             PreferencesEdit(cloudEnabled: true, removeCachedStoreUUIDs: true),
             "iCloud on, and no cached StoreUUID: the app makes a new store and seeds it from the local store (E2)")
         guard !b.isEmpty else { return }
-        b.notes.append("the app seeds the new store only if its delegate does not veto it (shouldMigrate); with a veto the new store starts empty (E3)")
+        b.notes.append(
+            "the app seeds the new store only if its delegate does not veto it (shouldMigrate); with a veto the new store starts empty (E3)"
+        )
         b.notes.append(Self.otherDevicesOnMarkerRemoval)
     }
 
@@ -180,13 +225,16 @@ extension Planner {
             try b.retire(marker.path, "without a StoreUUID the app makes a new store at its next launch")
         }
         if !withOlderMarkers, storeMarkers.contains(where: { $0.cloudVersion < version }) {
-            b.notes.append("an older StoreUUID marker remains: the app would load that iOS 6 store instead of seeding a new one (E8); --with-older-markers removes it too, which stops iOS 6 devices from syncing")
+            b.notes.append(
+                "an older StoreUUID marker remains: the app would load that iOS 6 store instead of seeding a new one (E8); --with-older-markers removes it too, which stops iOS 6 devices from syncing"
+            )
         }
         for marker in corruptionMarkers {
             try b.retire(marker.path, "a corruption marker would make healthy devices rebuild the old store")
         }
         if !keepOld, let old = activeUUID {
-            try b.retire(cloud.appendingPathComponent("CloudLogs/\(old)").path, "the old store's logs (--keep-old keeps them)")
+            try b.retire(
+                cloud.appendingPathComponent("CloudLogs/\(old)").path, "the old store's logs (--keep-old keeps them)")
             for folder in copyFolders(contentNames: [old]) {
                 try b.retire(folder.path, "this device's copies of the old store (--keep-old keeps them)")
             }
@@ -203,22 +251,31 @@ extension Planner {
         let source = try healthyActiveCopy(nil, copy)
         guard let uuid = source.uuid else { throw USMError.preconditionFailed("the active store is unknown") }
         guard layout.cloudContent.contains(where: { $0.uuid == uuid }) else {
-            throw USMError.preconditionFailed("CloudLogs/\(uuid) is not present: the app's rebuild gives up without it (docs/usm-behaviour.md, launch step 7.1); use rebuild --from cloud")
+            throw USMError.preconditionFailed(
+                "CloudLogs/\(uuid) is not present: the app's rebuild gives up without it (docs/usm-behaviour.md, launch step 7.1); use rebuild --from cloud"
+            )
         }
         _ = cloud
         let version = layout.activeVersion ?? Marker.desiredVersion
         if layout.corruptionMarker?.raw != uuid {
-            try b.writeMarker(.corruptedUUID, version: version, uuid: uuid, "a healthy device rebuilds the store this marker names 30 s after loading it (E9)")
+            try b.writeMarker(
+                .corruptedUUID, version: version, uuid: uuid,
+                "a healthy device rebuilds the store this marker names 30 s after loading it (E9)")
         }
         for store in layout.stores where store.uuid == uuid && store.location == .nominal {
             try b.retireFileSet(store.files, "a plain file at the nominal URL would make the rebuild do nothing (E13)")
         }
         let staleCache = layout.cachedStoreUUIDs(version: version).contains { $0.value != nil && $0.value != uuid }
         try b.editPreferences(
-            PreferencesEdit(cloudEnabled: true, removeCachedStoreUUIDs: staleCache), "iCloud on; no cached StoreUUID other than the active one")
+            PreferencesEdit(cloudEnabled: true, removeCachedStoreUUIDs: staleCache),
+            "iCloud on; no cached StoreUUID other than the active one")
         guard !b.isEmpty else { return }
-        b.notes.append("the rebuild happens in the app, 30 s after it loads the store, and only if its delegate does not answer the corruption itself (UbiquityStoreManager's example app does); if it does not happen, use rebuild --from cloud")
-        b.notes.append("every healthy device rebuilds when the marker reaches it; several devices may each seed a new store, and the last StoreUUID+ written wins")
+        b.notes.append(
+            "the rebuild happens in the app, 30 s after it loads the store, and only if its delegate does not answer the corruption itself (UbiquityStoreManager's example app does); if it does not happen, use rebuild --from cloud"
+        )
+        b.notes.append(
+            "every healthy device rebuilds when the marker reaches it; several devices may each seed a new store, and the last StoreUUID+ written wins"
+        )
     }
 
     /// `switch <UUID>`: `StoreUUID` of the store's version written; higher versions' markers and that
@@ -228,7 +285,8 @@ extension Planner {
         let uuid = uuid.uppercased()
         guard Marker.isValidUUID(uuid) else { throw USMError.usage("'\(uuid)' is not a store UUID") }
         guard let store = layout.cloudStore(uuid), store.content || !store.copies.isEmpty else {
-            throw USMError.preconditionFailed("\(uuid) has neither logs in CloudLogs nor a copy on this device: the app would open it empty")
+            throw USMError.preconditionFailed(
+                "\(uuid) has neither logs in CloudLogs nor a copy on this device: the app would open it empty")
         }
         let version = store.cloudVersion
         if layout.markers.first(where: { $0.kind == .storeUUID && $0.cloudVersion == version })?.raw != uuid {
@@ -238,9 +296,13 @@ extension Planner {
             try b.retire(marker.path, "\(marker.name) would win over the new marker")
         }
         for marker in corruptionMarkers where marker.cloudVersion == version {
-            try b.retire(marker.path, "the old corruption marker of this version goes, as UbiquityStoreManager's setStoreUUID removes it")
+            try b.retire(
+                marker.path,
+                "the old corruption marker of this version goes, as UbiquityStoreManager's setStoreUUID removes it")
         }
-        try b.editPreferences(PreferencesEdit(removeCachedStoreUUIDs: true), "a cached StoreUUID would make the app load the old store first (E5)")
+        try b.editPreferences(
+            PreferencesEdit(removeCachedStoreUUIDs: true),
+            "a cached StoreUUID would make the app load the old store first (E5)")
         guard !b.isEmpty else { return }
         b.notes.append("on the customer's other devices, a running app sees the new StoreUUID and reloads into \(uuid)")
         if version < Marker.desiredVersion {
@@ -252,17 +314,21 @@ extension Planner {
     /// differ from the marker (a stale cache opens the wrong store, E5). Every other key is kept.
     func setCloud(_ b: inout PlanBuilder, enabled: Bool) throws {
         guard layout.preferences != nil else {
-            throw USMError.preconditionFailed("no preferences plist was found or given (--prefs): USMCloudEnabledKey lives there")
+            throw USMError.preconditionFailed(
+                "no preferences plist was found or given (--prefs): USMCloudEnabledKey lives there")
         }
         var removeCache = false
         if enabled, let marker = layout.activeMarker?.raw {
-            removeCache = layout.preferences?.cachedStoreUUIDs.contains { $0.value != nil && $0.value != marker } ?? false
+            removeCache =
+                layout.preferences?.cachedStoreUUIDs.contains { $0.value != nil && $0.value != marker } ?? false
         }
         try b.editPreferences(
             PreferencesEdit(cloudEnabled: enabled, removeCachedStoreUUIDs: removeCache),
             enabled ? "iCloud on" : "iCloud off: the app opens the local store (E1)")
         if enabled, !b.isEmpty {
-            b.notes.append("USMCloudEnabledKey = YES does not stick on a device without an iCloud account: the app writes NO back at its next launch (E11)")
+            b.notes.append(
+                "USMCloudEnabledKey = YES does not stick on a device without an iCloud account: the app writes NO back at its next launch (E11)"
+            )
         }
     }
 
@@ -275,10 +341,13 @@ extension Planner {
         guard Marker.isValidUUID(uuid) else { throw USMError.usage("'\(uuid)' is not a store UUID") }
         let version = layout.activeVersion ?? Marker.desiredVersion
         guard layout.corruptionMarker?.raw != uuid else { return }
-        try b.writeMarker(.corruptedUUID, version: version, uuid: uuid, "every healthy device rebuilds the store it names 30 s after its next load (E9)")
-        b.notes.append(uuid == activeUUID
-            ? "every healthy device rebuilds the store 30 s after its next load, unless its delegate answers the corruption itself; several may each seed a new store, and the last StoreUUID+ written wins"
-            : "\(uuid) is not the active store: devices ignore the marker (E10)")
+        try b.writeMarker(
+            .corruptedUUID, version: version, uuid: uuid,
+            "every healthy device rebuilds the store it names 30 s after its next load (E9)")
+        b.notes.append(
+            uuid == activeUUID
+                ? "every healthy device rebuilds the store 30 s after its next load, unless its delegate answers the corruption itself; several may each seed a new store, and the last StoreUUID+ written wins"
+                : "\(uuid) is not the active store: devices ignore the marker (E10)")
     }
 
     /// `corruption clear`: every `CorruptedUUID` marker removed.

@@ -14,7 +14,9 @@ public struct Planner {
     /// The reports by main file path, indexed once.
     let reports: [String: StoreReport]
 
-    public init(layout: Layout, report: StatusReport, strategies: StrategyResolver, consent: DataConsent = DataConsent()) {
+    public init(
+        layout: Layout, report: StatusReport, strategies: StrategyResolver, consent: DataConsent = DataConsent()
+    ) {
         self.layout = layout
         self.report = report
         self.strategies = strategies
@@ -23,22 +25,30 @@ public struct Planner {
     }
 
     /// Discovers the layout, inspects it and plans `maintenance`.
-    public static func prepare(_ options: LayoutOptions, _ maintenance: Maintenance, strategies: StrategyResolver,
-                               consent: DataConsent = DataConsent(), records: OperationRecords = OperationRecords()) throws
+    public static func prepare(
+        _ options: LayoutOptions, _ maintenance: Maintenance, strategies: StrategyResolver,
+        consent: DataConsent = DataConsent(), records: OperationRecords = OperationRecords()
+    ) throws
         -> (plan: Plan, report: StatusReport, layout: Layout)
     {
-        try prepare(try Layout.discover(options, records: records), maintenance, strategies: strategies, consent: consent, records: records)
+        try prepare(
+            try Layout.discover(options, records: records), maintenance, strategies: strategies, consent: consent,
+            records: records)
     }
 
     /// Inspects the discovered `layout` (the stores the plan needs in depth, the others as far as
     /// their files and headers) and plans `maintenance` on it: the layout is not read again.
-    public static func prepare(_ layout: Layout, _ maintenance: Maintenance, strategies: StrategyResolver,
-                               consent: DataConsent = DataConsent(), records: OperationRecords = OperationRecords()) throws
+    public static func prepare(
+        _ layout: Layout, _ maintenance: Maintenance, strategies: StrategyResolver,
+        consent: DataConsent = DataConsent(), records: OperationRecords = OperationRecords()
+    ) throws
         -> (plan: Plan, report: StatusReport, layout: Layout)
     {
         let options = layout.options
         guard !layout.isSingleStore else {
-            throw USMError.usage("\(maintenance.command) works on an app's layout (--container, --app-dir, --cloud-dir), not on --store or --document")
+            throw USMError.usage(
+                "\(maintenance.command) works on an app's layout (--container, --app-dir, --cloud-dir), not on --store or --document"
+            )
         }
         try refuseLayout(layout, operation: maintenance.command)
         // Planning reads the stores it needs; the others only as far as their files and headers,
@@ -52,7 +62,10 @@ public struct Planner {
         for store in report.stores where inspection.deeper.contains(store.path) {
             if let failure = store.readFailure, [.outOfSpace, .ioError].contains(failure.exitStatus) { throw failure }
         }
-        return (try Planner(layout: layout, report: report, strategies: strategies, consent: consent).plan(maintenance), report, layout)
+        return (
+            try Planner(layout: layout, report: report, strategies: strategies, consent: consent).plan(maintenance),
+            report, layout
+        )
     }
 
     /// What refuses every changing command on this layout before planning: preferences that
@@ -66,7 +79,8 @@ public struct Planner {
         // judged, and no plan may walk it (README: refused, exit 3).
         if let escape = layout.problems.first(where: { $0.code == .symlinkEscapes }), let path = escape.subject {
             let root = layout.planRoots.first { FileSystemPath.isInside(path, $0.path) }?.path ?? "the layout"
-            throw USMError.symlinkEscapes(path: path, target: URL(fileURLWithPath: path).resolvingSymlinksInPath().path, root: root)
+            throw USMError.symlinkEscapes(
+                path: path, target: URL(fileURLWithPath: path).resolvingSymlinksInPath().path, root: root)
         }
         // A marker or folder of the layout that could not be read: what it holds cannot be
         // judged (a marker missed would be left in place, logs missed would be left behind), so
@@ -74,14 +88,17 @@ public struct Planner {
         if layout.exitStatus == .ioError, let unreadable = layout.problems.first(where: { $0.code == .unreadable }) {
             let path = unreadable.subject ?? "the layout"
             let reason = unreadable.message.replacingOccurrences(of: "cannot read \(path): ", with: "")
-            throw USMError.unreadable(path: path, reason: "\(reason); no change is planned on a layout read in part, nothing was changed")
+            throw USMError.unreadable(
+                path: path, reason: "\(reason); no change is planned on a layout read in part, nothing was changed")
         }
         // A ubiquity container found beside the download that shares nothing with it may be
         // another customer's: it is used only once --cloud-dir names it.
         if layout.cloudSource == .besideUnconfirmed, let cloud = layout.cloudDirectory {
             throw USMError.cloudContainerRequired(
                 operation: operation,
-                why: "the ubiquity container found beside the download, \(cloud.path), shares no peer folder or store UUID with it and may be another customer's; if it is this one, name it with --cloud-dir")
+                why:
+                    "the ubiquity container found beside the download, \(cloud.path), shares no peer folder or store UUID with it and may be another customer's; if it is this one, name it with --cloud-dir"
+            )
         }
     }
 
@@ -90,7 +107,8 @@ public struct Planner {
     /// plan depends on. (Stray nominal files and the other layouts' stores are read as far as
     /// their files and headers.)
     static func readStores(_ maintenance: Maintenance, layout: Layout) -> [URL] {
-        layout.stores.filter { $0.role == .local || $0.location == .coreDataCopy || $0.location == .nosync }.map(\.files.main)
+        layout.stores.filter { $0.role == .local || $0.location == .coreDataCopy || $0.location == .nosync }.map(
+            \.files.main)
     }
     var local: Layout.StoreEntry? { layout.stores.first { $0.role == .local } }
     var localExists: Bool { local.map { reports[$0.files.main.path]?.exists ?? false } ?? false }
@@ -122,7 +140,9 @@ public struct Planner {
         case .clearCorruption:
             try clearCorruption(&b)
         }
-        if !b.isEmpty, layout.cloudSource == .given, let problem = layout.problems.first(where: { $0.code == .cloudContainerUnconfirmed }) {
+        if !b.isEmpty, layout.cloudSource == .given,
+            let problem = layout.problems.first(where: { $0.code == .cloudContainerUnconfirmed })
+        {
             b.notes.append(problem.message)
         }
         var (afterLayout, afterReports) = b.after.apply(to: layout, reports: reports)
@@ -134,7 +154,8 @@ public struct Planner {
             (afterLayout, afterReports) = b.after.apply(to: layout, reports: reports)
             after = b.isEmpty ? report.nextLaunch : NextLaunch.predict(afterLayout, reports: afterReports)
         }
-        return b.plan(operation: maintenance.command, before: report.nextLaunch, after: after, ledger: ledger(b, after: after))
+        return b.plan(
+            operation: maintenance.command, before: report.nextLaunch, after: after, ledger: ledger(b, after: after))
     }
 
     /// UbiquityStoreManager's temporary stores beside the local store (`CopyMigrationStore.sqlite`)
@@ -144,16 +165,22 @@ public struct Planner {
     /// to the new copy.
     func retireSeedingLeftovers(_ b: inout PlanBuilder) throws {
         guard let local else { return }
-        let folders = Set([local.files.directory, local.files.directory.appendingPathComponent("CloudStore", isDirectory: true)]
-            .map { $0.standardizedFileURL.path })
-        let found = layout.leftovers.filter { folders.contains(URL(fileURLWithPath: $0.path).deletingLastPathComponent().standardizedFileURL.path) }
+        let folders = Set(
+            [local.files.directory, local.files.directory.appendingPathComponent("CloudStore", isDirectory: true)]
+                .map { $0.standardizedFileURL.path })
+        let found = layout.leftovers.filter {
+            folders.contains(URL(fileURLWithPath: $0.path).deletingLastPathComponent().standardizedFileURL.path)
+        }
         guard !found.isEmpty else { return }
         for leftover in found {
             try b.retireFileSet(
                 StoreFileSet(main: URL(fileURLWithPath: leftover.path)),
-                "a temporary store of an earlier seeding or rebuild (\(leftover.files.map { URL(fileURLWithPath: $0).lastPathComponent }.joined(separator: ", "))): the next seeding must not find it")
+                "a temporary store of an earlier seeding or rebuild (\(leftover.files.map { URL(fileURLWithPath: $0).lastPathComponent }.joined(separator: ", "))): the next seeding must not find it"
+            )
         }
-        b.notes.append("UbiquityStoreManager's temporary stores are removed as whole file sets (\(found.flatMap(\.files).map { URL(fileURLWithPath: $0).lastPathComponent }.joined(separator: ", "))): the app seeds by copying the local store's main file over \(Layout.seedingCopyName)'s main file only and opening the copy, and SQLite would apply a -wal or -journal left there to it")
+        b.notes.append(
+            "UbiquityStoreManager's temporary stores are removed as whole file sets (\(found.flatMap(\.files).map { URL(fileURLWithPath: $0).lastPathComponent }.joined(separator: ", "))): the app seeds by copying the local store's main file over \(Layout.seedingCopyName)'s main file only and opening the copy, and SQLite would apply a -wal or -journal left there to it"
+        )
     }
 
     // MARK: - The ledger
@@ -161,40 +188,56 @@ public struct Planner {
     /// Every store the plan reads or touches, and the stores the app shows before and after, with
     /// their objects now and after and where their data goes.
     func ledger(_ b: PlanBuilder, after: NextLaunch?) -> Ledger {
-        let before = Ledger.Shows(report.nextLaunch), shown = Ledger.Shows(after)
+        let before = Ledger.Shows(report.nextLaunch)
+        let shown = Ledger.Shows(after)
         var stores: [Ledger.Store] = []
-        for entry in layout.stores where entry.role == .local || entry.location == .coreDataCopy || entry.location == .nosync {
+        for entry in layout.stores
+        where entry.role == .local || entry.location == .coreDataCopy || entry.location == .nosync {
             let path = entry.files.main.path
             let now = Ledger.counts(reports[path])
-            let label = entry.role == .local ? "local store" : "cloud store \(entry.uuid ?? "?") (\(entry.location == .nosync ? "iOS 6 file" : "this device's copy"))"
+            let label =
+                entry.role == .local
+                ? "local store"
+                : "cloud store \(entry.uuid ?? "?") (\(entry.location == .nosync ? "iOS 6 file" : "this device's copy"))"
             if let fate = b.fates[path] {
-                let afterCounts: Ledger.Counts? = switch fate.fate {
-                case .kept, .read, .checkpointed, .abandoned: now
-                case .discarded: nil
-                case .replaced, .merged, .created: fate.after
-                }
-                stores.append(.init(path: path, label: label, fate: fate.fate, now: now, after: afterCounts, detail: fate.detail))
-            } else if entry.role == .local ? [before.store, shown.store].contains("local") || before.store == "new" || shown.store == "new"
-                : entry.uuid != nil && [before.store, shown.store].contains(entry.uuid) && entry.opens != false {
-                stores.append(.init(path: path, label: label, fate: .kept, now: now, after: now, detail: "left as it is"))
+                let afterCounts: Ledger.Counts? =
+                    switch fate.fate {
+                    case .kept, .read, .checkpointed, .abandoned: now
+                    case .discarded: nil
+                    case .replaced, .merged, .created: fate.after
+                    }
+                stores.append(
+                    .init(path: path, label: label, fate: fate.fate, now: now, after: afterCounts, detail: fate.detail))
+            } else if entry.role == .local
+                ? [before.store, shown.store].contains("local") || before.store == "new" || shown.store == "new"
+                : entry.uuid != nil && [before.store, shown.store].contains(entry.uuid) && entry.opens != false
+            {
+                stores.append(
+                    .init(path: path, label: label, fate: .kept, now: now, after: now, detail: "left as it is"))
             }
         }
         return Ledger(stores: stores, before: before, after: shown)
     }
 
     /// Objects per entity of a store as read at planning.
-    func counts(_ entry: Layout.StoreEntry?) -> Ledger.Counts? { entry.flatMap { Ledger.counts(reports[$0.files.main.path]) } }
+    func counts(_ entry: Layout.StoreEntry?) -> Ledger.Counts? {
+        entry.flatMap { Ledger.counts(reports[$0.files.main.path]) }
+    }
 
     /// A list of entities and counts for a message: `Book 3, Author 1`.
     static func list(_ counts: [String: Int]) -> String {
-        counts.filter { $0.value > 0 }.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.prefix(8).map { "\($0.key) \($0.value)" }
-            .joined(separator: ", ") + (counts.filter { $0.value > 0 }.count > 8 ? ", ..." : "")
+        counts.filter { $0.value > 0 }.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.prefix(8).map {
+            "\($0.key) \($0.value)"
+        }
+        .joined(separator: ", ") + (counts.filter { $0.value > 0 }.count > 8 ? ", ..." : "")
     }
 
     // MARK: - Facts
 
     func requireCloud(_ operation: String, _ why: String) throws -> URL {
-        guard let cloud = layout.cloudDirectory else { throw USMError.cloudContainerRequired(operation: operation, why: why) }
+        guard let cloud = layout.cloudDirectory else {
+            throw USMError.cloudContainerRequired(operation: operation, why: why)
+        }
         return cloud
     }
 
@@ -214,11 +257,14 @@ public struct Planner {
             if opened.count == 1 { copies = opened }
         }
         guard !copies.isEmpty else {
-            throw USMError.preconditionFailed("this device holds no copy of the cloud store \(uuid)\(choice == CopyChoice() ? "" : " matching --peer/--account")")
+            throw USMError.preconditionFailed(
+                "this device holds no copy of the cloud store \(uuid)\(choice == CopyChoice() ? "" : " matching --peer/--account")"
+            )
         }
         guard copies.count == 1 else {
             let list = copies.map { $0.copy.map { "--peer \($0.peer) --account \($0.account)" } ?? $0.files.main.path }
-            throw USMError.preconditionFailed("this device holds \(copies.count) copies of \(uuid); name one: \(list.joined(separator: "; "))")
+            throw USMError.preconditionFailed(
+                "this device holds \(copies.count) copies of \(uuid); name one: \(list.joined(separator: "; "))")
         }
         return copies[0]
     }
@@ -226,19 +272,25 @@ public struct Planner {
     /// The copy of the active store to read, which must be a healthy Core Data store.
     func healthyActiveCopy(_ uuid: String?, _ choice: CopyChoice) throws -> Layout.StoreEntry {
         guard let uuid = uuid ?? activeUUID else {
-            throw USMError.preconditionFailed("no active cloud store is known (no StoreUUID marker, no cached StoreUUID); name one with --uuid")
+            throw USMError.preconditionFailed(
+                "no active cloud store is known (no StoreUUID marker, no cached StoreUUID); name one with --uuid")
         }
         let copy = try chooseCopy(of: uuid, choice)
         guard let health = reports[copy.files.main.path]?.health, health == .ok else {
             throw USMError.preconditionFailed(
-                "the copy \(copy.files.main.path) of \(uuid) is \(reports[copy.files.main.path]?.health.rawValue ?? "unreadable"): it cannot be read as a healthy store")
+                "the copy \(copy.files.main.path) of \(uuid) is \(reports[copy.files.main.path]?.health.rawValue ?? "unreadable"): it cannot be read as a healthy store"
+            )
         }
         return copy
     }
 
     /// Every StoreUUID marker up to version `D`, and every CorruptedUUID marker.
-    var storeMarkers: [Marker] { layout.markers.filter { $0.kind == .storeUUID && $0.cloudVersion <= Marker.desiredVersion } }
-    var corruptionMarkers: [Marker] { layout.markers.filter { $0.kind == .corruptedUUID && $0.cloudVersion <= Marker.desiredVersion } }
+    var storeMarkers: [Marker] {
+        layout.markers.filter { $0.kind == .storeUUID && $0.cloudVersion <= Marker.desiredVersion }
+    }
+    var corruptionMarkers: [Marker] {
+        layout.markers.filter { $0.kind == .corruptedUUID && $0.cloudVersion <= Marker.desiredVersion }
+    }
 
     /// Core Data's folders of UbiquityStoreManager stores on this device:
     /// `A/CloudStore/CoreDataUbiquitySupport/<peer>/<content>` for the content names given, as
@@ -254,6 +306,8 @@ public struct Planner {
     /// The local store seeded at the next launch must hold everything in its main file.
     func checkpointLocalForSeeding(_ b: inout PlanBuilder) throws {
         guard let local, localExists else { return }
-        try b.checkpointLocal(local.files, "the app seeds the new cloud store from the local store's main file only: its WAL is merged into it first")
+        try b.checkpointLocal(
+            local.files,
+            "the app seeds the new cloud store from the local store's main file only: its WAL is merged into it first")
     }
 }

@@ -38,7 +38,8 @@ public enum SnapshotUndo {
         let (first, _) = try BundleRestorer.verified(archive, scratch: scratch.url)
         guard let record = first.manifest.snapshot else {
             throw USMError.usage(
-                "\(archive.path) is a bundle, not a snapshot: it records no places to go back to; give the folder to restore into with --to")
+                "\(archive.path) is a bundle, not a snapshot: it records no places to go back to; give the folder to restore into with --to"
+            )
         }
         let roots = first.manifest.roots
 
@@ -46,9 +47,11 @@ public enum SnapshotUndo {
         func absolute(_ archivePath: String) throws -> (root: BundleRoot, path: String) {
             let parts = FileSystemPath.components(archivePath)
             guard let name = parts.first, let root = roots.first(where: { $0.name.pathKey == name.pathKey }),
-                  FileSystemPath.isAbsolute(root.source), !parts.contains(where: { $0 == "." || $0 == ".." })
+                FileSystemPath.isAbsolute(root.source), !parts.contains(where: { $0 == "." || $0 == ".." })
             else {
-                throw USMError.hostileArchive(path: archive.path, reason: "the snapshot names '\(archivePath)', which lies in none of its folders")
+                throw USMError.hostileArchive(
+                    path: archive.path, reason: "the snapshot names '\(archivePath)', which lies in none of its folders"
+                )
             }
             return (root, ([root.source] + parts.dropFirst()).joined(separator: "/"))
         }
@@ -63,19 +66,25 @@ public enum SnapshotUndo {
         var stagingFolders: [String: String] = [:]
         let id = UUID().uuidString.lowercased()
         for root in roots {
-            let mapped = itemPaths.filter { $0.root == root }.map(\.path) + absentPaths.filter { $0.root == root }.map(\.path)
+            let mapped =
+                itemPaths.filter { $0.root == root }.map(\.path) + absentPaths.filter { $0.root == root }.map(\.path)
             guard !mapped.isEmpty else { continue }
             // A folder of `/` would let a snapshot name any path on the machine.
             guard FileSystemPath.components(root.source).count >= 1 else {
-                throw USMError.hostileArchive(path: archive.path, reason: "the snapshot's folder '\(root.name)' is /, which usm-repair never snapshots")
+                throw USMError.hostileArchive(
+                    path: archive.path,
+                    reason: "the snapshot's folder '\(root.name)' is /, which usm-repair never snapshots")
             }
             let whole = mapped.contains { $0.pathKey == root.source.pathKey }
             let folder = whole ? FileSystemPath.parent(root.source) : root.source
             guard FileStatus.resolve(folder)?.kind == .directory else {
                 throw USMError.preconditionFailed(
-                    "the folder the snapshot was taken from, \(folder), is not there any more; put the snapshot somewhere else with --to")
+                    "the folder the snapshot was taken from, \(folder), is not there any more; put the snapshot somewhere else with --to"
+                )
             }
-            let planRoot = Plan.Root(name: root.name, path: folder, privateFolder: root.name == "cloud" ? ".usm-repair.nosync" : ".usm-repair")
+            let planRoot = Plan.Root(
+                name: root.name, path: folder,
+                privateFolder: root.name == "cloud" ? ".usm-repair.nosync" : ".usm-repair")
             if !planRoots.contains(where: { $0.path.pathKey == planRoot.path.pathKey }) { planRoots.append(planRoot) }
         }
 
@@ -86,7 +95,11 @@ public enum SnapshotUndo {
         var installs: [Plan.Step] = []
         var counter = 0
         func planRoot(of path: String) throws -> Plan.Root {
-            guard let root = planRoots.filter({ FileSystemPath.isInside(path, $0.path) }).max(by: { $0.path.count < $1.path.count }) else {
+            guard
+                let root = planRoots.filter({ FileSystemPath.isInside(path, $0.path) }).max(by: {
+                    $0.path.count < $1.path.count
+                })
+            else {
                 throw USMError.unexpected("\(path) lies in none of the undo's folders")
             }
             return root
@@ -99,20 +112,25 @@ public enum SnapshotUndo {
             guard FileStatus.lookup(path) != nil else { return }
             stores += storeFiles(at: path)
             counter += 1
-            let trash = try planRoot(of: path).operationURL(id).appendingPathComponent("trash/\(counter)/\(FileSystemPath.lastComponent(path))")
+            let trash = try planRoot(of: path).operationURL(id).appendingPathComponent(
+                "trash/\(counter)/\(FileSystemPath.lastComponent(path))")
             retires.append(.init(.retire(path: path, trash: trash.path), reason))
         }
         for (index, (root, path)) in itemPaths.enumerated() {
             let parent = FileSystemPath.parent(path)
             guard FileStatus.lookup(parent)?.kind == .directory else {
-                throw USMError.preconditionFailed("\(parent), the folder that held \(path), is not there any more; put the snapshot somewhere else with --to")
+                throw USMError.preconditionFailed(
+                    "\(parent), the folder that held \(path), is not there any more; put the snapshot somewhere else with --to"
+                )
             }
             try retire(path, "what is there now makes way for the snapshot's copy (it is in the new snapshot)")
             let holder = try planRoot(of: path)
             let staging = holder.operationURL(id).appendingPathComponent("staging/snapshot", isDirectory: true).path
             stagingFolders[root.name] = staging
-            installs.append(.init(
-                .install(staged: staging + "/" + items[index], path: path, optional: false), "the snapshot's copy goes back into place"))
+            installs.append(
+                .init(
+                    .install(staged: staging + "/" + items[index], path: path, optional: false),
+                    "the snapshot's copy goes back into place"))
         }
         for (_, path) in absentPaths {
             try retire(path, "it did not exist when the snapshot was taken: the operation made it")
@@ -120,43 +138,60 @@ public enum SnapshotUndo {
 
         var steps: [Plan.Step] = []
         if !retires.isEmpty || !installs.isEmpty {
-            steps.append(.init(.snapshot, "what is there now is archived first, outside these folders, so the undo can be undone"))
+            steps.append(
+                .init(
+                    .snapshot, "what is there now is archived first, outside these folders, so the undo can be undone"))
             if !installs.isEmpty {
-                steps.append(.init(
-                    .extract(archive: archive.path, items: items, folders: stagingFolders),
-                    "the snapshot's items are extracted beside their places and checked against its manifest"))
+                steps.append(
+                    .init(
+                        .extract(archive: archive.path, items: items, folders: stagingFolders),
+                        "the snapshot's items are extracted beside their places and checked against its manifest"))
             }
             steps += retires + installs
             steps.append(.init(.commit, "from here the snapshot is back and is never undone"))
             steps.append(.init(.purge, "the trash, staging and journal are removed"))
         }
         let notes = [
-            "puts back what `\(record.operation)` changed, as the snapshot of \(archive.lastPathComponent) recorded it",
+            "puts back what `\(record.operation)` changed, as the snapshot of \(archive.lastPathComponent) recorded it"
         ]
         var plan = Plan(
             id: id, operation: "restore", roots: steps.isEmpty ? [] : planRoots, expected: expected, stores: stores,
             snapshotItems: itemPaths.map(\.path) + absentPaths.map(\.path), steps: steps, notes: notes,
             nextLaunchBefore: nil, nextLaunchAfter: nil)
-        plan.label = planRoots.first.flatMap { Layout.label(ofFolder: URL(fileURLWithPath: $0.path, isDirectory: true)) }
-        return (plan, Paths(undoes: record.operation, restored: itemPaths.map(\.path), removed: absentPaths.map(\.path).filter { FileStatus.lookup($0) != nil }))
+        plan.label = planRoots.first.flatMap {
+            Layout.label(ofFolder: URL(fileURLWithPath: $0.path, isDirectory: true))
+        }
+        return (
+            plan,
+            Paths(
+                undoes: record.operation, restored: itemPaths.map(\.path),
+                removed: absentPaths.map(\.path).filter { FileStatus.lookup($0) != nil })
+        )
     }
 
     /// Runs the `extract` step: the snapshot verified again and its items written into the
     /// operation's staging folders, checked against the manifest, then flushed.
-    static func extract(archive: URL, items: [String], folders: [String: String], onEntry: ((String) -> Void)? = nil) throws
+    static func extract(archive: URL, items: [String], folders: [String: String], onEntry: ((String) -> Void)? = nil)
+        throws
         -> (entries: Int, bytes: Int64)
     {
         let scratch = try TemporaryDirectory(prefix: "usm-repair-undo")
         defer { scratch.remove() }
         let (first, index) = try BundleRestorer.verified(archive, scratch: scratch.url)
-        for folder in Set(folders.values) { try PlanExecutor.makeFolder(URL(fileURLWithPath: folder, isDirectory: true)) }
-        let written = try BundleRestorer.extract(archive, first: first, index: index, scratch: scratch.url, place: { path in
-            guard let name = FileSystemPath.components(path).first, let folder = folders[name],
-                  items.contains(where: { FileSystemPath.isInside(path, $0) })
-            else { return nil }
-            return (URL(fileURLWithPath: folder, isDirectory: true), path)
-        }, onEntry: onEntry)
-        for folder in Set(folders.values) { try FileSync.fileSystem(of: URL(fileURLWithPath: folder, isDirectory: true)) }
+        for folder in Set(folders.values) {
+            try PlanExecutor.makeFolder(URL(fileURLWithPath: folder, isDirectory: true))
+        }
+        let written = try BundleRestorer.extract(
+            archive, first: first, index: index, scratch: scratch.url,
+            place: { path in
+                guard let name = FileSystemPath.components(path).first, let folder = folders[name],
+                    items.contains(where: { FileSystemPath.isInside(path, $0) })
+                else { return nil }
+                return (URL(fileURLWithPath: folder, isDirectory: true), path)
+            }, onEntry: onEntry)
+        for folder in Set(folders.values) {
+            try FileSync.fileSystem(of: URL(fileURLWithPath: folder, isDirectory: true))
+        }
         return written
     }
 
@@ -172,7 +207,9 @@ public enum SnapshotUndo {
         switch status.kind {
         case .file:
             let name = FileSystemPath.lastComponent(path)
-            guard !["-wal", "-shm", "-journal"].contains(where: { name.hasSuffix($0) }), status.size >= 100 else { return [] }
+            guard !["-wal", "-shm", "-journal"].contains(where: { name.hasSuffix($0) }), status.size >= 100 else {
+                return []
+            }
             return (try? SQLiteHeader.read(path: path)) != nil ? [path] : []
         case .directory:
             var found: [String] = []
@@ -230,14 +267,18 @@ extension SnapshotUndo {
 
     /// The report of a plan, run (`result`) or not.
     public static func report(
-        _ plan: Plan, paths: Paths, archive: URL, result: PlanExecutor.Result?, recovered: [PlanExecutor.Recovery], dryRun: Bool
+        _ plan: Plan, paths: Paths, archive: URL, result: PlanExecutor.Result?, recovered: [PlanExecutor.Recovery],
+        dryRun: Bool
     ) -> Report {
         let steps = MaintenanceRun.Report.Step.list(plan, result: result)
         return Report(
-            archive: archive.path, undoes: paths.undoes, dryRun: dryRun, noOp: plan.isNoOp, planID: plan.id, roots: plan.roots,
-            steps: steps, notes: plan.notes + (result?.leftovers ?? []).map(MaintenanceRun.leftoverNote) + (result?.notes ?? []),
+            archive: archive.path, undoes: paths.undoes, dryRun: dryRun, noOp: plan.isNoOp, planID: plan.id,
+            roots: plan.roots,
+            steps: steps,
+            notes: plan.notes + (result?.leftovers ?? []).map(MaintenanceRun.leftoverNote) + (result?.notes ?? []),
             restored: paths.restored, removed: paths.removed, snapshot: result?.snapshot,
             recovered: recovered + (result?.recovered ?? []), seconds: result?.seconds ?? 0,
-            nextStep: NextStep.describe(plan, options: NextStep.options(of: plan), preferencesPath: nil, dryRun: dryRun))
+            nextStep: NextStep.describe(plan, options: NextStep.options(of: plan), preferencesPath: nil, dryRun: dryRun)
+        )
     }
 }

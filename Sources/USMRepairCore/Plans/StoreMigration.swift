@@ -34,17 +34,24 @@ public struct StoreMigration {
     /// (a dry run refuses then, exit 7).
     /// - Throws: `usage`, `notFound`, `destinationExists`, `unknownStrategy`, `recipeInvalid`...
     public func plan() throws -> (plan: Plan, recovered: [PlanExecutor.Recovery]) {
-        let source = request.source, destination = request.destination
-        guard source.main.path != destination.main.path else { throw USMError.usage("the source and the destination are the same store") }
-        guard FileStatus.lookup(source.main.path) != nil else { throw USMError.notFound(path: source.main.path, what: "source store") }
+        let source = request.source
+        let destination = request.destination
+        guard source.main.path != destination.main.path else {
+            throw USMError.usage("the source and the destination are the same store")
+        }
+        guard FileStatus.lookup(source.main.path) != nil else {
+            throw USMError.notFound(path: source.main.path, what: "source store")
+        }
         guard FileStatus.resolve(destination.directory.path)?.kind == .directory else {
             throw USMError.notFound(path: destination.directory.path, what: "destination folder")
         }
         let merge = request.mode == .merge
         _ = try engine.registry.resolve(
-            request.choice, defaultID: request.strategy, merge: merge, recipeSearchPath: request.options.recipeSearchPath,
+            request.choice, defaultID: request.strategy, merge: merge,
+            recipeSearchPath: request.options.recipeSearchPath,
             environment: request.options.environment)
-        try Snapshot.refuseInside(executor.snapshotDirectory, protected: [destination.directory], why: "the folder this command changes")
+        try Snapshot.refuseInside(
+            executor.snapshotDirectory, protected: [destination.directory], why: "the folder this command changes")
         let recovered = try executor.recoverBeforePlanning(in: [root], dryRun: request.dryRun)
         let exists = !destination.existingMembers().isEmpty
         if merge {
@@ -65,27 +72,42 @@ public struct StoreMigration {
         if replacing {
             steps.append(.init(.snapshot, "the old file set goes into a snapshot archive first; restore puts it back"))
         }
-        steps.append(.init(.build(.init(
-            source: source.main.path, staged: staged, strategy: request.choice, mergeInto: merge ? destination.main.path : nil,
-            keepUbiquityMetadata: request.options.keepUbiquityMetadata)),
-            "the \(request.strategy) strategy fills a staged store from a private copy of the source; it is verified before anything is installed"))
+        steps.append(
+            .init(
+                .build(
+                    .init(
+                        source: source.main.path, staged: staged, strategy: request.choice,
+                        mergeInto: merge ? destination.main.path : nil,
+                        keepUbiquityMetadata: request.options.keepUbiquityMetadata)),
+                "the \(request.strategy) strategy fills a staged store from a private copy of the source; it is verified before anything is installed"
+            ))
         var counter = 1
         for member in destination.existingMembers() where replacing {
             counter += 1
             try PlanCheck.linkFree(member.path, under: root.path)
-            steps.append(.init(.retire(path: member.path, trash: operation.appendingPathComponent("trash/\(counter)/\(member.lastPathComponent)").path),
-                               "the old \(member.lastPathComponent) makes way for the new store (it is in the snapshot)"))
+            steps.append(
+                .init(
+                    .retire(
+                        path: member.path,
+                        trash: operation.appendingPathComponent("trash/\(counter)/\(member.lastPathComponent)").path),
+                    "the old \(member.lastPathComponent) makes way for the new store (it is in the snapshot)"))
         }
-        steps.append(.init(.install(staged: staged, path: destination.main.path, optional: false),
-                           "renamed into place from the staging folder beside it, with no -wal or -shm"))
-        steps.append(.init(.install(staged: stagedFiles.supportDirectory.path, path: destination.supportDirectory.path, optional: true),
-                           "its external-data folder goes with it"))
+        steps.append(
+            .init(
+                .install(staged: staged, path: destination.main.path, optional: false),
+                "renamed into place from the staging folder beside it, with no -wal or -shm"))
+        steps.append(
+            .init(
+                .install(
+                    staged: stagedFiles.supportDirectory.path, path: destination.supportDirectory.path, optional: true),
+                "its external-data folder goes with it"))
         steps.append(.init(.commit, "from here the new store is in place and is never undone"))
         steps.append(.init(.purge, "the trash, staging and journal are removed"))
         var plan = Plan(
             id: id, operation: "migrate-store", roots: [root], expected: expected,
             stores: FileStatus.lookup(destination.main.path) != nil ? [destination.main.path] : [],
-            snapshotItems: replacing ? destination.allMembers.map(\.path) : [], steps: steps, notes: [], nextLaunchBefore: nil,
+            snapshotItems: replacing ? destination.allMembers.map(\.path) : [], steps: steps, notes: [],
+            nextLaunchBefore: nil,
             nextLaunchAfter: nil)
         plan.label = destination.main.deletingPathExtension().lastPathComponent
         return (plan, recovered)
@@ -103,15 +125,18 @@ public struct StoreMigration {
                 options: request.options, mergeInto: merge ? request.destination : nil, mode: request.mode)
             for step in plan.steps {
                 switch step.action {
-                case .snapshot: report.steps.append(MigrationStep("snapshot \(request.destination.main.path)", why: step.reason))
-                case let .install(_, path, false): report.steps.append(MigrationStep("install \(path)", why: step.reason))
+                case .snapshot:
+                    report.steps.append(MigrationStep("snapshot \(request.destination.main.path)", why: step.reason))
+                case let .install(_, path, false):
+                    report.steps.append(MigrationStep("install \(path)", why: step.reason))
                 default: break
                 }
             }
             report.durations["total"] = Date().timeIntervalSince(started)
             return report
         }
-        let engine = self.engine, request = self.request
+        let engine = self.engine
+        let request = self.request
         let executor = self.executor.with(builder: { build in
             var options = build.strategy.options(
                 keepUbiquityMetadata: build.keepUbiquityMetadata, recipeSearchPath: request.options.recipeSearchPath,
@@ -119,7 +144,8 @@ public struct StoreMigration {
             options.newIdentity = request.options.newIdentity
             options.model = request.options.model
             return try engine.build(
-                source: StoreFileSet(main: URL(fileURLWithPath: build.source)), staged: URL(fileURLWithPath: build.staged),
+                source: StoreFileSet(main: URL(fileURLWithPath: build.source)),
+                staged: URL(fileURLWithPath: build.staged),
                 shownAs: request.destination, strategy: build.strategy.id ?? request.strategy, options: options,
                 mergeInto: build.mergeInto.map { StoreFileSet(main: URL(fileURLWithPath: $0)) }, mode: request.mode)
         })
@@ -129,12 +155,13 @@ public struct StoreMigration {
         }
         report.snapshot = result.snapshot
         report.notes += result.leftovers.map(MaintenanceRun.leftoverNote)
-        let installing = Set(plan.steps.indices.filter {
-            switch plan.steps[$0].action {
-            case .retire, .install, .commit, .purge: true
-            default: false
-            }
-        })
+        let installing = Set(
+            plan.steps.indices.filter {
+                switch plan.steps[$0].action {
+                case .retire, .install, .commit, .purge: true
+                default: false
+                }
+            })
         report.durations["install"] = result.steps.filter { installing.contains($0.index) }.map(\.seconds).reduce(0, +)
         report.durations["total"] = Date().timeIntervalSince(started)
         return report

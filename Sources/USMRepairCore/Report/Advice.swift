@@ -20,9 +20,13 @@ public enum Advice {
 
         init(_ text: String) { self.text = text }
 
-        init(goal: String, command: Maintenance, consent: DataConsent = DataConsent(), flags: String, explainRefusal: Bool = true,
-             then: String = "") {
-            let typed = ["usm-repair", command.commandLine(consent: consent), flags, "--dry-run"].filter { !$0.isEmpty }.joined(separator: " ")
+        init(
+            goal: String, command: Maintenance, consent: DataConsent = DataConsent(), flags: String,
+            explainRefusal: Bool = true,
+            then: String = ""
+        ) {
+            let typed = ["usm-repair", command.commandLine(consent: consent), flags, "--dry-run"].filter { !$0.isEmpty }
+                .joined(separator: " ")
             text = "\(goal): \(typed)\(then)"
             self.command = command
             self.consent = consent
@@ -37,7 +41,9 @@ public enum Advice {
     /// report as its dry run would be; refused ones replaced by the reason (or dropped), ones that
     /// change nothing or that leave the app showing fewer objects than today dropped. While an
     /// operation is pending every changing command is refused, so only `recover` is advised.
-    public static func verified(_ suggestions: [Suggestion], layout: Layout, report: StatusReport, strategies: StrategyResolver)
+    public static func verified(
+        _ suggestions: [Suggestion], layout: Layout, report: StatusReport, strategies: StrategyResolver
+    )
         -> [String]
     {
         let pending = !PlanExecutor.pending(in: layout.planRoots).isEmpty
@@ -50,13 +56,17 @@ public enum Advice {
             if pending { continue }
             do {
                 try Planner.refuseLayout(layout, operation: command.command)
-                let plan = try Planner(layout: layout, report: report, strategies: strategies, consent: suggestion.consent).plan(command)
+                let plan = try Planner(
+                    layout: layout, report: report, strategies: strategies, consent: suggestion.consent
+                ).plan(command)
                 if plan.isNoOp || Self.worse(plan) { continue }
                 lines.append(suggestion.text)
             } catch {
                 guard let goal = suggestion.goal else { continue }
                 let reason = (error as? USMError)?.message ?? String(describing: error)
-                lines.append("\(goal): not as things are, since `\(command.commandLine(consent: suggestion.consent))` refuses: \(reason)")
+                lines.append(
+                    "\(goal): not as things are, since `\(command.commandLine(consent: suggestion.consent))` refuses: \(reason)"
+                )
             }
         }
         return lines
@@ -72,22 +82,31 @@ public enum Advice {
 
     /// The advice for a layout, before verification.
     static func suggestions(
-        layout: Layout, stores: [StoreReport], next: NextLaunch?, corruption: StatusReport.Corruption?, problems: [Problem], isCheck: Bool
+        layout: Layout, stores: [StoreReport], next: NextLaunch?, corruption: StatusReport.Corruption?,
+        problems: [Problem], isCheck: Bool
     ) -> [Suggestion] {
         let flags = layout.options.commandLineFlags
         var advice: [Suggestion] = []
         func say(_ text: String) { advice.append(Suggestion(text)) }
-        func propose(_ goal: String, _ command: Maintenance, consent: DataConsent = DataConsent(), explain: Bool = true, then: String = "") {
-            advice.append(Suggestion(goal: goal, command: command, consent: consent, flags: flags, explainRefusal: explain, then: then))
+        func propose(
+            _ goal: String, _ command: Maintenance, consent: DataConsent = DataConsent(), explain: Bool = true,
+            then: String = ""
+        ) {
+            advice.append(
+                Suggestion(
+                    goal: goal, command: command, consent: consent, flags: flags, explainRefusal: explain, then: then))
         }
         let present = stores.filter(\.exists)
         let codes = Set(problems.map(\.code) + stores.flatMap { $0.problems.map(\.code) })
         let typed = { (words: String) in ["usm-repair", words, flags].filter { !$0.isEmpty }.joined(separator: " ") }
 
         if !layout.isSingleStore, present.isEmpty, layout.cloudContent.isEmpty {
-            say("No store was found. Check the folders (--app-dir, --cloud-dir, --container) and --store-name (now '\(layout.options.storeName)').")
+            say(
+                "No store was found. Check the folders (--app-dir, --cloud-dir, --container) and --store-name (now '\(layout.options.storeName)')."
+            )
         }
-        let needsRepair = stores.contains { $0.health == .damaged } || problems.contains { $0.severity == .error }
+        let needsRepair =
+            stores.contains { $0.health == .damaged } || problems.contains { $0.severity == .error }
             || stores.contains { $0.problems.contains { $0.severity == .error } }
         let dataElsewhere = problems.filter { $0.code == .dataElsewhere }
         if needsRepair || !dataElsewhere.isEmpty {
@@ -97,7 +116,9 @@ public enum Advice {
             say("An operation was interrupted: finish or undo it first: \(typed("recover"))")
         }
         if codes.contains(.cloudContainerUnconfirmed), layout.cloudSource == .besideUnconfirmed {
-            say("The ubiquity container found beside the download shares nothing with it and may be another customer's: compare it, then name the right one with --cloud-dir (changing commands refuse until then).")
+            say(
+                "The ubiquity container found beside the download shares nothing with it and may be another customer's: compare it, then name the right one with --cloud-dir (changing commands refuse until then)."
+            )
         }
         if codes.contains(.cachedUUIDStale) {
             propose(
@@ -105,20 +126,31 @@ public enum Advice {
                 .setCloud(enabled: true))
         }
         if let corruption, corruption.affectsActiveStore {
-            say("The active cloud store \(corruption.uuid) is marked corrupt (\(corruption.marker)): every healthy device rebuilds it 30 s after launch.")
-            propose("If no device can, rebuild the cloud content from the healthy local store", .rebuildFromLocal(keepOld: false, withOlderMarkers: false))
-            propose("Or from this device's copy of it", .rebuildFromCloud(strategy: StrategyChoice(), copy: CopyChoice(), keepOld: false, withOlderMarkers: false))
+            say(
+                "The active cloud store \(corruption.uuid) is marked corrupt (\(corruption.marker)): every healthy device rebuilds it 30 s after launch."
+            )
+            propose(
+                "If no device can, rebuild the cloud content from the healthy local store",
+                .rebuildFromLocal(keepOld: false, withOlderMarkers: false))
+            propose(
+                "Or from this device's copy of it",
+                .rebuildFromCloud(
+                    strategy: StrategyChoice(), copy: CopyChoice(), keepOld: false, withOlderMarkers: false))
             propose("If the mark is a false alarm", .clearCorruption)
         }
         if codes.contains(.markerEmpty) || codes.contains(.markerTrailingNewline) || codes.contains(.markerMalformed) {
-            say("A marker holds something other than 36 upper-case characters of a UUID: UbiquityStoreManager reads it byte for byte and opens the wrong store.")
+            say(
+                "A marker holds something other than 36 upper-case characters of a UUID: UbiquityStoreManager reads it byte for byte and opens the wrong store."
+            )
             let candidates = layout.cloudStores.filter { !$0.copies.isEmpty || $0.content }.map(\.uuid)
             for uuid in candidates.prefix(3) {
                 propose("Write a valid marker for \(uuid), which this device holds", .switchActive(uuid: uuid))
             }
         }
         if codes.contains(.cachedUUIDWithoutMarker),
-           let uuid = layout.deviceCachedStoreUUIDs(version: layout.activeVersion ?? Marker.desiredVersion).cached.compactMap(\.value).first(where: Marker.isValidUUID) {
+            let uuid = layout.deviceCachedStoreUUIDs(version: layout.activeVersion ?? Marker.desiredVersion).cached
+                .compactMap(\.value).first(where: Marker.isValidUUID)
+        {
             propose(
                 "The app will drop its cached StoreUUID \(uuid) and seed a new cloud store from the local store; if \(uuid) is the store the customer uses, write its marker instead",
                 .switchActive(uuid: uuid), explain: false)
@@ -128,7 +160,9 @@ public enum Advice {
             advice += suggestionsForData(problem, layout: layout, next: next, flags: flags)
         }
         if codes.contains(.nominalStoreFile) {
-            say("A plain store file sits at CloudStore/<UUID>.sqlite, where iOS 7+ keeps no store: Core Data ignores it and a later rebuild does nothing. Bundle it, then move it out of CloudStore/ (rebuild --from cloud --in-app removes it for the active store).")
+            say(
+                "A plain store file sits at CloudStore/<UUID>.sqlite, where iOS 7+ keeps no store: Core Data ignores it and a later rebuild does nothing. Bundle it, then move it out of CloudStore/ (rebuild --from cloud --in-app removes it for the active store)."
+            )
         }
         if codes.contains(.seedLosesWALFrames) {
             propose(
@@ -141,13 +175,19 @@ public enum Advice {
                 .rebuildFromLocal(keepOld: true, withOlderMarkers: false))
         }
         if codes.contains(.severalCopies) {
-            say("Several copies of the active store exist on this device; which one the app opens depends on its peer folder and iCloud account. Compare them with \(typed("stores")); the operations take --peer and --account to name one.")
+            say(
+                "Several copies of the active store exist on this device; which one the app opens depends on its peer folder and iCloud account. Compare them with \(typed("stores")); the operations take --peer and --account to name one."
+            )
         }
         if codes.contains(.cachedUUIDAmbiguous) {
-            say("The preferences cache StoreUUIDs for several devices' container paths and the files do not say which device this is: the prediction cannot tell which store the app opens. A download with its Core Data copies (mobile~ peer folders) or the device's own preferences says it.")
+            say(
+                "The preferences cache StoreUUIDs for several devices' container paths and the files do not say which device this is: the prediction cannot tell which store the app opens. A download with its Core Data copies (mobile~ peer folders) or the device's own preferences says it."
+            )
         }
         if layout.cloudDirectory == nil, !layout.isSingleStore {
-            say("The ubiquity container was not given: an .xcappdata download does not hold it. Add --cloud-dir with the container (a Mac's ~/Library/Mobile Documents/<TEAM>~<bundle id>) to read the markers and logs.")
+            say(
+                "The ubiquity container was not given: an .xcappdata download does not hold it. Add --cloud-dir with the container (a Mac's ~/Library/Mobile Documents/<TEAM>~<bundle id>) to read the markers and logs."
+            )
         }
         for store in present {
             let label = store.uuid.map { "cloud store \($0)" } ?? (store.role == .local ? "local store" : store.path)
@@ -158,7 +198,9 @@ public enum Advice {
                 let main = URL(fileURLWithPath: store.path)
                 let salvaged = main.deletingLastPathComponent()
                     .appendingPathComponent(main.deletingPathExtension().lastPathComponent + "-salvaged.sqlite").path
-                say("The \(label) is damaged (\(store.problems.first?.code.rawValue ?? "integrity")). Do not let the app open it before taking a copy of its whole file set; recover from a healthy store, or salvage every row that can still be read into a new store (its dry run counts what would be kept and what is lost): usm-repair salvage \(ShellWords.quote(store.path)) \(ShellWords.quote(salvaged)) --dry-run")
+                say(
+                    "The \(label) is damaged (\(store.problems.first?.code.rawValue ?? "integrity")). Do not let the app open it before taking a copy of its whole file set; recover from a healthy store, or salvage every row that can still be read into a new store (its dry run counts what would be kept and what is lost): usm-repair salvage \(ShellWords.quote(store.path)) \(ShellWords.quote(salvaged)) --dry-run"
+                )
             case .notCoreData:
                 say("The \(label) is not a Core Data store: \(store.problems.first?.message ?? "unknown format").")
             case .unreadable:
@@ -168,20 +210,27 @@ public enum Advice {
             }
             let storeCodes = Set(store.problems.map(\.code))
             if storeCodes.contains(.walMissing) {
-                say("The \(label) is in WAL mode with its -shm but no -wal. If it was copied from a device, fetch \(store.fileName)-wal with it, or the newest rows are missing.")
+                say(
+                    "The \(label) is in WAL mode with its -shm but no -wal. If it was copied from a device, fetch \(store.fileName)-wal with it, or the newest rows are missing."
+                )
             }
             if storeCodes.contains(.ubiquityMetadataInLocalStore) {
-                say("The local store still carries iCloud metadata; Core Data will treat it as tied to an iCloud account.")
+                say(
+                    "The local store still carries iCloud metadata; Core Data will treat it as tied to an iCloud account."
+                )
             }
         }
         if !layout.leftovers.isEmpty {
-            say("Temporary stores from an interrupted migration are present (\(layout.leftovers.map { URL(fileURLWithPath: $0.path).lastPathComponent }.joined(separator: ", "))); they hold no live data but may be the only copy after a failed rebuild: bundle them before removing anything.")
+            say(
+                "Temporary stores from an interrupted migration are present (\(layout.leftovers.map { URL(fileURLWithPath: $0.path).lastPathComponent }.joined(separator: ", "))); they hold no live data but may be the only copy after a failed rebuild: bundle them before removing anything."
+            )
         }
         if !isCheck, !present.isEmpty {
             say("For every Core Data invariant (keys, relationships, external data): \(typed("check"))")
         }
         if isCheck, !needsRepair, stores.allSatisfy({ $0.problems.allSatisfy { $0.severity == .info } }),
-           problems.allSatisfy({ $0.severity == .info }) {
+            problems.allSatisfy({ $0.severity == .info })
+        {
             say("All invariants hold.")
         }
         return advice
@@ -192,30 +241,45 @@ public enum Advice {
     static func suggestionsForData(
         _ problem: Problem, layout: Layout, next: NextLaunch?, flags: String
     ) -> [Suggestion] {
-        guard let path = problem.subject, let entry = layout.stores.first(where: { $0.files.main.path == path }) else { return [] }
+        guard let path = problem.subject, let entry = layout.stores.first(where: { $0.files.main.path == path }) else {
+            return []
+        }
         var advice: [Suggestion] = []
-        func propose(_ goal: String, _ command: Maintenance, consent: DataConsent = DataConsent(), explain: Bool = true, then: String = "") {
-            advice.append(Suggestion(goal: goal, command: command, consent: consent, flags: flags, explainRefusal: explain, then: then))
+        func propose(
+            _ goal: String, _ command: Maintenance, consent: DataConsent = DataConsent(), explain: Bool = true,
+            then: String = ""
+        ) {
+            advice.append(
+                Suggestion(
+                    goal: goal, command: command, consent: consent, flags: flags, explainRefusal: explain, then: then))
         }
         let objects = problem.count.map { "its \($0) objects" } ?? "its objects"
         if entry.role == .local {
             // The app shows a cloud store (or seeds an empty one) while the local store holds the data.
-            propose("To share the local store's data through iCloud again (the app seeds a new cloud store from it at its next launch)",
-                    .rebuildFromLocal(keepOld: false, withOlderMarkers: false))
+            propose(
+                "To share the local store's data through iCloud again (the app seeds a new cloud store from it at its next launch)",
+                .rebuildFromLocal(keepOld: false, withOlderMarkers: false))
             if (next?.objects ?? 0) > 0 {
-                propose("To keep what the cloud store holds as well, merge it into the local store first (iCloud is then off)",
-                        .migrateCloudToLocal(uuid: nil, strategy: StrategyChoice(), merge: true, copy: CopyChoice()), explain: false,
-                        then: "; then rebuild --from local shares the result")
+                propose(
+                    "To keep what the cloud store holds as well, merge it into the local store first (iCloud is then off)",
+                    .migrateCloudToLocal(uuid: nil, strategy: StrategyChoice(), merge: true, copy: CopyChoice()),
+                    explain: false,
+                    then: "; then rebuild --from local shares the result")
             }
             propose("To show the local store's data now, without iCloud", .setCloud(enabled: false), explain: false)
         } else if let uuid = entry.uuid {
             let copy = CopyChoice(peer: entry.copy?.peer, account: entry.copy?.account)
-            let which = entry.copy.map { "the copy of \(uuid) under peer \($0.peer), account \($0.account)" } ?? "cloud store \(uuid)'s file"
-            propose("To bring \(objects) into the local store, merged with what it holds (iCloud is then off)",
-                    .migrateCloudToLocal(uuid: uuid, strategy: StrategyChoice(), merge: true, copy: copy),
-                    then: "; then rebuild --from local shares the result through iCloud")
+            let which =
+                entry.copy.map { "the copy of \(uuid) under peer \($0.peer), account \($0.account)" }
+                ?? "cloud store \(uuid)'s file"
+            propose(
+                "To bring \(objects) into the local store, merged with what it holds (iCloud is then off)",
+                .migrateCloudToLocal(uuid: uuid, strategy: StrategyChoice(), merge: true, copy: copy),
+                then: "; then rebuild --from local shares the result through iCloud")
             if uuid != next?.store, entry.location == .coreDataCopy, entry.opens != false {
-                propose("Or make \(uuid) the active store again, so that every device opens \(which)", .switchActive(uuid: uuid), explain: false)
+                propose(
+                    "Or make \(uuid) the active store again, so that every device opens \(which)",
+                    .switchActive(uuid: uuid), explain: false)
             }
         }
         return advice

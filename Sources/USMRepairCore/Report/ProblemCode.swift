@@ -76,20 +76,23 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
     public var severity: Problem.Severity {
         switch self {
         case .walMissing, .danglingSymlink, .symlinkEscapes, .notAFile, .notFound, .wrongKind, .unreadable,
-             .writeFailed, .notSqlite, .notCoreData, .sqliteError, .truncated, .integrity, .metadataRows,
-             .metadataUuidMissing, .metadataPlistMalformed, .ubiquityMetadataInLocalStore, .entityTableShape,
-             .entityNull, .entityUnknown, .entityWrongTable, .zmaxBehind, .danglingToOne, .danglingJoinRow,
-             .joinEntityUnknown, .externalDataMissing, .externalDataSize, .markerMalformed, .preferencesMalformed,
-             .markerEmpty, .markerTrailingNewline, .activeStoreMarkedCorrupt, .cachedUUIDStale, .cachedUUIDMalformed, .nominalStoreFile, .seedLosesWALFrames,
-             .interruptedOperation, .untrustedOperation:
+            .writeFailed, .notSqlite, .notCoreData, .sqliteError, .truncated, .integrity, .metadataRows,
+            .metadataUuidMissing, .metadataPlistMalformed, .ubiquityMetadataInLocalStore, .entityTableShape,
+            .entityNull, .entityUnknown, .entityWrongTable, .zmaxBehind, .danglingToOne, .danglingJoinRow,
+            .joinEntityUnknown, .externalDataMissing, .externalDataSize, .markerMalformed, .preferencesMalformed,
+            .markerEmpty, .markerTrailingNewline, .activeStoreMarkedCorrupt, .cachedUUIDStale, .cachedUUIDMalformed,
+            .nominalStoreFile, .seedLosesWALFrames,
+            .interruptedOperation, .untrustedOperation:
             .error
         case .walInvalid, .walCutTransaction, .walMismatch, .bookkeepingValue, .entitySuperCycle, .entitySuperUnknown,
-             .entityTableUnlisted, .metadataPlistTooLarge, .tooManyEntities:
+            .entityTableUnlisted, .metadataPlistTooLarge, .tooManyEntities:
             .error
         case .strayWal, .hotJournal, .orphanSidecar, .metadataPlistNull,
-             .entityTableMissing, .externalDataOrphan, .layoutNotFound, .staleMarker, .leftoverTempStore, .modelCacheTooLarge,
-             .markerVersionIgnored, .corruptionMarkerIgnored, .cachedUUIDOtherVersion, .cachedUUIDAmbiguous, .severalCopies,
-             .cloudContainerUnconfirmed, .cachedUUIDWithoutMarker, .dataElsewhere, .seedCopySidecar:
+            .entityTableMissing, .externalDataOrphan, .layoutNotFound, .staleMarker, .leftoverTempStore,
+            .modelCacheTooLarge,
+            .markerVersionIgnored, .corruptionMarkerIgnored, .cachedUUIDOtherVersion, .cachedUUIDAmbiguous,
+            .severalCopies,
+            .cloudContainerUnconfirmed, .cachedUUIDWithoutMarker, .dataElsewhere, .seedCopySidecar:
             .warning
         case .walHeaderWithoutWal, .cloudContainerMissing, .cachedUUIDSeveralKeys:
             .info
@@ -109,7 +112,8 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
     public var summary: String {
         switch self {
         case .walMissing: "WAL-mode store whose -shm is present but -wal is gone: newest rows probably lost"
-        case .walHeaderWithoutWal: "WAL-mode store with no -wal beside it: what every clean close leaves (or a copy that left its -wal behind)"
+        case .walHeaderWithoutWal:
+            "WAL-mode store with no -wal beside it: what every clean close leaves (or a copy that left its -wal behind)"
         case .strayWal: "a -wal beside a rollback-journal store"
         case .hotJournal: "a -journal is present: an interrupted write SQLite will roll back"
         case .orphanSidecar: "-wal or _SUPPORT folder present without the main file"
@@ -130,7 +134,8 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
         case .metadataPlistNull: "Z_METADATA.Z_PLIST is NULL"
         case .metadataPlistMalformed: "Z_METADATA.Z_PLIST is not a plist dictionary"
         case .ubiquityMetadataInLocalStore: "the local store still carries com.apple.coredata.ubiquity.* keys"
-        case .entityTableShape: "an entity table lacks Z_PK or Z_ENT (left out of the checks that need them; the others go on)"
+        case .entityTableShape:
+            "an entity table lacks Z_PK or Z_ENT (left out of the checks that need them; the others go on)"
         case .entityTableMissing: "a root entity has no table"
         case .entityNull: "rows with a NULL Z_ENT"
         case .entityUnknown: "rows whose Z_ENT is not in Z_PRIMARYKEY"
@@ -139,41 +144,65 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
         case .danglingToOne: "a to-one key pointing at no row of its destination"
         case .danglingJoinRow: "a many-to-many join row pointing at no row"
         case .joinEntityUnknown: "a join-table column names an entity without a table"
-        case .externalDataMissing: "a reference to a file beside the store whose file is missing: 0x02 (external storage, in _EXTERNAL_DATA) or 0x03 (a file-backed future, in _FBF)"
+        case .externalDataMissing:
+            "a reference to a file beside the store whose file is missing: 0x02 (external storage, in _EXTERNAL_DATA) or 0x03 (a file-backed future, in _FBF)"
         case .externalDataSize: "a 0x03 file-backed future whose file in _FBF is not the size the reference records"
         case .externalDataOrphan: "files in _EXTERNAL_DATA or _FBF that no row references"
         case .layoutNotFound: "--container holds no UbiquityStoreManager data"
-        case .markerMalformed: "a marker does not hold 36 upper-case characters of a UUID (lower case, garbage, not a file)"
-        case .staleMarker: "a StoreUUID marker of a lower version beside the active one: the app falls back to it when the active one goes (E8)"
+        case .markerMalformed:
+            "a marker does not hold 36 upper-case characters of a UUID (lower case, garbage, not a file)"
+        case .staleMarker:
+            "a StoreUUID marker of a lower version beside the active one: the app falls back to it when the active one goes (E8)"
         case .preferencesMalformed: "the preferences file is not a plist, or USMCloudEnabledKey is not a boolean"
         case .markerEmpty: "a StoreUUID/CorruptedUUID marker is empty: the app reads the store name \"\" (E12)"
-        case .markerTrailingNewline: "a marker holds a UUID followed by a newline or spaces: the app names a different, empty store (E12)"
+        case .markerTrailingNewline:
+            "a marker holds a UUID followed by a newline or spaces: the app names a different, empty store (E12)"
         case .markerVersionIgnored: "a marker of a cloud version above 1: no device reads it, nothing removes it"
-        case .activeStoreMarkedCorrupt: "the corruption marker names the active store: healthy devices rebuild it 30 s after launch (E9)"
-        case .corruptionMarkerIgnored: "a corruption marker naming another store or of an older version: ignored and never removed (E10)"
-        case .cachedUUIDStale: "the preferences' cached StoreUUID differs from the marker: the app loads the cached store first (E5)"
-        case .cachedUUIDOtherVersion: "a cached StoreUUID under another marker version's key: read again, stale, when the markers change"
+        case .activeStoreMarkedCorrupt:
+            "the corruption marker names the active store: healthy devices rebuild it 30 s after launch (E9)"
+        case .corruptionMarkerIgnored:
+            "a corruption marker naming another store or of an older version: ignored and never removed (E10)"
+        case .cachedUUIDStale:
+            "the preferences' cached StoreUUID differs from the marker: the app loads the cached store first (E5)"
+        case .cachedUUIDOtherVersion:
+            "a cached StoreUUID under another marker version's key: read again, stale, when the markers change"
         case .cachedUUIDMalformed: "the cached StoreUUID is not 36 upper-case characters of a UUID"
-        case .cachedUUIDAmbiguous: "cached StoreUUIDs of several container paths disagree, and the files do not say which device they came from"
-        case .cachedUUIDSeveralKeys: "cached StoreUUIDs of several container paths disagree; the download says which device it came from, and that device reads its own key"
-        case .cachedUUIDWithoutMarker: "the preferences cache a StoreUUID but no StoreUUID marker exists: the app loads the cached store, then drops the cache and seeds a new cloud store from the local store (4.7c)"
-        case .dataElsewhere: "the app will show an empty or nearly empty store at its next launch while another store here holds the data (the local store, another account's copy, another store's copy)"
-        case .nominalStoreFile: "a plain file at CloudStore/<UUID>.sqlite: ignored by Core Data on iOS 7+, and it turns a later rebuild into a no-op (E13)"
-        case .severalCopies: "several copies of the active store (peers or accounts): which one the device opens cannot be known"
-        case .seedLosesWALFrames: "the next launch seeds from the local store, whose -wal holds frames the seeding (main file only) would lose"
-        case .seedCopySidecar: "the next launch seeds from the local store through CopyMigrationStore.sqlite, beside which a -wal, -shm or -journal of an earlier seeding remains: SQLite would apply it to the new copy"
-        case .interruptedOperation: "a usm-repair operation was interrupted (killed): run usm-repair recover to finish or undo it"
-        case .untrustedOperation: "an operation folder of usm-repair's that this machine has no record of writing, or whose plan was altered: left alone, never obeyed"
-        case .cloudContainerUnconfirmed: "the ubiquity container found beside a download (or given) shares no peer folder or store UUID with it: maybe another customer's; changing commands refuse one found beside until --cloud-dir names it"
+        case .cachedUUIDAmbiguous:
+            "cached StoreUUIDs of several container paths disagree, and the files do not say which device they came from"
+        case .cachedUUIDSeveralKeys:
+            "cached StoreUUIDs of several container paths disagree; the download says which device it came from, and that device reads its own key"
+        case .cachedUUIDWithoutMarker:
+            "the preferences cache a StoreUUID but no StoreUUID marker exists: the app loads the cached store, then drops the cache and seeds a new cloud store from the local store (4.7c)"
+        case .dataElsewhere:
+            "the app will show an empty or nearly empty store at its next launch while another store here holds the data (the local store, another account's copy, another store's copy)"
+        case .nominalStoreFile:
+            "a plain file at CloudStore/<UUID>.sqlite: ignored by Core Data on iOS 7+, and it turns a later rebuild into a no-op (E13)"
+        case .severalCopies:
+            "several copies of the active store (peers or accounts): which one the device opens cannot be known"
+        case .seedLosesWALFrames:
+            "the next launch seeds from the local store, whose -wal holds frames the seeding (main file only) would lose"
+        case .seedCopySidecar:
+            "the next launch seeds from the local store through CopyMigrationStore.sqlite, beside which a -wal, -shm or -journal of an earlier seeding remains: SQLite would apply it to the new copy"
+        case .interruptedOperation:
+            "a usm-repair operation was interrupted (killed): run usm-repair recover to finish or undo it"
+        case .untrustedOperation:
+            "an operation folder of usm-repair's that this machine has no record of writing, or whose plan was altered: left alone, never obeyed"
+        case .cloudContainerUnconfirmed:
+            "the ubiquity container found beside a download (or given) shares no peer folder or store UUID with it: maybe another customer's; changing commands refuse one found beside until --cloud-dir names it"
         case .cloudContainerMissing: "the ubiquity container was not given or found: markers and logs cannot be read"
         case .leftoverTempStore: "MigrationSource.sqlite / CopyMigrationStore.sqlite left by an interrupted migration"
-        case .walInvalid: "a non-empty -wal SQLite cannot read (wrong magic, version, page size or header checksum): all of it is ignored"
-        case .walCutTransaction: "frames of the -wal after its last valid commit, or one cut short: a transaction SQLite drops"
-        case .walMismatch: "a -wal whose page size differs from the main file's, or whose salts or frames differ from what the -shm records"
-        case .bookkeepingValue: "a Z_ENT, Z_PK, Z_NAME, Z_SUPER, Z_MAX, Z_UUID or Z_VERSION value of a type or size Core Data never writes"
+        case .walInvalid:
+            "a non-empty -wal SQLite cannot read (wrong magic, version, page size or header checksum): all of it is ignored"
+        case .walCutTransaction:
+            "frames of the -wal after its last valid commit, or one cut short: a transaction SQLite drops"
+        case .walMismatch:
+            "a -wal whose page size differs from the main file's, or whose salts or frames differ from what the -shm records"
+        case .bookkeepingValue:
+            "a Z_ENT, Z_PK, Z_NAME, Z_SUPER, Z_MAX, Z_UUID or Z_VERSION value of a type or size Core Data never writes"
         case .entitySuperCycle: "Z_SUPER links that form a cycle: those entities have no root"
         case .entitySuperUnknown: "a Z_SUPER naming an entity Z_PRIMARYKEY does not list"
-        case .entityTableUnlisted: "a table shaped like an entity table (Z_PK, Z_ENT, Z_OPT) that no Z_PRIMARYKEY row accounts for: its rows are in no count"
+        case .entityTableUnlisted:
+            "a table shaped like an entity table (Z_PK, Z_ENT, Z_OPT) that no Z_PRIMARYKEY row accounts for: its rows are in no count"
         case .metadataPlistTooLarge: "Z_METADATA.Z_PLIST over 1 MiB: not metadata, not decoded"
         case .modelCacheTooLarge: "Z_MODELCACHE over 1 MiB, compressed or inflated: not decoded"
         case .tooManyEntities: "Z_PRIMARYKEY over 65,536 rows: not a model; only the first 65,536 are read"

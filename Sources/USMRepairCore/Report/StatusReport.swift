@@ -93,7 +93,8 @@ public struct StatusReport: Sendable, Encodable {
     public let exitCode: ExitStatus
 
     enum CodingKeys: String, CodingKey {
-        case schemaVersion, command, cloudEnabled, activeStore, corruption, nextLaunch, stores, layout, problems, advice, summary
+        case schemaVersion, command, cloudEnabled, activeStore, corruption, nextLaunch, stores, layout, problems,
+            advice, summary
         case exitCode, exitStatus
     }
 

@@ -129,8 +129,10 @@ public struct StoreReport: Sendable, Encodable {
 
     // readFailure decides the exit code; its sentence is already among the problems.
     enum CodingKeys: String, CodingKey {
-        case role, location, copy, opens, document, uuid, cloudVersion, active, path, exists, health, storeUUID, ubiquityMetadata, walPresent
-        case journalMode, integrity, integrityCheck, objects, entities, files, metadata, tables, externalDataFiles, problems
+        case role, location, copy, opens, document, uuid, cloudVersion, active, path, exists, health, storeUUID,
+            ubiquityMetadata, walPresent
+        case journalMode, integrity, integrityCheck, objects, entities, files, metadata, tables, externalDataFiles,
+            problems
     }
 
     /// A report for a store that has not been read yet.
@@ -149,7 +151,6 @@ public struct StoreReport: Sendable, Encodable {
         externalDataFiles = 0
         problems = []
     }
-
 
     /// The exit status this store contributes: read failures by their kind; for `check`, a problem
     /// at `threshold` or above (errors; warnings too with `--strict`) that is not ignored makes it

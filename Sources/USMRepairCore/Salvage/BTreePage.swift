@@ -67,14 +67,18 @@ struct BTreePage: Sendable, Equatable {
         guard let kind = Kind(rawValue: type) else { return .failure(.notBTree(type)) }
         let headerSize = kind.isInterior ? 12 : 8
         guard let count = page.u16(headerOffset + 3), let rawStart = page.u16(headerOffset + 5),
-              let freeblock = page.u16(headerOffset + 1)
+            let freeblock = page.u16(headerOffset + 1)
         else { return .failure(.notBTree(type)) }
         let arrayStart = headerOffset + headerSize
         let arrayEnd = arrayStart + 2 * count
         guard arrayEnd <= usable else { return .failure(.cellCount(count)) }
         let contentStart = rawStart == 0 ? 65536 : rawStart
-        guard contentStart <= usable, count == 0 || contentStart >= arrayEnd else { return .failure(.contentStart(contentStart)) }
-        guard freeblock == 0 || (freeblock >= arrayEnd && freeblock <= usable - 4) else { return .failure(.freeblock(freeblock)) }
+        guard contentStart <= usable, count == 0 || contentStart >= arrayEnd else {
+            return .failure(.contentStart(contentStart))
+        }
+        guard freeblock == 0 || (freeblock >= arrayEnd && freeblock <= usable - 4) else {
+            return .failure(.freeblock(freeblock))
+        }
         var right: UInt32?
         if kind.isInterior {
             guard let child = page.u32(headerOffset + 8) else { return .failure(.notBTree(type)) }
@@ -86,7 +90,10 @@ struct BTreePage: Sendable, Equatable {
                 return .failure(.cellPointer(index: i, offset: page.u16(arrayStart + 2 * i) ?? -1))
             }
         }
-        return .success(BTreePage(kind: kind, headerOffset: headerOffset, cellCount: count, rightChild: right, cellArrayOffset: arrayStart))
+        return .success(
+            BTreePage(
+                kind: kind, headerOffset: headerOffset, cellCount: count, rightChild: right, cellArrayOffset: arrayStart
+            ))
     }
 
     /// The offset of cell `index` (already checked by `parse`).
@@ -98,7 +105,7 @@ struct BTreePage: Sendable, Equatable {
     /// The child page and key of an interior table cell.
     static func interiorCell(at offset: Int, in page: ByteView, usable: Int) -> (child: UInt32, key: Int64)? {
         guard offset + 5 <= usable, let child = page.u32(offset), let key = page.varint(offset + 4),
-              offset + 4 + key.length <= usable
+            offset + 4 + key.length <= usable
         else { return nil }
         return (child, key.value)
     }
@@ -106,7 +113,7 @@ struct BTreePage: Sendable, Equatable {
     /// The table-leaf cell at `offset`, when its sizes fit the page.
     static func leafCell(at offset: Int, in page: ByteView, usable: Int) -> LeafCell? {
         guard let payload = page.varint(offset), payload.value >= 0, payload.value <= Int64(maxPayload),
-              let rowid = page.varint(offset + payload.length)
+            let rowid = page.varint(offset + payload.length)
         else { return nil }
         let size = Int(payload.value)
         let start = offset + payload.length + rowid.length
@@ -117,7 +124,8 @@ struct BTreePage: Sendable, Equatable {
             guard start + local + 4 <= usable, let page = page.u32(start + local), page >= 2 else { return nil }
             overflow = page
         }
-        return LeafCell(rowid: rowid.value, payloadSize: size, localStart: start, localCount: local, overflowPage: overflow)
+        return LeafCell(
+            rowid: rowid.value, payloadSize: size, localStart: start, localCount: local, overflowPage: overflow)
     }
 
     /// How many bytes of a table-leaf record of `payload` bytes SQLite keeps on the page itself

@@ -48,14 +48,19 @@ extension DamagedStore {
             }
             guard page >= 1, Int(page) <= pageCount else {
                 if let claimed = pages.claimedPages, Int(page) <= claimed {
-                    lose("past the end of the file (\(pages.filePages) whole pages of the \(claimed) its header declares)")
+                    lose(
+                        "past the end of the file (\(pages.filePages) whole pages of the \(claimed) its header declares)"
+                    )
                 } else {
                     lose("a pointer to page \(page), outside the database (\(pageCount) pages)")
                 }
                 continue
             }
             guard available(page) else {
-                lose(visited.contains(page) ? "reached a second time (a loop or a shared page)" : "a free or reserved page where a tree page belongs")
+                lose(
+                    visited.contains(page)
+                        ? "reached a second time (a loop or a shared page)"
+                        : "a free or reserved page where a tree page belongs")
                 continue
             }
             var failure = ""
@@ -64,17 +69,21 @@ extension DamagedStore {
                 let headerOffset = page == 1 ? 100 : 0
                 switch BTreePage.parse(view, headerOffset: headerOffset, usable: usable) {
                 case let .failure(defect):
-                    let cells = view.u8(headerOffset) == BTreePage.Kind.tableLeaf.rawValue ? view.u16(headerOffset + 3) : nil
+                    let cells =
+                        view.u8(headerOffset) == BTreePage.Kind.tableLeaf.rawValue ? view.u16(headerOffset + 3) : nil
                     return .damaged(defect.description, cells: cells.flatMap { $0 <= usable / 2 ? $0 : nil })
                 case let .success(parsed) where parsed.kind == .tableInterior:
                     guard let found = interiorChildren(parsed, view, step.range) else {
-                        return .damaged("an interior page whose keys are out of order or outside its parent's", cells: nil)
+                        return .damaged(
+                            "an interior page whose keys are out of order or outside its parent's", cells: nil)
                     }
                     children = found
                     return .interior
                 case let .success(parsed) where parsed.kind == .tableLeaf:
-                    return leaf(parsed, view, page: page, range: step.range, table: tables[index], index: index, fields: &fields,
-                                rows: &rows[index], sink: sink)
+                    return leaf(
+                        parsed, view, page: page, range: step.range, table: tables[index], index: index,
+                        fields: &fields,
+                        rows: &rows[index], sink: sink)
                 case let .success(parsed):
                     return .damaged("an index page (type \(parsed.kind.rawValue)) inside a table's tree", cells: nil)
                 }
@@ -91,7 +100,9 @@ extension DamagedStore {
                 visited.insert(page)
                 if lostCells > 0 {
                     rows[index].lostCells += lostCells
-                    record(page: Int(page), table: tables[index].name, reason: "\(lostCells) of its cells do not decode", cells: lostCells)
+                    record(
+                        page: Int(page), table: tables[index].name, reason: "\(lostCells) of its cells do not decode",
+                        cells: lostCells)
                 }
             }
         }
@@ -112,7 +123,8 @@ extension DamagedStore {
         children.reserveCapacity(parsed.cellCount + 1)
         var previous = range.after
         for i in 0..<parsed.cellCount {
-            guard let offset = parsed.cellOffset(i, in: view), let cell = BTreePage.interiorCell(at: offset, in: view, usable: usable)
+            guard let offset = parsed.cellOffset(i, in: view),
+                let cell = BTreePage.interiorCell(at: offset, in: view, usable: usable)
             else { return nil }
             if let previous, cell.key <= previous { return nil }
             if let limit = range.through, cell.key > limit { return nil }
@@ -124,20 +136,23 @@ extension DamagedStore {
     }
 
     /// Hands the intact rows of a leaf page to the sink; returns how many cells were lost.
-    private func leaf(_ parsed: BTreePage, _ view: ByteView, page: UInt32, range: KeyRange, table: SalvageTable, index: Int,
-                      fields: inout [FieldValue], rows: inout SalvageReport.TableRows, sink: RowSink) -> WalkPage {
+    private func leaf(
+        _ parsed: BTreePage, _ view: ByteView, page: UInt32, range: KeyRange, table: SalvageTable, index: Int,
+        fields: inout [FieldValue], rows: inout SalvageReport.TableRows, sink: RowSink
+    ) -> WalkPage {
         var lost = 0
         var previous = range.after
         for i in 0..<parsed.cellCount {
-            guard let offset = parsed.cellOffset(i, in: view), let cell = BTreePage.leafCell(at: offset, in: view, usable: usable),
-                  previous.map({ cell.rowid > $0 }) ?? true, range.through.map({ cell.rowid <= $0 }) ?? true
+            guard let offset = parsed.cellOffset(i, in: view),
+                let cell = BTreePage.leafCell(at: offset, in: view, usable: usable),
+                previous.map({ cell.rowid > $0 }) ?? true, range.through.map({ cell.rowid <= $0 }) ?? true
             else {
                 lost += 1
                 continue
             }
             let stored = withRecord(cell, on: view, leaf: page) { record -> Bool in
                 guard RecordDecoder.decode(record, into: &fields, maxColumns: table.columns.count) == nil,
-                      table.admits(fields, strict: false)
+                    table.admits(fields, strict: false)
                 else { return false }
                 switch sink.store(table: index, rowid: cell.rowid, fields: fields, record: record, orphan: nil) {
                 case .stored: rows.salvaged += 1

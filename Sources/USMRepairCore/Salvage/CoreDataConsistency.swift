@@ -35,7 +35,9 @@ struct CoreDataConsistency {
                 let schema = try CoreDataSchema.read(db, model: model)
                 report.relationships = schema.relationshipSource
                 if schema.relationshipSource == "none", !schema.entityTables.isEmpty {
-                    report.notes.append("the store holds no readable model cache and its indexes name no relationship: to-one keys pointing at lost rows could not be found (give --model)")
+                    report.notes.append(
+                        "the store holds no readable model cache and its indexes name no relationship: to-one keys pointing at lost rows could not be found (give --model)"
+                    )
                 }
                 try strayRows(db, schema: schema, report: &report)
                 try counters(db, schema: schema, report: &report)
@@ -53,7 +55,10 @@ struct CoreDataConsistency {
         let rows = try Row.fetchAll(db, sql: "SELECT Z_VERSION, Z_UUID, Z_PLIST FROM Z_METADATA")
         let plist = rows.first.flatMap { Data.fromDatabaseValue($0[2] as DatabaseValue) }
         // A NULL plist is the store's own state (a warning of check's), kept as it is.
-        let readable = plist.map { (try? PropertyListSerialization.propertyList(from: $0, options: [], format: nil)) is [String: Any] } ?? true
+        let readable =
+            plist.map {
+                (try? PropertyListSerialization.propertyList(from: $0, options: [], format: nil)) is [String: Any]
+            } ?? true
         let uuid = rows.first.flatMap { String.fromDatabaseValue($0[1] as DatabaseValue) } ?? ""
         if rows.count == 1, readable {
             if uuid.isEmpty {
@@ -67,14 +72,21 @@ struct CoreDataConsistency {
                 replacement = siblingPlist
                 report.metadata = "rebuilt-from-sibling"
             } else {
-                replacement = try PropertyListSerialization.data(fromPropertyList: ["NSStoreType": "SQLite"], format: .binary, options: 0)
+                replacement = try PropertyListSerialization.data(
+                    fromPropertyList: ["NSStoreType": "SQLite"], format: .binary, options: 0)
                 report.metadata = "rebuilt"
-                report.notes.append("Z_METADATA was lost and no --schema-from store was given: the result's metadata holds only NSStoreType, without the model's version hashes, so Core Data will not open it as its model's store; migrate-store --into a store of that model takes its rows")
+                report.notes.append(
+                    "Z_METADATA was lost and no --schema-from store was given: the result's metadata holds only NSStoreType, without the model's version hashes, so Core Data will not open it as its model's store; migrate-store --into a store of that model takes its rows"
+                )
             }
             let keep = rows.count == 1 && !uuid.isEmpty ? uuid : UUID().uuidString
             try db.execute(sql: "DELETE FROM Z_METADATA")
-            try db.execute(sql: "INSERT INTO Z_METADATA (Z_VERSION, Z_UUID, Z_PLIST) VALUES (1, ?, ?)", arguments: [keep, replacement])
-            report.unreadable.append("Z_METADATA: \(rows.isEmpty ? "its row was lost" : rows.count > 1 ? "\(rows.count) rows" : "its plist does not decode"); \(report.metadata)")
+            try db.execute(
+                sql: "INSERT INTO Z_METADATA (Z_VERSION, Z_UUID, Z_PLIST) VALUES (1, ?, ?)",
+                arguments: [keep, replacement])
+            report.unreadable.append(
+                "Z_METADATA: \(rows.isEmpty ? "its row was lost" : rows.count > 1 ? "\(rows.count) rows" : "its plist does not decode"); \(report.metadata)"
+            )
         }
         if let cache = sibling?.modelCache, try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM Z_MODELCACHE") == 0 {
             try db.execute(sql: "INSERT INTO Z_MODELCACHE (Z_CONTENT) VALUES (?)", arguments: [cache])
@@ -88,7 +100,8 @@ struct CoreDataConsistency {
         let tables = Set(try String.fetchAll(db, sql: "SELECT upper(name) FROM sqlite_master WHERE type = 'table'"))
         var byNumber: [Int: SiblingSchema.Entity] = [:]
         for entity in sibling?.entities ?? [] { byNumber[entity.number] = entity }
-        for entity in (sibling?.entities ?? []).sorted(by: { $0.number < $1.number }) where !listed.contains(entity.number) {
+        for entity in (sibling?.entities ?? []).sorted(by: { $0.number < $1.number })
+        where !listed.contains(entity.number) {
             var root = entity
             var steps = 0
             while root.superNumber != 0, let parent = byNumber[root.superNumber], steps < byNumber.count {
@@ -96,22 +109,27 @@ struct CoreDataConsistency {
                 steps += 1
             }
             guard tables.contains((root.number >= 16000 ? "A" : "Z") + root.name.uppercased()) else { continue }
-            try db.execute(sql: "INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, ?, 0)",
-                           arguments: [entity.number, entity.name, entity.superNumber])
+            try db.execute(
+                sql: "INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, ?, 0)",
+                arguments: [entity.number, entity.name, entity.superNumber])
             report.entitiesRestored.append(entity.name)
         }
         var schema = try CoreDataSchema.read(db, model: model)
         if try restoreSystem(db, schema: schema, report: &report) { schema = try CoreDataSchema.read(db, model: model) }
-        if try restoreFromModel(db, schema: schema, report: &report) { schema = try CoreDataSchema.read(db, model: model) }
+        if try restoreFromModel(db, schema: schema, report: &report) {
+            schema = try CoreDataSchema.read(db, model: model)
+        }
         let listedTables = Set(schema.entityTables)
         for (table, columns) in schema.tables.sorted(by: { $0.key < $1.key }) where !listedTables.contains(table) {
             guard let first = table.uppercased().first, first == "Z" || first == "A",
-                  !["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"].contains(table.uppercased()),
-                  Set(columns.map(\.name)).isSuperset(of: ["Z_PK", "Z_ENT", "Z_OPT"])
+                !["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"].contains(table.uppercased()),
+                Set(columns.map(\.name)).isSuperset(of: ["Z_PK", "Z_ENT", "Z_OPT"])
             else { continue }
             throw USMError.sourceDamaged(
                 path: report.source.path,
-                detail: "Z_PRIMARYKEY lost the entities of \(table), so its rows cannot be named; give --schema-from a healthy store of the same model, or --model")
+                detail:
+                    "Z_PRIMARYKEY lost the entities of \(table), so its rows cannot be named; give --schema-from a healthy store of the same model, or --model"
+            )
         }
     }
 
@@ -121,12 +139,15 @@ struct CoreDataConsistency {
         let listed = Set(schema.entityTables.map { $0.uppercased() })
         var added = false
         for (number, name) in [(16001, "CHANGE"), (16002, "TRANSACTION"), (16003, "TRANSACTIONSTRING")] {
-            guard let table = schema.tables.keys.first(where: { $0.uppercased() == "A" + name }), !listed.contains("A" + name),
-                  schema.entity(number) == nil, schema.table(table, hasColumn: "Z_ENT")
+            guard let table = schema.tables.keys.first(where: { $0.uppercased() == "A" + name }),
+                !listed.contains("A" + name),
+                schema.entity(number) == nil, schema.table(table, hasColumn: "Z_ENT")
             else { continue }
             let found = Set(try Int.fetchAll(db, sql: "SELECT DISTINCT Z_ENT FROM \(table.sqlIdentifier)"))
             guard found.isSubset(of: [number]) else { continue }
-            try db.execute(sql: "INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, 0, 0)", arguments: [number, name])
+            try db.execute(
+                sql: "INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, 0, 0)",
+                arguments: [number, name])
             report.entitiesRestored.append(name)
             added = true
         }
@@ -146,8 +167,9 @@ struct CoreDataConsistency {
         let listed = Set(schema.entityTables)
         var added = false
         for (table, columns) in schema.tables.sorted(by: { $0.key < $1.key }) where !listed.contains(table) {
-            guard table.uppercased().hasPrefix("Z"), !["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"].contains(table.uppercased()),
-                  Set(columns.map(\.name)).isSuperset(of: ["Z_PK", "Z_ENT", "Z_OPT"])
+            guard table.uppercased().hasPrefix("Z"),
+                !["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"].contains(table.uppercased()),
+                Set(columns.map(\.name)).isSuperset(of: ["Z_PK", "Z_ENT", "Z_OPT"])
             else { continue }
             // The hierarchy whose root's table this is.
             let members = model.entities.filter { entity in
@@ -159,19 +181,24 @@ struct CoreDataConsistency {
                 }
                 return "Z" + root.name.uppercased() == table.uppercased()
             }
-            let found = Set(try Int.fetchAll(db, sql: "SELECT DISTINCT Z_ENT FROM \(table.sqlIdentifier) WHERE typeof(Z_ENT) = 'integer'"))
+            let found = Set(
+                try Int.fetchAll(
+                    db, sql: "SELECT DISTINCT Z_ENT FROM \(table.sqlIdentifier) WHERE typeof(Z_ENT) = 'integer'"))
             let memberNumbers = Set(members.compactMap { numbers[$0.name]?.number })
             guard !members.isEmpty, found.isSubset(of: memberNumbers) else { continue }
             for entity in members.sorted(by: { (numbers[$0.name]?.number ?? 0) < (numbers[$1.name]?.number ?? 0) }) {
                 guard let n = numbers[entity.name], schema.entity(n.number) == nil else { continue }
-                try db.execute(sql: "INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, ?, 0)",
-                               arguments: [n.number, entity.name, n.superNumber])
+                try db.execute(
+                    sql: "INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, ?, 0)",
+                    arguments: [n.number, entity.name, n.superNumber])
                 report.entitiesRestored.append(entity.name)
                 added = true
             }
         }
         if added {
-            report.notes.append("Z_PRIMARYKEY rows were restored from the model, numbered as Core Data numbers it (the numbers agree with every row found)")
+            report.notes.append(
+                "Z_PRIMARYKEY rows were restored from the model, numbered as Core Data numbers it (the numbers agree with every row found)"
+            )
         }
         return added
     }
@@ -180,13 +207,15 @@ struct CoreDataConsistency {
     private func strayRows(_ db: Database, schema: CoreDataSchema, report: inout SalvageReport) throws {
         for table in schema.entityTables where StoreChecks.isWellShaped(table, schema) {
             let members = schema.entityNumbers(inTable: table).map(String.init).joined(separator: ",")
-            try db.execute(sql: """
-                DELETE FROM \(table.sqlIdentifier)
-                WHERE Z_ENT IS NULL OR typeof(Z_ENT) != 'integer' OR Z_ENT NOT IN (\(members.isEmpty ? "NULL" : members))
-                """)
+            try db.execute(
+                sql: """
+                    DELETE FROM \(table.sqlIdentifier)
+                    WHERE Z_ENT IS NULL OR typeof(Z_ENT) != 'integer' OR Z_ENT NOT IN (\(members.isEmpty ? "NULL" : members))
+                    """)
             let count = db.changesCount
             if count > 0, let i = report.tables.firstIndex(where: { $0.name == table }) {
-                report.tables[i].dropped["a Z_ENT this table's hierarchy does not list in Z_PRIMARYKEY", default: 0] += count
+                report.tables[i].dropped["a Z_ENT this table's hierarchy does not list in Z_PRIMARYKEY", default: 0] +=
+                    count
             }
         }
     }
@@ -199,40 +228,51 @@ struct CoreDataConsistency {
             let members = schema.entityNumbers(inTable: table).compactMap(schema.entity)
             let unknown = members.contains { schema.unreadableMax.contains($0.number) }
             guard unknown || (members.map(\.max).max() ?? 0) < largest,
-                  let root = members.first(where: { $0.number == $0.rootNumber }) ?? members.first
+                let root = members.first(where: { $0.number == $0.rootNumber }) ?? members.first
             else { continue }
-            try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?", arguments: [max(largest, root.max), root.number])
+            try db.execute(
+                sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?",
+                arguments: [max(largest, root.max), root.number])
             report.countersRaised[root.name] = max(largest, root.max)
         }
     }
 
     /// Step 5.
     private func references(_ db: Database, schema: CoreDataSchema, report: inout SalvageReport) throws {
-        for key in schema.toOneKeys where StoreChecks.isWellShaped(key.table, schema) && StoreChecks.isWellShaped(key.destinationTable, schema) {
+        for key in schema.toOneKeys
+        where StoreChecks.isWellShaped(key.table, schema) && StoreChecks.isWellShaped(key.destinationTable, schema) {
             let column = key.column.sqlIdentifier
             let order = "Z_FOK_" + key.column.dropFirst()
             let orderSet = schema.table(key.table, hasColumn: order) ? ", \(order.sqlIdentifier) = NULL" : ""
-            try db.execute(sql: """
-                UPDATE \(key.table.sqlIdentifier) SET \(column) = NULL\(orderSet)
-                WHERE \(column) IS NOT NULL AND NOT EXISTS (
-                  SELECT 1 FROM \(key.destinationTable.sqlIdentifier) d
-                  WHERE d.Z_PK = \(key.table.sqlIdentifier).\(column) AND d.Z_ENT IN (\(key.destinationEntities.map(String.init).joined(separator: ","))))
-                """)
+            try db.execute(
+                sql: """
+                    UPDATE \(key.table.sqlIdentifier) SET \(column) = NULL\(orderSet)
+                    WHERE \(column) IS NOT NULL AND NOT EXISTS (
+                      SELECT 1 FROM \(key.destinationTable.sqlIdentifier) d
+                      WHERE d.Z_PK = \(key.table.sqlIdentifier).\(column) AND d.Z_ENT IN (\(key.destinationEntities.map(String.init).joined(separator: ","))))
+                    """)
             let count = db.changesCount
-            if count > 0 { report.referencesCut.append(.init(kind: "to-one", table: key.table, column: key.column, rows: count)) }
+            if count > 0 {
+                report.referencesCut.append(.init(kind: "to-one", table: key.table, column: key.column, rows: count))
+            }
         }
         for join in schema.joinTables {
             for (column, number) in join.columns {
-                guard let entity = schema.entity(number), let table = entity.table, StoreChecks.isWellShaped(table, schema) else { continue }
+                guard let entity = schema.entity(number), let table = entity.table,
+                    StoreChecks.isWellShaped(table, schema)
+                else { continue }
                 let quoted = column.sqlIdentifier
-                try db.execute(sql: """
-                    DELETE FROM \(join.name.sqlIdentifier)
-                    WHERE \(quoted) IS NULL OR NOT EXISTS (
-                      SELECT 1 FROM \(table.sqlIdentifier) d
-                      WHERE d.Z_PK = \(join.name.sqlIdentifier).\(quoted) AND d.Z_ENT IN (\(schema.subtree(of: number).map(String.init).joined(separator: ","))))
-                    """)
+                try db.execute(
+                    sql: """
+                        DELETE FROM \(join.name.sqlIdentifier)
+                        WHERE \(quoted) IS NULL OR NOT EXISTS (
+                          SELECT 1 FROM \(table.sqlIdentifier) d
+                          WHERE d.Z_PK = \(join.name.sqlIdentifier).\(quoted) AND d.Z_ENT IN (\(schema.subtree(of: number).map(String.init).joined(separator: ","))))
+                        """)
                 let count = db.changesCount
-                if count > 0 { report.referencesCut.append(.init(kind: "join-row", table: join.name, column: column, rows: count)) }
+                if count > 0 {
+                    report.referencesCut.append(.init(kind: "join-row", table: join.name, column: column, rows: count))
+                }
             }
         }
     }
@@ -243,20 +283,27 @@ struct CoreDataConsistency {
         for table in schema.entityTables where schema.table(table, hasColumn: "Z_PK") {
             for column in schema.tables[table] ?? [] where column.type.uppercased().contains("BLOB") {
                 let c = column.name.sqlIdentifier
-                let cursor = try Row.fetchCursor(db, sql: """
-                    SELECT Z_PK, \(c) FROM \(table.sqlIdentifier)
-                    WHERE typeof(\(c)) = 'blob' AND length(\(c)) BETWEEN 37 AND 40 AND substr(\(c), 1, 1) = x'02'
-                    """)
+                let cursor = try Row.fetchCursor(
+                    db,
+                    sql: """
+                        SELECT Z_PK, \(c) FROM \(table.sqlIdentifier)
+                        WHERE typeof(\(c)) = 'blob' AND length(\(c)) BETWEEN 37 AND 40 AND substr(\(c), 1, 1) = x'02'
+                        """)
                 var missing: [Int64] = []
                 while let row = try cursor.next() {
-                    guard let blob = Data.fromDatabaseValue(row[1] as DatabaseValue), let name = ExternalData.referencedName(blob),
-                          !present.contains(name), let key = Int64.fromDatabaseValue(row[0] as DatabaseValue)
+                    guard let blob = Data.fromDatabaseValue(row[1] as DatabaseValue),
+                        let name = ExternalData.referencedName(blob),
+                        !present.contains(name), let key = Int64.fromDatabaseValue(row[0] as DatabaseValue)
                     else { continue }
                     missing.append(key)
                 }
-                for key in missing { try db.execute(sql: "UPDATE \(table.sqlIdentifier) SET \(c) = NULL WHERE Z_PK = ?", arguments: [key]) }
+                for key in missing {
+                    try db.execute(
+                        sql: "UPDATE \(table.sqlIdentifier) SET \(c) = NULL WHERE Z_PK = ?", arguments: [key])
+                }
                 if !missing.isEmpty {
-                    report.referencesCut.append(.init(kind: "external-data", table: table, column: column.name, rows: missing.count))
+                    report.referencesCut.append(
+                        .init(kind: "external-data", table: table, column: column.name, rows: missing.count))
                 }
             }
         }
@@ -267,7 +314,9 @@ struct CoreDataConsistency {
         var counts: [Int: Int] = [:]
         for table in schema.entityTables where StoreChecks.isWellShaped(table, schema) {
             for row in try Row.fetchAll(db, sql: "SELECT Z_ENT, COUNT(*) FROM \(table.sqlIdentifier) GROUP BY Z_ENT") {
-                if let ent = Int.fromDatabaseValue(row[0] as DatabaseValue) { counts[ent] = Int.fromDatabaseValue(row[1] as DatabaseValue) ?? 0 }
+                if let ent = Int.fromDatabaseValue(row[0] as DatabaseValue) {
+                    counts[ent] = Int.fromDatabaseValue(row[1] as DatabaseValue) ?? 0
+                }
             }
         }
         return schema.entities.compactMap { entity in

@@ -42,7 +42,9 @@ final class DamagedStore {
     /// - Throws: `notFound`, `unreadable`, `notSQLite` (no page size can be found: not an SQLite file).
     init(files: StoreFileSet) throws {
         self.files = files
-        guard let status = FileStatus.resolve(files.main.path) else { throw USMError.notFound(path: files.main.path, what: "source store") }
+        guard let status = FileStatus.resolve(files.main.path) else {
+            throw USMError.notFound(path: files.main.path, what: "source store")
+        }
         guard status.kind == .file else { throw USMError.wrongKind(path: files.main.path, expected: "a regular file") }
         guard status.size > 0 else { throw USMError.notSQLite(path: files.main.path, reason: "the file is empty") }
         let start = try Self.readStart(files.main.path, count: PageSizeProbe.window)
@@ -53,14 +55,19 @@ final class DamagedStore {
             if !index.file.headerValid {
                 // An empty -wal is what every checkpoint leaves: nothing is lost then.
                 if index.file.size > 0 {
-                    walNote = "-wal: not used, \(index.file.headerProblem ?? "its header is invalid") (SQLite ignores it too)"
+                    walNote =
+                        "-wal: not used, \(index.file.headerProblem ?? "its header is invalid") (SQLite ignores it too)"
                 }
             } else if index.frames.isEmpty {
-                walNote = index.file.cutFrames > 0 ? "-wal: its \(index.file.cutFrames) frames hold no valid commit; none was applied (SQLite applies none either)" : nil
+                walNote =
+                    index.file.cutFrames > 0
+                    ? "-wal: its \(index.file.cutFrames) frames hold no valid commit; none was applied (SQLite applies none either)"
+                    : nil
             } else {
                 wal = index
                 if index.file.cutFrames > 0 {
-                    walNote = "-wal: \(index.file.cutFrames) frames after its last valid commit (a transaction cut short or never committed) were left out, as SQLite leaves them out"
+                    walNote =
+                        "-wal: \(index.file.cutFrames) frames after its last valid commit (a transaction cut short or never committed) were left out, as SQLite leaves them out"
                 }
             }
         }
@@ -75,9 +82,12 @@ final class DamagedStore {
         } else {
             let probed = start.withUnsafeBytes { PageSizeProbe.infer(ByteView($0), fileSize: status.size) }
             guard let size = wal?.file.pageSize ?? probed else {
-                throw USMError.notSQLite(path: files.main.path, reason: "no SQLite header and no page size fits its pages")
+                throw USMError.notSQLite(
+                    path: files.main.path, reason: "no SQLite header and no page size fits its pages")
             }
-            let why = start.starts(with: DatabaseHeader.magic) ? "the header's fields are invalid" : "the header is lost (no SQLite magic string)"
+            let why =
+                start.starts(with: DatabaseHeader.magic)
+                ? "the header's fields are invalid" : "the header is lost (no SQLite magic string)"
             state = .inferred(pageSize: size, reason: why)
             // Page 2 of an auto-vacuum file is the first pointer-map page: its first entry is page 3's.
             header = DatabaseHeader.assumed(pageSize: size, hasPointerMap: false)
@@ -87,7 +97,8 @@ final class DamagedStore {
         self.header = header
         headerState = state
         pages = try PageSource(
-            main: files.main.path, pageSize: header.pageSize, declaredPages: state == .intact ? header.declaredPages : nil,
+            main: files.main.path, pageSize: header.pageSize,
+            declaredPages: state == .intact ? header.declaredPages : nil,
             wal: wal, walPath: wal == nil ? nil : files.wal.path)
         visited = PageBitmap(pageCount: pages.pageCount)
         freelist = Freelist(pages: PageBitmap(pageCount: pages.pageCount))
@@ -114,7 +125,9 @@ final class DamagedStore {
             freelist.complete = headerState == .intact
             return
         }
-        freelist = Freelist.walk(first: header.freelistTrunk, declared: header.freelistCount, pageCount: pageCount, usable: usable) { page, body in
+        freelist = Freelist.walk(
+            first: header.freelistTrunk, declared: header.freelistCount, pageCount: pageCount, usable: usable
+        ) { page, body in
             withPage(page, overflow: true) { body($0) } != nil
         }
     }
@@ -122,14 +135,18 @@ final class DamagedStore {
     /// True when `page` may be read as part of a tree: in range, not read before, not free, not a
     /// pointer-map page or the lock-byte page.
     func available(_ page: UInt32) -> Bool {
-        guard page >= 1, Int(page) <= pageCount, !visited.contains(page), !freelist.pages.contains(page) else { return false }
+        guard page >= 1, Int(page) <= pageCount, !visited.contains(page), !freelist.pages.contains(page) else {
+            return false
+        }
         if let map = pointerMap, map.isMapPage(page) || page == map.lockPage { return false }
         return true
     }
 
     /// Calls `body` with page `number`'s bytes; nil (and `failure` set) when it cannot be read.
     /// `overflow` reads into the second buffer, so a leaf page stays in the first meanwhile.
-    func withPage<T>(_ number: UInt32, overflow: Bool = false, failure: UnsafeMutablePointer<String>? = nil, _ body: (ByteView) -> T) -> T? {
+    func withPage<T>(
+        _ number: UInt32, overflow: Bool = false, failure: UnsafeMutablePointer<String>? = nil, _ body: (ByteView) -> T
+    ) -> T? {
         let target = overflow ? overflowBuffer : buffer
         switch pages.read(number, into: target) {
         case .read:
@@ -171,9 +188,13 @@ final class DamagedStore {
     /// a page overwritten by other bytes fails one of these, and its row is lost, never mixed.
     /// `mark` takes the pages as read (a scan that only looks, and comes back for the cells it
     /// keeps, passes false the first time).
-    func withRecord<T>(_ cell: BTreePage.LeafCell, on page: ByteView, leaf: UInt32, mark: Bool = true,
-                       _ body: (ByteView) -> T) -> Result<T, CellFailure> {
-        guard let local = page.slice(cell.localStart..<(cell.localStart + cell.localCount)) else { return .failure(.outsidePage) }
+    func withRecord<T>(
+        _ cell: BTreePage.LeafCell, on page: ByteView, leaf: UInt32, mark: Bool = true,
+        _ body: (ByteView) -> T
+    ) -> Result<T, CellFailure> {
+        guard let local = page.slice(cell.localStart..<(cell.localStart + cell.localCount)) else {
+            return .failure(.outsidePage)
+        }
         guard let first = cell.overflowPage else { return .success(body(local)) }
         payload.removeAll(keepingCapacity: true)
         payload.append(contentsOf: local.base)
@@ -187,7 +208,8 @@ final class DamagedStore {
             let current = next
             guard available(current), seen.insert(current).inserted else { return .failure(.overflow(page: current)) }
             if pointerMap != nil, let entry = mapEntry(current) {
-                let expected: PointerMap.Entry = chain.isEmpty ? .firstOverflow(cellPage: previous) : .overflow(previous: previous)
+                let expected: PointerMap.Entry =
+                    chain.isEmpty ? .firstOverflow(cellPage: previous) : .overflow(previous: previous)
                 guard entry == expected else { return .failure(.overflow(page: current)) }
             }
             var taken = false
@@ -217,7 +239,9 @@ final class DamagedStore {
 
     /// The first `count` bytes of the file at `path` (fewer when it is shorter).
     static func readStart(_ path: String, count: Int) throws -> [UInt8] {
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw USMError.unreadable(path: path, reason: errnoDescription()) }
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw USMError.unreadable(path: path, reason: errnoDescription())
+        }
         defer { try? handle.close() }
         do {
             return [UInt8](try handle.read(upToCount: count) ?? Data())

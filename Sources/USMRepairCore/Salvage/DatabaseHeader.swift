@@ -50,7 +50,8 @@ struct DatabaseHeader: Sendable, Equatable {
         let encodingValue = bytes.u32(56) ?? 0
         guard encodingValue <= 3 else { return nil }
         return DatabaseHeader(
-            pageSize: pageSize, reserved: Int(reserved), declaredPages: pages > 0 && counter == validFor ? Int(pages) : nil,
+            pageSize: pageSize, reserved: Int(reserved),
+            declaredPages: pages > 0 && counter == validFor ? Int(pages) : nil,
             freelistTrunk: bytes.u32(32) ?? 0, freelistCount: Int(bytes.u32(36) ?? 0), largestRoot: bytes.u32(52) ?? 0,
             incrementalVacuum: (bytes.u32(64) ?? 0) != 0, encoding: TextEncoding(rawValue: encodingValue) ?? .utf8)
     }

@@ -15,15 +15,18 @@ struct Freelist: Sendable {
 
     /// Walks the trunk chain from `first`. `read(page, body)` calls `body` with the page's bytes and
     /// returns false when the page cannot be read.
-    static func walk(first: UInt32, declared: Int, pageCount: Int, usable: Int,
-                     read: (UInt32, (ByteView) -> Void) -> Bool) -> Freelist {
+    static func walk(
+        first: UInt32, declared: Int, pageCount: Int, usable: Int,
+        read: (UInt32, (ByteView) -> Void) -> Bool
+    ) -> Freelist {
         var list = Freelist(pages: PageBitmap(pageCount: pageCount))
         var trunk = first
         let maxLeaves = usable / 4 - 2
         var broken = false
         while trunk != 0 {
             guard Int(trunk) <= pageCount else {
-                list.problems.append("freelist trunk page \(trunk) is past the end of the database (\(pageCount) pages)")
+                list.problems.append(
+                    "freelist trunk page \(trunk) is past the end of the database (\(pageCount) pages)")
                 broken = true
                 break
             }
@@ -119,7 +122,9 @@ struct PointerMap: Sendable {
         if loaded[map] == nil {
             guard !unreadable.contains(map) else { return nil }
             var bytes: [UInt8] = []
-            let ok = read(map) { view in bytes = Array(UnsafeRawBufferPointer(rebasing: view.base[0..<min(usable, view.count)])) }
+            let ok = read(map) { view in
+                bytes = Array(UnsafeRawBufferPointer(rebasing: view.base[0..<min(usable, view.count)]))
+            }
             guard ok else {
                 unreadable.insert(map)
                 return nil
@@ -129,7 +134,9 @@ struct PointerMap: Sendable {
         guard let bytes = loaded[map] else { return nil }
         let offset = 5 * (Int(page) - Int(map) - 1)
         guard offset >= 0, offset + 5 <= bytes.count else { return nil }
-        let parent = UInt32(bytes[offset + 1]) << 24 | UInt32(bytes[offset + 2]) << 16 | UInt32(bytes[offset + 3]) << 8 | UInt32(bytes[offset + 4])
+        let parent =
+            UInt32(bytes[offset + 1]) << 24 | UInt32(bytes[offset + 2]) << 16 | UInt32(bytes[offset + 3]) << 8
+            | UInt32(bytes[offset + 4])
         guard Int(parent) <= pageCount else { return nil }
         switch bytes[offset] {
         case 1: return parent == 0 ? .root : nil

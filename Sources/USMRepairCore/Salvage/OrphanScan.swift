@@ -31,8 +31,10 @@ extension DamagedStore {
     /// lost key ranges) and hands the rows of each page placed to `sink`. Only the `final` scan
     /// (after every tree was walked) counts the table leaves it could not place: an earlier one,
     /// for `sqlite_schema` or the bookkeeping tables, meets the pages of trees not walked yet.
-    func scanOrphans(eligible: [Int], tables: [SalvageTable], rows: inout [SalvageReport.TableRows], sink: RowSink,
-                     final: Bool = true, result: inout ScanResult) {
+    func scanOrphans(
+        eligible: [Int], tables: [SalvageTable], rows: inout [SalvageReport.TableRows], sink: RowSink,
+        final: Bool = true, result: inout ScanResult
+    ) {
         guard !eligible.isEmpty, pageCount > 0 else { return }
         var fields: [FieldValue] = []
         for number in 1...pageCount {
@@ -48,7 +50,7 @@ extension DamagedStore {
             let readable: Void? = withPage(page) { view in
                 let headerOffset = page == 1 ? 100 : 0
                 guard case let .success(parsed) = BTreePage.parse(view, headerOffset: headerOffset, usable: usable),
-                      parsed.kind == .tableLeaf, parsed.cellCount > 0
+                    parsed.kind == .tableLeaf, parsed.cellCount > 0
                 else {
                     candidates = []
                     return
@@ -57,15 +59,18 @@ extension DamagedStore {
                 var keys: (first: Int64, last: Int64)?
                 var previous: Int64?
                 for i in 0..<parsed.cellCount {
-                    guard let offset = parsed.cellOffset(i, in: view), let cell = BTreePage.leafCell(at: offset, in: view, usable: usable),
-                          previous.map({ cell.rowid > $0 }) ?? true
+                    guard let offset = parsed.cellOffset(i, in: view),
+                        let cell = BTreePage.leafCell(at: offset, in: view, usable: usable),
+                        previous.map({ cell.rowid > $0 }) ?? true
                     else {
                         candidates = []
                         return
                     }
                     previous = cell.rowid
                     let fits = withRecord(cell, on: view, leaf: page, mark: false) { record -> Bool in
-                        guard RecordDecoder.decode(record, into: &fields, maxColumns: Int.max) == nil else { return false }
+                        guard RecordDecoder.decode(record, into: &fields, maxColumns: Int.max) == nil else {
+                            return false
+                        }
                         candidates = candidates.filter { tables[$0].admits(fields, strict: true) }
                         return true
                     }
@@ -82,8 +87,10 @@ extension DamagedStore {
                     candidates = rooted.isEmpty ? candidates.filter { tables[$0].root == nil } : rooted
                 }
                 guard candidates.count == 1, let table = candidates.first else { return }
-                place(page, view, parsed, table: table, keys: keys, tables: tables, fields: &fields, rows: &rows, sink: sink,
-                      result: &result)
+                place(
+                    page, view, parsed, table: table, keys: keys, tables: tables, fields: &fields, rows: &rows,
+                    sink: sink,
+                    result: &result)
             }
             // A table leaf outside every tree that no table takes: counted, never guessed.
             if final, readable != nil, cellCount > 0, !visited.contains(page) {
@@ -95,10 +102,14 @@ extension DamagedStore {
 
     /// Takes page `page` into table `table`, unless its keys overlap a page placed there before
     /// (then both are taken out again and counted as unplaced).
-    private func place(_ page: UInt32, _ view: ByteView, _ parsed: BTreePage, table: Int, keys: (first: Int64, last: Int64),
-                       tables: [SalvageTable], fields: inout [FieldValue], rows: inout [SalvageReport.TableRows], sink: RowSink,
-                       result: inout ScanResult) {
-        if let other = result.placements.firstIndex(where: { $0.table == table && $0.first <= keys.last && keys.first <= $0.last }) {
+    private func place(
+        _ page: UInt32, _ view: ByteView, _ parsed: BTreePage, table: Int, keys: (first: Int64, last: Int64),
+        tables: [SalvageTable], fields: inout [FieldValue], rows: inout [SalvageReport.TableRows], sink: RowSink,
+        result: inout ScanResult
+    ) {
+        if let other = result.placements.firstIndex(where: {
+            $0.table == table && $0.first <= keys.last && keys.first <= $0.last
+        }) {
             let earlier = result.placements[other]
             if !earlier.void {
                 let removed = sink.remove(table: table, range: earlier.first...earlier.last)
@@ -109,16 +120,22 @@ extension DamagedStore {
                 result.unplacedRows += earlier.rows
             }
             // This page is counted as unplaced by the caller (it stays unread as far as trees go).
-            record(page: Int(page), table: tables[table].name,
-                   reason: "an orphaned page whose keys overlap those of orphaned page \(earlier.page): two versions of the same rows, neither kept",
-                   cells: parsed.cellCount)
+            record(
+                page: Int(page), table: tables[table].name,
+                reason:
+                    "an orphaned page whose keys overlap those of orphaned page \(earlier.page): two versions of the same rows, neither kept",
+                cells: parsed.cellCount)
             return
         }
         var stored = 0
         for i in 0..<parsed.cellCount {
-            guard let offset = parsed.cellOffset(i, in: view), let cell = BTreePage.leafCell(at: offset, in: view, usable: usable) else { continue }
+            guard let offset = parsed.cellOffset(i, in: view),
+                let cell = BTreePage.leafCell(at: offset, in: view, usable: usable)
+            else { continue }
             _ = withRecord(cell, on: view, leaf: page) { record in
-                guard RecordDecoder.decode(record, into: &fields, maxColumns: tables[table].columns.count) == nil else { return }
+                guard RecordDecoder.decode(record, into: &fields, maxColumns: tables[table].columns.count) == nil else {
+                    return
+                }
                 switch sink.store(table: table, rowid: cell.rowid, fields: fields, record: record, orphan: page) {
                 case .stored:
                     stored += 1

@@ -18,7 +18,10 @@ enum PageSizeProbe {
             var hits = 0
             var k = 1
             while (k + 1) * size <= bytes.count {
-                if let page = bytes.slice((k * size)..<((k + 1) * size)), plausible(page, headerOffset: 0, usable: size) { hits += 1 }
+                if let page = bytes.slice((k * size)..<((k + 1) * size)), plausible(page, headerOffset: 0, usable: size)
+                {
+                    hits += 1
+                }
                 k += 2
             }
             odd[size] = hits
@@ -40,8 +43,9 @@ enum PageSizeProbe {
 
     /// True when `page` starts like a B-tree page with at least one cell, and its first cell reads.
     static func plausible(_ page: ByteView, headerOffset: Int, usable: Int) -> Bool {
-        guard case let .success(parsed) = BTreePage.parse(page, headerOffset: headerOffset, usable: usable), parsed.cellCount > 0,
-              let offset = parsed.cellOffset(0, in: page)
+        guard case let .success(parsed) = BTreePage.parse(page, headerOffset: headerOffset, usable: usable),
+            parsed.cellCount > 0,
+            let offset = parsed.cellOffset(0, in: page)
         else { return false }
         switch parsed.kind {
         case .tableLeaf: return BTreePage.leafCell(at: offset, in: page, usable: usable) != nil

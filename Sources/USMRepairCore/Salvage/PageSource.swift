@@ -1,8 +1,8 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The frames of a `-wal` that SQLite would apply: for each page, its newest frame up to the last
@@ -29,7 +29,9 @@ struct WALIndex: Sendable {
             pending.removeAll(keepingCapacity: true)
             size = commit
         }
-        guard file.headerValid, file.committedFrames > 0 else { return WALIndex(file: file, frames: [:], databasePages: nil) }
+        guard file.headerValid, file.committedFrames > 0 else {
+            return WALIndex(file: file, frames: [:], databasePages: nil)
+        }
         return WALIndex(file: file, frames: committed, databasePages: size > 0 ? Int(size) : nil)
     }
 

@@ -38,7 +38,8 @@ enum RecordDecoder {
     @discardableResult
     static func decode(_ record: ByteView, into fields: inout [FieldValue], maxColumns: Int) -> Defect? {
         fields.removeAll(keepingCapacity: true)
-        guard let header = record.varint(0), header.value >= Int64(header.length), header.value <= Int64(record.count) else {
+        guard let header = record.varint(0), header.value >= Int64(header.length), header.value <= Int64(record.count)
+        else {
             return .headerSize
         }
         let headerEnd = Int(header.value)

@@ -18,8 +18,11 @@ public struct SalvageRequest: Sendable {
     /// Read and report; write nothing but a private scratch folder.
     public var dryRun: Bool
 
-    public init(source: StoreFileSet, destination: StoreFileSet, schemaFrom: StoreFileSet? = nil, model: ManagedObjectModel? = nil,
-                overwrite: Bool = false, keepUbiquityMetadata: Bool = false, dryRun: Bool = false) {
+    public init(
+        source: StoreFileSet, destination: StoreFileSet, schemaFrom: StoreFileSet? = nil,
+        model: ManagedObjectModel? = nil,
+        overwrite: Bool = false, keepUbiquityMetadata: Bool = false, dryRun: Bool = false
+    ) {
         self.source = source
         self.model = model
         self.destination = destination
@@ -58,18 +61,23 @@ public struct SalvageOperation {
     /// (a dry run refuses then, exit 7).
     /// - Throws: `usage` (SRC is DST), `notFound`, `destinationExists`, `interruptedOperation`...
     public func plan() throws -> Plan {
-        let source = request.source, destination = request.destination
+        let source = request.source
+        let destination = request.destination
         guard source.main.path != destination.main.path else {
-            throw USMError.usage("the source and the destination are the same store; salvage never writes over the damaged store")
+            throw USMError.usage(
+                "the source and the destination are the same store; salvage never writes over the damaged store")
         }
-        guard FileStatus.lookup(source.main.path) != nil else { throw USMError.notFound(path: source.main.path, what: "source store") }
+        guard FileStatus.lookup(source.main.path) != nil else {
+            throw USMError.notFound(path: source.main.path, what: "source store")
+        }
         if let sibling = request.schemaFrom, FileStatus.lookup(sibling.main.path) == nil {
             throw USMError.notFound(path: sibling.main.path, what: "--schema-from store")
         }
         guard FileStatus.resolve(destination.directory.path)?.kind == .directory else {
             throw USMError.notFound(path: destination.directory.path, what: "destination folder")
         }
-        try Snapshot.refuseInside(executor.snapshotDirectory, protected: [destination.directory], why: "the folder this command changes")
+        try Snapshot.refuseInside(
+            executor.snapshotDirectory, protected: [destination.directory], why: "the folder this command changes")
         _ = try executor.recoverBeforePlanning(in: [root], dryRun: request.dryRun)
         let replacing = !destination.existingMembers().isEmpty
         if replacing, !request.overwrite { throw USMError.destinationExists(path: destination.main.path) }
@@ -79,29 +87,45 @@ public struct SalvageOperation {
         var steps: [Plan.Step] = []
         var expected: [String: Plan.Fingerprint] = [:]
         for member in destination.allMembers { expected[member.path] = .of(member.path) }
-        if replacing { steps.append(.init(.snapshot, "the old file set goes into a snapshot archive first; restore puts it back")) }
-        steps.append(.init(.build(.init(
-            source: source.main.path, staged: staged, strategy: StrategyChoice(id: "ios"), mergeInto: nil,
-            keepUbiquityMetadata: request.keepUbiquityMetadata, operation: "salvage")),
-            "every intact row of the damaged file set is read into a private store, made consistent, then staged and verified by the migration engine"))
+        if replacing {
+            steps.append(.init(.snapshot, "the old file set goes into a snapshot archive first; restore puts it back"))
+        }
+        steps.append(
+            .init(
+                .build(
+                    .init(
+                        source: source.main.path, staged: staged, strategy: StrategyChoice(id: "ios"), mergeInto: nil,
+                        keepUbiquityMetadata: request.keepUbiquityMetadata, operation: "salvage")),
+                "every intact row of the damaged file set is read into a private store, made consistent, then staged and verified by the migration engine"
+            ))
         var counter = 1
         for member in destination.existingMembers() {
             counter += 1
             try PlanCheck.linkFree(member.path, under: root.path)
-            steps.append(.init(.retire(path: member.path, trash: operation.appendingPathComponent("trash/\(counter)/\(member.lastPathComponent)").path),
-                               "the old \(member.lastPathComponent) makes way for the salvaged store (it is in the snapshot)"))
+            steps.append(
+                .init(
+                    .retire(
+                        path: member.path,
+                        trash: operation.appendingPathComponent("trash/\(counter)/\(member.lastPathComponent)").path),
+                    "the old \(member.lastPathComponent) makes way for the salvaged store (it is in the snapshot)"))
         }
-        steps.append(.init(.install(staged: staged, path: destination.main.path, optional: false),
-                           "renamed into place from the staging folder beside it, with no -wal or -shm"))
-        steps.append(.init(.install(staged: StoreFileSet(main: URL(fileURLWithPath: staged)).supportDirectory.path,
-                                    path: destination.supportDirectory.path, optional: true),
-                           "its external-data folder goes with it"))
+        steps.append(
+            .init(
+                .install(staged: staged, path: destination.main.path, optional: false),
+                "renamed into place from the staging folder beside it, with no -wal or -shm"))
+        steps.append(
+            .init(
+                .install(
+                    staged: StoreFileSet(main: URL(fileURLWithPath: staged)).supportDirectory.path,
+                    path: destination.supportDirectory.path, optional: true),
+                "its external-data folder goes with it"))
         steps.append(.init(.commit, "from here the salvaged store is in place and is never undone"))
         steps.append(.init(.purge, "the trash, staging and journal are removed"))
         return Plan(
             id: id, operation: "salvage", roots: [root], expected: expected,
             stores: FileStatus.lookup(destination.main.path) != nil ? [destination.main.path] : [],
-            snapshotItems: replacing ? destination.allMembers.map(\.path) : [], steps: steps, notes: [], nextLaunchBefore: nil,
+            snapshotItems: replacing ? destination.allMembers.map(\.path) : [], steps: steps, notes: [],
+            nextLaunchBefore: nil,
             nextLaunchAfter: nil)
     }
 
@@ -109,7 +133,8 @@ public struct SalvageOperation {
     public func run(progress: (String) -> Void = { _ in }) throws -> SalvageReport {
         let started = Date()
         let plan = try plan()
-        let request = self.request, engine = self.engine
+        let request = self.request
+        let engine = self.engine
         let sibling = try request.schemaFrom.map { files -> SiblingSchema in
             let scratch = try TemporaryDirectory(prefix: "usm-repair-sibling")
             defer { scratch.remove() }
@@ -118,15 +143,17 @@ public struct SalvageOperation {
         if request.dryRun {
             let scratch = try TemporaryDirectory(prefix: "usm-repair-salvage")
             defer { scratch.remove() }
-            var report = try Self.salvage(request, sibling: sibling, into: scratch.url.appendingPathComponent(request.destination.fileName),
-                                          progress: progress)
+            var report = try Self.salvage(
+                request, sibling: sibling, into: scratch.url.appendingPathComponent(request.destination.fileName),
+                progress: progress)
             report.durations["total"] = Date().timeIntervalSince(started)
             return report
         }
         let box = Mutex<SalvageReport?>(nil)
         let executor = self.executor.with(builder: { build in
-            let (report, migration) = try Self.build(request, sibling: sibling, engine: engine, staged: URL(fileURLWithPath: build.staged),
-                                                     keepUbiquityMetadata: build.keepUbiquityMetadata)
+            let (report, migration) = try Self.build(
+                request, sibling: sibling, engine: engine, staged: URL(fileURLWithPath: build.staged),
+                keepUbiquityMetadata: build.keepUbiquityMetadata)
             box.withLock { $0 = report }
             return migration
         })
@@ -136,12 +163,13 @@ public struct SalvageOperation {
         }
         report.snapshot = result.snapshot
         report.notes += result.leftovers.map(MaintenanceRun.leftoverNote)
-        let installing = Set(plan.steps.indices.filter {
-            switch plan.steps[$0].action {
-            case .retire, .install, .commit, .purge: true
-            default: false
-            }
-        })
+        let installing = Set(
+            plan.steps.indices.filter {
+                switch plan.steps[$0].action {
+                case .retire, .install, .commit, .purge: true
+                default: false
+                }
+            })
         report.durations["install"] = result.steps.filter { installing.contains($0.index) }.map(\.seconds).reduce(0, +)
         report.durations["total"] = Date().timeIntervalSince(started)
         return report
@@ -152,8 +180,10 @@ public struct SalvageOperation {
     /// source's folder; its `Z_UUID` kept when the metadata was). Installs nothing. The executor's
     /// builder for `salvage`'s plan; kept apart from `run` so that another plan's build step could
     /// seed from a salvaged copy (the migration report carries what salvage could not read).
-    static func build(_ request: SalvageRequest, sibling: SiblingSchema? = nil, engine: MigrationEngine, staged: URL,
-                             keepUbiquityMetadata: Bool, operation: String = "salvage") throws -> (SalvageReport, MigrationReport) {
+    static func build(
+        _ request: SalvageRequest, sibling: SiblingSchema? = nil, engine: MigrationEngine, staged: URL,
+        keepUbiquityMetadata: Bool, operation: String = "salvage"
+    ) throws -> (SalvageReport, MigrationReport) {
         let scratch = try TemporaryDirectory(prefix: "usm-repair-salvage")
         defer { scratch.remove() }
         let intermediate = scratch.url.appendingPathComponent(request.destination.fileName)
@@ -165,15 +195,22 @@ public struct SalvageOperation {
         options.keepStoreUUID = report.metadata == "kept"
         options.model = request.model
         var migration = try engine.build(
-            source: StoreFileSet(main: intermediate), staged: staged, shownAs: request.destination, strategy: "ios", options: options,
+            source: StoreFileSet(main: intermediate), staged: staged, shownAs: request.destination, strategy: "ios",
+            options: options,
             mode: .create)
         migration.source = .init(path: request.source.main.path, storeUUID: report.source.storeUUID)
         // What the build could not read is the loss a plan's report must show.
         migration.notes += report.unreadable.map { "salvage: not read: \($0)" }
         for table in report.tables where table.lostCells > 0 || table.lostPages > 0 || !table.dropped.isEmpty {
-            migration.leftOut.append("salvage: \(table.name): \(table.lostCells) cells and \(table.lostPages) pages could not be read\(table.dropped.isEmpty ? "" : ", \(table.dropped.values.reduce(0, +)) rows left out")")
+            migration.leftOut.append(
+                "salvage: \(table.name): \(table.lostCells) cells and \(table.lostPages) pages could not be read\(table.dropped.isEmpty ? "" : ", \(table.dropped.values.reduce(0, +)) rows left out")"
+            )
         }
-        for cut in report.referencesCut { migration.leftOut.append("salvage: \(cut.table).\(cut.column): \(cut.rows) \(cut.kind) references cut (they pointed at lost rows)") }
+        for cut in report.referencesCut {
+            migration.leftOut.append(
+                "salvage: \(cut.table).\(cut.column): \(cut.rows) \(cut.kind) references cut (they pointed at lost rows)"
+            )
+        }
         report.verification = migration.verification
         report.destination.storeUUID = migration.destination.storeUUID
         report.durations["build"] = Date().timeIntervalSince(clock)
@@ -181,16 +218,20 @@ public struct SalvageOperation {
     }
 
     /// Reads `request.source` into a private store at `url` and makes it consistent.
-    static func salvage(_ request: SalvageRequest, sibling: SiblingSchema?, into url: URL, progress: (String) -> Void) throws -> SalvageReport {
+    static func salvage(_ request: SalvageRequest, sibling: SiblingSchema?, into url: URL, progress: (String) -> Void)
+        throws -> SalvageReport
+    {
         var clock = Date()
-        let outcome = try Salvager(source: request.source, sibling: sibling).run(into: url, dryRun: request.dryRun, progress: progress)
+        let outcome = try Salvager(source: request.source, sibling: sibling).run(
+            into: url, dryRun: request.dryRun, progress: progress)
         var report = outcome.report
         report.destination = .init(path: request.destination.main.path)
         report.durations["read"] = Date().timeIntervalSince(clock)
         clock = Date()
         progress("making the salvaged rows a consistent Core Data store")
         do {
-            try CoreDataConsistency(sibling: sibling, model: request.model, source: request.source).run(url, report: &report)
+            try CoreDataConsistency(sibling: sibling, model: request.model, source: request.source).run(
+                url, report: &report)
         } catch let error as USMError {
             throw error
         } catch {

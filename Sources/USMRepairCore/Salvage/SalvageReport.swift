@@ -132,7 +132,8 @@ public struct SalvageReport: Sendable, Encodable {
 
     enum CodingKeys: String, CodingKey {
         case schemaVersion, command, dryRun, source, destination, schema, relationships, metadata, tables, entities
-        case referencesCut, countersRaised, entitiesRestored, damagedPages, damagedPageCount, unplacedPages, unplacedRows
+        case referencesCut, countersRaised, entitiesRestored, damagedPages, damagedPageCount, unplacedPages,
+            unplacedRows
         case unreadable, notes, verification, snapshot, durations, exitCode, exitStatus
     }
 

@@ -76,7 +76,9 @@ struct SalvageTable: Sendable {
         // Z_PRIMARYKEY's Z_ENT is its key (stored NULL), not an entity column.
         let upper = name.uppercased()
         let bookkeeping = ["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"].contains(upper)
-        let entity = (upper.hasPrefix("Z") || upper.hasPrefix("A")) && !bookkeeping ? columns.firstIndex { $0.name.uppercased() == "Z_ENT" } : nil
+        let entity =
+            (upper.hasPrefix("Z") || upper.hasPrefix("A")) && !bookkeeping
+            ? columns.firstIndex { $0.name.uppercased() == "Z_ENT" } : nil
         entityColumn = entity == rowidColumn ? nil : entity
         if root == nil { lost = [.all] }
     }
@@ -84,8 +86,10 @@ struct SalvageTable: Sendable {
     /// `sqlite_schema` itself: five columns, root page 1.
     static let schema = SalvageTable(
         name: "sqlite_schema",
-        columns: [("type", Affinity.text), ("name", .text), ("tbl_name", .text), ("rootpage", .integer), ("sql", .text)]
-            .map { Column(name: $0.0, affinity: $0.1) },
+        columns: [
+            ("type", Affinity.text), ("name", .text), ("tbl_name", .text), ("rootpage", .integer), ("sql", .text),
+        ]
+        .map { Column(name: $0.0, affinity: $0.1) },
         rowidColumn: nil, root: 1)
 
     /// True when a record with `fields` can be one of this table's rows. `strict` (pages found

@@ -25,17 +25,20 @@ final class SalvageWriter: RowSink {
     /// Prepares the empty store on `db`: page size, auto-vacuum and encoding of the source, no
     /// journal (a scratch file: a crash leaves nothing anyone reads).
     init(db: Database, pageSize: Int, autoVacuum: Int, encoding: DatabaseHeader.TextEncoding) throws {
-        guard let connection = db.sqliteConnection else { throw USMError.unexpected("the salvage store has no connection") }
+        guard let connection = db.sqliteConnection else {
+            throw USMError.unexpected("the salvage store has no connection")
+        }
         self.db = db
         self.connection = connection
         self.encoding = encoding
         try db.execute(sql: "PRAGMA page_size = \(pageSize)")
         try db.execute(sql: "PRAGMA auto_vacuum = \(autoVacuum)")
-        let name = switch encoding {
-        case .utf8: "UTF-8"
-        case .utf16le: "UTF-16le"
-        case .utf16be: "UTF-16be"
-        }
+        let name =
+            switch encoding {
+            case .utf8: "UTF-8"
+            case .utf16le: "UTF-16le"
+            case .utf16be: "UTF-16be"
+            }
         try db.execute(sql: "PRAGMA encoding = \(SQLName.literal(name))")
         _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = OFF")
         try db.execute(sql: "PRAGMA synchronous = OFF")
@@ -54,7 +57,8 @@ final class SalvageWriter: RowSink {
             do {
                 try StagedStore.validate(db, (row.type, row.name, sql), path: "salvage")
             } catch {
-                skipped.append("\(row.name): its statement is not a plain CREATE TABLE (a virtual table?); not salvaged")
+                skipped.append(
+                    "\(row.name): its statement is not a plain CREATE TABLE (a virtual table?); not salvaged")
                 continue
             }
             if sql.uppercased().replacingOccurrences(of: " ", with: "").contains("WITHOUTROWID") {
@@ -62,10 +66,15 @@ final class SalvageWriter: RowSink {
                 continue
             }
             try db.execute(sql: sql)
-            let info = try Row.fetchAll(db, sql: "SELECT name, type, pk FROM pragma_table_info(?)", arguments: [row.name])
-            let columns = info.map { SalvageTable.Column(name: $0["name"] ?? "", affinity: .init(declared: $0["type"] ?? "")) }
+            let info = try Row.fetchAll(
+                db, sql: "SELECT name, type, pk FROM pragma_table_info(?)", arguments: [row.name])
+            let columns = info.map {
+                SalvageTable.Column(name: $0["name"] ?? "", affinity: .init(declared: $0["type"] ?? ""))
+            }
             let keys = info.enumerated().filter { (($0.element["pk"] as Int?) ?? 0) > 0 }
-            let rowid = keys.count == 1 && ((keys[0].element["type"] as String?) ?? "").uppercased() == "INTEGER" ? keys[0].offset : nil
+            let rowid =
+                keys.count == 1 && ((keys[0].element["type"] as String?) ?? "").uppercased() == "INTEGER"
+                ? keys[0].offset : nil
             tables.append(SalvageTable(name: row.name, columns: columns, rowidColumn: rowid, root: roots[row.name]))
             names.append(row.name)
             let lower = Set(columns.map { $0.name.lowercased() })
@@ -83,14 +92,19 @@ final class SalvageWriter: RowSink {
         for type in order {
             for row in rows where row.type == type {
                 guard let sql = row.sql, !row.name.lowercased().hasPrefix("sqlite_") else { continue }
-                guard names.contains(where: { $0.caseInsensitiveCompare(row.tableName) == .orderedSame }) || type == "view" else {
+                guard
+                    names.contains(where: { $0.caseInsensitiveCompare(row.tableName) == .orderedSame })
+                        || type == "view"
+                else {
                     skipped.append("\(type) \(row.name): its table \(row.tableName) was not salvaged")
                     continue
                 }
                 do {
                     try StagedStore.validate(db, (row.type, row.name, sql), path: "salvage")
                     try db.execute(sql: sql)
-                } catch let error as DatabaseError where error.resultCode.primaryResultCode == .SQLITE_CONSTRAINT && type == "index" {
+                } catch let error as DatabaseError
+                    where error.resultCode.primaryResultCode == .SQLITE_CONSTRAINT && type == "index"
+                {
                     // A uniqueness constraint two salvaged rows break: the later rows go, counted.
                     let count = try removeDuplicates(row, removed: &removed)
                     if count > 0, (try? db.execute(sql: sql)) != nil { continue }
@@ -112,15 +126,17 @@ final class SalvageWriter: RowSink {
         guard let on = sql.range(of: " ON ", options: .caseInsensitive) else { return 0 }
         try db.execute(sql: "CREATE INDEX \(probe.sqlIdentifier)\(sql[on.lowerBound...])")
         defer { try? db.execute(sql: "DROP INDEX IF EXISTS \(probe.sqlIdentifier)") }
-        let columns = try String.fetchAll(db, sql: "SELECT name FROM pragma_index_info(?) ORDER BY seqno", arguments: [probe])
+        let columns = try String.fetchAll(
+            db, sql: "SELECT name FROM pragma_index_info(?) ORDER BY seqno", arguments: [probe])
         guard !columns.isEmpty, columns.allSatisfy({ !$0.isEmpty }) else { return 0 }
         let table = row.tableName.sqlIdentifier
         let list = columns.map(\.sqlIdentifier).joined(separator: ", ")
         let nonNull = columns.map { "\($0.sqlIdentifier) IS NOT NULL" }.joined(separator: " AND ")
-        try db.execute(sql: """
-            DELETE FROM \(table) WHERE rowid NOT IN (SELECT MIN(rowid) FROM \(table) GROUP BY \(list))
-              AND \(nonNull)
-            """)
+        try db.execute(
+            sql: """
+                DELETE FROM \(table) WHERE rowid NOT IN (SELECT MIN(rowid) FROM \(table) GROUP BY \(list))
+                  AND \(nonNull)
+                """)
         let count = db.changesCount
         if count > 0 { removed[row.tableName, default: 0] += count }
         return count
@@ -129,7 +145,9 @@ final class SalvageWriter: RowSink {
     // MARK: - RowSink
 
     func store(table: Int, rowid: Int64, fields: [FieldValue], record: ByteView, orphan: UInt32?) -> SinkOutcome {
-        guard table >= 0, table < tables.count, let statement = insert(table, values: fields.count) else { return .refused }
+        guard table >= 0, table < tables.count, let statement = insert(table, values: fields.count) else {
+            return .refused
+        }
         let info = tables[table]
         var parameter: Int32 = 1
         if info.rowidColumn == nil {
@@ -148,9 +166,12 @@ final class SalvageWriter: RowSink {
         sqlite3_reset(statement)
         sqlite3_clear_bindings(statement)
         if rc == SQLITE_DONE { return .stored }
-        if rc & 0xFF == SQLITE_CONSTRAINT { return same(table, rowid: rowid, fields: fields, record: record) ? .duplicate : .conflict }
+        if rc & 0xFF == SQLITE_CONSTRAINT {
+            return same(table, rowid: rowid, fields: fields, record: record) ? .duplicate : .conflict
+        }
         if failure == nil {
-            failure = DatabaseError(resultCode: ResultCode(rawValue: rc), message: String(cString: sqlite3_errmsg(connection)))
+            failure = DatabaseError(
+                resultCode: ResultCode(rawValue: rc), message: String(cString: sqlite3_errmsg(connection)))
         }
         return .refused
     }
@@ -158,8 +179,9 @@ final class SalvageWriter: RowSink {
     func remove(table: Int, range: ClosedRange<Int64>) -> Int {
         guard table >= 0, table < tables.count else { return 0 }
         do {
-            try db.execute(sql: "DELETE FROM \(names[table].sqlIdentifier) WHERE \(keyName[table]) BETWEEN ? AND ?",
-                           arguments: [range.lowerBound, range.upperBound])
+            try db.execute(
+                sql: "DELETE FROM \(names[table].sqlIdentifier) WHERE \(keyName[table]) BETWEEN ? AND ?",
+                arguments: [range.lowerBound, range.upperBound])
             return db.changesCount
         } catch {
             if failure == nil { failure = error }
@@ -175,11 +197,13 @@ final class SalvageWriter: RowSink {
         guard count <= info.columns.count else { return nil }
         var columns = info.columns.prefix(count).map { $0.name.sqlIdentifier }
         if info.rowidColumn == nil { columns.insert(keyName[table], at: 0) }
-        let sql = "INSERT INTO \(info.name.sqlIdentifier) (\(columns.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))"
+        let sql =
+            "INSERT INTO \(info.name.sqlIdentifier) (\(columns.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))"
         var statement: OpaquePointer?
         guard sqlite3_prepare_v2(connection, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
             if failure == nil {
-                failure = DatabaseError(resultCode: .SQLITE_ERROR, message: String(cString: sqlite3_errmsg(connection)), sql: sql)
+                failure = DatabaseError(
+                    resultCode: .SQLITE_ERROR, message: String(cString: sqlite3_errmsg(connection)), sql: sql)
             }
             return nil
         }
@@ -197,20 +221,24 @@ final class SalvageWriter: RowSink {
             sqlite3_bind_double(statement, index, x)
         case let .text(range):
             let base = record.base.baseAddress.map { $0 + range.lowerBound }
-            let encoding: UInt8 = switch self.encoding {
-            case .utf8: UInt8(SQLITE_UTF8)
-            case .utf16le: UInt8(SQLITE_UTF16LE)
-            case .utf16be: UInt8(SQLITE_UTF16BE)
-            }
-            sqlite3_bind_text64(statement, index, (base ?? UnsafeRawPointer(bitPattern: 1))?.assumingMemoryBound(to: CChar.self),
-                                sqlite3_uint64(range.count), Self.transient, encoding)
+            let encoding: UInt8 =
+                switch self.encoding {
+                case .utf8: UInt8(SQLITE_UTF8)
+                case .utf16le: UInt8(SQLITE_UTF16LE)
+                case .utf16be: UInt8(SQLITE_UTF16BE)
+                }
+            sqlite3_bind_text64(
+                statement, index, (base ?? UnsafeRawPointer(bitPattern: 1))?.assumingMemoryBound(to: CChar.self),
+                sqlite3_uint64(range.count), Self.transient, encoding)
         case let .blob(range):
             // A zero-length blob still binds as a blob, never as NULL.
             if range.isEmpty {
                 sqlite3_bind_zeroblob(statement, index, 0)
             } else {
-                sqlite3_bind_blob64(statement, index, record.base.baseAddress.map { $0 + range.lowerBound }, sqlite3_uint64(range.count),
-                                    Self.transient)
+                sqlite3_bind_blob64(
+                    statement, index, record.base.baseAddress.map { $0 + range.lowerBound },
+                    sqlite3_uint64(range.count),
+                    Self.transient)
             }
         }
     }
@@ -219,8 +247,10 @@ final class SalvageWriter: RowSink {
     private func same(_ table: Int, rowid: Int64, fields: [FieldValue], record: ByteView) -> Bool {
         let info = tables[table]
         let columns = info.columns.map { $0.name.sqlIdentifier }.joined(separator: ", ")
-        guard let row = try? Row.fetchOne(db, sql: "SELECT \(columns) FROM \(info.name.sqlIdentifier) WHERE \(keyName[table]) = ?",
-                                          arguments: [rowid])
+        guard
+            let row = try? Row.fetchOne(
+                db, sql: "SELECT \(columns) FROM \(info.name.sqlIdentifier) WHERE \(keyName[table]) = ?",
+                arguments: [rowid])
         else { return false }
         for i in 0..<info.columns.count {
             let stored: DatabaseValue = row[i]
@@ -234,7 +264,9 @@ final class SalvageWriter: RowSink {
                 if FieldText.string(.text(range), in: record, encoding: encoding) == s { continue }
                 return false
             case let (.blob(range), .blob(data)):
-                if let bytes = record.slice(range), bytes.count == data.count, data.elementsEqual(bytes.base) { continue }
+                if let bytes = record.slice(range), bytes.count == data.count, data.elementsEqual(bytes.base) {
+                    continue
+                }
                 return false
             default:
                 return false

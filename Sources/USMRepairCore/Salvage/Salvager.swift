@@ -45,11 +45,16 @@ struct Salvager {
         store.walk(0, tables: &schemaTables, rows: &schemaRows, sink: collector)
         if !schemaTables[0].lost.isEmpty {
             var scan = DamagedStore.ScanResult()
-            store.scanOrphans(eligible: [0], tables: schemaTables, rows: &schemaRows, sink: collector, final: false, result: &scan)
-            if !scan.placements.isEmpty { report.notes.append("sqlite_schema rows were found on \(scan.placements.count) orphaned pages") }
+            store.scanOrphans(
+                eligible: [0], tables: schemaTables, rows: &schemaRows, sink: collector, final: false, result: &scan)
+            if !scan.placements.isEmpty {
+                report.notes.append("sqlite_schema rows were found on \(scan.placements.count) orphaned pages")
+            }
         }
         if schemaRows[0].lostCells > 0 || schemaRows[0].lostPages > 0 || !schemaTables[0].lost.isEmpty {
-            report.unreadable.append("sqlite_schema: part of it could not be read (\(schemaRows[0].lostCells) cells, \(schemaRows[0].lostPages) pages)")
+            report.unreadable.append(
+                "sqlite_schema: part of it could not be read (\(schemaRows[0].lostCells) cells, \(schemaRows[0].lostPages) pages)"
+            )
         }
 
         // 3. The schema of the result.
@@ -59,33 +64,49 @@ struct Salvager {
         if !schemaWhole, sibling == nil {
             // A table whose schema row was lost is not salvaged at all: say so, and how to get it back.
             let known = Set(rows.filter { $0.type == "table" }.map { $0.name.uppercased() })
-            let named = Set(rows.filter { $0.type != "table" && !known.contains($0.tableName.uppercased()) }.map(\.tableName)).sorted()
-            let hint = named.isEmpty ? "" : " (\(named.count) named by the indexes or triggers that were read: \(named.prefix(5).joined(separator: ", "))\(named.count > 5 ? ", ..." : ""))"
-            report.unreadable.append("sqlite_schema: the tables whose schema rows were on its lost part are not salvaged\(hint); give --schema-from a healthy store of the same model to salvage them")
+            let named = Set(
+                rows.filter { $0.type != "table" && !known.contains($0.tableName.uppercased()) }.map(\.tableName)
+            ).sorted()
+            let hint =
+                named.isEmpty
+                ? ""
+                : " (\(named.count) named by the indexes or triggers that were read: \(named.prefix(5).joined(separator: ", "))\(named.count > 5 ? ", ..." : ""))"
+            report.unreadable.append(
+                "sqlite_schema: the tables whose schema rows were on its lost part are not salvaged\(hint); give --schema-from a healthy store of the same model to salvage them"
+            )
         }
         var outcome: Outcome?
         let queue = try DatabaseQueue(path: destination.path)
         defer { try? queue.close() }
         do {
             try queue.writeWithoutTransaction { db in
-                let autoVacuum = store.header.largestRoot == 0 ? (store.headerState == .intact ? 0 : 2) : (store.header.incrementalVacuum ? 2 : 1)
-                let writer = try SalvageWriter(db: db, pageSize: store.header.pageSize, autoVacuum: autoVacuum, encoding: store.header.encoding)
+                let autoVacuum =
+                    store.header.largestRoot == 0
+                    ? (store.headerState == .intact ? 0 : 2) : (store.header.incrementalVacuum ? 2 : 1)
+                let writer = try SalvageWriter(
+                    db: db, pageSize: store.header.pageSize, autoVacuum: autoVacuum, encoding: store.header.encoding)
                 report.unreadable += try writer.createTables(rows, roots: roots)
                 var tables = writer.tables
                 var tableRows = tables.map { SalvageReport.TableRows(name: $0.name) }
                 try db.execute(sql: "BEGIN")
                 // 4. Z_PRIMARYKEY, then the others from their roots.
-                let bookkeeping = tables.indices.filter { ["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"].contains(tables[$0].name.uppercased()) }
+                let bookkeeping = tables.indices.filter {
+                    ["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"].contains(tables[$0].name.uppercased())
+                }
                 progress("reading Z_PRIMARYKEY, Z_METADATA, Z_MODELCACHE")
                 for index in bookkeeping { store.walk(index, tables: &tables, rows: &tableRows, sink: writer) }
                 var scan = DamagedStore.ScanResult()
                 let lostBookkeeping = bookkeeping.filter { !tables[$0].lost.isEmpty }
                 if !lostBookkeeping.isEmpty {
                     // Their rows come first: the entity numbers they list admit the orphaned rows of the others.
-                    store.scanOrphans(eligible: lostBookkeeping, tables: tables, rows: &tableRows, sink: writer, final: false, result: &scan)
+                    store.scanOrphans(
+                        eligible: lostBookkeeping, tables: tables, rows: &tableRows, sink: writer, final: false,
+                        result: &scan)
                 }
                 try assignEntities(db, &tables)
-                let others = tables.indices.filter { !bookkeeping.contains($0) }.sorted { (tables[$0].root ?? .max) < (tables[$1].root ?? .max) }
+                let others = tables.indices.filter { !bookkeeping.contains($0) }.sorted {
+                    (tables[$0].root ?? .max) < (tables[$1].root ?? .max)
+                }
                 progress("reading \(others.count) tables")
                 for index in others { store.walk(index, tables: &tables, rows: &tableRows, sink: writer) }
                 // 5. Orphaned pages.
@@ -110,7 +131,9 @@ struct Salvager {
                     }
                 }
                 for (i, table) in tables.enumerated() where table.root == nil && tableRows[i].salvaged == 0 {
-                    report.unreadable.append("\(table.name): its root page is unknown (its sqlite_schema row was lost) and no page of it was found")
+                    report.unreadable.append(
+                        "\(table.name): its root page is unknown (its sqlite_schema row was lost) and no page of it was found"
+                    )
                 }
                 report.tables = tableRows
                 report.unplacedPages = scan.unplacedPages
@@ -125,7 +148,9 @@ struct Salvager {
         guard var result = outcome else { throw USMError.unexpected("the salvage read ended without a result") }
         let after = ["main", "wal"].map { source.member($0).flatMap { FileStatus.lookup($0.path) } }
         for (was, now) in zip(before, after) where !(was == nil && now == nil) {
-            guard let was, let now, was.sameContent(as: now) else { throw USMError.changedWhileReading(path: source.main.path) }
+            guard let was, let now, was.sameContent(as: now) else {
+                throw USMError.changedWhileReading(path: source.main.path)
+            }
         }
         result.report.damagedPages = store.damaged
         result.report.damagedPageCount = store.damagedCount
@@ -150,21 +175,28 @@ struct Salvager {
         let known = Set(rows.map { $0.name.uppercased() })
         var origin = "sqlite_schema"
         if let sibling {
-            let missing = sibling.rows.filter { !known.contains($0.name.uppercased()) && !$0.name.lowercased().hasPrefix("sqlite_") }
+            let missing = sibling.rows.filter {
+                !known.contains($0.name.uppercased()) && !$0.name.lowercased().hasPrefix("sqlite_")
+            }
             if !missing.isEmpty {
                 rows += missing
                 origin = own.isEmpty ? "schema-from" : "sqlite_schema+schema-from"
             }
         }
-        for name in ["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"] where !rows.contains(where: { $0.type == "table" && $0.name.uppercased() == name }) {
+        for name in ["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"]
+        where !rows.contains(where: { $0.type == "table" && $0.name.uppercased() == name }) {
             if whole {
-                guard name == "Z_MODELCACHE" else { throw USMError.notCoreData(path: source.main.path, missing: [name]) }
+                guard name == "Z_MODELCACHE" else {
+                    throw USMError.notCoreData(path: source.main.path, missing: [name])
+                }
                 continue
             }
             if let row = SchemaRow.bookkeeping(name) { rows.append(row) }
         }
         let entityTables = rows.filter { row in
-            guard row.type == "table", let first = row.name.uppercased().first, first == "Z" || first == "A" else { return false }
+            guard row.type == "table", let first = row.name.uppercased().first, first == "Z" || first == "A" else {
+                return false
+            }
             return !["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"].contains(row.name.uppercased())
         }
         if entityTables.isEmpty {
@@ -184,7 +216,8 @@ struct Salvager {
         for entity in sibling?.entities ?? [] { entities[entity.number] = (entity.name, entity.superNumber) }
         if tables.contains(where: { $0.name.uppercased() == "Z_PRIMARYKEY" }) {
             for row in try Row.fetchAll(db, sql: "SELECT Z_ENT, Z_NAME, Z_SUPER FROM Z_PRIMARYKEY") {
-                guard let number = Int.fromDatabaseValue(row[0] as DatabaseValue), let name = String.fromDatabaseValue(row[1] as DatabaseValue)
+                guard let number = Int.fromDatabaseValue(row[0] as DatabaseValue),
+                    let name = String.fromDatabaseValue(row[1] as DatabaseValue)
                 else { continue }
                 entities[number] = (name, Int.fromDatabaseValue(row[2] as DatabaseValue) ?? 0)
             }

@@ -17,12 +17,15 @@ struct SchemaRow: Sendable, Equatable {
     /// The statement of a bookkeeping table Core Data always declares the same way, for a store
     /// whose own schema row for it was lost.
     static func bookkeeping(_ name: String) -> SchemaRow? {
-        let sql: String? = switch name {
-        case "Z_PRIMARYKEY": "CREATE TABLE Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER)"
-        case "Z_METADATA": "CREATE TABLE Z_METADATA (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB)"
-        case "Z_MODELCACHE": "CREATE TABLE Z_MODELCACHE (Z_CONTENT BLOB)"
-        default: nil
-        }
+        let sql: String? =
+            switch name {
+            case "Z_PRIMARYKEY":
+                "CREATE TABLE Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER)"
+            case "Z_METADATA":
+                "CREATE TABLE Z_METADATA (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB)"
+            case "Z_MODELCACHE": "CREATE TABLE Z_MODELCACHE (Z_CONTENT BLOB)"
+            default: nil
+            }
         return sql.map { SchemaRow(type: "table", name: name, tableName: name, rootPage: 0, sql: $0) }
     }
 }
@@ -45,7 +48,8 @@ enum FieldText {
             units.reserveCapacity(bytes.count / 2)
             var i = 0
             while i + 1 < bytes.count {
-                let a = UInt16(bytes.base[i]), b = UInt16(bytes.base[i + 1])
+                let a = UInt16(bytes.base[i])
+                let b = UInt16(bytes.base[i + 1])
                 units.append(encoding == .utf16le ? a | b << 8 : a << 8 | b)
                 i += 2
             }
@@ -73,16 +77,19 @@ final class SchemaCollector: RowSink {
     }
 
     func store(table: Int, rowid: Int64, fields: [FieldValue], record: ByteView, orphan: UInt32?) -> SinkOutcome {
-        guard fields.count == 5, let type = FieldText.string(fields[0], in: record, encoding: encoding), SchemaRow.types.contains(type),
-              let name = FieldText.string(fields[1], in: record, encoding: encoding), !name.isEmpty,
-              let tableName = FieldText.string(fields[2], in: record, encoding: encoding),
-              let root = FieldText.integer(fields[3]) ?? (fields[3] == .null ? 0 : nil), root >= 0, root <= Int64(UInt32.max)
+        guard fields.count == 5, let type = FieldText.string(fields[0], in: record, encoding: encoding),
+            SchemaRow.types.contains(type),
+            let name = FieldText.string(fields[1], in: record, encoding: encoding), !name.isEmpty,
+            let tableName = FieldText.string(fields[2], in: record, encoding: encoding),
+            let root = FieldText.integer(fields[3]) ?? (fields[3] == .null ? 0 : nil), root >= 0,
+            root <= Int64(UInt32.max)
         else {
             malformed += 1
             return .refused
         }
-        let row = SchemaRow(type: type, name: name, tableName: tableName, rootPage: UInt32(root),
-                            sql: FieldText.string(fields[4], in: record, encoding: encoding))
+        let row = SchemaRow(
+            type: type, name: name, tableName: tableName, rootPage: UInt32(root),
+            sql: FieldText.string(fields[4], in: record, encoding: encoding))
         if let existing = rows[rowid] { return existing == row ? .duplicate : .conflict }
         rows[rowid] = row
         return .stored

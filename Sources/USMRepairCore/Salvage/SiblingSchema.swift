@@ -26,21 +26,30 @@ struct SiblingSchema: Sendable {
     /// Reads `files` through a private copy in `scratch`.
     /// - Throws: `notFound`, `sourceDamaged` (the sibling must be healthy), `notCoreData`...
     static func read(_ files: StoreFileSet, scratch: URL) throws -> SiblingSchema {
-        guard FileStatus.lookup(files.main.path) != nil else { throw USMError.notFound(path: files.main.path, what: "--schema-from store") }
+        guard FileStatus.lookup(files.main.path) != nil else {
+            throw USMError.notFound(path: files.main.path, what: "--schema-from store")
+        }
         let captured = try MigrationEngine.capture(files, into: scratch, role: "schema-from")
         let queue = try StagedStore.open(captured.copy, readonly: true)
         defer { try? queue.close() }
         return try queue.read { db in
-            let rows = try Row.fetchAll(db, sql: "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY rowid").compactMap { row -> SchemaRow? in
-                guard let type = String.fromDatabaseValue(row[0] as DatabaseValue), let name = String.fromDatabaseValue(row[1] as DatabaseValue),
-                      let table = String.fromDatabaseValue(row[2] as DatabaseValue)
+            let rows = try Row.fetchAll(db, sql: "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY rowid")
+                .compactMap { row -> SchemaRow? in
+                    guard let type = String.fromDatabaseValue(row[0] as DatabaseValue),
+                        let name = String.fromDatabaseValue(row[1] as DatabaseValue),
+                        let table = String.fromDatabaseValue(row[2] as DatabaseValue)
+                    else { return nil }
+                    return SchemaRow(
+                        type: type, name: name, tableName: table, rootPage: 0,
+                        sql: String.fromDatabaseValue(row[3] as DatabaseValue))
+                }
+            let entities = try Row.fetchAll(db, sql: "SELECT Z_ENT, Z_NAME, Z_SUPER FROM Z_PRIMARYKEY").compactMap {
+                row -> Entity? in
+                guard let number = Int.fromDatabaseValue(row[0] as DatabaseValue),
+                    let name = String.fromDatabaseValue(row[1] as DatabaseValue)
                 else { return nil }
-                return SchemaRow(type: type, name: name, tableName: table, rootPage: 0, sql: String.fromDatabaseValue(row[3] as DatabaseValue))
-            }
-            let entities = try Row.fetchAll(db, sql: "SELECT Z_ENT, Z_NAME, Z_SUPER FROM Z_PRIMARYKEY").compactMap { row -> Entity? in
-                guard let number = Int.fromDatabaseValue(row[0] as DatabaseValue), let name = String.fromDatabaseValue(row[1] as DatabaseValue)
-                else { return nil }
-                return Entity(number: number, name: name, superNumber: Int.fromDatabaseValue(row[2] as DatabaseValue) ?? 0)
+                return Entity(
+                    number: number, name: name, superNumber: Int.fromDatabaseValue(row[2] as DatabaseValue) ?? 0)
             }
             let hasCache = rows.contains { $0.type == "table" && $0.name.uppercased() == "Z_MODELCACHE" }
             let cache = hasCache ? try Data.fetchOne(db, sql: "SELECT Z_CONTENT FROM Z_MODELCACHE LIMIT 1") : nil

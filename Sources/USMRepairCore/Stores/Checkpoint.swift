@@ -14,9 +14,13 @@ enum Checkpoint {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let capture = folder.appendingPathComponent(".capture-\(UUID().uuidString)", isDirectory: true)
         defer { try? SafeRemove.tree(capture) }
-        let present = ["main", "wal"].filter { source.member($0).map { FileStatus.lookup($0.path)?.kind == .file } ?? false }
+        let present = ["main", "wal"].filter {
+            source.member($0).map { FileStatus.lookup($0.path)?.kind == .file } ?? false
+        }
         let captured = try StoreCapture.capture(source, members: present, into: capture)
-        guard let main = captured.members["main"] else { throw USMError.notFound(path: source.main.path, what: "store") }
+        guard let main = captured.members["main"] else {
+            throw USMError.notFound(path: source.main.path, what: "store")
+        }
         try PlanExecutor.move(main.copy.path, to: staged.path)
         if let wal = captured.members["wal"] { try PlanExecutor.move(wal.copy.path, to: staged.path + "-wal") }
 
@@ -36,7 +40,9 @@ enum Checkpoint {
                 }
                 let integrity = try String.fetchAll(db, sql: "PRAGMA integrity_check(5)")
                 guard integrity == ["ok"] else {
-                    throw USMError.sqlite(path: source.main.path, code: 11, message: "integrity_check failed: " + integrity.joined(separator: "; "))
+                    throw USMError.sqlite(
+                        path: source.main.path, code: 11,
+                        message: "integrity_check failed: " + integrity.joined(separator: "; "))
                 }
                 let schema = try CoreDataSchema.read(db)
                 let counts = try StoreChecks.entityCounts(db, schema: schema)
@@ -49,7 +55,8 @@ enum Checkpoint {
         for sidecar in ["-wal", "-shm"] where FileStatus.lookup(staged.path + sidecar) != nil {
             // A fully merged WAL is empty: nothing is lost by removing it.
             guard (FileStatus.lookup(staged.path + sidecar)?.size ?? 0) == 0 || sidecar == "-shm" else {
-                throw USMError.writeFailed(path: staged.path + sidecar, reason: "the WAL still holds frames after the merge")
+                throw USMError.writeFailed(
+                    path: staged.path + sidecar, reason: "the WAL still holds frames after the merge")
             }
             unlink(staged.path + sidecar)
         }

@@ -116,9 +116,11 @@ public struct CoreDataSchema: Sendable {
         return result.sorted()
     }
 
-    init(entities: [Entity], tables: [String: [(name: String, type: String)]], joinTables: [JoinTable],
-         historyTables: [String], cloudKitTables: [String], orderedColumns: [String], toOneKeys: [ToOneKey],
-         relationshipSource: String, model: ManagedObjectModel?, problems: [Problem], unreadableMax: Set<Int>) {
+    init(
+        entities: [Entity], tables: [String: [(name: String, type: String)]], joinTables: [JoinTable],
+        historyTables: [String], cloudKitTables: [String], orderedColumns: [String], toOneKeys: [ToOneKey],
+        relationshipSource: String, model: ManagedObjectModel?, problems: [Problem], unreadableMax: Set<Int>
+    ) {
         self.entities = entities
         self.tables = tables
         self.joinTables = joinTables
@@ -135,7 +137,8 @@ public struct CoreDataSchema: Sendable {
         var members: [String: [Int]] = [:]
         for (i, entity) in entities.enumerated().reversed() {
             if entity.superNumber != 0, entity.superNumber != entity.number,
-               let parent = EntityRows.position(of: entity.superNumber, in: entities) {
+                let parent = EntityRows.position(of: entity.superNumber, in: entities)
+            {
                 nextSibling[i] = firstChild[parent]
                 firstChild[parent] = Int32(i)
             }
@@ -153,7 +156,9 @@ public struct CoreDataSchema: Sendable {
     ///   - entityLimit: the most `Z_PRIMARYKEY` rows read (see `EntityRows.rowLimit`).
     ///   - fallback: the app's model (`--model`), for a store whose model cache is absent or
     ///     unreadable (its own cache, the store's exact model, wins when there is one).
-    static func read(_ db: Database, entityLimit: Int = EntityRows.rowLimit, model fallback: ManagedObjectModel? = nil) throws -> CoreDataSchema {
+    static func read(_ db: Database, entityLimit: Int = EntityRows.rowLimit, model fallback: ManagedObjectModel? = nil)
+        throws -> CoreDataSchema
+    {
         var tables: [String: [(name: String, type: String)]] = [:]
         let tableNames = try BoundedRead.texts(
             db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
@@ -178,7 +183,7 @@ public struct CoreDataSchema: Sendable {
 
         let joinTables = tableNames.compactMap { name -> JoinTable? in
             guard name.hasPrefix("Z_"), let third = name.dropFirst(2).first, third.isNumber,
-                  !["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"].contains(name)
+                !["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"].contains(name)
             else { return nil }
             let columns = tables[name] ?? []
             let keys: [(column: String, entity: Int)] = columns.compactMap { column in
@@ -187,7 +192,8 @@ public struct CoreDataSchema: Sendable {
                 guard let n = Int(digits) else { return nil }
                 return (column.name, n)
             }
-            return JoinTable(name: name, columns: keys, orderColumns: columns.map(\.name).filter { $0.hasPrefix("Z_FOK_") })
+            return JoinTable(
+                name: name, columns: keys, orderColumns: columns.map(\.name).filter { $0.hasPrefix("Z_FOK_") })
         }
         var systemTables: Set<String> = []
         for entity in raw where entity.isSystem { if let table = entity.table { systemTables.insert(table) } }
@@ -206,8 +212,11 @@ public struct CoreDataSchema: Sendable {
             case let .model(decoded): model = decoded
             case let .tooLarge(bytes):
                 let size = bytes.map { "holds \($0) bytes, more" } ?? "inflates to more"
-                problems.append(Problem(.modelCacheTooLarge, "Z_MODELCACHE.Z_CONTENT \(size) than the \(ManagedObjectModel.inflatedLimit >> 20) MiB a model needs: not decoded; relationships are taken from the index names instead",
-                    subject: "Z_MODELCACHE.Z_CONTENT", count: bytes.flatMap { Int(exactly: $0) }))
+                problems.append(
+                    Problem(
+                        .modelCacheTooLarge,
+                        "Z_MODELCACHE.Z_CONTENT \(size) than the \(ManagedObjectModel.inflatedLimit >> 20) MiB a model needs: not decoded; relationships are taken from the index names instead",
+                        subject: "Z_MODELCACHE.Z_CONTENT", count: bytes.flatMap { Int(exactly: $0) }))
             case .absent, .unreadable: break
             }
         }
@@ -218,18 +227,21 @@ public struct CoreDataSchema: Sendable {
             modelSource = "model"
         }
         let partial = CoreDataSchema(
-            entities: raw, tables: tables, joinTables: joinTables, historyTables: historyTables, cloudKitTables: cloudKitTables,
+            entities: raw, tables: tables, joinTables: joinTables, historyTables: historyTables,
+            cloudKitTables: cloudKitTables,
             orderedColumns: ordered, toOneKeys: [], relationshipSource: "none", model: model, problems: problems,
             unreadableMax: rows.unreadableMax)
-        let indexes = try Row.fetchAll(db, sql: "SELECT name, tbl_name FROM sqlite_master WHERE type = 'index'").compactMap { row in
-            String.fromDatabaseValue(row[0] as DatabaseValue).flatMap { name in
-                String.fromDatabaseValue(row[1] as DatabaseValue).map { (name: name, table: $0) }
+        let indexes = try Row.fetchAll(db, sql: "SELECT name, tbl_name FROM sqlite_master WHERE type = 'index'")
+            .compactMap { row in
+                String.fromDatabaseValue(row[0] as DatabaseValue).flatMap { name in
+                    String.fromDatabaseValue(row[1] as DatabaseValue).map { (name: name, table: $0) }
+                }
             }
-        }
         let (keys, found) = partial.findToOneKeys(indexes: indexes)
         let source = found == "model-cache" ? modelSource : found
         return CoreDataSchema(
-            entities: raw, tables: tables, joinTables: joinTables, historyTables: historyTables, cloudKitTables: cloudKitTables,
+            entities: raw, tables: tables, joinTables: joinTables, historyTables: historyTables,
+            cloudKitTables: cloudKitTables,
             orderedColumns: ordered, toOneKeys: keys, relationshipSource: source, model: model, problems: problems,
             unreadableMax: rows.unreadableMax)
     }
@@ -247,33 +259,39 @@ public struct CoreDataSchema: Sendable {
                 guard let source = byName[entity.name], let table = source.table else { continue }
                 for relationship in entity.relationships where !relationship.isToMany {
                     guard let destination = byName[relationship.destination],
-                          let destinationTable = destination.table,
-                          let column = column(in: table, named: "Z" + relationship.name.uppercased())
+                        let destinationTable = destination.table,
+                        let column = column(in: table, named: "Z" + relationship.name.uppercased())
                     else { continue }
                     guard seen.insert("\(table).\(column)").inserted else { continue }
-                    keys.append(ToOneKey(
-                        table: table, column: column, relationship: relationship.name,
-                        destinationTable: destinationTable, destinationEntities: subtree(of: destination.number)))
+                    keys.append(
+                        ToOneKey(
+                            table: table, column: column, relationship: relationship.name,
+                            destinationTable: destinationTable, destinationEntities: subtree(of: destination.number)))
                 }
             }
             return (keys.sorted { ($0.table, $0.column) < ($1.table, $1.column) }, "model-cache")
         }
         var byUpperName: [String: [Entity]] = [:]
-        for entity in entities where !entity.isSystem { byUpperName[entity.name.uppercased(), default: []].append(entity) }
+        for entity in entities where !entity.isSystem {
+            byUpperName[entity.name.uppercased(), default: []].append(entity)
+        }
         let entityTableSet = Set(entityTables)
         for index in indexes {
-            guard entityTableSet.contains(index.table), index.name.hasPrefix(index.table + "_"), index.name.hasSuffix("_INDEX")
+            guard entityTableSet.contains(index.table), index.name.hasPrefix(index.table + "_"),
+                index.name.hasSuffix("_INDEX")
             else { continue }
             let column = String(index.name.dropFirst(index.table.count + 1).dropLast("_INDEX".count))
-            guard column.hasPrefix("Z"), !column.hasPrefix("Z_"), self.column(in: index.table, named: column) != nil else { continue }
+            guard column.hasPrefix("Z"), !column.hasPrefix("Z_"), self.column(in: index.table, named: column) != nil
+            else { continue }
             let relName = String(column.dropFirst())
             let candidates = byUpperName[relName] ?? []
             guard candidates.count == 1, let destination = candidates.first, let destinationTable = destination.table,
-                  seen.insert("\(index.table).\(column)").inserted
+                seen.insert("\(index.table).\(column)").inserted
             else { continue }
-            keys.append(ToOneKey(
-                table: index.table, column: column, relationship: nil,
-                destinationTable: destinationTable, destinationEntities: subtree(of: destination.number)))
+            keys.append(
+                ToOneKey(
+                    table: index.table, column: column, relationship: nil,
+                    destinationTable: destinationTable, destinationEntities: subtree(of: destination.number)))
         }
         return (keys.sorted { ($0.table, $0.column) < ($1.table, $1.column) }, keys.isEmpty ? "none" : "schema")
     }

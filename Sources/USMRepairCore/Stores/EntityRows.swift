@@ -44,7 +44,8 @@ struct EntityRows {
         result.entities.sort { $0.number < $1.number }
         // Z_ENT is Z_PRIMARYKEY's primary key in every Core Data store; a store that repeats one keeps the first.
         var unique = 0
-        for i in result.entities.indices where unique == 0 || result.entities[i].number != result.entities[unique - 1].number {
+        for i in result.entities.indices
+        where unique == 0 || result.entities[i].number != result.entities[unique - 1].number {
             result.entities.swapAt(unique, i)
             unique += 1
         }
@@ -52,8 +53,11 @@ struct EntityRows {
         result.unreadableMax = builder.unreadableMax
         result.problems = builder.bad.problems()
         if count > limit {
-            result.problems.insert(Problem(.tooManyEntities, "Z_PRIMARYKEY holds \(count) rows, more than any Core Data model has (a model's entities are numbered below 16000): only the first \(limit) were read; rows of the others are counted as unknown",
-                subject: "Z_PRIMARYKEY", count: count), at: 0)
+            result.problems.insert(
+                Problem(
+                    .tooManyEntities,
+                    "Z_PRIMARYKEY holds \(count) rows, more than any Core Data model has (a model's entities are numbered below 16000): only the first \(limit) were read; rows of the others are counted as unknown",
+                    subject: "Z_PRIMARYKEY", count: count), at: 0)
         }
         result.resolveRoots()
         return result
@@ -78,30 +82,43 @@ struct EntityRows {
                 if case let .string(text) = value.storage {
                     name = text
                 } else {
-                    if case let .blob(data) = value.storage { name = String(decoding: data, as: UTF8.self) } else { name = "" }
-                    bad.note("Z_NAME", description: value.isNull && row.nameType != "null" ? row.nameType : value.kindDescription,
-                             entity: number, ignored: "names read as UTF-8 where they can be, else left empty")
+                    if case let .blob(data) = value.storage {
+                        name = String(decoding: data, as: UTF8.self)
+                    } else {
+                        name = ""
+                    }
+                    bad.note(
+                        "Z_NAME",
+                        description: value.isNull && row.nameType != "null" ? row.nameType : value.kindDescription,
+                        entity: number, ignored: "names read as UTF-8 where they can be, else left empty")
                 }
             case let .tooLarge(type, bytes):
                 name = ""
-                bad.note("Z_NAME", description: bytes.map { "\(type) of \($0) bytes" } ?? "\(type) over \(EntityRows.nameLimit) bytes",
-                         entity: number, ignored: "names read as UTF-8 where they can be, else left empty")
+                bad.note(
+                    "Z_NAME",
+                    description: bytes.map { "\(type) of \($0) bytes" } ?? "\(type) over \(EntityRows.nameLimit) bytes",
+                    entity: number, ignored: "names read as UTF-8 where they can be, else left empty")
             }
             var superNumber = 0
             if let value = row.superNumber.value.storedInt {
                 superNumber = value
             } else if !row.superNumber.isNull {
-                bad.note("Z_SUPER", description: row.superNumber.description, entity: number, ignored: "those entities are read as roots")
+                bad.note(
+                    "Z_SUPER", description: row.superNumber.description, entity: number,
+                    ignored: "those entities are read as roots")
             }
             var max: Int64 = 0
             if let value = row.max.value.storedInt64 {
                 max = value
             } else if !row.max.isNull {
-                bad.note("Z_MAX", description: row.max.description, entity: number, ignored: "those key counters are unknown and not checked")
+                bad.note(
+                    "Z_MAX", description: row.max.description, entity: number,
+                    ignored: "those key counters are unknown and not checked")
                 unreadableMax.insert(number)
             }
-            entities.append(CoreDataSchema.Entity(
-                number: number, name: name, superNumber: superNumber, max: max, table: nil, rootNumber: number))
+            entities.append(
+                CoreDataSchema.Entity(
+                    number: number, name: name, superNumber: superNumber, max: max, table: nil, rootNumber: number))
         }
     }
 
@@ -140,20 +157,28 @@ struct EntityRows {
         func number(_ column: String) -> String {
             "CASE WHEN typeof(\(column)) IN ('integer', 'real') THEN \(column) END, typeof(\(column))"
         }
-        let columns = "\(number("Z_ENT")), \(number("Z_SUPER")), \(number("Z_MAX")), typeof(Z_NAME), CASE WHEN typeof(Z_NAME) = 'blob' THEN length(Z_NAME) END"
-        let nameValue = "CASE WHEN typeof(Z_NAME) = 'text' OR (typeof(Z_NAME) = 'blob' AND length(Z_NAME) <= \(nameLimit)) THEN Z_NAME END"
+        let columns =
+            "\(number("Z_ENT")), \(number("Z_SUPER")), \(number("Z_MAX")), typeof(Z_NAME), CASE WHEN typeof(Z_NAME) = 'blob' THEN length(Z_NAME) END"
+        let nameValue =
+            "CASE WHEN typeof(Z_NAME) = 'text' OR (typeof(Z_NAME) = 'blob' AND length(Z_NAME) <= \(nameLimit)) THEN Z_NAME END"
         func cell(_ row: Row, _ at: Int) -> NumberCell {
-            NumberCell(value: row[at] as DatabaseValue, type: String.fromDatabaseValue(row[at + 1] as DatabaseValue) ?? "null")
+            NumberCell(
+                value: row[at] as DatabaseValue, type: String.fromDatabaseValue(row[at + 1] as DatabaseValue) ?? "null")
         }
         func decode(_ row: Row, name: BoundedRead.Value?) -> RawRow {
             let type = String.fromDatabaseValue(row[6] as DatabaseValue) ?? "null"
             let bytes = (row[7] as DatabaseValue).storedInt64
-            let name = name ?? (type == "blob" && (bytes ?? 0) > nameLimit ? .tooLarge(type: "blob", bytes: bytes) : .value(row[8] as DatabaseValue))
-            return RawRow(number: cell(row, 0), name: name, nameType: type, superNumber: cell(row, 2), max: cell(row, 4))
+            let name =
+                name
+                ?? (type == "blob" && (bytes ?? 0) > nameLimit
+                    ? .tooLarge(type: "blob", bytes: bytes) : .value(row[8] as DatabaseValue))
+            return RawRow(
+                number: cell(row, 0), name: name, nameType: type, superNumber: cell(row, 2), max: cell(row, 4))
         }
         guard namesOneByOne else {
             try db.withValueLimit(nameLimit) {
-                let cursor = try Row.fetchCursor(db, sql: "SELECT \(columns), \(nameValue) FROM Z_PRIMARYKEY LIMIT \(limit)")
+                let cursor = try Row.fetchCursor(
+                    db, sql: "SELECT \(columns), \(nameValue) FROM Z_PRIMARYKEY LIMIT \(limit)")
                 while let row = try cursor.next() { body(decode(row, name: nil)) }
             }
             return
@@ -164,7 +189,8 @@ struct EntityRows {
             let name: BoundedRead.Value
             do {
                 let value = try db.withValueLimit(nameLimit) {
-                    try DatabaseValue.fetchOne(db, sql: "SELECT \(nameValue) FROM Z_PRIMARYKEY WHERE rowid = ?", arguments: [rowid])
+                    try DatabaseValue.fetchOne(
+                        db, sql: "SELECT \(nameValue) FROM Z_PRIMARYKEY WHERE rowid = ?", arguments: [rowid])
                 }
                 name = .value(value ?? .null)
             } catch let error as DatabaseError where error.resultCode == .SQLITE_TOOBIG {
@@ -190,7 +216,10 @@ struct EntityRows {
             var current = start
             var found: Int
             while true {
-                if root[current] >= 0 { found = root[current]; break }
+                if root[current] >= 0 {
+                    found = root[current]
+                    break
+                }
                 if let at = onPath[current] {
                     // path[at...] is a cycle: each member becomes its own root.
                     for member in path[at...] { root[member] = member }
@@ -201,7 +230,10 @@ struct EntityRows {
                 onPath[current] = path.count
                 path.append(current)
                 let parent = entities[current].superNumber
-                if parent == 0 { found = current; break }
+                if parent == 0 {
+                    found = current
+                    break
+                }
                 guard let next = Self.position(of: parent, in: entities) else {
                     orphans.append(current)
                     found = current
@@ -214,20 +246,29 @@ struct EntityRows {
         for i in entities.indices { entities[i].rootNumber = entities[root[i]].number }
         if !cycles.isEmpty {
             let names = cycles.sorted().map { "\(entities[$0].name) (\(entities[$0].number))" }
-            problems.append(Problem(.entitySuperCycle, "Z_SUPER links of \(cycles.count) entities form a cycle (\(Self.sample(names))): no root can be found; each is read as a root entity",
-                subject: "Z_PRIMARYKEY.Z_SUPER", count: cycles.count))
+            problems.append(
+                Problem(
+                    .entitySuperCycle,
+                    "Z_SUPER links of \(cycles.count) entities form a cycle (\(Self.sample(names))): no root can be found; each is read as a root entity",
+                    subject: "Z_PRIMARYKEY.Z_SUPER", count: cycles.count))
         }
         if !orphans.isEmpty {
-            let names = orphans.sorted().map { "\(entities[$0].name) (\(entities[$0].number)) → \(entities[$0].superNumber)" }
-            problems.append(Problem(.entitySuperUnknown, "\(orphans.count) entities name a parent that Z_PRIMARYKEY does not list (\(Self.sample(names))); each is read as a root entity",
-                subject: "Z_PRIMARYKEY.Z_SUPER", count: orphans.count))
+            let names = orphans.sorted().map {
+                "\(entities[$0].name) (\(entities[$0].number)) → \(entities[$0].superNumber)"
+            }
+            problems.append(
+                Problem(
+                    .entitySuperUnknown,
+                    "\(orphans.count) entities name a parent that Z_PRIMARYKEY does not list (\(Self.sample(names))); each is read as a root entity",
+                    subject: "Z_PRIMARYKEY.Z_SUPER", count: orphans.count))
         }
     }
 
     /// The position of entity `number` in `entities`, which are sorted by number with no repeats:
     /// a binary search, so no index of 200,000 entries has to be kept beside them.
     static func position(of number: Int, in entities: [CoreDataSchema.Entity]) -> Int? {
-        var low = 0, high = entities.count
+        var low = 0
+        var high = entities.count
         while low < high {
             let mid = (low + high) / 2
             if entities[mid].number < number { low = mid + 1 } else { high = mid }
@@ -236,7 +277,8 @@ struct EntityRows {
     }
 
     static func sample(_ items: [String]) -> String {
-        items.prefix(StoreChecks.sampleSize).joined(separator: ", ") + (items.count > StoreChecks.sampleSize ? ", ..." : "")
+        items.prefix(StoreChecks.sampleSize).joined(separator: ", ")
+            + (items.count > StoreChecks.sampleSize ? ", ..." : "")
     }
 }
 
@@ -260,7 +302,9 @@ private struct BadValues {
             guard let entry = byColumn[column] else { return nil }
             let what = column == "Z_NAME" ? "text" : "an integer"
             let more = entry.count > entry.samples.count ? ", ..." : ""
-            return Problem(.bookkeepingValue, "Z_PRIMARYKEY.\(column) is not \(what) in \(entry.count) rows (\(entry.samples.joined(separator: "; "))\(more)): \(entry.consequence)",
+            return Problem(
+                .bookkeepingValue,
+                "Z_PRIMARYKEY.\(column) is not \(what) in \(entry.count) rows (\(entry.samples.joined(separator: "; "))\(more)): \(entry.consequence)",
                 subject: "Z_PRIMARYKEY.\(column)", count: entry.count)
         }
     }

@@ -34,18 +34,27 @@ enum IntegrityCheck {
     /// `quick_check` of the store, then `integrity_check(T)` of every table by its estimated size
     /// (rows times one plus its indexes).
     static func plan(_ db: Database) throws -> [String] {
-        let rows = try Row.fetchAll(db, sql: """
-            SELECT t.name AS name, (SELECT COUNT(*) FROM sqlite_master i WHERE i.type = 'index' AND i.tbl_name = t.name) AS indexes
-            FROM sqlite_master t WHERE t.type = 'table' AND t.sql NOT LIKE 'CREATE VIRTUAL%'
-            """)
+        let rows = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT t.name AS name, (SELECT COUNT(*) FROM sqlite_master i WHERE i.type = 'index' AND i.tbl_name = t.name) AS indexes
+                FROM sqlite_master t WHERE t.type = 'table' AND t.sql NOT LIKE 'CREATE VIRTUAL%'
+                """)
         var tables: [(sql: String, weight: Int64)] = []
         for row in rows {
             guard let name = String.fromDatabaseValue(row["name"] as DatabaseValue) else { continue }
             let indexes = Int64.fromDatabaseValue(row["indexes"] as DatabaseValue) ?? 0
             // The largest rowid estimates the rows in O(log n); a WITHOUT ROWID table has none and
             // is put first (its size is unknown).
-            let estimate = (try? Int64.fetchOne(db, sql: "SELECT MAX(rowid) FROM \(name.sqlIdentifier)")).map { $0 ?? 0 } ?? Int64.max / 4
-            tables.append(("PRAGMA integrity_check(\(name.sqlIdentifier))", estimate.multipliedReportingOverflow(by: 1 + indexes).overflow ? Int64.max : estimate * (1 + indexes)))
+            let estimate =
+                (try? Int64.fetchOne(db, sql: "SELECT MAX(rowid) FROM \(name.sqlIdentifier)")).map { $0 ?? 0 } ?? Int64
+                .max / 4
+            tables.append(
+                (
+                    "PRAGMA integrity_check(\(name.sqlIdentifier))",
+                    estimate.multipliedReportingOverflow(by: 1 + indexes).overflow
+                        ? Int64.max : estimate * (1 + indexes)
+                ))
         }
         // quick_check reads every page once without index lookups: about as long as the largest
         // table's index comparison on the stores measured, so it goes first.
@@ -57,8 +66,10 @@ enum IntegrityCheck {
     static func quickCheck(_ queue: DatabaseQueue, tables: [String]) throws -> [String] {
         let wanted = Set(tables.map { $0.uppercased() })
         let lines = try queue.read { db in
-            try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'").filter { wanted.contains($0.uppercased()) }
-                .flatMap { try String.fetchAll(db, sql: "PRAGMA quick_check(\($0.sqlIdentifier))") }.filter { $0 != "ok" }
+            try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'").filter {
+                wanted.contains($0.uppercased())
+            }
+            .flatMap { try String.fetchAll(db, sql: "PRAGMA quick_check(\($0.sqlIdentifier))") }.filter { $0 != "ok" }
         }
         return lines.isEmpty ? ["ok"] : Array(lines.prefix(maxLines))
     }

@@ -37,7 +37,9 @@ public struct SQLiteHeader: Sendable, Equatable {
     static func parse(_ bytes: [UInt8], path: String) throws -> SQLiteHeader {
         if bytes.isEmpty { throw USMError.notSQLite(path: path, reason: "the file is empty") }
         guard bytes.count >= 100, Array(bytes[0..<16]) == magic else {
-            let reason = bytes.count < 100 && Array(bytes.prefix(min(16, bytes.count))) == Array(magic.prefix(min(16, bytes.count)))
+            let reason =
+                bytes.count < 100
+                    && Array(bytes.prefix(min(16, bytes.count))) == Array(magic.prefix(min(16, bytes.count)))
                 ? "only \(bytes.count) bytes: truncated inside the header"
                 : "no SQLite header"
             throw USMError.notSQLite(path: path, reason: reason)

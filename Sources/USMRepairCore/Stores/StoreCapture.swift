@@ -23,7 +23,9 @@ struct StoreCapture {
 
     /// Captures `files` (the members `present` names) into `directory`. With `hashing` off (a
     /// migration, which never records the members' bytes) no SHA-256 is computed and `sha256` is empty.
-    static func capture(_ files: StoreFileSet, members present: [String], into directory: URL, hashing: Bool = true) throws -> StoreCapture {
+    static func capture(_ files: StoreFileSet, members present: [String], into directory: URL, hashing: Bool = true)
+        throws -> StoreCapture
+    {
         let raw = directory.appendingPathComponent("raw", isDirectory: true)
         for attempt in 1...attempts {
             try? FileManager.default.removeItem(at: directory)
@@ -43,7 +45,8 @@ struct StoreCapture {
             let unchanged = present.allSatisfy { name in
                 guard let url = files.member(name), let was = before[name] else { return true }
                 guard let now = FileStatus.lookup(url.path) else { return false }
-                return now.sameContent(as: was) && copies[name].map { FileStatus.lookup($0.copy.path)?.size == was.size } ?? false
+                return now.sameContent(as: was)
+                    && copies[name].map { FileStatus.lookup($0.copy.path)?.size == was.size } ?? false
             }
             if unchanged {
                 return StoreCapture(members: copies, openable: try openable(copies, in: directory))

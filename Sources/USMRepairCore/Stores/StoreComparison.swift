@@ -51,21 +51,28 @@ public struct StoreComparison: Sendable, Equatable {
                 try db.execute(sql: "ATTACH DATABASE ? AS b", arguments: [sideB.copy.path])
                 let columnsA = try attributeColumns(db, schema: sideA.schema, database: "a")
                 let columnsB = try attributeColumns(db, schema: sideB.schema, database: "b")
-                var objectsA: [String: Int] = [:], objectsB: [String: Int] = [:]
-                var missing: [String: Int] = [:], present: [String: Int] = [:]
-                let names = Set(sideA.schema.userEntities.map(\.name)).union(sideB.schema.userEntities.map(\.name)).sorted()
+                var objectsA: [String: Int] = [:]
+                var objectsB: [String: Int] = [:]
+                var missing: [String: Int] = [:]
+                var present: [String: Int] = [:]
+                let names = Set(sideA.schema.userEntities.map(\.name)).union(sideB.schema.userEntities.map(\.name))
+                    .sorted()
                 for name in names {
                     let entityA = sideA.schema.userEntities.first { $0.name == name }
                     let entityB = sideB.schema.userEntities.first { $0.name == name }
-                    let shared = Set(entityA.flatMap { columnsA[$0.number] } ?? []).intersection(entityB.flatMap { columnsB[$0.number] } ?? []).sorted()
+                    let shared = Set(entityA.flatMap { columnsA[$0.number] } ?? []).intersection(
+                        entityB.flatMap { columnsB[$0.number] } ?? []
+                    ).sorted()
                     try db.execute(sql: "DROP TABLE IF EXISTS temp.ha; DROP TABLE IF EXISTS temp.hb")
                     try makeHashes(db, "ha", database: "a", entity: entityA, columns: shared)
                     try makeHashes(db, "hb", database: "b", entity: entityB, columns: shared)
-                    let counts = try Row.fetchOne(db, sql: """
-                        SELECT (SELECT IFNULL(SUM(n), 0) FROM temp.ha) AS na, (SELECT IFNULL(SUM(n), 0) FROM temp.hb) AS nb,
-                               (SELECT IFNULL(SUM(MAX(ha.n - IFNULL(hb.n, 0), 0)), 0) FROM temp.ha LEFT JOIN temp.hb USING (h)) AS lost,
-                               (SELECT IFNULL(SUM(MIN(ha.n, hb.n)), 0) FROM temp.hb JOIN temp.ha USING (h)) AS both
-                        """)
+                    let counts = try Row.fetchOne(
+                        db,
+                        sql: """
+                            SELECT (SELECT IFNULL(SUM(n), 0) FROM temp.ha) AS na, (SELECT IFNULL(SUM(n), 0) FROM temp.hb) AS nb,
+                                   (SELECT IFNULL(SUM(MAX(ha.n - IFNULL(hb.n, 0), 0)), 0) FROM temp.ha LEFT JOIN temp.hb USING (h)) AS lost,
+                                   (SELECT IFNULL(SUM(MIN(ha.n, hb.n)), 0) FROM temp.hb JOIN temp.ha USING (h)) AS both
+                            """)
                     let na = counts.flatMap { Int.fromDatabaseValue($0["na"] as DatabaseValue) } ?? 0
                     let nb = counts.flatMap { Int.fromDatabaseValue($0["nb"] as DatabaseValue) } ?? 0
                     let lost = counts.flatMap { Int.fromDatabaseValue($0["lost"] as DatabaseValue) } ?? 0
@@ -79,7 +86,8 @@ public struct StoreComparison: Sendable, Equatable {
                 try db.execute(sql: "DETACH DATABASE a")
                 try db.execute(sql: "DETACH DATABASE b")
                 return StoreComparison(
-                    objectsA: objectsA, objectsB: objectsB, missingFromB: missing, presentInA: present, digestB: digestB,
+                    objectsA: objectsA, objectsB: objectsB, missingFromB: missing, presentInA: present,
+                    digestB: digestB,
                     storeUUIDB: sideB.report.storeUUID, provenanceA: Provenance.entries(inPlist: sideA.plist))
             }
         } catch let error as USMError {
@@ -90,32 +98,45 @@ public struct StoreComparison: Sendable, Equatable {
     }
 
     /// The attribute columns of every entity of `schema`, by `Z_ENT`.
-    private static func attributeColumns(_ db: Database, schema: CoreDataSchema, database: String) throws -> [Int: [String]] {
+    private static func attributeColumns(_ db: Database, schema: CoreDataSchema, database: String) throws -> [Int:
+        [String]]
+    {
         try db.execute(sql: "PRAGMA \(database).cache_size = -2048")
         let indexed = try SchemaFacts.indexedKeyColumns(db, schema: schema, schemaName: database)
         var columns: [Int: [String]] = [:]
         for entity in schema.userEntities {
             guard let table = entity.table else { continue }
-            columns[entity.number] = SchemaFacts.attributeColumns(table, schema: schema, indexedKeys: indexed[table] ?? [])
+            columns[entity.number] = SchemaFacts.attributeColumns(
+                table, schema: schema, indexedKeys: indexed[table] ?? [])
         }
         return columns
     }
 
     /// `temp.<name>(h, n)`: how many objects of `entity` hold each value hash of `columns`.
-    private static func makeHashes(_ db: Database, _ name: String, database: String, entity: CoreDataSchema.Entity?, columns: [String]) throws {
+    private static func makeHashes(
+        _ db: Database, _ name: String, database: String, entity: CoreDataSchema.Entity?, columns: [String]
+    ) throws {
         guard let entity, let table = entity.table else {
             try db.execute(sql: "CREATE TEMP TABLE \(name) (h INTEGER PRIMARY KEY, n INTEGER)")
             return
         }
         // SQLite functions take at most 127 arguments: wide tables are hashed in chunks.
-        let chunks = stride(from: 0, to: columns.count, by: 100).map { Array(columns[$0..<min($0 + 100, columns.count)]) }
-        let hash = columns.isEmpty ? "0"
-            : chunks.count == 1 ? "usm_rowhash(" + columns.map(\.sqlIdentifier).joined(separator: ", ") + ")"
-            : "usm_rowhash(" + chunks.map { "usm_rowhash(" + $0.map(\.sqlIdentifier).joined(separator: ", ") + ")" }.joined(separator: ", ") + ")"
-        try db.execute(sql: """
-            CREATE TEMP TABLE \(name) AS SELECT h, COUNT(*) AS n FROM
-              (SELECT \(hash) AS h FROM \(database).\(table.sqlIdentifier) WHERE Z_ENT = \(entity.number)) GROUP BY h
-            """)
+        let chunks = stride(from: 0, to: columns.count, by: 100).map {
+            Array(columns[$0..<min($0 + 100, columns.count)])
+        }
+        let hash =
+            columns.isEmpty
+            ? "0"
+            : chunks.count == 1
+                ? "usm_rowhash(" + columns.map(\.sqlIdentifier).joined(separator: ", ") + ")"
+                : "usm_rowhash("
+                    + chunks.map { "usm_rowhash(" + $0.map(\.sqlIdentifier).joined(separator: ", ") + ")" }.joined(
+                        separator: ", ") + ")"
+        try db.execute(
+            sql: """
+                CREATE TEMP TABLE \(name) AS SELECT h, COUNT(*) AS n FROM
+                  (SELECT \(hash) AS h FROM \(database).\(table.sqlIdentifier) WHERE Z_ENT = \(entity.number)) GROUP BY h
+                """)
         try db.execute(sql: "CREATE INDEX temp.\(name)_h ON \(name) (h)")
     }
 }

@@ -43,8 +43,10 @@ public struct StoreInspector: Sendable {
     /// Never throws: every failure becomes the report's health, problems and `readFailure`.
     /// - Parameter privateCopy: a copy of the file set already taken into a private folder (by a
     ///   bundle's consistent capture), opened instead of copying again; it must hold no `-journal`.
-    public func inspect(_ files: StoreFileSet, role: StoreReport.Role, confinement: Confinement,
-                        privateCopy: URL? = nil) -> StoreReport {
+    public func inspect(
+        _ files: StoreFileSet, role: StoreReport.Role, confinement: Confinement,
+        privateCopy: URL? = nil
+    ) -> StoreReport {
         var report = StoreReport(role: role, path: files.main.path)
         report.files = fileEntries(files)
 
@@ -70,11 +72,16 @@ public struct StoreInspector: Sendable {
             report.exists = FileStatus.lookup(files.main.path) != nil
             if report.exists {
                 report.health = .unreadable
-                report.problems.append(Problem(.danglingSymlink, "\(files.main.path) is a symlink to nothing", subject: files.main.path))
+                report.problems.append(
+                    Problem(.danglingSymlink, "\(files.main.path) is a symlink to nothing", subject: files.main.path))
                 report.readFailure = .unreadable(path: files.main.path, reason: "dangling symlink")
-            } else if FileStatus.lookup(files.wal.path) != nil || FileStatus.lookup(files.supportDirectory.path) != nil {
-                report.problems.append(Problem(.orphanSidecar, "the main file is missing but parts of its file set remain (\(files.existingMembers().map(\.lastPathComponent).joined(separator: ", ")))",
-                    subject: files.main.path))
+            } else if FileStatus.lookup(files.wal.path) != nil || FileStatus.lookup(files.supportDirectory.path) != nil
+            {
+                report.problems.append(
+                    Problem(
+                        .orphanSidecar,
+                        "the main file is missing but parts of its file set remain (\(files.existingMembers().map(\.lastPathComponent).joined(separator: ", ")))",
+                        subject: files.main.path))
             }
             return report
         }
@@ -101,8 +108,11 @@ public struct StoreInspector: Sendable {
         report.problems += SidecarChecks.problems(files: files, header: header, walPresent: report.walPresent)
         if let declared = header.declaredSize, mainStatus.size < declared {
             report.health = .damaged
-            report.problems.append(Problem(.truncated, "the header declares \(declared) bytes but the file holds \(mainStatus.size): the store was cut short",
-                subject: files.main.path))
+            report.problems.append(
+                Problem(
+                    .truncated,
+                    "the header declares \(declared) bytes but the file holds \(mainStatus.size): the store was cut short",
+                    subject: files.main.path))
         }
 
         if depth == .light {
@@ -181,15 +191,19 @@ public struct StoreInspector: Sendable {
             } else {
                 report.integrity = "failed"
                 report.health = .damaged
-                report.problems.insert(Problem(.integrity, "SQLite \(pragma) failed: " + lines.prefix(5).joined(separator: "; "),
-                    subject: files.main.path, count: lines.count), at: 0)
+                report.problems.insert(
+                    Problem(
+                        .integrity, "SQLite \(pragma) failed: " + lines.prefix(5).joined(separator: "; "),
+                        subject: files.main.path, count: lines.count), at: 0)
             }
             try readResult.get()
         } catch let error as USMError {
             return failed(report, error)
         } catch let error as DatabaseError {
-            let usm = USMError.sqlite(path: files.main.path, code: error.resultCode.rawValue, message: error.message ?? "\(error)")
-            let damaged = [ResultCode.SQLITE_CORRUPT, ResultCode.SQLITE_NOTADB].contains(error.resultCode.primaryResultCode)
+            let usm = USMError.sqlite(
+                path: files.main.path, code: error.resultCode.rawValue, message: error.message ?? "\(error)")
+            let damaged = [ResultCode.SQLITE_CORRUPT, ResultCode.SQLITE_NOTADB].contains(
+                error.resultCode.primaryResultCode)
             return failed(report, usm, health: damaged ? .damaged : .unreadable)
         } catch {
             return failed(report, .unreadable(path: files.main.path, reason: "\(error)"))
@@ -201,7 +215,10 @@ public struct StoreInspector: Sendable {
     // MARK: - Reading
 
     private func read(_ db: Database, into report: inout StoreReport, files: StoreFileSet) throws {
-        let tables = Set(try BoundedRead.texts(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'").map { $0.uppercased() })
+        let tables = Set(
+            try BoundedRead.texts(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'").map {
+                $0.uppercased()
+            })
         let missing = ["Z_PRIMARYKEY", "Z_METADATA"].filter { !tables.contains($0) }
         guard missing.isEmpty else { throw USMError.notCoreData(path: files.main.path, missing: missing) }
 
@@ -209,8 +226,10 @@ public struct StoreInspector: Sendable {
         report.storeUUID = metadata.storeUUID
         report.ubiquityMetadata = metadata.hasUbiquityMetadata
         report.metadata = .init(
-            plist: metadata.plistState.rawValue, storeType: metadata.storeType, frameworkVersion: metadata.frameworkVersion,
-            modelVersionIdentifiers: metadata.modelVersionIdentifiers, keys: metadata.keys, ubiquityKeys: metadata.ubiquityKeys)
+            plist: metadata.plistState.rawValue, storeType: metadata.storeType,
+            frameworkVersion: metadata.frameworkVersion,
+            modelVersionIdentifiers: metadata.modelVersionIdentifiers, keys: metadata.keys,
+            ubiquityKeys: metadata.ubiquityKeys)
         report.problems += metadataValues
         report.problems += StoreChecks.metadataProblems(metadata, role: report.role)
 
@@ -221,7 +240,8 @@ public struct StoreInspector: Sendable {
         var attributes: [String: [String]] = [:]
         for table in schema.entityTables {
             attributes[table] = (schema.tables[table] ?? []).map(\.name).filter { column in
-                !["Z_PK", "Z_ENT", "Z_OPT"].contains(column) && !column.hasPrefix("Z_FOK_") && !keyColumns.contains("\(table).\(column)")
+                !["Z_PK", "Z_ENT", "Z_OPT"].contains(column) && !column.hasPrefix("Z_FOK_")
+                    && !keyColumns.contains("\(table).\(column)")
             }
         }
         report.tables = .init(
@@ -229,13 +249,18 @@ public struct StoreInspector: Sendable {
             cloudKit: schema.cloudKitTables, ordered: schema.orderedColumns,
             relationshipSource: schema.relationshipSource, toOneKeys: schema.toOneKeys.count,
             toOne: schema.toOneKeys.map {
-                .init(table: $0.table, column: $0.column, relationship: $0.relationship,
-                      destinationTable: $0.destinationTable, destinationEntities: $0.destinationEntities)
+                .init(
+                    table: $0.table, column: $0.column, relationship: $0.relationship,
+                    destinationTable: $0.destinationTable, destinationEntities: $0.destinationEntities)
             },
             attributes: attributes,
-            joinColumns: Dictionary(schema.joinTables.map { join in
-                (join.name, Dictionary(join.columns.map { ($0.column, $0.entity) }, uniquingKeysWith: { a, _ in a }))
-            }, uniquingKeysWith: { a, _ in a }))
+            joinColumns: Dictionary(
+                schema.joinTables.map { join in
+                    (
+                        join.name,
+                        Dictionary(join.columns.map { ($0.column, $0.entity) }, uniquingKeysWith: { a, _ in a })
+                    )
+                }, uniquingKeysWith: { a, _ in a }))
 
         let counts = try StoreChecks.entityCounts(db, schema: schema)
         report.problems += counts.problems
@@ -243,7 +268,8 @@ public struct StoreInspector: Sendable {
         report.entities = schema.entities.map { entity in
             StoreReport.EntityCount(
                 name: entity.name, parent: entity.superNumber == 0 ? nil : schema.entity(entity.superNumber)?.name,
-                rows: counts.rows[entity.number] ?? 0, number: entity.number, table: entity.table, system: entity.isSystem)
+                rows: counts.rows[entity.number] ?? 0, number: entity.number, table: entity.table,
+                system: entity.isSystem)
         }
         report.objects = report.entities.reduce(0) { $0 + $1.rows } + counts.unknownRows
         report.counted = true

@@ -1,8 +1,8 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Whether another process has a store open or locked, asked the way SQLite itself would see it,
@@ -28,15 +28,20 @@ public enum StoreLocks {
     /// The first sign that another process uses the store, or nil when none does.
     public static func busy(_ files: StoreFileSet) -> Busy? {
         if let held = held(files.main.path, start: pendingByte, length: 512 + 2) {
-            return Busy(path: files.main.path, reason: "another process holds an SQLite lock on it (it has a transaction open)", pid: held)
+            return Busy(
+                path: files.main.path, reason: "another process holds an SQLite lock on it (it has a transaction open)",
+                pid: held)
         }
         if let held = held(files.shm.path, start: shmLocks.start, length: shmLocks.length) {
-            return Busy(path: files.shm.path, reason: "another process has the store open (it holds its WAL-index lock)", pid: held)
+            return Busy(
+                path: files.shm.path, reason: "another process has the store open (it holds its WAL-index lock)",
+                pid: held)
         }
         if let journal = FileStatus.lookup(files.journal.path), journal.kind == .file, journal.size > 0 {
             return Busy(
                 path: files.journal.path,
-                reason: "a rollback journal is present: a write is under way or was interrupted (SQLite rolls it back the next time the app opens the store)",
+                reason:
+                    "a rollback journal is present: a write is under way or was interrupted (SQLite rolls it back the next time the app opens the store)",
                 pid: nil)
         }
         return nil
@@ -65,7 +70,8 @@ public enum StoreLocks {
         let name = FileSystemPath.lastComponent(path)
         guard size >= 100, !["-wal", "-shm", "-journal"].contains(where: { name.hasSuffix($0) }) else { return false }
         let folder = FileSystemPath.lastComponent(FileSystemPath.parent(path))
-        let candidate = name.hasSuffix(".sqlite") || folder == "store" || folder.hasPrefix("StoreContent")
+        let candidate =
+            name.hasSuffix(".sqlite") || folder == "store" || folder.hasPrefix("StoreContent")
             || ["-wal", "-shm", "-journal"].contains { FileStatus.lookup(path + $0) != nil }
         return candidate && (try? SQLiteHeader.read(path: path)) != nil
     }

@@ -69,7 +69,7 @@ public struct StoreMetadata: Sendable, Equatable {
             return
         }
         guard let decoded = try? PropertyListSerialization.propertyList(from: plist, options: [], format: nil),
-              let dict = decoded as? [String: Any]
+            let dict = decoded as? [String: Any]
         else {
             plistState = .malformed
             return
@@ -91,8 +91,10 @@ public struct StoreMetadata: Sendable, Equatable {
         guard count > 0 else { return (StoreMetadata(rowCount: 0, version: nil, uuid: nil, plist: nil), []) }
         var problems: [Problem] = []
         func bad(_ column: String, _ what: String, _ consequence: String) {
-            problems.append(Problem(.bookkeepingValue, "Z_METADATA.\(column) holds \(what), not what Core Data writes: \(consequence)",
-                subject: "Z_METADATA.\(column)"))
+            problems.append(
+                Problem(
+                    .bookkeepingValue, "Z_METADATA.\(column) holds \(what), not what Core Data writes: \(consequence)",
+                    subject: "Z_METADATA.\(column)"))
         }
 
         var version: Int?
@@ -111,7 +113,9 @@ public struct StoreMetadata: Sendable, Equatable {
             case let .string(text): uuid = text
             case let .blob(data):
                 // A 16-byte blob is a UUID in binary; show it the way Core Data writes it.
-                uuid = data.count == 16 ? UUID(uuid: data.withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) }).uuidString : data.hex
+                uuid =
+                    data.count == 16
+                    ? UUID(uuid: data.withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) }).uuidString : data.hex
                 bad("Z_UUID", value.kindDescription, "read as \(uuid ?? "")")
             case .int64, .double:
                 bad("Z_UUID", value.kindDescription, "the store has no readable identity")
@@ -129,12 +133,13 @@ public struct StoreMetadata: Sendable, Equatable {
             metadata.plistBytes = bytes
             return (metadata, problems)
         case let .value(value)?:
-            let plist: Data? = switch value.storage {
-            case let .blob(data): data
-            case let .string(text): Data(text.utf8)
-            case .int64, .double: Data([0])  // not a plist: reported as malformed
-            case .null: nil
-            }
+            let plist: Data? =
+                switch value.storage {
+                case let .blob(data): data
+                case let .string(text): Data(text.utf8)
+                case .int64, .double: Data([0])  // not a plist: reported as malformed
+                case .null: nil
+                }
             return (StoreMetadata(rowCount: count, version: version, uuid: uuid, plist: plist), problems)
         case nil:
             return (StoreMetadata(rowCount: count, version: version, uuid: uuid, plist: nil), problems)

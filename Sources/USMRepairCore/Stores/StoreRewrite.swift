@@ -49,9 +49,10 @@ public enum StoreRewrite {
         var triggers: [Trigger] = []
         for row in rows {
             guard let name = String.fromDatabaseValue(row["name"] as DatabaseValue),
-                  let sql = String.fromDatabaseValue(row["sql"] as DatabaseValue)
+                let sql = String.fromDatabaseValue(row["sql"] as DatabaseValue)
             else {
-                throw USMError.sqlite(path: path, code: 1, message: "a trigger in sqlite_master has no name or no SQL text")
+                throw USMError.sqlite(
+                    path: path, code: 1, message: "a trigger in sqlite_master has no name or no SQL text")
             }
             triggers.append(Trigger(name: name, sql: sql))
         }
@@ -75,7 +76,9 @@ public enum StoreRewrite {
     /// holds a second statement), and preparing never runs anything.
     static func validate(_ db: Database, _ trigger: Trigger, path: String) throws {
         func refuse(_ why: String) -> USMError {
-            .sqlite(path: path, code: 1, message: "trigger \(trigger.name.debugDescription) \(why); refusing to execute its text")
+            .sqlite(
+                path: path, code: 1,
+                message: "trigger \(trigger.name.debugDescription) \(why); refusing to execute its text")
         }
         var words = trigger.sql.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" || $0 == "\r" })
             .prefix(3).map { $0.uppercased() }

@@ -38,7 +38,9 @@ public struct WALFile: Sendable, Equatable {
     /// (from 0; it starts at byte 32 + index × (24 + page size)), its page number and its commit
     /// size (the database's size in pages after a commit frame, 0 otherwise).
     /// - Throws: `USMError.unreadable` when the file cannot be read.
-    public static func read(path: String, frames: ((_ index: Int, _ page: UInt32, _ commit: UInt32) -> Void)? = nil) throws -> WALFile {
+    public static func read(path: String, frames: ((_ index: Int, _ page: UInt32, _ commit: UInt32) -> Void)? = nil)
+        throws -> WALFile
+    {
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw USMError.unreadable(path: path, reason: errnoDescription())
         }
@@ -57,20 +59,25 @@ public struct WALFile: Sendable, Equatable {
         try handle.seek(toOffset: 0)
         let header = [UInt8](try handle.read(upToCount: 32) ?? Data())
         func refused(_ why: String, pageSize: Int = 0) -> WALFile {
-            WALFile(size: size, headerValid: false, headerProblem: why, pageSize: pageSize, salts: [], validFrames: 0,
-                    committedFrames: 0, cutFrames: 0)
+            WALFile(
+                size: size, headerValid: false, headerProblem: why, pageSize: pageSize, salts: [], validFrames: 0,
+                committedFrames: 0, cutFrames: 0)
         }
         guard header.count == 32 else { return refused("it is \(size) bytes long, shorter than a WAL header") }
         let magic = bigEndian32(header, 0)
         guard magic & 0xFFFF_FFFE == 0x377F_0682 else { return refused("it does not start with the WAL magic number") }
         let bigEndianSums = magic & 1 == 1
-        guard bigEndian32(header, 4) == version else { return refused("its format version is \(bigEndian32(header, 4)), not \(version)") }
+        guard bigEndian32(header, 4) == version else {
+            return refused("its format version is \(bigEndian32(header, 4)), not \(version)")
+        }
         let pageSize = Int(bigEndian32(header, 8))
         guard pageSize >= 512, pageSize <= 65536, pageSize & (pageSize - 1) == 0 else {
             return refused("its page size \(pageSize) is not a power of two from 512 to 65536")
         }
         var sums = (UInt32(0), UInt32(0))
-        header.withUnsafeBytes { checksum(UnsafeRawBufferPointer(rebasing: $0[0..<24]), bigEndian: bigEndianSums, &sums) }
+        header.withUnsafeBytes {
+            checksum(UnsafeRawBufferPointer(rebasing: $0[0..<24]), bigEndian: bigEndianSums, &sums)
+        }
         guard sums == (bigEndian32(header, 24), bigEndian32(header, 28)) else {
             return refused("its header checksum does not match", pageSize: pageSize)
         }
@@ -169,7 +176,8 @@ public struct WALIndexHeader: Sendable, Equatable {
         guard bytes[0..<48] == bytes[48..<96], bytes[12] == 1 else { return nil }
         func word(_ at: Int, littleEndian: Bool) -> UInt32 {
             let b = bytes[at..<(at + 4)].map(UInt32.init)
-            return littleEndian ? b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24 : b[3] | b[2] << 8 | b[1] << 16 | b[0] << 24
+            return littleEndian
+                ? b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24 : b[3] | b[2] << 8 | b[1] << 16 | b[0] << 24
         }
         let little: Bool
         if word(0, littleEndian: true) == WALFile.version {

@@ -1,9 +1,9 @@
 import CSupport
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// One run of an external program (a strategy plugin), held to its deadline whatever it does: it starts in a
@@ -65,10 +65,13 @@ public struct ChildProcess {
     /// line break) and returns false to stop the run.
     /// - Throws: `pluginFailed` when it cannot be started.
     public func run(input: Data, line: (Data) -> Bool) throws -> Ending {
-        var stdinPipe: [Int32] = [-1, -1], stdoutPipe: [Int32] = [-1, -1], stderrPipe: [Int32] = [-1, -1]
+        var stdinPipe: [Int32] = [-1, -1]
+        var stdoutPipe: [Int32] = [-1, -1]
+        var stderrPipe: [Int32] = [-1, -1]
         let errorSink = Self.standardError
         guard pipe(&stdinPipe) == 0, pipe(&stdoutPipe) == 0, errorSink == nil || pipe(&stderrPipe) == 0 else {
-            throw USMError.pluginFailed(program: program.lastPathComponent, reason: "cannot be started: \(errnoDescription())")
+            throw USMError.pluginFailed(
+                program: program.lastPathComponent, reason: "cannot be started: \(errnoDescription())")
         }
         for fd in [stdinPipe[1], stdoutPipe[0], stderrPipe[0]] where fd >= 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
 
@@ -76,7 +79,8 @@ public struct ChildProcess {
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { for p in argv + envp { free(p) } }
         var pid: Int32 = 0
-        let spawned = usm_spawn(program.path, argv, envp, directory.path, stdinPipe[0], stdoutPipe[1], stderrPipe[1], &pid)
+        let spawned = usm_spawn(
+            program.path, argv, envp, directory.path, stdinPipe[0], stdoutPipe[1], stderrPipe[1], &pid)
         close(stdinPipe[0])
         close(stdoutPipe[1])
         if stderrPipe[1] >= 0 { close(stderrPipe[1]) }
@@ -85,7 +89,8 @@ public struct ChildProcess {
         guard spawned == 0 else {
             close(stdinPipe[1])
             close(stdoutPipe[0])
-            throw USMError.pluginFailed(program: program.lastPathComponent, reason: "cannot be started: \(String(cString: strerror(spawned)))")
+            throw USMError.pluginFailed(
+                program: program.lastPathComponent, reason: "cannot be started: \(String(cString: strerror(spawned)))")
         }
         let deadline = Date().addingTimeInterval(timeout)
         // The request: small; a program that does not read it gets EPIPE, not a stalled host.
@@ -108,15 +113,21 @@ public struct ChildProcess {
                 ending = .timedOut
                 break
             }
-            var pollers = [pollfd(fd: stdoutPipe[0], events: Int16(POLLIN), revents: 0),
-                           pollfd(fd: stderrOpen ? stderrPipe[0] : -1, events: Int16(POLLIN), revents: 0)]
+            var pollers = [
+                pollfd(fd: stdoutPipe[0], events: Int16(POLLIN), revents: 0),
+                pollfd(fd: stderrOpen ? stderrPipe[0] : -1, events: Int16(POLLIN), revents: 0),
+            ]
             let ready = poll(&pollers, 2, Int32(min(left * 1000, 200)) + 1)
             if ready < 0, errno == EINTR { continue }
             guard ready > 0 else { continue }
             // stderr as it comes, passed on whole; its end is not the run's end.
             if stderrOpen, pollers[1].revents != 0, let errorSink {
                 let n = read(stderrPipe[0], &buffer, buffer.count)
-                if n > 0 { errorSink(Data(buffer[0..<n])) } else if n == 0 || (errno != EINTR && errno != EAGAIN) { stderrOpen = false }
+                if n > 0 {
+                    errorSink(Data(buffer[0..<n]))
+                } else if n == 0 || (errno != EINTR && errno != EAGAIN) {
+                    stderrOpen = false
+                }
             }
             guard pollers[0].revents != 0 else { continue }
             let n = read(stdoutPipe[0], &buffer, buffer.count)
@@ -134,7 +145,10 @@ public struct ChildProcess {
         var reaped = false
         while !reaped {
             let r = waitpid(pid, &status, WNOHANG)
-            if r == pid { reaped = true; break }
+            if r == pid {
+                reaped = true
+                break
+            }
             if r < 0, errno != EINTR { break }
             if ending != nil || Date() >= deadline {
                 if ending == nil { ending = .timedOut }

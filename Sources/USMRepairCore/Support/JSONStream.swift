@@ -1,8 +1,8 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A JSON value small enough to hold: what `JSONStream.readValue` returns.
@@ -125,7 +125,9 @@ struct JSONStream {
     }
 
     private mutating func push() throws {
-        guard started.count < Self.maxDepth else { throw Failure(message: "nested more than \(Self.maxDepth) levels deep") }
+        guard started.count < Self.maxDepth else {
+            throw Failure(message: "nested more than \(Self.maxDepth) levels deep")
+        }
         started.append(false)
     }
 
@@ -139,7 +141,10 @@ struct JSONStream {
             index += 1
             var members: [(String, JSONValue)] = []
             try skipSpace()
-            if try peek() == UInt8(ascii: "}") { index += 1; return .object(members) }
+            if try peek() == UInt8(ascii: "}") {
+                index += 1
+                return .object(members)
+            }
             while true {
                 try skipSpace()
                 let key = try parseString(keep: true)
@@ -156,7 +161,10 @@ struct JSONStream {
             index += 1
             var elements: [JSONValue] = []
             try skipSpace()
-            if try peek() == UInt8(ascii: "]") { index += 1; return .array(elements) }
+            if try peek() == UInt8(ascii: "]") {
+                index += 1
+                return .array(elements)
+            }
             while true {
                 elements.append(try value(budget: &budget, depth: depth + 1))
                 try skipSpace()
@@ -169,9 +177,15 @@ struct JSONStream {
             budget -= s.utf8.count
             guard budget >= 0 else { throw Failure(message: "a value is larger than expected") }
             return .string(s)
-        case UInt8(ascii: "t"): try literal("true"); return .bool(true)
-        case UInt8(ascii: "f"): try literal("false"); return .bool(false)
-        case UInt8(ascii: "n"): try literal("null"); return .null
+        case UInt8(ascii: "t"):
+            try literal("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try literal("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try literal("null")
+            return .null
         default: return .number(try parseNumber())
         }
     }
@@ -183,7 +197,10 @@ struct JSONStream {
         case UInt8(ascii: "{"):
             index += 1
             try skipSpace()
-            if try peek() == UInt8(ascii: "}") { index += 1; return }
+            if try peek() == UInt8(ascii: "}") {
+                index += 1
+                return
+            }
             while true {
                 try skipSpace()
                 _ = try parseString(keep: false)
@@ -198,7 +215,10 @@ struct JSONStream {
         case UInt8(ascii: "["):
             index += 1
             try skipSpace()
-            if try peek() == UInt8(ascii: "]") { index += 1; return }
+            if try peek() == UInt8(ascii: "]") {
+                index += 1
+                return
+            }
             while true {
                 try skip(depth: depth + 1)
                 try skipSpace()
@@ -222,8 +242,10 @@ struct JSONStream {
 
     private mutating func parseNumber() throws -> String {
         var text: [UInt8] = []
-        while let c = try peekOrEnd(), (c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9")) || c == UInt8(ascii: "-")
-                || c == UInt8(ascii: "+") || c == UInt8(ascii: ".") || c == UInt8(ascii: "e") || c == UInt8(ascii: "E") {
+        while let c = try peekOrEnd(),
+            (c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9")) || c == UInt8(ascii: "-")
+                || c == UInt8(ascii: "+") || c == UInt8(ascii: ".") || c == UInt8(ascii: "e") || c == UInt8(ascii: "E")
+        {
             index += 1
             text.append(c)
             guard text.count <= 64 else { throw Failure(message: "a number is too long") }
@@ -258,7 +280,9 @@ struct JSONStream {
                             throw Failure(message: "a lone surrogate in a string")
                         }
                         let low = try hex4()
-                        guard (0xDC00...0xDFFF).contains(low) else { throw Failure(message: "a lone surrogate in a string") }
+                        guard (0xDC00...0xDFFF).contains(low) else {
+                            throw Failure(message: "a lone surrogate in a string")
+                        }
                         unit = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
                     }
                     scalar = unit
@@ -273,7 +297,9 @@ struct JSONStream {
                 guard c >= 0x20 else { throw Failure(message: "a control character in a string") }
                 if keep { bytes.append(c) }
             }
-            if keep, bytes.count > Self.maxString { throw Failure(message: "a string is longer than \(Self.maxString) bytes") }
+            if keep, bytes.count > Self.maxString {
+                throw Failure(message: "a string is longer than \(Self.maxString) bytes")
+            }
         }
     }
 

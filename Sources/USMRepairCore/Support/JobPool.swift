@@ -6,7 +6,9 @@ import Synchronization
 /// (stop at the first, or list it and go on).
 enum JobPool {
     /// `body(i)` for every `i` in `0..<count`, on every core; the outcomes in index order.
-    static func map<Value: Sendable>(_ count: Int, _ body: @Sendable (Int) throws -> Value) -> [Result<Value, any Error>] {
+    static func map<Value: Sendable>(_ count: Int, _ body: @Sendable (Int) throws -> Value) -> [Result<
+        Value, any Error
+    >] {
         let results = Mutex<[Int: Result<Value, any Error>]>([:])
         DispatchQueue.concurrentPerform(iterations: count) { i in
             let outcome = Result { try body(i) }

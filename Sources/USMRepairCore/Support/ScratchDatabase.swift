@@ -2,9 +2,9 @@ import Foundation
 import GRDB
 import GRDBSQLite
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// An SQLite file of this tool's own in a private scratch folder (a bundle's catalog, a manifest
@@ -25,7 +25,10 @@ final class ScratchDatabase {
         var config = Configuration()
         config.label = label
         config.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA cache_size = -2048; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA mmap_size = 0")
+            try db.execute(
+                sql:
+                    "PRAGMA cache_size = -2048; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA mmap_size = 0"
+            )
         }
         try self.init(path: folder.appendingPathComponent(name).path, configuration: config)
     }
@@ -81,12 +84,14 @@ final class ScratchDatabase {
     static func spaceShortage(for path: String) -> Int32? {
         var limit = rlimit()
         if getrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max,
-           let size = FileStatus.lookup(path)?.size, UInt64(size) + 65536 >= UInt64(limit.rlim_cur) {
+            let size = FileStatus.lookup(path)?.size, UInt64(size) + 65536 >= UInt64(limit.rlim_cur)
+        {
             return EFBIG
         }
         var fs = statvfs()
         if FileSystemPath.withCString(FileSystemPath.parent(path), { statvfs($0, &fs) }) == 0,
-           UInt64(fs.f_bavail) * UInt64(fs.f_frsize) < 1 << 20 {
+            UInt64(fs.f_bavail) * UInt64(fs.f_frsize) < 1 << 20
+        {
             return ENOSPC
         }
         return nil

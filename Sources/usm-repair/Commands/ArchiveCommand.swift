@@ -28,23 +28,35 @@ struct ArchiveCommand: USMCommand {
     @OptionGroup(title: "Layout") var layout: LayoutFlags
     @OptionGroup(title: "Output") var output: OutputFlags
 
-    @Option(name: [.short, .customLong("output")], help: ArgumentHelp(
-        "The archive to write (default usm-bundle-<UTC time>.<format> here). Never inside the layout's folders.",
-        valueName: "path"), completion: .file())
+    @Option(
+        name: [.short, .customLong("output")],
+        help: ArgumentHelp(
+            "The archive to write (default usm-bundle-<UTC time>.<format> here). Never inside the layout's folders.",
+            valueName: "path"), completion: .file())
     var outputPath: String?
 
-    @Option(name: .customLong("format"), help: ArgumentHelp(
-        "tar.zst (default), tar.gz, tar.xz or zip; default from --output's extension, which must agree with it.", valueName: "format"))
+    @Option(
+        name: .customLong("format"),
+        help: ArgumentHelp(
+            "tar.zst (default), tar.gz, tar.xz or zip; default from --output's extension, which must agree with it.",
+            valueName: "format"))
     var format: ArchiveFormat?
 
-    @Flag(name: .customLong("redact"), help: "Replace text and blob values by keyed hashes (stores stay valid); leave transaction logs out.")
+    @Flag(
+        name: .customLong("redact"),
+        help: "Replace text and blob values by keyed hashes (stores stay valid); leave transaction logs out.")
     var redact = false
 
-    @Flag(name: .customLong("metadata-only"), help: "Only schema, metadata and row counts: no rows, logs or external data.")
+    @Flag(
+        name: .customLong("metadata-only"),
+        help: "Only schema, metadata and row counts: no rows, logs or external data.")
     var metadataOnly = false
 
-    @Option(name: .customLong("max-size"), help: ArgumentHelp(
-        "Refuse, before writing, a bundle estimated larger than this (bytes, or with K, M, G suffixes).", valueName: "size"))
+    @Option(
+        name: .customLong("max-size"),
+        help: ArgumentHelp(
+            "Refuse, before writing, a bundle estimated larger than this (bytes, or with K, M, G suffixes).",
+            valueName: "size"))
     var maxSize: ByteSize?
 
     @Flag(name: .customLong("overwrite"), help: "Replace the output file if it exists.")
@@ -62,35 +74,48 @@ struct ArchiveCommand: USMCommand {
         let content: ArchiveOptions.Content = redact ? .redacted : metadataOnly ? .metadataOnly : .full
         let options = ArchiveOptions(
             layout: layout.options(context.paths), output: outputPath.map { context.paths.url($0) },
-            format: chosen, content: content, maxSize: maxSize?.bytes, overwrite: overwrite, commandLine: context.arguments,
+            format: chosen, content: content, maxSize: maxSize?.bytes, overwrite: overwrite,
+            commandLine: context.arguments,
             currentDirectory: context.paths.currentDirectory)
-        try context.perform({ terminal in
-            try BundleWriter(options: options).run(progress: terminal.progressBytes, phase: { terminal.progressLine($0) })
-        }, text: { result, terminal in
-            guard !output.quiet else { return }
-            terminal.out("Wrote \(result.output) (\(result.format), \(result.bytes) bytes, \(result.entries) entries, \(result.stores) stores)")
-            terminal.out("SHA-256 \(result.sha256) in \(result.sidecar)")
-            if output.verbose {
-                for skip in result.skipped { terminal.out("  left out: \(skip.path): \(skip.reason)") }
-                if result.skippedCount > result.skipped.count {
-                    terminal.out("  ... and \(result.skippedCount - result.skipped.count) more in the manifest's \"skipped\" list")
+        try context.perform(
+            { terminal in
+                try BundleWriter(options: options).run(
+                    progress: terminal.progressBytes, phase: { terminal.progressLine($0) })
+            },
+            text: { result, terminal in
+                guard !output.quiet else { return }
+                terminal.out(
+                    "Wrote \(result.output) (\(result.format), \(result.bytes) bytes, \(result.entries) entries, \(result.stores) stores)"
+                )
+                terminal.out("SHA-256 \(result.sha256) in \(result.sidecar)")
+                if output.verbose {
+                    for skip in result.skipped { terminal.out("  left out: \(skip.path): \(skip.reason)") }
+                    if result.skippedCount > result.skipped.count {
+                        terminal.out(
+                            "  ... and \(result.skippedCount - result.skipped.count) more in the manifest's \"skipped\" list"
+                        )
+                    }
+                } else if result.skippedCount > 0 {
+                    terminal.out(
+                        "\(result.skippedCount) item(s) left out, each with its reason in the manifest's \"skipped\" list (--verbose lists them)"
+                    )
                 }
-            } else if result.skippedCount > 0 {
-                terminal.out("\(result.skippedCount) item(s) left out, each with its reason in the manifest's \"skipped\" list (--verbose lists them)")
-            }
-        }, status: { result in
-            if result.unreadable > 0 {
-                // Said on stderr whatever the output style: the bundle is not the whole layout.
-                context.terminal.err("warning: \(result.unreadable) item(s) could not be read and are not in the bundle (exit 74):")
-                for skip in result.skipped where skip.unreadable {
-                    context.terminal.err("  \(skip.path): \(skip.reason)")
+            },
+            status: { result in
+                if result.unreadable > 0 {
+                    // Said on stderr whatever the output style: the bundle is not the whole layout.
+                    context.terminal.err(
+                        "warning: \(result.unreadable) item(s) could not be read and are not in the bundle (exit 74):")
+                    for skip in result.skipped where skip.unreadable {
+                        context.terminal.err("  \(skip.path): \(skip.reason)")
+                    }
                 }
-            }
-            return result.status
-        })
+                return result.status
+            })
         if content == .full {
             // Always said, --quiet included: it is about whom the file may be shared with.
-            context.terminal.err("""
+            context.terminal.err(
+                """
                 note: this bundle holds the app's personal data as it is (every row of every store, transaction logs, \
                 preferences). Share it only with people allowed to see that data, or make one with --redact or --metadata-only.
                 """)

@@ -20,7 +20,8 @@ struct BundleCommand: ParsableCommand {
 struct BundleVerifyCommand: USMCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
-        abstract: "Check every entry of a bundle against its manifest (type, size, SHA-256, mode, time) and its .sha256 sidecar.",
+        abstract:
+            "Check every entry of a bundle against its manifest (type, size, SHA-256, mode, time) and its .sha256 sidecar.",
         discussion: """
             Each store in the bundle is also opened (a private, read-only copy) and its Z_UUID and rows \
             per entity compared with the manifest. A bundle carries no signature: it proves its \
@@ -44,21 +45,33 @@ struct BundleVerifyCommand: USMCommand {
 
     func run(_ context: CommandContext) throws {
         let verbose = output.verbose && !output.json
-        try context.perform({ terminal in
-            // --verbose: every entry as it is checked (differences are listed again at the end).
-            try BundleVerifier.verify(context.paths.url(archive, tilde: false), onEntry: verbose ? { path, problems in
-                if problems.isEmpty { terminal.out("matches: \(path)") }
-            } : nil)
-        }, text: { report, terminal in
-            for mismatch in report.mismatches { terminal.out("differs: \(mismatch.path.isEmpty ? "(more)" : mismatch.path): \(mismatch.problem)") }
-            if report.mismatchCount > report.mismatches.count {
-                terminal.out("... and \(report.mismatchCount - report.mismatches.count) more difference(s)")
-            }
-            guard !output.quiet else { return }
-            if output.verbose { terminal.out("stores checked against the manifest (Z_UUID, rows per entity): \(report.storesChecked)") }
-            terminal.out(report.ok
-                ? "OK: \(report.matched) of \(report.entries) entries match the manifest; \(report.storesChecked) store(s) checked; sidecar \(report.sidecar)"
-                : "\(report.mismatchCount) difference(s); \(report.matched) of \(report.entries) entries match; sidecar \(report.sidecar)")
-        }, status: { $0.ok ? .ok : .problemsFound })
+        try context.perform(
+            { terminal in
+                // --verbose: every entry as it is checked (differences are listed again at the end).
+                try BundleVerifier.verify(
+                    context.paths.url(archive, tilde: false),
+                    onEntry: verbose
+                        ? { path, problems in
+                            if problems.isEmpty { terminal.out("matches: \(path)") }
+                        } : nil)
+            },
+            text: { report, terminal in
+                for mismatch in report.mismatches {
+                    terminal.out("differs: \(mismatch.path.isEmpty ? "(more)" : mismatch.path): \(mismatch.problem)")
+                }
+                if report.mismatchCount > report.mismatches.count {
+                    terminal.out("... and \(report.mismatchCount - report.mismatches.count) more difference(s)")
+                }
+                guard !output.quiet else { return }
+                if output.verbose {
+                    terminal.out(
+                        "stores checked against the manifest (Z_UUID, rows per entity): \(report.storesChecked)")
+                }
+                terminal.out(
+                    report.ok
+                        ? "OK: \(report.matched) of \(report.entries) entries match the manifest; \(report.storesChecked) store(s) checked; sidecar \(report.sidecar)"
+                        : "\(report.mismatchCount) difference(s); \(report.matched) of \(report.entries) entries match; sidecar \(report.sidecar)"
+                )
+            }, status: { $0.ok ? .ok : .problemsFound })
     }
 }

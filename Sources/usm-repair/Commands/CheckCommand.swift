@@ -32,9 +32,11 @@ struct CheckCommand: USMCommand {
     @OptionGroup(title: "Layout") var layout: LayoutFlags
     @OptionGroup(title: "Output") var output: OutputFlags
 
-    @Option(name: .customLong("ignore"), parsing: .singleValue, help: ArgumentHelp(
-        "Accept a problem code (e.g. external-data-orphan): still reported, marked ignored, no longer fails the check. Repeatable.",
-        valueName: "code"), completion: .list(ProblemCode.allCases.map(\.rawValue)))
+    @Option(
+        name: .customLong("ignore"), parsing: .singleValue,
+        help: ArgumentHelp(
+            "Accept a problem code (e.g. external-data-orphan): still reported, marked ignored, no longer fails the check. Repeatable.",
+            valueName: "code"), completion: .list(ProblemCode.allCases.map(\.rawValue)))
     var ignore: [String] = []
 
     @Flag(name: .customLong("strict"), help: "Fail on warnings too, not only on errors.")
@@ -43,12 +45,16 @@ struct CheckCommand: USMCommand {
     func validate() throws {
         let unknown = ignore.filter { ProblemCode(rawValue: $0) == nil }
         if !unknown.isEmpty {
-            throw ValidationError("unknown problem code(s) for --ignore: \(unknown.joined(separator: ", ")); usm-repair help problems lists them")
+            throw ValidationError(
+                "unknown problem code(s) for --ignore: \(unknown.joined(separator: ", ")); usm-repair help problems lists them"
+            )
         }
     }
 
     func run(_ context: CommandContext) throws {
-        try context.report(Inspection(
-            options: layout.options(context.paths), depth: .check, ignoredCodes: Set(ignore.compactMap(ProblemCode.init(rawValue:))), strict: strict))
+        try context.report(
+            Inspection(
+                options: layout.options(context.paths), depth: .check,
+                ignoredCodes: Set(ignore.compactMap(ProblemCode.init(rawValue:))), strict: strict))
     }
 }

@@ -5,7 +5,8 @@ import USMRepairCore
 struct DeleteCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "delete",
-        abstract: "Delete the ubiquity container, a cloud store or the local store, leaving the state the app takes up at its next launch.",
+        abstract:
+            "Delete the ubiquity container, a cloud store or the local store, leaving the state the app takes up at its next launch.",
         discussion: """
             Examples:
               usm-repair delete container --container Notes.xcappdata --dry-run
@@ -27,7 +28,8 @@ let operationExitCodes = """
 struct DeleteContainerCommand: USMCommand {
     static let configuration = CommandConfiguration(
         commandName: "container",
-        abstract: "Remove everything in the ubiquity container, this device's copies of its stores and the cached StoreUUIDs.",
+        abstract:
+            "Remove everything in the ubiquity container, this device's copies of its stores and the cached StoreUUIDs.",
         discussion: """
             Next launch: the app seeds a new cloud store from the local store (E2; an empty one without it, E3); \
             the local store's WAL is merged into its main file first. The deletion reaches every device. \
@@ -75,11 +77,15 @@ struct DeleteCloudStoreCommand: USMCommand {
     @OptionGroup(title: "Copy") var copy: CopyFlags
     @OptionGroup(title: "Plan") var plan: PlanFlags
     @OptionGroup(title: "Output") var output: OutputFlags
-    @Option(name: .customLong("uuid"), help: ArgumentHelp("The store to remove (default: the active store).", valueName: "uuid"))
+    @Option(
+        name: .customLong("uuid"),
+        help: ArgumentHelp("The store to remove (default: the active store).", valueName: "uuid"))
     var uuid: String?
     @Flag(name: .customLong("local-only"), help: "Remove only this device's copy; Core Data rebuilds it from the logs.")
     var localOnly = false
-    @Flag(name: .customLong("with-older-markers"), help: "Also remove StoreUUID markers of older cloud versions (stops iOS 6 devices from syncing).")
+    @Flag(
+        name: .customLong("with-older-markers"),
+        help: "Also remove StoreUUID markers of older cloud versions (stops iOS 6 devices from syncing).")
     var withOlderMarkers = false
 
     func run(_ context: CommandContext) throws {

@@ -22,10 +22,14 @@ enum HelpTopic: String, CaseIterable {
         case .exitCodes:
             var lines = ["Exit codes of usm-repair (the JSON envelope's exitCode and exitStatus):", ""]
             for status in ExitStatus.allCases.sorted(by: { $0.rawValue < $1.rawValue }) {
-                lines.append("  " + "\(status.rawValue)".padding(toLength: 4, withPad: " ", startingAt: 0)
-                             + status.name.padding(toLength: 22, withPad: " ", startingAt: 0) + status.meaning)
+                lines.append(
+                    "  " + "\(status.rawValue)".padding(toLength: 4, withPad: " ", startingAt: 0)
+                        + status.name.padding(toLength: 22, withPad: " ", startingAt: 0) + status.meaning)
             }
-            lines += ["", "When several stores give different answers, the worst wins (3 over 75 over 74 over 66 over 2 over 1 over 0)."]
+            lines += [
+                "",
+                "When several stores give different answers, the worst wins (3 over 75 over 74 over 66 over 2 over 1 over 0).",
+            ]
             return lines.joined(separator: "\n") + "\n"
         case .problems:
             var lines = ["Problem codes (status, check; check --ignore CODE accepts one):", ""]

@@ -38,13 +38,19 @@ struct MigrateCloudToLocalCommand: USMCommand {
     @OptionGroup(title: "Plan") var plan: PlanFlags
     @OptionGroup(title: "Data") var data: DataFlags
     @OptionGroup(title: "Output") var output: OutputFlags
-    @Flag(name: .customLong("merge"), help: "Merge into the existing local store instead of replacing it (copy-entities or manual).")
+    @Flag(
+        name: .customLong("merge"),
+        help: "Merge into the existing local store instead of replacing it (copy-entities or manual).")
     var merge = false
-    @Option(name: .customLong("uuid"), help: ArgumentHelp("The cloud store to take the data from (default: the active one).", valueName: "uuid"))
+    @Option(
+        name: .customLong("uuid"),
+        help: ArgumentHelp("The cloud store to take the data from (default: the active one).", valueName: "uuid"))
     var uuid: String?
 
     func validate() throws {
-        if data.discardCloud { throw ValidationError("--discard-cloud goes with rebuild --from local and migrate local-to-cloud") }
+        if data.discardCloud {
+            throw ValidationError("--discard-cloud goes with rebuild --from local and migrate local-to-cloud")
+        }
         if merge, data.replace { throw ValidationError("--replace and --merge cannot be used together") }
         if !merge, data.allowDuplicates { throw ValidationError("--allow-duplicates goes with --merge") }
     }
@@ -53,7 +59,8 @@ struct MigrateCloudToLocalCommand: USMCommand {
         var context = context
         context.model = try strategy.loadedModel()
         try context.runOperation(
-            .migrateCloudToLocal(uuid: uuid, strategy: strategy.choice, merge: merge, copy: copy.choice), layout: layout, plan: plan,
+            .migrateCloudToLocal(uuid: uuid, strategy: strategy.choice, merge: merge, copy: copy.choice),
+            layout: layout, plan: plan,
             data: data.consent)
     }
 }
@@ -79,14 +86,21 @@ struct MigrateLocalToCloudCommand: USMCommand {
     @OptionGroup(title: "Output") var output: OutputFlags
     @Flag(name: .customLong("keep-old"), help: "Keep the old cloud store's logs and this device's copies.")
     var keepOld = false
-    @Flag(name: .customLong("with-older-markers"), help: "Also remove StoreUUID markers of older cloud versions (stops iOS 6 devices from syncing).")
+    @Flag(
+        name: .customLong("with-older-markers"),
+        help: "Also remove StoreUUID markers of older cloud versions (stops iOS 6 devices from syncing).")
     var withOlderMarkers = false
-    @Flag(name: .customLong("discard-cloud"), help: "Abandon the active cloud store even when it holds objects the local store lacks (the app stops showing them).")
+    @Flag(
+        name: .customLong("discard-cloud"),
+        help:
+            "Abandon the active cloud store even when it holds objects the local store lacks (the app stops showing them)."
+    )
     var discardCloud = false
 
     func run(_ context: CommandContext) throws {
         try context.runOperation(
-            .rebuildFromLocal(keepOld: keepOld, withOlderMarkers: withOlderMarkers, asMigrate: true), layout: layout, plan: plan,
+            .rebuildFromLocal(keepOld: keepOld, withOlderMarkers: withOlderMarkers, asMigrate: true), layout: layout,
+            plan: plan,
             data: DataConsent(discardCloud: discardCloud))
     }
 }

@@ -50,21 +50,31 @@ struct MigrateStoreCommand: USMCommand {
     @Flag(name: .customLong("dry-run"), help: "Print the plan (steps and their SQL) and change nothing.")
     var dryRun = false
 
-    @Flag(name: .customLong("keep-ubiquity-metadata"), help: "Keep com.apple.coredata.ubiquity.* keys in the result's metadata.")
+    @Flag(
+        name: .customLong("keep-ubiquity-metadata"),
+        help: "Keep com.apple.coredata.ubiquity.* keys in the result's metadata.")
     var keepUbiquityMetadata = false
 
-    @Flag(name: .customLong("overwrite"), help: "Replace an existing DST (snapshotted first; needs --yes or a yes at the prompt).")
+    @Flag(
+        name: .customLong("overwrite"),
+        help: "Replace an existing DST (snapshotted first; needs --yes or a yes at the prompt).")
     var overwrite = false
 
-    @Flag(name: .customLong("new-identity"), help: ArgumentHelp(
-        "Give the result a new store UUID (Z_UUID) even where it keeps the replaced store's (--overwrite) or its source's (a whole-store repair recipe)."))
+    @Flag(
+        name: .customLong("new-identity"),
+        help: ArgumentHelp(
+            "Give the result a new store UUID (Z_UUID) even where it keeps the replaced store's (--overwrite) or its source's (a whole-store repair recipe)."
+        ))
     var newIdentity = false
 
     @Flag(name: [.short, .customLong("yes")], help: "Do not ask before replacing DST.")
     var yes = false
 
-    @Option(name: .customLong("snapshot-dir"), help: ArgumentHelp(
-        "Where the snapshot of a replaced or merged-into DST goes (default $XDG_STATE_HOME/usm-repair/snapshots).", valueName: "dir"),
+    @Option(
+        name: .customLong("snapshot-dir"),
+        help: ArgumentHelp(
+            "Where the snapshot of a replaced or merged-into DST goes (default $XDG_STATE_HOME/usm-repair/snapshots).",
+            valueName: "dir"),
         completion: .directory)
     var snapshotDir: String?
 
@@ -72,36 +82,42 @@ struct MigrateStoreCommand: USMCommand {
 
     func validate() throws {
         if into && overwrite { throw ValidationError("--into and --overwrite cannot be used together") }
-        if into && newIdentity { throw ValidationError("--new-identity cannot be used with --into: a merge keeps the destination's identity") }
+        if into && newIdentity {
+            throw ValidationError("--new-identity cannot be used with --into: a merge keeps the destination's identity")
+        }
     }
 
     func run(_ context: CommandContext) throws {
         let choice = strategy.choice
         var options = choice.options(
-            keepUbiquityMetadata: keepUbiquityMetadata, recipeSearchPath: context.recipeSearchPath, environment: context.environment)
+            keepUbiquityMetadata: keepUbiquityMetadata, recipeSearchPath: context.recipeSearchPath,
+            environment: context.environment)
         options.newIdentity = newIdentity
         options.model = try strategy.loadedModel()
         let destinationFiles = StoreFileSet(main: context.paths.url(destination))
         let request = MigrationRequest(
             source: StoreFileSet(main: context.paths.url(source)),
             destination: destinationFiles,
-            strategy: choice.id ?? (choice.recipe != nil || choice.plugin != nil ? "manual" : StrategyRegistry.defaultID),
+            strategy: choice.id
+                ?? (choice.recipe != nil || choice.plugin != nil ? "manual" : StrategyRegistry.defaultID),
             mode: into ? .merge : overwrite ? .overwrite : .create, options: options, dryRun: dryRun)
         let migration = StoreMigration(
             request: request, engine: MigrationEngine(registry: context.strategies),
             executor: context.executor(snapshotDirectory: snapshotDir.map { context.paths.url($0, directory: true) }))
-        try context.perform({ terminal in
-            if overwrite, !dryRun, !destinationFiles.existingMembers().isEmpty {
-                try context.consent(
-                    yes: yes, terminal: terminal,
-                    unattended: "\(destinationFiles.main.path) exists; replacing it needs --yes (it is snapshotted first)",
-                    question: "Replace \(destinationFiles.main.path)? It is snapshotted first.") {}
-            }
-            return try migration.run(progress: { terminal.progressLine($0) })
-        }, text: { report, terminal in
-            MigrationPrinter(terminal: terminal, verbose: output.verbose, quiet: output.quiet).print(report)
-        })
+        try context.perform(
+            { terminal in
+                if overwrite, !dryRun, !destinationFiles.existingMembers().isEmpty {
+                    try context.consent(
+                        yes: yes, terminal: terminal,
+                        unattended:
+                            "\(destinationFiles.main.path) exists; replacing it needs --yes (it is snapshotted first)",
+                        question: "Replace \(destinationFiles.main.path)? It is snapshotted first."
+                    ) {}
+                }
+                return try migration.run(progress: { terminal.progressLine($0) })
+            },
+            text: { report, terminal in
+                MigrationPrinter(terminal: terminal, verbose: output.verbose, quiet: output.quiet).print(report)
+            })
     }
 }
-
-

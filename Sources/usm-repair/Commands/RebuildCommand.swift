@@ -7,7 +7,8 @@ struct RebuildCommand: USMCommand {
 
     static let configuration = CommandConfiguration(
         commandName: "rebuild",
-        abstract: "Rebuild the cloud content from a healthy store: leave the state in which the app seeds a new cloud store.",
+        abstract:
+            "Rebuild the cloud content from a healthy store: leave the state in which the app seeds a new cloud store.",
         discussion: """
             --from local: the local store's WAL merged; every StoreUUID and CorruptedUUID marker and \
             every cached StoreUUID removed; iCloud on; the old store's copies and logs removed unless \
@@ -34,35 +35,51 @@ struct RebuildCommand: USMCommand {
     @OptionGroup(title: "Plan") var plan: PlanFlags
     @OptionGroup(title: "Data") var data: DataFlags
     @OptionGroup(title: "Output") var output: OutputFlags
-    @Option(name: .customLong("from"), help: ArgumentHelp("local or cloud: the healthy store the new cloud content comes from.", valueName: "source"))
+    @Option(
+        name: .customLong("from"),
+        help: ArgumentHelp("local or cloud: the healthy store the new cloud content comes from.", valueName: "source"))
     var from: Source
-    @Flag(name: .customLong("in-app"), help: "With --from cloud: mark the active store corrupt so that the app rebuilds it itself.")
+    @Flag(
+        name: .customLong("in-app"),
+        help: "With --from cloud: mark the active store corrupt so that the app rebuilds it itself.")
     var inApp = false
     @Flag(name: .customLong("keep-old"), help: "Keep the old cloud store's logs and this device's copies.")
     var keepOld = false
-    @Flag(name: .customLong("with-older-markers"), help: "Also remove StoreUUID markers of older cloud versions (stops iOS 6 devices from syncing).")
+    @Flag(
+        name: .customLong("with-older-markers"),
+        help: "Also remove StoreUUID markers of older cloud versions (stops iOS 6 devices from syncing).")
     var withOlderMarkers = false
 
     func validate() throws {
         if inApp, from != .cloud { throw ValidationError("--in-app goes with --from cloud") }
         if from == .local || inApp {
-            let given = [strategy.strategy.map { _ in "--strategy" }, strategy.recipe.map { _ in "--recipe" }, strategy.plugin.map { _ in "--plugin" },
-                         strategy.params.isEmpty ? nil : "--param"].compactMap { $0 }
+            let given = [
+                strategy.strategy.map { _ in "--strategy" }, strategy.recipe.map { _ in "--recipe" },
+                strategy.plugin.map { _ in "--plugin" },
+                strategy.params.isEmpty ? nil : "--param",
+            ].compactMap { $0 }
             if let flag = given.first {
-                throw ValidationError("\(flag) chooses how data moves into the local store: it goes with rebuild --from cloud, not \(inApp ? "--in-app" : "--from local")")
+                throw ValidationError(
+                    "\(flag) chooses how data moves into the local store: it goes with rebuild --from cloud, not \(inApp ? "--in-app" : "--from local")"
+                )
             }
         }
         if data.allowDuplicates { throw ValidationError("--allow-duplicates goes with migrate cloud-to-local --merge") }
-        if data.replace, from != .cloud || inApp { throw ValidationError("--replace goes with rebuild --from cloud (which replaces the local store)") }
+        if data.replace, from != .cloud || inApp {
+            throw ValidationError("--replace goes with rebuild --from cloud (which replaces the local store)")
+        }
         if data.discardCloud, from != .local { throw ValidationError("--discard-cloud goes with rebuild --from local") }
     }
 
     func run(_ context: CommandContext) throws {
-        let maintenance: Maintenance = switch (from, inApp) {
-        case (.local, _): .rebuildFromLocal(keepOld: keepOld, withOlderMarkers: withOlderMarkers)
-        case (.cloud, true): .rebuildInApp(copy: copy.choice)
-        case (.cloud, false): .rebuildFromCloud(strategy: strategy.choice, copy: copy.choice, keepOld: keepOld, withOlderMarkers: withOlderMarkers)
-        }
+        let maintenance: Maintenance =
+            switch (from, inApp) {
+            case (.local, _): .rebuildFromLocal(keepOld: keepOld, withOlderMarkers: withOlderMarkers)
+            case (.cloud, true): .rebuildInApp(copy: copy.choice)
+            case (.cloud, false):
+                .rebuildFromCloud(
+                    strategy: strategy.choice, copy: copy.choice, keepOld: keepOld, withOlderMarkers: withOlderMarkers)
+            }
         var context = context
         context.model = try strategy.loadedModel()
         try context.runOperation(maintenance, layout: layout, plan: plan, data: data.consent)

@@ -50,19 +50,27 @@ struct RestoreCommand: USMCommand {
     @Argument(help: ArgumentHelp("The snapshot or bundle to restore.", valueName: "archive"), completion: .file())
     var archive: String
 
-    @Option(name: .customLong("to"), help: ArgumentHelp(
-        "The folder to restore a bundle's folders into (without it, a snapshot goes back where it was taken).", valueName: "dir"),
+    @Option(
+        name: .customLong("to"),
+        help: ArgumentHelp(
+            "The folder to restore a bundle's folders into (without it, a snapshot goes back where it was taken).",
+            valueName: "dir"),
         completion: .directory)
     var to: String?
 
-    @Flag(name: .customLong("dry-run"), help: "Verify the archive and print what would be put back and removed; change nothing.")
+    @Flag(
+        name: .customLong("dry-run"),
+        help: "Verify the archive and print what would be put back and removed; change nothing.")
     var dryRun = false
 
     @Flag(name: [.short, .customLong("yes")], help: "Run without asking (what is replaced is snapshotted first).")
     var yes = false
 
-    @Option(name: .customLong("snapshot-dir"), help: ArgumentHelp(
-        "Where to keep the snapshot of what is replaced (default $XDG_STATE_HOME/usm-repair/snapshots or ~/.local/state/usm-repair/snapshots).", valueName: "dir"),
+    @Option(
+        name: .customLong("snapshot-dir"),
+        help: ArgumentHelp(
+            "Where to keep the snapshot of what is replaced (default $XDG_STATE_HOME/usm-repair/snapshots or ~/.local/state/usm-repair/snapshots).",
+            valueName: "dir"),
         completion: .directory)
     var snapshotDir: String?
 
@@ -76,53 +84,67 @@ struct RestoreCommand: USMCommand {
         guard let to else { return try undo(context) }
         let snapshotDirectory = snapshotDirectory(context)
         let options = RestoreOptions(
-            archive: context.paths.url(archive, tilde: false), target: context.paths.url(to, directory: true, tilde: false), yes: yes,
+            archive: context.paths.url(archive, tilde: false),
+            target: context.paths.url(to, directory: true, tilde: false), yes: yes,
             snapshotDirectory: snapshotDirectory, dryRun: dryRun)
         let verbose = output.verbose && !output.json
-        try context.perform({ terminal in
-            // --verbose: every entry as it is written into the private folder.
-            try BundleRestorer(options: options).run(
-                executor: context.executor(snapshotDirectory: snapshotDirectory), confirm: context.confirm,
-                onEntry: verbose ? { terminal.out("extracted: \($0)") } : nil, progress: { terminal.progressLine($0) })
-        }, text: { result, terminal in
-            guard !output.quiet || result.dryRun else { return }
-            for root in result.roots {
-                if result.dryRun {
-                    terminal.out("Would \(root.replaced ? "replace" : "restore") \(root.path)")
-                } else {
-                    terminal.out("\(root.replaced ? "Replaced" : "Restored") \(root.path)")
+        try context.perform(
+            { terminal in
+                // --verbose: every entry as it is written into the private folder.
+                try BundleRestorer(options: options).run(
+                    executor: context.executor(snapshotDirectory: snapshotDirectory), confirm: context.confirm,
+                    onEntry: verbose ? { terminal.out("extracted: \($0)") } : nil,
+                    progress: { terminal.progressLine($0) })
+            },
+            text: { result, terminal in
+                guard !output.quiet || result.dryRun else { return }
+                for root in result.roots {
+                    if result.dryRun {
+                        terminal.out("Would \(root.replaced ? "replace" : "restore") \(root.path)")
+                    } else {
+                        terminal.out("\(root.replaced ? "Replaced" : "Restored") \(root.path)")
+                    }
                 }
-            }
-            if let snapshot = result.snapshot { terminal.out("What was replaced is in \(snapshot) (usm-repair restore it to undo)") }
-            for note in result.notes { terminal.out("Note: \(note)") }
-            if result.dryRun {
-                terminal.out("\(result.entries) entries verified against the manifest. Dry run: nothing was changed.")
-            } else {
-                terminal.out("\(result.entries) entries, \(result.bytes) bytes, verified against the manifest")
-            }
-        })
+                if let snapshot = result.snapshot {
+                    terminal.out("What was replaced is in \(snapshot) (usm-repair restore it to undo)")
+                }
+                for note in result.notes { terminal.out("Note: \(note)") }
+                if result.dryRun {
+                    terminal.out(
+                        "\(result.entries) entries verified against the manifest. Dry run: nothing was changed.")
+                } else {
+                    terminal.out("\(result.entries) entries, \(result.bytes) bytes, verified against the manifest")
+                }
+            })
     }
 
     /// The snapshot back in place, as a journaled plan.
     private func undo(_ context: CommandContext) throws {
         let url = context.paths.url(archive)
-        try context.perform({ terminal -> SnapshotUndo.Report in
-            let executor = context.executor(snapshotDirectory: snapshotDirectory(context))
-            let prepared = try SnapshotUndo.prepare(snapshot: url, dryRun: dryRun, executor: executor)
-            let preview = SnapshotUndo.report(
-                prepared.plan, paths: prepared.paths, archive: url, result: nil, recovered: prepared.recovered, dryRun: true)
-            if dryRun || prepared.plan.isNoOp { return preview }
-            try context.consent(
-                yes: yes, terminal: terminal,
-                unattended: "restore puts the snapshot back in place: run it with --yes (see the plan with --dry-run)",
-                question: "Put the snapshot back? What is there now is snapshotted first.") {
-                UndoPrinter(terminal: terminal, verbose: output.verbose).print(preview)
-            }
-            let result = try executor.run(prepared.plan, progress: { terminal.progressLine($0) })
-            return SnapshotUndo.report(prepared.plan, paths: prepared.paths, archive: url, result: result, recovered: prepared.recovered, dryRun: false)
-        }, text: { report, terminal in
-            guard !output.quiet || report.dryRun else { return }
-            UndoPrinter(terminal: terminal, verbose: output.verbose).print(report)
-        })
+        try context.perform(
+            { terminal -> SnapshotUndo.Report in
+                let executor = context.executor(snapshotDirectory: snapshotDirectory(context))
+                let prepared = try SnapshotUndo.prepare(snapshot: url, dryRun: dryRun, executor: executor)
+                let preview = SnapshotUndo.report(
+                    prepared.plan, paths: prepared.paths, archive: url, result: nil, recovered: prepared.recovered,
+                    dryRun: true)
+                if dryRun || prepared.plan.isNoOp { return preview }
+                try context.consent(
+                    yes: yes, terminal: terminal,
+                    unattended:
+                        "restore puts the snapshot back in place: run it with --yes (see the plan with --dry-run)",
+                    question: "Put the snapshot back? What is there now is snapshotted first."
+                ) {
+                    UndoPrinter(terminal: terminal, verbose: output.verbose).print(preview)
+                }
+                let result = try executor.run(prepared.plan, progress: { terminal.progressLine($0) })
+                return SnapshotUndo.report(
+                    prepared.plan, paths: prepared.paths, archive: url, result: result, recovered: prepared.recovered,
+                    dryRun: false)
+            },
+            text: { report, terminal in
+                guard !output.quiet || report.dryRun else { return }
+                UndoPrinter(terminal: terminal, verbose: output.verbose).print(report)
+            })
     }
 }

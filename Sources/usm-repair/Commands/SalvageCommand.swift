@@ -32,61 +32,87 @@ struct SalvageCommand: USMCommand {
               usm-repair salvage Damaged.sqlite Out.sqlite --model Garage.xcdatamodeld
             """)
 
-    @Argument(help: ArgumentHelp("The damaged store's main file (its -wal beside it is read too).", valueName: "src"), completion: .file())
+    @Argument(
+        help: ArgumentHelp("The damaged store's main file (its -wal beside it is read too).", valueName: "src"),
+        completion: .file())
     var source: String
 
     @Argument(help: ArgumentHelp("The new store's main file.", valueName: "dst"), completion: .file())
     var destination: String
 
-    @Option(name: .customLong("schema-from"), help: ArgumentHelp(
-        "A healthy store of the same model: the tables, entities and metadata the damaged one lost are taken from it.", valueName: "store"),
+    @Option(
+        name: .customLong("schema-from"),
+        help: ArgumentHelp(
+            "A healthy store of the same model: the tables, entities and metadata the damaged one lost are taken from it.",
+            valueName: "store"),
         completion: .file())
     var schemaFrom: String?
 
-    @Option(name: .customLong("model"), help: ArgumentHelp(
-        "The app's model (.xcdatamodeld, .xcdatamodel, its contents XML, .momd or .mom): relationships when SRC has no model cache, entity numbers when Z_PRIMARYKEY was lost.",
-        valueName: "path"), completion: .file())
+    @Option(
+        name: .customLong("model"),
+        help: ArgumentHelp(
+            "The app's model (.xcdatamodeld, .xcdatamodel, its contents XML, .momd or .mom): relationships when SRC has no model cache, entity numbers when Z_PRIMARYKEY was lost.",
+            valueName: "path"), completion: .file())
     var model: String?
 
-    @Flag(name: .customLong("dry-run"), help: "Read SRC and report what would be salvaged; write nothing but a private temporary copy.")
+    @Flag(
+        name: .customLong("dry-run"),
+        help: "Read SRC and report what would be salvaged; write nothing but a private temporary copy.")
     var dryRun = false
 
-    @Flag(name: .customLong("keep-ubiquity-metadata"), help: "Keep com.apple.coredata.ubiquity.* keys in the result's metadata.")
+    @Flag(
+        name: .customLong("keep-ubiquity-metadata"),
+        help: "Keep com.apple.coredata.ubiquity.* keys in the result's metadata.")
     var keepUbiquityMetadata = false
 
-    @Flag(name: .customLong("overwrite"), help: "Replace an existing DST (snapshotted first; needs --yes or a yes at the prompt).")
+    @Flag(
+        name: .customLong("overwrite"),
+        help: "Replace an existing DST (snapshotted first; needs --yes or a yes at the prompt).")
     var overwrite = false
 
     @Flag(name: [.short, .customLong("yes")], help: "Do not ask before replacing DST.")
     var yes = false
 
-    @Option(name: .customLong("snapshot-dir"), help: ArgumentHelp(
-        "Where the snapshot of a replaced DST goes (default $XDG_STATE_HOME/usm-repair/snapshots).", valueName: "dir"),
+    @Option(
+        name: .customLong("snapshot-dir"),
+        help: ArgumentHelp(
+            "Where the snapshot of a replaced DST goes (default $XDG_STATE_HOME/usm-repair/snapshots).",
+            valueName: "dir"),
         completion: .directory)
     var snapshotDir: String?
 
     @OptionGroup(title: "Output") var output: OutputFlags
 
     func run(_ context: CommandContext) throws {
-        func files(_ path: String) -> StoreFileSet { StoreFileSet(main: URL(fileURLWithPath: (path as NSString).expandingTildeInPath)) }
+        func files(_ path: String) -> StoreFileSet {
+            StoreFileSet(main: URL(fileURLWithPath: (path as NSString).expandingTildeInPath))
+        }
         let destinationFiles = files(destination)
         let request = SalvageRequest(
             source: files(source), destination: destinationFiles, schemaFrom: schemaFrom.map(files),
-            model: try model.map { try ModelFile.load(URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath)) }, overwrite: overwrite,
+            model: try model.map { try ModelFile.load(URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath)) },
+            overwrite: overwrite,
             keepUbiquityMetadata: keepUbiquityMetadata, dryRun: dryRun)
         let operation = SalvageOperation(
             request: request, engine: MigrationEngine(registry: context.strategies),
-            executor: context.executor(snapshotDirectory: snapshotDir.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath, isDirectory: true) }))
-        try context.perform({ terminal in
-            if overwrite, !dryRun, !destinationFiles.existingMembers().isEmpty {
-                try context.consent(
-                    yes: yes, terminal: terminal,
-                    unattended: "\(destinationFiles.main.path) exists; replacing it needs --yes (it is snapshotted first)",
-                    question: "Replace \(destinationFiles.main.path)? It is snapshotted first.") {}
-            }
-            return try operation.run(progress: { terminal.progressLine($0) })
-        }, text: { report, terminal in
-            SalvagePrinter(terminal: terminal, verbose: output.verbose, quiet: output.quiet).print(report)
-        }, status: { $0.exitStatus })
+            executor: context.executor(
+                snapshotDirectory: snapshotDir.map {
+                    URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath, isDirectory: true)
+                }))
+        try context.perform(
+            { terminal in
+                if overwrite, !dryRun, !destinationFiles.existingMembers().isEmpty {
+                    try context.consent(
+                        yes: yes, terminal: terminal,
+                        unattended:
+                            "\(destinationFiles.main.path) exists; replacing it needs --yes (it is snapshotted first)",
+                        question: "Replace \(destinationFiles.main.path)? It is snapshotted first."
+                    ) {}
+                }
+                return try operation.run(progress: { terminal.progressLine($0) })
+            },
+            text: { report, terminal in
+                SalvagePrinter(terminal: terminal, verbose: output.verbose, quiet: output.quiet).print(report)
+            }, status: { $0.exitStatus })
     }
 }

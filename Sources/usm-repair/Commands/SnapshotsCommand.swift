@@ -20,9 +20,11 @@ struct SnapshotsCommand: ParsableCommand {
 
 /// The folder flag both subcommands take.
 struct SnapshotFolderFlags: ParsableArguments {
-    @Option(name: .customLong("snapshot-dir"), help: ArgumentHelp(
-        "The snapshot folder (default $XDG_STATE_HOME/usm-repair/snapshots or ~/.local/state/usm-repair/snapshots).",
-        valueName: "dir"), completion: .directory)
+    @Option(
+        name: .customLong("snapshot-dir"),
+        help: ArgumentHelp(
+            "The snapshot folder (default $XDG_STATE_HOME/usm-repair/snapshots or ~/.local/state/usm-repair/snapshots).",
+            valueName: "dir"), completion: .directory)
     var snapshotDir: String?
 
     func folder(_ context: CommandContext) -> URL {
@@ -61,24 +63,29 @@ struct SnapshotsListCommand: USMCommand {
 
     func run(_ context: CommandContext) throws {
         let dir = folder.folder(context)
-        try context.perform({ _ in
-            let entries = try SnapshotCatalog.list(dir)
-            return Listing(folder: dir.path, snapshots: entries, bytes: entries.reduce(0) { $0 + $1.bytes })
-        }, text: { listing, terminal in
-            guard !output.quiet else { return }
-            if listing.snapshots.isEmpty { terminal.out("No snapshots in \(listing.folder).") }
-            for entry in listing.snapshots { SnapshotsPrinter.print(entry, to: terminal) }
-            if !listing.snapshots.isEmpty {
-                terminal.out("\(listing.snapshots.count) file(s), \(SnapshotsPrinter.size(listing.bytes)) in \(listing.folder); undo one with usm-repair restore SNAPSHOT --yes")
-            }
-        })
+        try context.perform(
+            { _ in
+                let entries = try SnapshotCatalog.list(dir)
+                return Listing(folder: dir.path, snapshots: entries, bytes: entries.reduce(0) { $0 + $1.bytes })
+            },
+            text: { listing, terminal in
+                guard !output.quiet else { return }
+                if listing.snapshots.isEmpty { terminal.out("No snapshots in \(listing.folder).") }
+                for entry in listing.snapshots { SnapshotsPrinter.print(entry, to: terminal) }
+                if !listing.snapshots.isEmpty {
+                    terminal.out(
+                        "\(listing.snapshots.count) file(s), \(SnapshotsPrinter.size(listing.bytes)) in \(listing.folder); undo one with usm-repair restore SNAPSHOT --yes"
+                    )
+                }
+            })
     }
 }
 
 struct SnapshotsPruneCommand: USMCommand {
     static let configuration = CommandConfiguration(
         commandName: "prune",
-        abstract: "Remove old snapshots: those older than a time, or all but the newest N (or both: old and not among the newest N).",
+        abstract:
+            "Remove old snapshots: those older than a time, or all but the newest N (or both: old and not among the newest N).",
         discussion: """
             A pruned snapshot is gone, and with it the undo of its operation: --dry-run lists what \
             would go. Only files that read as usm-repair snapshots are ever removed.
@@ -93,11 +100,14 @@ struct SnapshotsPruneCommand: USMCommand {
             """)
 
     @OptionGroup(title: "Snapshots") var folder: SnapshotFolderFlags
-    @Option(name: .customLong("older-than"), help: ArgumentHelp(
-        "Remove snapshots taken longer ago than this: a number with m, h, d or w (minutes, hours, days, weeks), e.g. 30d.",
-        valueName: "age"))
+    @Option(
+        name: .customLong("older-than"),
+        help: ArgumentHelp(
+            "Remove snapshots taken longer ago than this: a number with m, h, d or w (minutes, hours, days, weeks), e.g. 30d.",
+            valueName: "age"))
     var olderThan: String?
-    @Option(name: .customLong("keep"), help: ArgumentHelp("Keep the newest N snapshots (remove the rest).", valueName: "n"))
+    @Option(
+        name: .customLong("keep"), help: ArgumentHelp("Keep the newest N snapshots (remove the rest).", valueName: "n"))
     var keep: Int?
     @Flag(name: .customLong("dry-run"), help: "List what would be removed and remove nothing.")
     var dryRun = false
@@ -106,7 +116,9 @@ struct SnapshotsPruneCommand: USMCommand {
     @OptionGroup(title: "Output") var output: OutputFlags
 
     func validate() throws {
-        if olderThan == nil, keep == nil { throw ValidationError("say which snapshots go: --older-than AGE and/or --keep N") }
+        if olderThan == nil, keep == nil {
+            throw ValidationError("say which snapshots go: --older-than AGE and/or --keep N")
+        }
         if let olderThan, SnapshotCatalog.duration(olderThan) == nil {
             throw ValidationError("--older-than takes a number with m, h, d or w (e.g. 30d), not '\(olderThan)'")
         }
@@ -129,25 +141,36 @@ struct SnapshotsPruneCommand: USMCommand {
 
     func run(_ context: CommandContext) throws {
         let dir = folder.folder(context)
-        try context.perform({ terminal in
-            let entries = try SnapshotCatalog.list(dir)
-            let chosen = SnapshotCatalog.select(entries, olderThan: olderThan.flatMap(SnapshotCatalog.duration), keep: keep)
-            let snapshots = entries.filter { $0.problem == nil }.count
-            let result = Pruned(folder: dir.path, dryRun: dryRun, removed: chosen, bytes: chosen.reduce(0) { $0 + $1.bytes },
-                                kept: snapshots - chosen.count)
-            if dryRun || chosen.isEmpty { return result }
-            try context.consent(
-                yes: yes, terminal: terminal, unattended: "snapshots prune removes snapshots (and the undo they hold): run it with --yes (see what goes with --dry-run)",
-                question: "Remove these \(chosen.count) snapshot(s)? Their operations can no longer be undone.") {
-                for entry in chosen { SnapshotsPrinter.print(entry, to: terminal) }
-            }
-            _ = try SnapshotCatalog.remove(chosen)
-            return result
-        }, text: { result, terminal in
-            guard !output.quiet else { return }
-            for entry in result.removed { terminal.out("\(result.dryRun ? "would remove" : "removed"): \(entry.path)") }
-            terminal.out("\(result.dryRun ? "Dry run: would remove" : "Removed") \(result.removed.count) snapshot(s), \(SnapshotsPrinter.size(result.bytes)); \(result.kept) kept in \(result.folder)")
-        })
+        try context.perform(
+            { terminal in
+                let entries = try SnapshotCatalog.list(dir)
+                let chosen = SnapshotCatalog.select(
+                    entries, olderThan: olderThan.flatMap(SnapshotCatalog.duration), keep: keep)
+                let snapshots = entries.filter { $0.problem == nil }.count
+                let result = Pruned(
+                    folder: dir.path, dryRun: dryRun, removed: chosen, bytes: chosen.reduce(0) { $0 + $1.bytes },
+                    kept: snapshots - chosen.count)
+                if dryRun || chosen.isEmpty { return result }
+                try context.consent(
+                    yes: yes, terminal: terminal,
+                    unattended:
+                        "snapshots prune removes snapshots (and the undo they hold): run it with --yes (see what goes with --dry-run)",
+                    question: "Remove these \(chosen.count) snapshot(s)? Their operations can no longer be undone."
+                ) {
+                    for entry in chosen { SnapshotsPrinter.print(entry, to: terminal) }
+                }
+                _ = try SnapshotCatalog.remove(chosen)
+                return result
+            },
+            text: { result, terminal in
+                guard !output.quiet else { return }
+                for entry in result.removed {
+                    terminal.out("\(result.dryRun ? "would remove" : "removed"): \(entry.path)")
+                }
+                terminal.out(
+                    "\(result.dryRun ? "Dry run: would remove" : "Removed") \(result.removed.count) snapshot(s), \(SnapshotsPrinter.size(result.bytes)); \(result.kept) kept in \(result.folder)"
+                )
+            })
     }
 }
 

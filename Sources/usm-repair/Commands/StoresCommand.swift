@@ -5,7 +5,8 @@ import USMRepairCore
 struct StoresCommand: USMCommand {
     static let configuration = CommandConfiguration(
         commandName: "stores",
-        abstract: "List the cloud stores: every copy on this device, their logs and markers, and which is active (read-only).",
+        abstract:
+            "List the cloud stores: every copy on this device, their logs and markers, and which is active (read-only).",
         discussion: """
             Example:
               usm-repair stores --container Notes.xcappdata --json
@@ -16,22 +17,29 @@ struct StoresCommand: USMCommand {
     @OptionGroup(title: "Output") var output: OutputFlags
 
     func run(_ context: CommandContext) throws {
-        try context.perform({ terminal in
-            var inspection = Inspection(options: layout.options(context.paths), depth: .status)
-            inspection.records = OperationRecords(stateFolder: context.stateFolder)
-            return StoreList(report: try inspection.run(progress: terminal.progress))
-        }, text: { list, terminal in
-            if list.stores.isEmpty { terminal.out("No cloud store is known here.") }
-            for store in list.stores {
-                let flags = [store.active ? "active" : nil, store.content ? "logs present" : "no logs",
-                             store.markers.isEmpty ? nil : store.markers.joined(separator: ", ")].compactMap { $0 }
-                terminal.out("\(store.uuid)  v\(store.cloudVersion)  \(flags.joined(separator: ", "))")
-                for copy in store.copies {
-                    let opens = copy.opens.map { $0 ? ", the copy the app opens" : "" } ?? ", which copy opens is unknown"
-                    terminal.out("    \(copy.health) \(copy.objects) objects  \(copy.path)\(copy.peer.map { " (peer \($0), account \(copy.account ?? "?")\(opens))" } ?? "")")
+        try context.perform(
+            { terminal in
+                var inspection = Inspection(options: layout.options(context.paths), depth: .status)
+                inspection.records = OperationRecords(stateFolder: context.stateFolder)
+                return StoreList(report: try inspection.run(progress: terminal.progress))
+            },
+            text: { list, terminal in
+                if list.stores.isEmpty { terminal.out("No cloud store is known here.") }
+                for store in list.stores {
+                    let flags = [
+                        store.active ? "active" : nil, store.content ? "logs present" : "no logs",
+                        store.markers.isEmpty ? nil : store.markers.joined(separator: ", "),
+                    ].compactMap { $0 }
+                    terminal.out("\(store.uuid)  v\(store.cloudVersion)  \(flags.joined(separator: ", "))")
+                    for copy in store.copies {
+                        let opens =
+                            copy.opens.map { $0 ? ", the copy the app opens" : "" } ?? ", which copy opens is unknown"
+                        terminal.out(
+                            "    \(copy.health) \(copy.objects) objects  \(copy.path)\(copy.peer.map { " (peer \($0), account \(copy.account ?? "?")\(opens))" } ?? "")"
+                        )
+                    }
                 }
-            }
-        })
+            })
     }
 }
 
@@ -69,11 +77,14 @@ struct StoreList: Encodable {
         activeStore = active
         stores = report.layout.cloudStores.map { store in
             Store(
-                uuid: store.uuid, cloudVersion: store.cloudVersion, active: store.uuid == active, content: store.content,
+                uuid: store.uuid, cloudVersion: store.cloudVersion, active: store.uuid == active,
+                content: store.content,
                 markers: store.markers, cached: store.cached,
                 copies: report.stores.filter { $0.uuid == store.uuid && $0.location != .nominal }.map {
-                    Copy(path: $0.path, location: $0.location, peer: $0.copy?.peer, account: $0.copy?.account, opens: $0.opens,
-                         health: $0.health.rawValue, objects: $0.objects)
+                    Copy(
+                        path: $0.path, location: $0.location, peer: $0.copy?.peer, account: $0.copy?.account,
+                        opens: $0.opens,
+                        health: $0.health.rawValue, objects: $0.objects)
                 })
         }
     }
@@ -116,15 +127,19 @@ struct RecoverCommand: USMCommand {
     }
 
     func run(_ context: CommandContext) throws {
-        try context.perform({ _ in
-            let executor = context.executor(snapshotDirectory: nil)
-            let layout = try Layout.discover(self.layout.options(context.paths), records: executor.records)
-            return Report(recovered: try executor.recover(roots: layout.planRoots))
-        }, text: { report, terminal in
-            if report.recovered.isEmpty { terminal.out("Nothing to recover.") }
-            for r in report.recovered {
-                terminal.out("\(r.operation): \(r.outcome == .undone ? "undone (the files are as before it)" : "finished (the files are as it leaves them)")")
-            }
-        })
+        try context.perform(
+            { _ in
+                let executor = context.executor(snapshotDirectory: nil)
+                let layout = try Layout.discover(self.layout.options(context.paths), records: executor.records)
+                return Report(recovered: try executor.recover(roots: layout.planRoots))
+            },
+            text: { report, terminal in
+                if report.recovered.isEmpty { terminal.out("Nothing to recover.") }
+                for r in report.recovered {
+                    terminal.out(
+                        "\(r.operation): \(r.outcome == .undone ? "undone (the files are as before it)" : "finished (the files are as it leaves them)")"
+                    )
+                }
+            })
     }
 }

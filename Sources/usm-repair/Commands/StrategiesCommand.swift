@@ -7,7 +7,8 @@ import USMRepairCore
 struct StrategiesCommand: USMCommand {
     static let configuration = CommandConfiguration(
         commandName: "strategies",
-        abstract: "List the migration strategies, the recipes found and the external plugins on PATH (runs none of them).",
+        abstract:
+            "List the migration strategies, the recipes found and the external plugins on PATH (runs none of them).",
         discussion: """
             Exit codes: 0 listed; 64 usage.
 
@@ -30,7 +31,9 @@ struct StrategiesCommand: USMCommand {
 
     /// Each command's default, as the commands' help states it (one source: `StrategyChoice.appDefault`).
     static let defaults: [CommandDefault] = [
-        CommandDefault(command: "migrate-store", strategy: StrategyRegistry.defaultID, rule: StrategyChoice.migrateStoreDefaultRule),
+        CommandDefault(
+            command: "migrate-store", strategy: StrategyRegistry.defaultID, rule: StrategyChoice.migrateStoreDefaultRule
+        ),
         CommandDefault(command: "migrate cloud-to-local", strategy: nil, rule: StrategyChoice.appDefaultRule),
         CommandDefault(command: "rebuild --from cloud", strategy: nil, rule: StrategyChoice.appDefaultRule),
     ]
@@ -51,28 +54,39 @@ struct StrategiesCommand: USMCommand {
     }
 
     func run(_ context: CommandContext) throws {
-        try context.perform({ _ in
-            let environment = context.environment
-            let search = context.recipeSearchPath
-            return Listing(
-                defaultStrategy: StrategyRegistry.defaultID, defaults: Self.defaults, strategies: context.strategies.descriptions,
-                recipes: RecipeCatalog.list(search: search), recipeFolders: RecipeCatalog.existing(search).map(\.path),
-                recipeSearchPath: search.map(\.path),
-                plugins: ExternalProgram.discover(environment: environment))
-        }, text: { listing, terminal in
-            for s in listing.strategies {
-                terminal.out(terminal.paint(s.id, .bold) + (s.id == listing.defaultStrategy ? " (default of migrate-store)" : "") + ": " + s.summary)
-                terminal.out("    keeps: \(s.keeps)")
-                terminal.out("    limits: \(s.limits)")
-                if !s.parameters.isEmpty { terminal.out("    parameters: \(s.parameters.joined(separator: "; "))") }
-            }
-            terminal.out("defaults (when no --strategy, --recipe or --plugin is given):")
-            for d in listing.defaults { terminal.out("    \(d.command): \(d.rule)") }
-            terminal.out("recipes (--strategy manual --recipe NAME):" + (listing.recipes.isEmpty
-                ? " none found (looked in \(listing.recipeSearchPath.isEmpty ? "no folder: set USM_REPAIR_RECIPES" : listing.recipeSearchPath.joined(separator: ", ")))" : ""))
-            for r in listing.recipes { terminal.out("    \(r.id) \(r.version): \(r.summary)") }
-            terminal.out("plugins on PATH (--strategy manual --plugin NAME):" + (listing.plugins.isEmpty ? " none found" : ""))
-            for p in listing.plugins { terminal.out("    \(p.name): \(p.path)") }
-        })
+        try context.perform(
+            { _ in
+                let environment = context.environment
+                let search = context.recipeSearchPath
+                return Listing(
+                    defaultStrategy: StrategyRegistry.defaultID, defaults: Self.defaults,
+                    strategies: context.strategies.descriptions,
+                    recipes: RecipeCatalog.list(search: search),
+                    recipeFolders: RecipeCatalog.existing(search).map(\.path),
+                    recipeSearchPath: search.map(\.path),
+                    plugins: ExternalProgram.discover(environment: environment))
+            },
+            text: { listing, terminal in
+                for s in listing.strategies {
+                    terminal.out(
+                        terminal.paint(s.id, .bold)
+                            + (s.id == listing.defaultStrategy ? " (default of migrate-store)" : "") + ": " + s.summary)
+                    terminal.out("    keeps: \(s.keeps)")
+                    terminal.out("    limits: \(s.limits)")
+                    if !s.parameters.isEmpty { terminal.out("    parameters: \(s.parameters.joined(separator: "; "))") }
+                }
+                terminal.out("defaults (when no --strategy, --recipe or --plugin is given):")
+                for d in listing.defaults { terminal.out("    \(d.command): \(d.rule)") }
+                terminal.out(
+                    "recipes (--strategy manual --recipe NAME):"
+                        + (listing.recipes.isEmpty
+                            ? " none found (looked in \(listing.recipeSearchPath.isEmpty ? "no folder: set USM_REPAIR_RECIPES" : listing.recipeSearchPath.joined(separator: ", ")))"
+                            : ""))
+                for r in listing.recipes { terminal.out("    \(r.id) \(r.version): \(r.summary)") }
+                terminal.out(
+                    "plugins on PATH (--strategy manual --plugin NAME):"
+                        + (listing.plugins.isEmpty ? " none found" : ""))
+                for p in listing.plugins { terminal.out("    \(p.name): \(p.path)") }
+            })
     }
 }

@@ -83,10 +83,13 @@ struct CorruptionCommand: USMCommand {
     @OptionGroup(title: "Output") var output: OutputFlags
 
     func validate() throws {
-        if action == .clear, uuid != nil { throw ValidationError("clear takes no UUID: it removes every corruption marker") }
+        if action == .clear, uuid != nil {
+            throw ValidationError("clear takes no UUID: it removes every corruption marker")
+        }
     }
 
     func run(_ context: CommandContext) throws {
-        try context.runOperation(action == .mark ? .markCorruption(uuid: uuid) : .clearCorruption, layout: layout, plan: plan)
+        try context.runOperation(
+            action == .mark ? .markCorruption(uuid: uuid) : .clearCorruption, layout: layout, plan: plan)
     }
 }

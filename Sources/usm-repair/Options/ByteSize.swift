@@ -6,8 +6,10 @@ struct ByteSize: ExpressibleByArgument {
 
     init?(argument: String) {
         let text = argument.trimmingCharacters(in: .whitespaces).uppercased()
-        let units: [(String, Int64)] = [("GIB", 1 << 30), ("MIB", 1 << 20), ("KIB", 1 << 10), ("GB", 1 << 30), ("MB", 1 << 20),
-                                        ("KB", 1 << 10), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10), ("B", 1)]
+        let units: [(String, Int64)] = [
+            ("GIB", 1 << 30), ("MIB", 1 << 20), ("KIB", 1 << 10), ("GB", 1 << 30), ("MB", 1 << 20),
+            ("KB", 1 << 10), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10), ("B", 1),
+        ]
         var multiplier: Int64 = 1
         var number = text
         for (suffix, value) in units where text.hasSuffix(suffix) {

@@ -8,10 +8,12 @@ struct OutputFlags: ParsableArguments {
     @Flag(name: [.short, .long], help: "Print only problems and errors.")
     var quiet = false
 
-    @Flag(name: [.short, .long], help: """
-        Say more: status and check print every entity with its row count and every file; archive \
-        lists every item left out; bundle verify and restore print every entry as it is checked or written.
-        """)
+    @Flag(
+        name: [.short, .long],
+        help: """
+            Say more: status and check print every entity with its row count and every file; archive \
+            lists every item left out; bundle verify and restore print every entry as it is checked or written.
+            """)
     var verbose = false
 
     func validate() throws {

@@ -4,19 +4,26 @@ import USMRepairCore
 
 /// The flags of every command that changes files.
 struct PlanFlags: ParsableArguments {
-    @Flag(name: .customLong("dry-run"), help: "Print the plan (every step, path and reason, and the next launch before and after) and change nothing.")
+    @Flag(
+        name: .customLong("dry-run"),
+        help: "Print the plan (every step, path and reason, and the next launch before and after) and change nothing.")
     var dryRun = false
 
     @Flag(name: [.short, .customLong("yes")], help: "Run without asking (needed when stdin is not a terminal).")
     var yes = false
 
-    @Option(name: .customLong("snapshot-dir"), help: ArgumentHelp(
-        "Where the snapshot of everything changed goes (default $XDG_STATE_HOME/usm-repair/snapshots or ~/.local/state/usm-repair/snapshots; never inside the layout).",
-        valueName: "dir"), completion: .directory)
+    @Option(
+        name: .customLong("snapshot-dir"),
+        help: ArgumentHelp(
+            "Where the snapshot of everything changed goes (default $XDG_STATE_HOME/usm-repair/snapshots or ~/.local/state/usm-repair/snapshots; never inside the layout).",
+            valueName: "dir"), completion: .directory)
     var snapshotDir: String?
 
-    @Flag(name: .customLong("detailed-exitcode"), help: ArgumentHelp(
-        "Exit 20 when files were changed (or, with --dry-run, would be) and 0 when there was nothing to do (refusals and failures keep their codes)."))
+    @Flag(
+        name: .customLong("detailed-exitcode"),
+        help: ArgumentHelp(
+            "Exit 20 when files were changed (or, with --dry-run, would be) and 0 when there was nothing to do (refusals and failures keep their codes)."
+        ))
     var detailedExitCode = false
 
     /// `--snapshot-dir`, nil for the default (the state folder's `snapshots`).
@@ -27,24 +34,41 @@ struct PlanFlags: ParsableArguments {
 
 /// The losses and duplications a command may cause only when the user names them.
 struct DataFlags: ParsableArguments {
-    @Flag(name: .customLong("replace"), help: "Replace the local store even when it holds objects the incoming data lacks (they stay only in the snapshot).")
+    @Flag(
+        name: .customLong("replace"),
+        help:
+            "Replace the local store even when it holds objects the incoming data lacks (they stay only in the snapshot)."
+    )
     var replace = false
 
-    @Flag(name: .customLong("discard-cloud"), help: "Abandon the active cloud store even when it holds objects the local store lacks (the app stops showing them).")
+    @Flag(
+        name: .customLong("discard-cloud"),
+        help:
+            "Abandon the active cloud store even when it holds objects the local store lacks (the app stops showing them)."
+    )
     var discardCloud = false
 
-    @Flag(name: .customLong("allow-duplicates"), help: "Merge objects the destination already holds (they appear twice).")
+    @Flag(
+        name: .customLong("allow-duplicates"), help: "Merge objects the destination already holds (they appear twice).")
     var allowDuplicates = false
 
-    var consent: DataConsent { DataConsent(replace: replace, discardCloud: discardCloud, allowDuplicates: allowDuplicates) }
+    var consent: DataConsent {
+        DataConsent(replace: replace, discardCloud: discardCloud, allowDuplicates: allowDuplicates)
+    }
 }
 
 /// Which copy of a cloud store to use when this device holds several.
 struct CopyFlags: ParsableArguments {
-    @Option(name: .customLong("peer"), help: ArgumentHelp("The peer folder of the copy to use (mobile~<UUID>), when there are several.", valueName: "peer"))
+    @Option(
+        name: .customLong("peer"),
+        help: ArgumentHelp(
+            "The peer folder of the copy to use (mobile~<UUID>), when there are several.", valueName: "peer"))
     var peer: String?
 
-    @Option(name: .customLong("account"), help: ArgumentHelp("The account folder of the copy to use (a UUID, or local), when there are several.", valueName: "account"))
+    @Option(
+        name: .customLong("account"),
+        help: ArgumentHelp(
+            "The account folder of the copy to use (a UUID, or local), when there are several.", valueName: "account"))
     var account: String?
 
     var choice: CopyChoice { CopyChoice(peer: peer, account: account) }
@@ -55,38 +79,59 @@ struct CopyFlags: ParsableArguments {
 /// registry (an unknown id, a recipe or plugin that is not found, a recipe with another strategy,
 /// a strategy that cannot merge: refused before anything is written).
 struct StrategyFlags: ParsableArguments {
-    @Option(name: .customLong("strategy"), help: ArgumentHelp(
-        "How the data moves: ios, copy-entities, manual, none (usm-repair strategies lists them and each command's default).",
-        valueName: "id"), completion: .list(builtInStrategies.map { $0.description.id }))
+    @Option(
+        name: .customLong("strategy"),
+        help: ArgumentHelp(
+            "How the data moves: ios, copy-entities, manual, none (usm-repair strategies lists them and each command's default).",
+            valueName: "id"), completion: .list(builtInStrategies.map { $0.description.id }))
     var strategy: String?
 
-    @Option(name: .customLong("recipe"), help: ArgumentHelp("A recipe name (usm-repair strategies lists those found) or path; implies --strategy manual.", valueName: "name|path"),
-            completion: .custom { _, _, _ in CommandContext.recipeNames() })
+    @Option(
+        name: .customLong("recipe"),
+        help: ArgumentHelp(
+            "A recipe name (usm-repair strategies lists those found) or path; implies --strategy manual.",
+            valueName: "name|path"),
+        completion: .custom { _, _, _ in CommandContext.recipeNames() })
     var recipe: String?
 
-    @Option(name: .customLong("plugin"), help: ArgumentHelp(
-        "An external plugin: usm-repair-strategy-<name> on PATH, or a path; implies --strategy manual.", valueName: "name|path"))
+    @Option(
+        name: .customLong("plugin"),
+        help: ArgumentHelp(
+            "An external plugin: usm-repair-strategy-<name> on PATH, or a path; implies --strategy manual.",
+            valueName: "name|path"))
     var plugin: String?
 
-    @Option(name: .customLong("param"), help: ArgumentHelp("A recipe or plugin parameter (repeatable).", valueName: "key=value"))
+    @Option(
+        name: .customLong("param"),
+        help: ArgumentHelp("A recipe or plugin parameter (repeatable).", valueName: "key=value"))
     var params: [String] = []
 
-    @Option(name: .customLong("on-conflict"), help: ArgumentHelp(
-        "Rows breaking a uniqueness constraint in a merge: refuse (default), keep-destination or keep-source.", valueName: "policy"))
+    @Option(
+        name: .customLong("on-conflict"),
+        help: ArgumentHelp(
+            "Rows breaking a uniqueness constraint in a merge: refuse (default), keep-destination or keep-source.",
+            valueName: "policy"))
     var onConflict: ConflictPolicy = .refuse
 
-    @Flag(name: .customLong("drop-cloudkit"), help: ArgumentHelp(
-        "Leave out NSPersistentCloudKitContainer's mirroring rows (ANSCK*) where they cannot follow the objects' keys (a merge): CloudKit then exports those objects again as new records."))
+    @Flag(
+        name: .customLong("drop-cloudkit"),
+        help: ArgumentHelp(
+            "Leave out NSPersistentCloudKitContainer's mirroring rows (ANSCK*) where they cannot follow the objects' keys (a merge): CloudKit then exports those objects again as new records."
+        ))
     var dropCloudKit = false
 
-    @Option(name: .customLong("plugin-timeout"), help: ArgumentHelp(
-        "Seconds an external plugin (with everything it started), or one statement of a recipe, may take (default 600).",
-        valueName: "seconds"))
+    @Option(
+        name: .customLong("plugin-timeout"),
+        help: ArgumentHelp(
+            "Seconds an external plugin (with everything it started), or one statement of a recipe, may take (default 600).",
+            valueName: "seconds"))
     var pluginTimeout: Double = 600
 
-    @Option(name: .customLong("model"), help: ArgumentHelp(
-        "The app's model (.xcdatamodeld, .xcdatamodel, its contents XML, .momd or .mom): where relationships point when the source store holds no model cache.",
-        valueName: "path"), completion: .file())
+    @Option(
+        name: .customLong("model"),
+        help: ArgumentHelp(
+            "The app's model (.xcdatamodeld, .xcdatamodel, its contents XML, .momd or .mom): where relationships point when the source store holds no model cache.",
+            valueName: "path"), completion: .file())
     var model: String?
 
     /// `--model` read, nil when not given.
@@ -118,7 +163,8 @@ struct StrategyFlags: ParsableArguments {
 
     var choice: StrategyChoice {
         StrategyChoice(
-            id: strategy, recipe: recipe, plugin: plugin, parameters: parameters, onConflict: onConflict, timeout: pluginTimeout,
+            id: strategy, recipe: recipe, plugin: plugin, parameters: parameters, onConflict: onConflict,
+            timeout: pluginTimeout,
             dropCloudKit: dropCloudKit)
     }
 }

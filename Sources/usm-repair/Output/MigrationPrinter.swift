@@ -17,11 +17,19 @@ struct MigrationPrinter {
                 for sql in step.sql { terminal.out("     SQL: \(sql)") }
             }
         } else {
-            terminal.out("Migrated \(report.source.path) -> \(report.destination.path) with \(report.strategy) (\(report.mode))")
-            let identity = ["replaced-store": " (kept from the replaced store)", "source": " (kept from the source)", "destination": " (the destination's)"][report.identity] ?? ""
-            terminal.out("Store UUID \(report.destination.storeUUID ?? "none")\(identity); verified: integrity \(report.verification.integrity), rows \(report.verification.rows), \(report.verification.digestsCompared) content digests equal, \(report.verification.externalDataFiles) external-data files")
+            terminal.out(
+                "Migrated \(report.source.path) -> \(report.destination.path) with \(report.strategy) (\(report.mode))")
+            let identity =
+                [
+                    "replaced-store": " (kept from the replaced store)", "source": " (kept from the source)",
+                    "destination": " (the destination's)",
+                ][report.identity] ?? ""
+            terminal.out(
+                "Store UUID \(report.destination.storeUUID ?? "none")\(identity); verified: integrity \(report.verification.integrity), rows \(report.verification.rows), \(report.verification.digestsCompared) content digests equal, \(report.verification.externalDataFiles) external-data files"
+            )
             for raise in report.countersRaised {
-                terminal.out("Z_MAX of \(raise.entity) raised from \(raise.from) to \(raise.to): it was behind the keys in use")
+                terminal.out(
+                    "Z_MAX of \(raise.entity) raised from \(raise.from) to \(raise.to): it was behind the keys in use")
             }
             if let recipe = report.recipe { terminal.out("Recipe \(recipe) (sha256 \(report.recipeSHA256 ?? "?"))") }
             if let plugin = report.plugin { terminal.out("Plugin \(plugin)") }
@@ -32,11 +40,16 @@ struct MigrationPrinter {
                 }
             }
         }
-        let shown = verbose ? report.entities : report.entities.filter { $0.source > 0 || $0.destinationBefore > 0 || ($0.after ?? 0) > 0 }
+        let shown =
+            verbose
+            ? report.entities
+            : report.entities.filter { $0.source > 0 || $0.destinationBefore > 0 || ($0.after ?? 0) > 0 }
         if !shown.isEmpty {
             terminal.out("  entity: source, destination before -> after")
             for e in shown {
-                terminal.out("  \(e.name): \(e.source), \(e.destinationBefore) -> \(e.after.map(String.init) ?? "-")" + (e.digest == "equal" ? "" : " (digest \(e.digest))"))
+                terminal.out(
+                    "  \(e.name): \(e.source), \(e.destinationBefore) -> \(e.after.map(String.init) ?? "-")"
+                        + (e.digest == "equal" ? "" : " (digest \(e.digest))"))
             }
         }
         for (name, n) in report.deduplicated.sorted(by: { $0.key < $1.key }) where n > 0 {
@@ -46,9 +59,13 @@ struct MigrationPrinter {
         // Notes say what a person must know (values not copied, keys moved, files left behind):
         // never only with --verbose.
         for line in report.notes { terminal.out("Note: \(line)") }
-        for problem in report.verification.inherited { terminal.out("Inherited from the source: \(problem.code.rawValue): \(problem.message)") }
+        for problem in report.verification.inherited {
+            terminal.out("Inherited from the source: \(problem.code.rawValue): \(problem.message)")
+        }
         if let snapshot = report.snapshot {
-            terminal.out("The old destination is in \(snapshot); usm-repair restore \(snapshot) --to DIR puts its file set back under DIR/\(URL(fileURLWithPath: report.destination.path).deletingLastPathComponent().lastPathComponent)/")
+            terminal.out(
+                "The old destination is in \(snapshot); usm-repair restore \(snapshot) --to DIR puts its file set back under DIR/\(URL(fileURLWithPath: report.destination.path).deletingLastPathComponent().lastPathComponent)/"
+            )
         }
     }
 }

@@ -10,7 +10,9 @@ struct PlanPrinter {
         if report.noOp {
             terminal.out("\(report.operation): nothing to do, the end state already holds")
             for note in report.notes { terminal.out("  - \(note)") }
-            if let next = report.nextLaunch.before { terminal.out("Next launch:  \(next.summary)\(next.state.map { " (\($0))" } ?? "")") }
+            if let next = report.nextLaunch.before {
+                terminal.out("Next launch:  \(next.summary)\(next.state.map { " (\($0))" } ?? "")")
+            }
             terminal.out("Next step:    \(report.nextStep)")
             return
         }
@@ -24,10 +26,15 @@ struct PlanPrinter {
         }
         Self.printSteps(report.steps, reasons: verbose || report.dryRun, to: terminal)
         let next = report.nextLaunch
-        if let before = next.before { terminal.out("Next launch before: \(before.summary)\(before.state.map { " (\($0))" } ?? "")") }
-        if let predicted = next.predicted { terminal.out("Next launch after:  \(predicted.summary)\(predicted.state.map { " (\($0))" } ?? "")") }
+        if let before = next.before {
+            terminal.out("Next launch before: \(before.summary)\(before.state.map { " (\($0))" } ?? "")")
+        }
+        if let predicted = next.predicted {
+            terminal.out("Next launch after:  \(predicted.summary)\(predicted.state.map { " (\($0))" } ?? "")")
+        }
         if let after = next.after, after.state != next.predicted?.state || after.outcome != next.predicted?.outcome {
-            terminal.out(terminal.paint("status now says:    \(after.summary)\(after.state.map { " (\($0))" } ?? "")", .yellow))
+            terminal.out(
+                terminal.paint("status now says:    \(after.summary)\(after.state.map { " (\($0))" } ?? "")", .yellow))
         }
         if next.predicted?.dependsOnDelegate == true { terminal.out("(the app's delegate can change this outcome)") }
         if !report.notes.isEmpty {
@@ -36,7 +43,9 @@ struct PlanPrinter {
         }
         if verbose {
             for (path, rows) in report.rows.sorted(by: { $0.key < $1.key }) {
-                terminal.out("Rows in \(path): " + rows.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+                terminal.out(
+                    "Rows in \(path): "
+                        + rows.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
             }
         }
         if let snapshot = report.snapshot {
@@ -53,14 +62,18 @@ struct PlanPrinter {
         terminal.out("Data")
         func objects(_ counts: Ledger.Counts?) -> String { counts.map { "\($0.total)" } ?? "?" }
         for store in ledger.stores {
-            let change: String = switch store.fate {
-            case .kept, .read, .checkpointed, .abandoned: "\(objects(store.now)) objects"
-            case .discarded: "\(objects(store.now)) → gone"
-            case .replaced, .merged, .created: "\(store.fate == .created ? "none" : objects(store.now)) → \(objects(store.after)) objects"
-            }
+            let change: String =
+                switch store.fate {
+                case .kept, .read, .checkpointed, .abandoned: "\(objects(store.now)) objects"
+                case .discarded: "\(objects(store.now)) → gone"
+                case .replaced, .merged, .created:
+                    "\(store.fate == .created ? "none" : objects(store.now)) → \(objects(store.after)) objects"
+                }
             terminal.out("  \(store.label): \(change), \(store.fate.rawValue): \(store.detail)")
             let entities = (store.after ?? store.now)?.entities.filter { $0.value > 0 }.sorted { $0.key < $1.key } ?? []
-            if !entities.isEmpty { terminal.out("    " + entities.map { "\($0.key) \($0.value)" }.joined(separator: ", ")) }
+            if !entities.isEmpty {
+                terminal.out("    " + entities.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+            }
         }
     }
 
@@ -68,12 +81,13 @@ struct PlanPrinter {
     static func printSteps(_ steps: [MaintenanceRun.Report.Step], reasons: Bool, to terminal: Terminal) {
         for step in steps {
             let action = step.action.rawValue.padding(toLength: 18, withPad: " ", startingAt: 0)
-            let where_: String = switch step.action {
-            case .retire, .checkpoint, .build, .writePreferences: " " + (step.paths.first ?? "")
-            case .install: " " + (step.paths.last ?? "")
-            case .writeMarker: " " + (step.paths.first.map { URL(fileURLWithPath: $0).lastPathComponent } ?? "")
-            case .snapshot, .extract, .commit, .purge: ""
-            }
+            let where_: String =
+                switch step.action {
+                case .retire, .checkpoint, .build, .writePreferences: " " + (step.paths.first ?? "")
+                case .install: " " + (step.paths.last ?? "")
+                case .writeMarker: " " + (step.paths.first.map { URL(fileURLWithPath: $0).lastPathComponent } ?? "")
+                case .snapshot, .extract, .commit, .purge: ""
+                }
             let time = step.seconds.map { String(format: " (%.2f s)", $0) } ?? ""
             terminal.out(String(format: "%3d. ", step.index) + action + where_ + time)
             if reasons { terminal.out("       \(step.reason)") }
@@ -94,7 +108,8 @@ struct UndoPrinter {
             terminal.out("restore: nothing to put back or remove")
             return
         }
-        terminal.out(terminal.paint("\(report.dryRun ? "Plan" : "Done"): undo `\(report.undoes)` from \(report.archive)", .bold))
+        terminal.out(
+            terminal.paint("\(report.dryRun ? "Plan" : "Done"): undo `\(report.undoes)` from \(report.archive)", .bold))
         PlanPrinter.printSteps(report.steps, reasons: verbose || report.dryRun, to: terminal)
         for path in report.restored { terminal.out("\(report.dryRun ? "Would put back" : "Put back"): \(path)") }
         for path in report.removed { terminal.out("\(report.dryRun ? "Would remove" : "Removed"): \(path)") }
@@ -102,7 +117,9 @@ struct UndoPrinter {
             terminal.out("Notes")
             for note in report.notes { terminal.out("  - \(note)") }
         }
-        if let snapshot = report.snapshot { terminal.out("Snapshot of what was there: \(snapshot) (restore it to redo)") }
+        if let snapshot = report.snapshot {
+            terminal.out("Snapshot of what was there: \(snapshot) (restore it to redo)")
+        }
         if report.dryRun { terminal.out("Dry run: nothing was changed.") }
         terminal.out(terminal.paint("Next step:", .bold) + " \(report.nextStep)")
     }

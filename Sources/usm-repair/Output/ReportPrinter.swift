@@ -18,7 +18,9 @@ struct ReportPrinter {
             terminal.out()
         }
         for document in layout.documents {
-            terminal.out("Document:     \(document.path) (\(document.storeContent)\(document.contentName.map { ", ubiquitous content \($0)" } ?? ""))")
+            terminal.out(
+                "Document:     \(document.path) (\(document.storeContent)\(document.contentName.map { ", ubiquitous content \($0)" } ?? ""))"
+            )
         }
         terminal.out(terminal.paint("Stores", .bold))
         if report.stores.isEmpty { terminal.out("  (none)") }
@@ -36,7 +38,8 @@ struct ReportPrinter {
             for advice in report.advice { terminal.out("  - \(advice)") }
         }
         let s = report.summary
-        var summary = "\(report.command): \(s.present) of \(s.stores) store(s) present, \(s.healthy) healthy, \(s.errors) error(s), \(s.warnings) warning(s)"
+        var summary =
+            "\(report.command): \(s.present) of \(s.stores) store(s) present, \(s.healthy) healthy, \(s.errors) error(s), \(s.warnings) warning(s)"
         if s.activeStoreMarkedCorrupt { summary += "; " + terminal.paint("active store marked corrupt", .red) }
         if let next = s.nextLaunch { summary += "; next launch: \(next)" }
         terminal.out()
@@ -47,17 +50,25 @@ struct ReportPrinter {
         let layout = report.layout
         if let container = layout.container { terminal.out("Container:    \(container)") }
         if let mac = layout.macApp {
-            terminal.out("Mac app:      \(mac.bundleID) in \(mac.home) (\(mac.sandboxed ? "sandboxed" : "not sandboxed"))")
+            terminal.out(
+                "Mac app:      \(mac.bundleID) in \(mac.home) (\(mac.sandboxed ? "sandboxed" : "not sandboxed"))")
             terminal.out("App folder:   \(layout.appDir ?? "(not found)")")
-            terminal.out("              \(mac.appFolder.path == layout.appDir ? "found: " : "looked for: ")\(mac.appFolder.how)")
+            terminal.out(
+                "              \(mac.appFolder.path == layout.appDir ? "found: " : "looked for: ")\(mac.appFolder.how)")
             terminal.out("Preferences:  \(layout.preferences ?? "(not found)")")
-            terminal.out("              \(mac.preferences.path == layout.preferences ? "found: " : "looked for: ")\(mac.preferences.how)")
+            terminal.out(
+                "              \(mac.preferences.path == layout.preferences ? "found: " : "looked for: ")\(mac.preferences.how)"
+            )
             terminal.out("Cloud folder: \(layout.cloudDir ?? "(not found)")")
-            terminal.out("              \(mac.cloudFolder.path == layout.cloudDir ? "found: " : "looked for: ")\(mac.cloudFolder.how)")
+            terminal.out(
+                "              \(mac.cloudFolder.path == layout.cloudDir ? "found: " : "looked for: ")\(mac.cloudFolder.how)"
+            )
             for note in mac.notes { terminal.out("              note: \(note)") }
         } else {
             terminal.out("App folder:   \(layout.appDir ?? "(not found)")")
-            terminal.out("Cloud folder: \(layout.cloudDir ?? "(not given: the ubiquity container lies outside the app's sandbox; --cloud-dir)")")
+            terminal.out(
+                "Cloud folder: \(layout.cloudDir ?? "(not given: the ubiquity container lies outside the app's sandbox; --cloud-dir)")"
+            )
         }
         let cloud = report.cloudEnabled.map { $0 ? terminal.paint("on", .green) : "off" } ?? "unknown"
         let source = layout.preferences.map { " (USMCloudEnabledKey in \($0))" } ?? " (no preferences file)"
@@ -66,16 +77,23 @@ struct ReportPrinter {
             var facts = ["cloud version \(active.cloudVersion)"]
             if let marker = active.marker { facts.append(marker) }
             if let cached = active.cachedUUID {
-                facts.append(cached == active.uuid ? "cached in the preferences" : terminal.paint("preferences cache \(cached)", .red))
+                facts.append(
+                    cached == active.uuid
+                        ? "cached in the preferences" : terminal.paint("preferences cache \(cached)", .red))
             }
-            facts.append(active.exists ? "\(active.copies) copy\(active.copies == 1 ? "" : "ies") here" : "no copy here")
+            facts.append(
+                active.exists ? "\(active.copies) copy\(active.copies == 1 ? "" : "ies") here" : "no copy here")
             if active.content { facts.append("logs present") }
-            terminal.out("Active store: \(active.uuid.isEmpty ? "\"\" (empty)" : active.uuid.debugDescription.dropFirst().dropLast()) (\(facts.joined(separator: ", ")))")
+            terminal.out(
+                "Active store: \(active.uuid.isEmpty ? "\"\" (empty)" : active.uuid.debugDescription.dropFirst().dropLast()) (\(facts.joined(separator: ", ")))"
+            )
         } else {
             terminal.out("Active store: none")
         }
         if let corruption = report.corruption {
-            let note = corruption.affectsActiveStore ? terminal.paint("ACTIVE STORE MARKED CORRUPT", .red) : "not the active store (ignored)"
+            let note =
+                corruption.affectsActiveStore
+                ? terminal.paint("ACTIVE STORE MARKED CORRUPT", .red) : "not the active store (ignored)"
             terminal.out("Corruption:   \(corruption.uuid) in \(corruption.marker): \(note)")
         }
         for store in layout.cloudStores {
@@ -103,20 +121,26 @@ struct ReportPrinter {
     }
 
     private func printStore(_ store: StoreReport) {
-        let role: String = switch store.role {
-        case .cloud: "cloud v\(store.cloudVersion ?? 1)\(store.active == true ? "*" : "")"
-        default: store.role.rawValue
-        }
-        let health: String = switch store.health {
-        case .ok: terminal.paint("ok", .green)
-        case .missing: terminal.paint("missing", .dim)
-        case .damaged, .notCoreData, .unreadable: terminal.paint(store.health.rawValue, .red)
-        }
+        let role: String =
+            switch store.role {
+            case .cloud: "cloud v\(store.cloudVersion ?? 1)\(store.active == true ? "*" : "")"
+            default: store.role.rawValue
+            }
+        let health: String =
+            switch store.health {
+            case .ok: terminal.paint("ok", .green)
+            case .missing: terminal.paint("missing", .dim)
+            case .damaged, .notCoreData, .unreadable: terminal.paint(store.health.rawValue, .red)
+            }
         terminal.out("  \(role.padding(toLength: 9, withPad: " ", startingAt: 0)) \(health)  \(store.path)")
         if let copy = store.copy {
             var where_ = ["peer \(copy.peer)", "content \(copy.contentName)", "account \(copy.account)"]
-            if let listed = copy.accountListed { where_.append(listed ? "listed in the preferences" : "not in the preferences' account map") }
-            if let opens = store.opens { where_.append(opens ? "the copy the app opens" : "not the copy the app opens") }
+            if let listed = copy.accountListed {
+                where_.append(listed ? "listed in the preferences" : "not in the preferences' account map")
+            }
+            if let opens = store.opens {
+                where_.append(opens ? "the copy the app opens" : "not the copy the app opens")
+            }
             terminal.out("            " + where_.joined(separator: ", "))
         } else if store.location == .nominal {
             terminal.out("            a plain file at the nominal store URL (ignored by Core Data on iOS 7+)")
@@ -147,11 +171,12 @@ struct ReportPrinter {
     }
 
     private func line(for problem: Problem, indent: String) {
-        let tag: String = switch problem.severity {
-        case .error: terminal.paint("error  ", .red)
-        case .warning: terminal.paint("warning", .yellow)
-        case .info: terminal.paint("info   ", .dim)
-        }
+        let tag: String =
+            switch problem.severity {
+            case .error: terminal.paint("error  ", .red)
+            case .warning: terminal.paint("warning", .yellow)
+            case .info: terminal.paint("info   ", .dim)
+            }
         let store = problem.store.map { " [\(URL(fileURLWithPath: $0).lastPathComponent)]" } ?? ""
         let ignored = problem.ignored ? " (ignored)" : ""
         terminal.out("\(indent)\(tag) \(problem.code.rawValue)\(store)\(ignored): \(problem.message)")

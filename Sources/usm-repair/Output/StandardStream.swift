@@ -2,9 +2,9 @@ import Foundation
 import Synchronization
 import USMRepairCore
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// stdout or stderr, written with `write(2)` so that a failure is an answer, never a crash

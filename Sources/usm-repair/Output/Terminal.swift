@@ -1,9 +1,9 @@
 import Foundation
 import USMRepairCore
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Where output goes and how it may look: colour only when stdout is a terminal and `NO_COLOR`
@@ -32,8 +32,10 @@ final class Terminal {
     /// The last percentage drawn, so the bar is redrawn only when it moves.
     private var lastPercent = -1
 
-    init(colors: Bool, progress: Bool, interactive: Bool, out: @escaping Sink, err: @escaping ErrorSink,
-         readAnswer: @escaping () -> String? = { nil }, outputFailure: @escaping () -> USMError? = { nil }) {
+    init(
+        colors: Bool, progress: Bool, interactive: Bool, out: @escaping Sink, err: @escaping ErrorSink,
+        readAnswer: @escaping () -> String? = { nil }, outputFailure: @escaping () -> USMError? = { nil }
+    ) {
         self.colors = colors
         progressEnabled = progress
         self.interactive = interactive
@@ -56,7 +58,11 @@ final class Terminal {
     }
 
     enum Style: String {
-        case red = "31", green = "32", yellow = "33", bold = "1", dim = "2"
+        case red = "31"
+        case green = "32"
+        case yellow = "33"
+        case bold = "1"
+        case dim = "2"
     }
 
     /// Stands for ESC in painted text until the line is escaped: random per run, so text from a

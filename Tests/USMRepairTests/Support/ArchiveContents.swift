@@ -23,7 +23,10 @@ enum ArchiveContents {
             if entry.kind == .file {
                 try reader.readData(limit: .max) { data.append(contentsOf: $0) }
             }
-            items.append(Item(path: entry.path, kind: entry.kind, mode: entry.mode, mtime: entry.mtime, linkTarget: entry.linkTarget, data: data))
+            items.append(
+                Item(
+                    path: entry.path, kind: entry.kind, mode: entry.mode, mtime: entry.mtime,
+                    linkTarget: entry.linkTarget, data: data))
         }
         return items
     }

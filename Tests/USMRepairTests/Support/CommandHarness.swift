@@ -38,7 +38,8 @@ enum USM {
         _ arguments: [String], environment extra: [String: String] = [:], hooks: PlanExecutor.Hooks = .none,
         answers: [String]? = nil, outputFailure: USMError? = nil, in directory: URL = USM.directory
     ) -> CLI.Result {
-        let out = Capture(), err = Capture()
+        let out = Capture()
+        let err = Capture()
         let env = environment(extra)
         var remaining = answers ?? []
         let status = USMRepairCommand.execute(arguments, out: out.append, err: err.append) { command, output in
@@ -46,8 +47,10 @@ enum USM {
                 colors: false, progress: false, interactive: answers != nil, out: out.append, err: err.append,
                 readAnswer: { remaining.isEmpty ? nil : remaining.removeFirst() }, outputFailure: { outputFailure })
             var context = CommandContext(
-                terminal: terminal, output: output, command: command.commandPath, environment: env, executable: CLI.binary,
-                arguments: ["usm-repair"] + arguments, paths: PathResolver(currentDirectory: directory, home: env["HOME"]))
+                terminal: terminal, output: output, command: command.commandPath, environment: env,
+                executable: CLI.binary,
+                arguments: ["usm-repair"] + arguments,
+                paths: PathResolver(currentDirectory: directory, home: env["HOME"]))
             context.hooks = hooks
             context.scratch = Scratch.forEnvironment(env)
             context.childStandardError = { err.append(String(decoding: $0, as: UTF8.self)) }

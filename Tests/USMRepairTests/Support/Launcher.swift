@@ -3,7 +3,7 @@ import Synchronization
 import Testing
 import TestSupport
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The one place a test starts a process. Commands run in process (`USM.run`); a process is
@@ -38,8 +38,10 @@ enum Launcher {
     static func run(
         _ executable: URL, _ arguments: [String], environment: [String: String]? = nil, in directory: URL? = nil
     ) throws -> CLI.Result {
-        let out = Pipe(), err = Pipe()
-        let process = try start(executable, arguments, environment: environment, in: directory, stdout: out, stderr: err)
+        let out = Pipe()
+        let err = Pipe()
+        let process = try start(
+            executable, arguments, environment: environment, in: directory, stdout: out, stderr: err)
         // Read both pipes at once so a large report cannot fill one and block the child.
         let errData = Mutex(Data())
         let group = DispatchGroup()
@@ -100,16 +102,17 @@ enum CLI {
             dir = dir.deletingLastPathComponent()
         }
         #if canImport(Darwin)
-        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
-            return bundle.bundleURL.deletingLastPathComponent().appendingPathComponent("usm-repair")
-        }
+            for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
+                return bundle.bundleURL.deletingLastPathComponent().appendingPathComponent("usm-repair")
+            }
         #endif
         return URL(fileURLWithPath: ".build/debug/usm-repair")
     }
 
     /// The `XDG_STATE_HOME` every run gets unless a test sets its own: one private folder per test process.
     static let stateHome: URL = {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("usm-test-state-\(getpid())", isDirectory: true)
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "usm-test-state-\(getpid())", isDirectory: true)
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
     }()
@@ -151,7 +154,9 @@ enum CLI {
     /// `directory`: for commands written as a user types them (README examples, `ulimit`, redirections).
     static func shell(_ script: String, in directory: URL, environment: [String: String] = [:]) throws -> Result {
         var env = Self.environment(environment)
-        env["PATH"] = binary.deletingLastPathComponent().path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
+        env["PATH"] =
+            binary.deletingLastPathComponent().path + ":"
+            + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
         if let path = environment["PATH"] { env["PATH"] = path }
         return try Launcher.run(URL(fileURLWithPath: "/bin/sh"), ["-c", script], environment: env, in: directory)
     }

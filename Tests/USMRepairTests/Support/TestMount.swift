@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A file system mounted in process (`mount(2)`, root only), for the tests of out-of-space and
@@ -38,7 +38,9 @@ struct TestMount {
 
     private static func check(_ result: Int32, _ url: URL) throws {
         guard result == 0 else {
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "mount at \(url.path): \(String(cString: strerror(errno)))"])
+            throw CocoaError(
+                .fileWriteUnknown,
+                userInfo: [NSLocalizedDescriptionKey: "mount at \(url.path): \(String(cString: strerror(errno)))"])
         }
     }
 }
