@@ -350,6 +350,18 @@ struct CommandLineTests {
 
     // MARK: - One envelope (item 20)
 
+    @Test("SQLite errors from the file system are I/O errors (74), the store's own are bad input (2)")
+    func sqliteErrorClasses() {
+        // SQLITE_PERM, SQLITE_READONLY (a -wal that could not be opened for writing), SQLITE_IOERR
+        // and SQLITE_CANTOPEN, with extended codes; SQLITE_ERROR, SQLITE_CORRUPT, SQLITE_NOTADB.
+        for code: Int32 in [3, 8, 8 | (1 << 8), 10, 10 | (13 << 8), 14] {
+            #expect(USMError.sqlite(path: "p", code: code, message: "m").exitStatus == .ioError, "\(code)")
+        }
+        for code: Int32 in [1, 11, 26] {
+            #expect(USMError.sqlite(path: "p", code: code, message: "m").exitStatus == .badInput, "\(code)")
+        }
+    }
+
     @Test("every error code is listed in the README's error.code row; the CHANGELOG has the released version")
     func errorCodesDocumented() throws {
         let samples: [USMError] = [

@@ -211,9 +211,11 @@ public enum USMError: Error, Sendable, Equatable {
         case .wrongKind: .badInput
         case .unreadable, .writeFailed: .ioError
         case .outOfSpace: .outOfSpace
-        // SQLite's I/O errors (SQLITE_IOERR, SQLITE_CANTOPEN and their extended codes) come from
-        // the file system, not from the store's bytes: an I/O error, never bad input.
-        case let .sqlite(_, code, _) where [10, 14].contains(code & 0xFF): .ioError
+        // SQLite's I/O errors (SQLITE_IOERR, SQLITE_CANTOPEN, and SQLITE_PERM and SQLITE_READONLY,
+        // which it answers when a file it needs cannot be opened for writing, e.g. a -wal whose
+        // open failed) come from the file system, not from the store's bytes: an I/O error, never
+        // bad input.
+        case let .sqlite(_, code, _) where [3, 8, 10, 14].contains(code & 0xFF): .ioError
         case .notSQLite, .notCoreData, .sqlite: .badInput
         case .symlinkEscapes: .refused
         case .usage: .usage
