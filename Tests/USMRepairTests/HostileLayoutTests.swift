@@ -157,6 +157,35 @@ struct HostileLayoutTests {
         #expect(FileManager.default.fileExists(atPath: folder.path), "left as it is")
     }
 
+    @Test(
+        "killed between writing its plan and its journal: recover removes the operation folder (nothing began), a dry run says it"
+    )
+    func killedBeforeJournal() throws {
+        let f = try Fixture()
+        let layout = try f.snapshot()
+        // A real operation stopped after its first step (the snapshot, outside the layout), its
+        // journal then taken away and its plan cut short: what a kill inside plan.json's write leaves.
+        let killed = try f.run(["delete", "local-store", "--yes"], hooks: .interrupt(after: 0))
+        #expect(killed.status == PlanExecutor.Hooks.interruptedStatus)
+        let folder = try #require(PlanExecutor.pending(in: [Self.appRoot(f)]).first)
+        try FileManager.default.removeItem(at: folder.appendingPathComponent("journal.jsonl"))
+        let planURL = folder.appendingPathComponent("plan.json")
+        let plan = try Data(contentsOf: planURL)
+        try plan.prefix(plan.count / 2).write(to: planURL)
+        let dry = try f.run(["delete", "local-store", "--dry-run"])
+        #expect(dry.status != 0 && dry.stderr.contains("interrupted"), "\(dry.status): \(dry.stderr)")
+        let r = try f.run(["recover", "--json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: folder.path))
+        #expect(try f.snapshot() == layout, "the layout is as it was before the run")
+        // An operation folder without a journal that this machine did not record stays refused.
+        let planted = folder.deletingLastPathComponent().appendingPathComponent(UUID().uuidString.lowercased())
+        try FileManager.default.createDirectory(at: planted, withIntermediateDirectories: true)
+        try plan.write(to: planted.appendingPathComponent("plan.json"))
+        #expect(try f.run(["recover"]).status == 3)
+        #expect(FileManager.default.fileExists(atPath: planted.appendingPathComponent("plan.json").path))
+    }
+
     @Test("a newcomer where recovery must put a file back: refused, the original kept in the trash, never \"undone\"")
     func recoveryConflict() throws {
         let f = try Fixture()

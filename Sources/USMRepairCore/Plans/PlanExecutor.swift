@@ -306,6 +306,9 @@ public struct PlanExecutor {
     func recoverBeforePlanning(in roots: [Plan.Root], dryRun: Bool) throws -> [Recovery] {
         guard let folder = Self.pending(in: roots).first else { return [] }
         if dryRun {
+            if isUnjournaled(folder, in: roots), let record = records.read(folder.lastPathComponent) {
+                throw USMError.interruptedOperation(path: folder.path, operation: record.operation)
+            }
             let pending = try PendingOperation.load(folder, allowed: roots, records: records)
             throw USMError.interruptedOperation(path: folder.path, operation: pending.plan.operation)
         }
@@ -334,6 +337,13 @@ public struct PlanExecutor {
     func recoverPending(in roots: [Plan.Root], allowed: [Plan.Root]) throws -> [Recovery] {
         var done: [Recovery] = []
         for folder in Self.pending(in: roots) {
+            // Killed while its plan was being written, before its journal: nothing of the plan
+            // began (the journal is made before the first step), so the folder goes, whatever its
+            // plan.json holds. Only a folder this machine recorded, in a folder the record names.
+            if isUnjournaled(folder, in: roots) {
+                try SafeRemove.tree(folder)
+                continue
+            }
             let pending = try PendingOperation.load(folder, allowed: allowed, records: records)
             let plan = pending.plan
             // Folders are the same folder whatever a plan calls them (`app`, the folder's name...).
@@ -402,6 +412,19 @@ public struct PlanExecutor {
             records.remove(record.id)
         }
         return done
+    }
+
+    /// True for an operation folder of `roots` that this machine recorded (for that folder) and
+    /// that holds no journal: a run killed between writing the plan and creating the journal.
+    func isUnjournaled(_ folder: URL, in roots: [Plan.Root]) -> Bool {
+        let id = folder.lastPathComponent
+        guard FileStatus.lookup(folder.appendingPathComponent(Journal.journalName).path) == nil,
+            let record = records.read(id)
+        else { return false }
+        return roots.contains { root in
+            root.operationURL(id).path.pathKey == folder.path.pathKey
+                && record.roots.contains { $0.pathKey == root.path.pathKey }
+        }
     }
 
     /// Reverses the `install` and `retire` steps that began, newest first. Each is a rename, so it
