@@ -13,42 +13,13 @@ import TestSupport
 struct InstalledToolTests {
     static let packageRoot = CLITests.packageRoot
 
-    /// Runs a program, returning its exit status and output (stdout and stderr).
+    /// Runs a program through the one launcher, returning its exit status and output.
     static func run(
         _ program: String, _ arguments: [String], in directory: URL = URL(fileURLWithPath: "/"),
         environment: [String: String]
     ) throws -> (status: Int32, stdout: String, stderr: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
-        process.environment = environment
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let errData = LockedBox()
-        let group = DispatchGroup()
-        group.enter()
-        DispatchQueue.global().async {
-            errData.set(err.fileHandleForReading.readDataToEndOfFile())
-            group.leave()
-        }
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        group.wait()
-        process.waitUntilExit()
-        return (
-            process.terminationStatus, String(decoding: outData, as: UTF8.self),
-            String(decoding: errData.get(), as: UTF8.self)
-        )
-    }
-
-    final class LockedBox: Sendable {
-        private let data = Mutex(Data())
-        func set(_ value: Data) { data.withLock { $0 = value } }
-        func get() -> Data { data.withLock { $0 } }
+        let r = try Launcher.run(URL(fileURLWithPath: program), arguments, environment: environment, in: directory)
+        return (r.status, r.stdout, r.stderr)
     }
 
     @Test(

@@ -191,10 +191,7 @@ struct MacAppTests {
         let bundleID = "com.example.running-\(UUID().uuidString.prefix(8))"
         let lib = try Self.library(in: tmp, sandboxed: true, options: options, bundleID: bundleID)
         let app = try Self.fakeApp(in: tmp, bundleID: bundleID)
-        let process = Process()
-        process.executableURL = app
-        process.arguments = ["60"]
-        try process.run()
+        let process = try Launcher.start(app, ["60"])
         defer {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
