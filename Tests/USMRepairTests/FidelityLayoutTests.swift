@@ -140,9 +140,15 @@ struct FidelityLayoutTests {
     func ownersKept() throws {
         let nobody: UInt32 = 65534
         let f = try Fixture()
+        // Given to `nobody` as `chown -R` would, in process: a process is not the point here.
         for folder in [f.paths.root, f.paths.cloudDir] {
-            let chown = try CLI.shell("chown -R \(nobody):\(nobody) \"\(folder.path)\"", in: f.tmp.url)
-            #expect(chown.status == 0, "\(chown.stderr)")
+            var stack = [folder.path]
+            while let next = stack.popLast() {
+                #expect(lchown(next, nobody, nobody) == 0, "\(next)")
+                if FileStatus.lookup(next)?.kind == .directory {
+                    stack += try FileManager.default.contentsOfDirectory(atPath: next).map { next + "/" + $0 }
+                }
+            }
         }
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: f.paths.prefs.path)
         #expect(try Self.foreignOwners(f.paths.root, uid: nobody, gid: nobody).isEmpty)

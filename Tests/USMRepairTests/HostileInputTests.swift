@@ -124,32 +124,6 @@ struct HostileInputTests {
         #expect(r.stdout.contains("is not a regular file"))
     }
 
-    @Test("unreadable folders and files", .enabled(if: CLI.canRunUnprivileged, "running as root without setpriv"))
-    func unreadable() throws {
-        let tmp = try TempDir()
-        let paths = try FixtureContainer.write(to: tmp.path("c"))
-        // Let `nobody` reach the binary's folder tree and the container.
-        _ = try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: tmp.url.path)
-        let before = try TreeSnapshot(tmp.url)
-
-        // A store file nobody may read: reported as unreadable, exit 74, the rest still reported.
-        try FileManager.default.setAttributes([.posixPermissions: 0], ofItemAtPath: paths.localStore.path)
-        let r = try CLI.runUnprivileged(["status", "--container", paths.root.path, "--json"])
-        #expect(r.status == 74, "\(r.stdout)\(r.stderr)")
-        let stores = r.json["stores"] as? [[String: Any]] ?? []
-        #expect(stores.first?["health"] as? String == "unreadable")
-        #expect(stores.dropFirst().allSatisfy { $0["health"] as? String == "ok" })
-        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: paths.localStore.path)
-
-        // A folder nobody may enter.
-        try FileManager.default.setAttributes([.posixPermissions: 0], ofItemAtPath: paths.appDir.path)
-        let d = try CLI.runUnprivileged(["check", "--app-dir", paths.appDir.path])
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: paths.appDir.path)
-        #expect(d.status == 74)
-        #expect(d.stderr.contains("permission denied"))
-        #expect(try TreeSnapshot(tmp.url) == before)
-    }
-
     @Test("a marker file holding garbage")
     func garbageMarker() throws {
         let tmp = try TempDir()

@@ -5,7 +5,8 @@ import TestSupport
 
 /// The end of the user's job: the next step after every change (which folder goes back and how,
 /// what must be changed on the customer's Mac), the snapshots left behind (listed, pruned, named
-/// after whose they are), progress on a terminal, and bundles GNU tar reads without a warning.
+/// after whose they are), and progress on a terminal. (That GNU tar reads a bundle without a
+/// warning is checked with the other archivers, `BundleTests.otherTools`.)
 @Suite("the way back")
 struct JourneyTests {
     @Test(
@@ -163,41 +164,6 @@ struct JourneyTests {
         #expect(
             SnapshotCatalog.duration("2w") == 14 * 86400 && SnapshotCatalog.duration("12h") == 43200
                 && SnapshotCatalog.duration("x") == nil)
-    }
-
-    @Test("GNU tar lists a bundle without a warning per entry; a name that is not UTF-8 gets hdrcharset alone")
-    func gnuTar() throws {
-        guard
-            FileManager.default.isExecutableFile(atPath: "/bin/tar")
-                || FileManager.default.isExecutableFile(atPath: "/usr/bin/tar")
-        else {
-            Issue.record("GNU tar is not installed: the test cannot run")
-            return
-        }
-        let tmp = try TempDir()
-        let paths = try FixtureContainer.write(to: tmp.path("Notes.xcappdata"))
-        // Transaction logs are archived whole, whatever their names.
-        let peer = paths.logs.appendingPathComponent(
-            "\(FixtureContainer.Options().activeUUID)/mobile.8F7E6D5C-4B3A-4291-8070-6F5E4D3C2B1A")
-        try Data("x".utf8).write(to: peer.appendingPathComponent("Café notes.cdt"))
-        let bundle = tmp.path("b.tar.gz")
-        #expect(USM.run(["archive", "--container", paths.root.path, "-o", bundle.path]).status == 0)
-        let clean = try CLI.shell("tar -tzf '\(bundle.path)'", in: tmp.url)
-        #expect(clean.status == 0, "\(clean.stderr)")
-        #expect(clean.stderr.isEmpty, "GNU tar warns: \(clean.stderr.prefix(400))")
-        #expect(clean.stdout.contains("Café notes.cdt"), "the UTF-8 name reads as it is")
-
-        // One entry whose name is not UTF-8: exactly one warning, for it.
-        let bad = FileSystemPath.string(fromBytes: Array("bad".utf8) + [0xFF] + Array(".cdt".utf8))
-        let fd = FileSystemPath.withCString(peer.path + "/" + bad) { open($0, O_WRONLY | O_CREAT, 0o644) }
-        #expect(fd >= 0)
-        close(fd)
-        let bundle2 = tmp.path("b2.tar.gz")
-        #expect(USM.run(["archive", "--container", paths.root.path, "-o", bundle2.path]).status == 0)
-        let one = try CLI.shell("tar -tzf '\(bundle2.path)'", in: tmp.url)
-        let warnings = one.stderr.split(separator: "\n").filter { $0.contains("hdrcharset") }
-        #expect(warnings.count == 1, "\(one.stderr)")
-        #expect(USM.run(["bundle", "verify", bundle2.path]).status == 0, "our reader reads both kinds of name")
     }
 
     @Test(

@@ -2,13 +2,10 @@ import Foundation
 import Testing
 import TestSupport
 @testable import USMRepairCore
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// `migrate-store --overwrite` and `restore --to` are plans run by the one executor: killed after
 /// any step, `recover` gives back the old state byte for byte, or the new one, with nothing of
-/// ours left beside it.
+/// ours left beside it. (Killed at random instants by a real SIGKILL: `KillTests`.)
 @Suite("one mechanism for every change on disk")
 struct OneMechanismTests {
     /// A source and an existing destination store in folders of their own.
@@ -118,42 +115,5 @@ struct OneMechanismTests {
             n += 1
         }
         #expect(sawOld && sawNew && n >= 5, "steps walked: \(n)")
-    }
-
-    @Test(
-        "migrate-store --overwrite under SIGKILL at random instants (a real process): recover gives the old or the new store"
-    )
-    func migrateStoreRandomKills() throws {
-        let probe = try TempDir()
-        let (ps, pd) = try Self.stores(probe, books: 30_000)
-        let started = Date()
-        #expect(USM.run(["migrate-store", ps.path, pd.path, "--overwrite", "--yes"]).status == 0)
-        let duration = Date().timeIntervalSince(started)
-        let newRows = try Migrate.check(pd).rows
-        var rng = SeededRandom(seed: 11)
-        var outcomes: [String] = []
-        for _ in 0..<4 {
-            let tmp = try TempDir()
-            let (source, destination) = try Self.stores(tmp, books: 30_000)
-            let before = try TreeSnapshot(tmp.path("dst"))
-            let process = try CLI.launch(["migrate-store", source.path, destination.path, "--overwrite", "--yes"])
-            Thread.sleep(forTimeInterval: duration * Double(rng.next() % 1000) / 1000)
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            #expect(USM.run(["recover", "--store", destination.path]).status == 0)
-            if try TreeSnapshot(tmp.path("dst")) == before {
-                outcomes.append("old")
-            } else {
-                #expect(try Migrate.check(destination).rows == newRows, "neither the old nor the new store")
-                outcomes.append("new")
-            }
-            #expect(
-                try FileManager.default.contentsOfDirectory(atPath: tmp.path("dst").path).allSatisfy {
-                    !$0.hasPrefix(".usm-repair")
-                })
-        }
-        print(
-            "migrate-store random kills: \(outcomes.joined(separator: " ")) (clean run \(String(format: "%.2f", duration)) s)"
-        )
     }
 }

@@ -451,53 +451,6 @@ struct OperationTests {
     }
 }
 
-/// Kills at random instants, with SIGKILL, during an operation on a larger store.
-@Suite("operations under SIGKILL")
-struct KillTests {
-    @Test(
-        "SIGKILL at random instants: recover gives back the old state or the new one, nothing lost",
-        .timeLimit(.minutes(5)))
-    func randomKills() throws {
-        let template = try OperationTests.Fixture {
-            $0.local.books = 20_000
-            $0.local.walOnlyBooks = 4_000
-            $0.local.externalCovers = 50
-            $0.corruptedUUID = $0.activeUUID
-        }
-        let clean = try OperationTests.Fixture(copying: template)
-        let started = Date()
-        try OperationTests.apply(clean, ["rebuild", "--from", "local", "--discard-cloud"])
-        let duration = Date().timeIntervalSince(started)
-        let newState = try clean.snapshot()
-        var rng = SeededRandom(seed: 7)
-        var outcomes: [String] = []
-        for _ in 0..<8 {
-            let f = try OperationTests.Fixture(copying: template)
-            let oldState = try f.snapshot()
-            let process = try CLI.launch(["rebuild", "--from", "local", "--discard-cloud", "--yes"] + f.flags)
-            Thread.sleep(forTimeInterval: duration * Double(rng.next() % 1000) / 1000)
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            let recovered = try f.run(["recover", "--json"])
-            #expect(recovered.status == 0, "\(recovered.stderr)")
-            let state = try f.snapshot()
-            if state == oldState {
-                outcomes.append("old")
-            } else {
-                #expect(OperationTests.contentDifferences(state, newState) == [], "neither the old nor the new state")
-                outcomes.append("new")
-            }
-            for folder in f.paths.folders {
-                #expect(!(try TreeSnapshot(folder)).entries.keys.contains { $0.contains(".usm-repair") })
-            }
-            // Nothing lost: the local store holds every book, WAL-only ones included.
-            let local = try #require(try f.status().stores.first { $0.role == .local })
-            #expect(local.entities.first { $0.name == "Book" }?.rows == 24_000)
-        }
-        print("random kills: \(outcomes.joined(separator: " ")) (clean run \(String(format: "%.2f", duration)) s)")
-    }
-}
-
 /// Operations on folders the user may not write.
 @Suite("operations on read-only folders")
 struct ReadOnlyOperationTests {

@@ -12,8 +12,17 @@ import TestSupport
 struct OutOfSpaceTests {
     static func quoted(_ path: String) -> String { "'" + path.replacingOccurrences(of: "'", with: "'\\''") + "'" }
 
-    @Test("ulimit -f: archive and status exit 75 with a sentence, no partial file, not killed by SIGXFSZ")
+    @Test(
+        "ulimit -f (a real process): archive and status exit 75 with a sentence, no partial file, not killed by SIGXFSZ; an operation and its undo exit 75 or finish, out of room nothing changed and nothing of ours left"
+    )
     func fileSizeLimit() throws {
+        try Self.archiveAndStatusUnderFileSizeLimit()
+        try Self.operationsUnderFileSizeLimit()
+    }
+
+    /// archive and status under `ulimit -f`: exit 75 with a sentence, no partial file, not killed
+    /// by SIGXFSZ.
+    static func archiveAndStatusUnderFileSizeLimit() throws {
         let tmp = try TempDir()
         let paths = try FixtureContainer.write(to: tmp.path("c"), BundleTests.inside)
         let out = tmp.path("out")
@@ -37,9 +46,9 @@ struct OutOfSpaceTests {
         #expect((problem?["message"] as? String)?.contains("out of space") == true, "\(String(describing: problem))")
     }
 
-    @Test(
-        "ulimit -f: an operation and its undo exit 75 or finish; out of room, nothing changed and nothing of ours left")
-    func operationsUnderFileSizeLimit() throws {
+    /// An operation and its undo under `ulimit -f`: exit 75 or finish; out of room, nothing
+    /// changed and nothing of ours left.
+    static func operationsUnderFileSizeLimit() throws {
         var failures = 0
         // Limits from below the snapshot's size to above the store's copy: each run stops at another step.
         for blocks in [8, 32, 64, 128, 256, 100_000] {

@@ -6,9 +6,10 @@ import TestSupport
     import Glibc
 #endif
 
-/// A folder that cannot be listed is an error (exit 74) or, in a bundle, a listed skip that makes
-/// the exit status 74: never an absence. Run as `nobody` (root reads everything).
-@Suite("unreadable folders", .enabled(if: CLI.canRunUnprivileged, "running as root without setpriv"))
+/// A folder or file that cannot be read is an error (exit 74) or, in a bundle, a listed skip that
+/// makes the exit status 74: never an absence. Run as `nobody` (root reads everything), so one
+/// test holds every check that needs another user.
+@Suite("unreadable folders and files", .enabled(if: CLI.canRunUnprivileged, "running as root without setpriv"))
 struct UnreadableTests {
     /// A container `nobody` can read, with the chosen folder made unreadable.
     static func container(_ tmp: TempDir, locking relative: (FixtureContainer.Paths) -> URL) throws -> (
@@ -27,11 +28,20 @@ struct UnreadableTests {
         ("CloudLogs/<UUID>", { $0.logs.appendingPathComponent(FixtureContainer.Options().activeUUID) }),
     ]
 
-    @Test("status and check: exit 74 and an unreadable problem naming the folder", arguments: [0, 1, 2])
-    func statusAndCheck(_ which: Int) throws {
-        let (name, folder) = Self.folders[which]
+    @Test(
+        "as another user: status and check exit 74 naming each unreadable folder or store, archive bundles the rest and lists each with its reason, nothing changed"
+    )
+    func asAnotherUser() throws {
+        for (name, folder) in Self.folders { try Self.statusAndCheck(name, folder) }
+        try Self.archive()
+        try Self.unreadableStoreAndFolder()
+    }
+
+    /// status and check: exit 74 and an unreadable problem naming the folder; the active store is
+    /// not called missing.
+    static func statusAndCheck(_ name: String, _ folder: (FixtureContainer.Paths) -> URL) throws {
         let tmp = try TempDir()
-        let (paths, locked) = try Self.container(tmp, locking: folder)
+        let (paths, locked) = try container(tmp, locking: folder)
         defer { _ = chmod(locked.path, 0o755) }
         #expect(
             FileManager.default.fileExists(atPath: StoreFileSet(main: paths.localStore).externalDataDirectory.path),
@@ -54,12 +64,12 @@ struct UnreadableTests {
         }
     }
 
-    @Test("archive: the bundle is written, every unreadable folder listed with its reason, exit 74")
-    func archive() throws {
+    /// archive: the bundle is written, every unreadable folder listed with its reason, exit 74.
+    static func archive() throws {
         let tmp = try TempDir()
         let paths = try FixtureContainer.write(to: tmp.path("c"), BundleTests.inside)
         _ = chmod(tmp.url.path, 0o755)
-        let lockedFolders = Self.folders.map { $0.1(paths) }
+        let lockedFolders = folders.map { $0.1(paths) }
         for folder in lockedFolders { #expect(chmod(folder.path, 0) == 0) }
         defer { for folder in lockedFolders { _ = chmod(folder.path, 0o755) } }
         let out = tmp.path("out")
@@ -95,5 +105,32 @@ struct UnreadableTests {
             environment: ["TMPDIR": scratch.path])
         #expect(text.status == 74)
         #expect(text.stderr.contains("could not be read"), "\(text.stdout)\(text.stderr)")
+    }
+
+    /// A store file nobody may read: reported as unreadable, exit 74, the rest still reported. A
+    /// folder nobody may enter: exit 74, "permission denied". Nothing changed.
+    static func unreadableStoreAndFolder() throws {
+        let tmp = try TempDir()
+        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        // Let `nobody` reach the binary's folder tree and the container.
+        _ = try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: tmp.url.path)
+        let before = try TreeSnapshot(tmp.url)
+
+        // A store file nobody may read: reported as unreadable, exit 74, the rest still reported.
+        try FileManager.default.setAttributes([.posixPermissions: 0], ofItemAtPath: paths.localStore.path)
+        let r = try CLI.runUnprivileged(["status", "--container", paths.root.path, "--json"])
+        #expect(r.status == 74, "\(r.stdout)\(r.stderr)")
+        let stores = r.json["stores"] as? [[String: Any]] ?? []
+        #expect(stores.first?["health"] as? String == "unreadable")
+        #expect(stores.dropFirst().allSatisfy { $0["health"] as? String == "ok" })
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: paths.localStore.path)
+
+        // A folder nobody may enter.
+        try FileManager.default.setAttributes([.posixPermissions: 0], ofItemAtPath: paths.appDir.path)
+        let d = try CLI.runUnprivileged(["check", "--app-dir", paths.appDir.path])
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: paths.appDir.path)
+        #expect(d.status == 74)
+        #expect(d.stderr.contains("permission denied"))
+        #expect(try TreeSnapshot(tmp.url) == before)
     }
 }
