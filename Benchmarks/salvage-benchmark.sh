@@ -3,6 +3,8 @@
 #   for each store (the real corpus, read in place, and a store of N objects from make-migrate-store.py)
 #   and each kind of damage (make-damaged-store.py, deterministic by seed):
 #     recall      rows salvaged / rows of the original whose cells lie on undamaged pages
+#     attrib      the same without the rows no reader can attribute to one table (salvage-score.py:
+#                 tables of the same shape, no Z_ENT, whose sqlite_schema rows were both lost)
 #     precision   salvaged rows identical to the original's row with their key (salvage-score.py)
 #     check       usm-repair check --store on the result (0: no error)
 #     time, peak  wall clock and peak RSS of the salvage (/usr/bin/time)
@@ -125,8 +127,8 @@ recover_score() {
 
 printf '%s\n' "{}" >"$WORK/empty.json"
 TSV="$WORK/results.tsv"
-printf 'store\tkind\texit\trecall\tprecision\tcut\tcheck\tseconds\treference\tratio\tpeakMiB\trecover(recall/precision)\n' >"$TSV"
-printf '%-30s %-19s %5s %8s %9s %6s %5s %8s %8s %6s %7s  %s\n' store kind exit recall precision cut check time dump ratio peakMiB "sqlite .recover"
+printf 'store\tkind\texit\trecall\tprecision\tcut\tcheck\tseconds\treference\tratio\tpeakMiB\trecover(recall/precision)\tattrib\n' >"$TSV"
+printf '%-30s %-19s %5s %8s %8s %9s %6s %5s %8s %8s %6s %7s  %s\n' store kind exit recall attrib precision cut check time dump ratio peakMiB "sqlite .recover"
 for store in "${STORES[@]}"; do
   name="$(basename "$store")"
   label="$(basename "$(dirname "$store")")"
@@ -164,26 +166,28 @@ for store in "${STORES[@]}"; do
     if [[ -e "$out/$name" ]]; then
       score=$(python3 "$SCRIPT_DIR/salvage-score.py" "$d/original/$name" "$out/$name" "$d/damage.json" "$out/report.json" ${previous:+"$previous"})
       recall=$(python3 -c 'import json,sys; print("%.2f%%" % (json.loads(sys.argv[1])["recall"] * 100))' "$score")
+      attrib=$(python3 -c 'import json,sys; print("%.2f%%" % (json.loads(sys.argv[1])["recallAttributable"] * 100))' "$score")
       precision=$(python3 -c 'import json,sys; print("%.2f%%" % (json.loads(sys.argv[1])["precision"] * 100))' "$score")
       cut=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["cutRows"])' "$score")
       set +e; "$BIN" check --store "$out/$name" >/dev/null 2>&1; check=$?; set -e
     else
-      recall="-"; precision="-"; cut="-"; check="-"
+      recall="-"; attrib="-"; precision="-"; cut="-"; check="-"
     fi
     ratio=$(awk -v a="$seconds" -v b="$reference" 'BEGIN { printf "%.2f", a / b }')
     rec=$(recover_score "$d/original/$name" "$d/damaged/$name" "$d/damage.json" "$previous" "$out")
-    printf '%-30s %-19s %5s %8s %9s %6s %5s %7ss %7ss %6s %7s  %s\n' "$label" "$kind" "$code$sib" "$recall" "$precision" "$cut" "$check" "$seconds" "$reference" "$ratio" "$peak" "$rec"
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$kind" "$code$sib" "$recall" "$precision" "$cut" "$check" "$seconds" "$reference" "$ratio" "$peak" "$rec" >>"$TSV"
+    printf '%-30s %-19s %5s %8s %8s %9s %6s %5s %7ss %7ss %6s %7s  %s\n' "$label" "$kind" "$code$sib" "$recall" "$attrib" "$precision" "$cut" "$check" "$seconds" "$reference" "$ratio" "$peak" "$rec"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$kind" "$code$sib" "$recall" "$precision" "$cut" "$check" "$seconds" "$reference" "$ratio" "$peak" "$rec" "$attrib" >>"$TSV"
     rm -rf "$d/original" "$d/damaged" "$d/previous" "$out/recover"
   done
 done
 echo
-echo "per kind over every store (min recall, min precision, results failing check, max peak MiB):"
+echo "per kind over every store (min recall, min attributable recall, min precision, results failing check, max peak MiB):"
 awk -F'\t' 'NR > 1 && $4 != "-" {
-  k = $2; r = $4 + 0; p = $5 + 0; m = $11 + 0
+  k = $2; r = $4 + 0; p = $5 + 0; m = $11 + 0; a = $13 + 0
   if (!(k in minr) || r < minr[k]) minr[k] = r
+  if (!(k in mina) || a < mina[k]) mina[k] = a
   if (!(k in minp) || p < minp[k]) minp[k] = p
   if ($7 != "0") bad[k]++
   if (m > maxm[k]) maxm[k] = m
   n[k]++
-} END { for (k in n) printf "  %-19s stores %3d  recall >= %6.2f%%  precision >= %6.2f%%  check failed %d  peak <= %.1f MiB\n", k, n[k], minr[k], minp[k], bad[k] + 0, maxm[k] }' "$TSV" | sort
+} END { for (k in n) printf "  %-19s stores %3d  recall >= %6.2f%%  attrib >= %6.2f%%  precision >= %6.2f%%  check failed %d  peak <= %.1f MiB\n", k, n[k], minr[k], mina[k], minp[k], bad[k] + 0, maxm[k] }' "$TSV" | sort

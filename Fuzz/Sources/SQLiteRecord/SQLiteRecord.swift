@@ -7,7 +7,8 @@ import FuzzSupport
 
 /// A record (SQLite's serial types and values) as salvage decodes every row: an accepted record's
 /// values tile it exactly from the end of its header to its last byte, and their text reads in
-/// each encoding. Nothing may trap, whatever the bytes.
+/// each encoding; and as the start of a longer record (`decodeLocal`). Nothing may trap, whatever
+/// the bytes.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let bytes = Fuzz.bytes(data, size)
@@ -32,6 +33,26 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
                 }
             }
             Fuzz.check(next <= record.count, "a value past the record")
+        }
+        // The start of a record whose rest was on overflow pages: values on the page lie inside it,
+        // in order; a value past it is empty.
+        for extra in [0, 1, 4096] {
+            guard
+                RecordDecoder.decodeLocal(record, total: record.count + extra, into: &fields, maxColumns: Int.max)
+                    == nil
+            else { continue }
+            guard let header = record.varint(0) else { Fuzz.fail("an accepted record without a header size") }
+            var next = Int(header.value)
+            for field in fields {
+                switch field {
+                case let .text(range), let .blob(range):
+                    Fuzz.check(range.lowerBound >= next, "values overlap")
+                    Fuzz.check(range.upperBound <= record.count, "a value past the page")
+                    next = range.upperBound
+                case .null, .integer, .real:
+                    break
+                }
+            }
         }
         // The bounded reads themselves, at every offset.
         for at in -2..<(record.count + 2) {

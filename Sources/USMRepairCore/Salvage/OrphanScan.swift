@@ -2,8 +2,14 @@
 /// table's root, was lost). A page is placed in a table only when all of these hold, and
 /// otherwise counted as unplaced, never guessed:
 /// 1. it is not free, not read before, and every one of its cells decodes, keys strictly rising;
+///    but for cells whose overflow chain is broken (an overflow page destroyed): such a cell is
+///    lost, and counted so, but its header and the values on the page must still decode to
+///    exactly its declared size, its first overflow page must not belong to anything else (a
+///    tree, the freelist, another page in the pointer map: the page would be an old copy), and
+///    at least one cell of the page must be whole;
 /// 2. every row fits the table's shape: column count, the `Z_PK` slot NULL, each value of a
-///    type its column's affinity stores, `Z_ENT` one of the table's entities;
+///    type its column's affinity stores, `Z_ENT` one of the table's entities (for a cell lost to
+///    its overflow chain: the types its header declares, and the values on the page);
 /// 3. all its keys lie in one range of that table whose pages were lost (so it cannot be an old
 ///    copy of keys an intact page holds);
 /// 4. where the file has a pointer map, the map hangs it from that table's root;
@@ -17,6 +23,8 @@ extension DamagedStore {
         let last: Int64
         let page: UInt32
         var rows: Int
+        /// Cells lost to a broken overflow chain.
+        var lostCells = 0
         var void = false
     }
 
@@ -47,6 +55,7 @@ extension DamagedStore {
             }
             var candidates = eligible
             var cellCount = 0
+            var whole = 0
             let readable: Void? = withPage(page) { view in
                 let headerOffset = page == 1 ? 100 : 0
                 guard case let .success(parsed) = BTreePage.parse(view, headerOffset: headerOffset, usable: usable),
@@ -74,13 +83,29 @@ extension DamagedStore {
                         candidates = candidates.filter { tables[$0].admits(fields, strict: true) }
                         return true
                     }
-                    guard case .success(true) = fits, !candidates.isEmpty else {
+                    switch fits {
+                    case .success(true):
+                        whole += 1
+                    case .failure(.overflow):
+                        // The row is lost with its chain; what is on the page must still be one of the table's.
+                        guard let first = cell.overflowPage, !overflowTaken(first, leaf: page),
+                            let local = view.slice(cell.localStart..<(cell.localStart + cell.localCount)),
+                            RecordDecoder.decodeLocal(
+                                local, total: cell.payloadSize, into: &fields, maxColumns: Int.max)
+                                == nil
+                        else {
+                            candidates = []
+                            return
+                        }
+                        candidates = candidates.filter { tables[$0].admits(fields, strict: true) }
+                    case .success(false), .failure(.outsidePage):
                         candidates = []
                         return
                     }
+                    guard !candidates.isEmpty else { return }
                     keys = (keys?.first ?? cell.rowid, cell.rowid)
                 }
-                guard let keys else { return }
+                guard let keys, whole > 0 else { return }
                 candidates = candidates.filter { tables[$0].lostRangeHolds(keys.first, keys.last) }
                 if pointerMap != nil, let root = mapRoot(page) {
                     let rooted = candidates.filter { tables[$0].root == root }
@@ -100,6 +125,16 @@ extension DamagedStore {
         }
     }
 
+    /// True when `first`, the first overflow page of a cell on orphaned page `leaf`, belongs to
+    /// something else: read as part of a tree, free, or hung by the pointer map from another page.
+    /// The leaf is then an old copy whose overflow pages were used again, not a live page whose
+    /// overflow page was destroyed.
+    private func overflowTaken(_ first: UInt32, leaf: UInt32) -> Bool {
+        if Int(first) <= pageCount, visited.contains(first) || freelist.pages.contains(first) { return true }
+        if pointerMap != nil, let entry = mapEntry(first), entry != .firstOverflow(cellPage: leaf) { return true }
+        return false
+    }
+
     /// Takes page `page` into table `table`, unless its keys overlap a page placed there before
     /// (then both are taken out again and counted as unplaced).
     private func place(
@@ -115,9 +150,10 @@ extension DamagedStore {
                 let removed = sink.remove(table: table, range: earlier.first...earlier.last)
                 rows[table].salvaged -= removed
                 rows[table].fromOrphanPages -= removed
+                rows[table].lostCells -= earlier.lostCells
                 result.placements[other].void = true
                 result.unplacedPages += 1
-                result.unplacedRows += earlier.rows
+                result.unplacedRows += earlier.rows + earlier.lostCells
             }
             // This page is counted as unplaced by the caller (it stays unread as far as trees go).
             record(
@@ -128,11 +164,12 @@ extension DamagedStore {
             return
         }
         var stored = 0
+        var lost = 0
         for i in 0..<parsed.cellCount {
             guard let offset = parsed.cellOffset(i, in: view),
                 let cell = BTreePage.leafCell(at: offset, in: view, usable: usable)
             else { continue }
-            _ = withRecord(cell, on: view, leaf: page) { record in
+            let read: Result<Void, CellFailure> = withRecord(cell, on: view, leaf: page) { record in
                 guard RecordDecoder.decode(record, into: &fields, maxColumns: tables[table].columns.count) == nil else {
                     return
                 }
@@ -144,10 +181,18 @@ extension DamagedStore {
                 case .refused: rows[table].dropped["refused by the result's schema", default: 0] += 1
                 }
             }
+            if case .failure = read { lost += 1 }
         }
         visited.insert(page)
         rows[table].salvaged += stored
         rows[table].fromOrphanPages += stored
-        result.placements.append(Placement(table: table, first: keys.first, last: keys.last, page: page, rows: stored))
+        if lost > 0 {
+            rows[table].lostCells += lost
+            record(
+                page: Int(page), table: tables[table].name,
+                reason: "an orphaned page: \(lost) of its cells have a broken overflow chain", cells: lost)
+        }
+        result.placements.append(
+            Placement(table: table, first: keys.first, last: keys.last, page: page, rows: stored, lostCells: lost))
     }
 }

@@ -37,6 +37,27 @@ enum RecordDecoder {
     /// - Returns: nil on success, else why the record is not one.
     @discardableResult
     static func decode(_ record: ByteView, into fields: inout [FieldValue], maxColumns: Int) -> Defect? {
+        decode(record, total: record.count, into: &fields, maxColumns: maxColumns)
+    }
+
+    /// Decodes the part of a record of `total` bytes that lies on its page, `local`, when the rest
+    /// (on overflow pages) cannot be read. The header must lie within `local` and the values it
+    /// declares must fill exactly `total` bytes, as for a whole record; the values wholly within
+    /// `local` are decoded, the others are given by their storage class alone (integers and reals
+    /// as NULL, text and blobs as empty ranges inside `local`): enough to check a row's shape
+    /// against a table, never to store it.
+    /// - Returns: nil when it may be the start of such a record, else why not.
+    static func decodeLocal(
+        _ local: ByteView, total: Int, into fields: inout [FieldValue], maxColumns: Int
+    ) -> Defect? {
+        guard total >= local.count else { return .valuesOverrun }
+        return decode(local, total: total, into: &fields, maxColumns: maxColumns)
+    }
+
+    /// The decoder of both: `record` holds the first bytes of a record of `total` bytes.
+    private static func decode(
+        _ record: ByteView, total: Int, into fields: inout [FieldValue], maxColumns: Int
+    ) -> Defect? {
         fields.removeAll(keepingCapacity: true)
         guard let header = record.varint(0), header.value >= Int64(header.length), header.value <= Int64(record.count)
         else {
@@ -50,18 +71,28 @@ enum RecordDecoder {
             cursor += type.length
             guard fields.count < maxColumns else { return .tooManyColumns(fields.count + 1) }
             let serial = type.value
-            let remaining = record.count - offset
+            let remaining = total - offset
             switch serial {
             case 0:
                 fields.append(.null)
             case 1...6:
                 let width = serial == 5 ? 6 : serial == 6 ? 8 : Int(serial)
-                guard width <= remaining, let value = record.signed(offset, width: width) else { return .valuesOverrun }
-                fields.append(.integer(value))
+                guard width <= remaining else { return .valuesOverrun }
+                if offset + width > record.count {
+                    fields.append(.null)  // on an overflow page that cannot be read
+                } else {
+                    guard let value = record.signed(offset, width: width) else { return .valuesOverrun }
+                    fields.append(.integer(value))
+                }
                 offset += width
             case 7:
-                guard 8 <= remaining, let bits = record.signed(offset, width: 8) else { return .valuesOverrun }
-                fields.append(.real(Double(bitPattern: UInt64(bitPattern: bits))))
+                guard 8 <= remaining else { return .valuesOverrun }
+                if offset + 8 > record.count {
+                    fields.append(.null)
+                } else {
+                    guard let bits = record.signed(offset, width: 8) else { return .valuesOverrun }
+                    fields.append(.real(Double(bitPattern: UInt64(bitPattern: bits))))
+                }
                 offset += 8
             case 8:
                 fields.append(.integer(0))
@@ -70,15 +101,17 @@ enum RecordDecoder {
             case 12...:
                 let size = (serial - 12) / 2
                 guard size <= Int64(remaining) else { return .valuesOverrun }
-                let range = offset..<(offset + Int(size))
+                let end = offset + Int(size)
+                // A value not wholly on the page: an empty range, never past the bytes there are.
+                let range = end <= record.count ? offset..<end : min(offset, record.count)..<min(offset, record.count)
                 fields.append(serial & 1 == 0 ? .blob(range) : .text(range))
-                offset += Int(size)
+                offset = end
             default:
                 return .serialType(serial)
             }
         }
         guard cursor == headerEnd else { return .headerSize }
-        guard offset == record.count else { return .valuesShort }
+        guard offset == total else { return .valuesShort }
         return nil
     }
 }
