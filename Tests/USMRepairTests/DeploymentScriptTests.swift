@@ -38,11 +38,11 @@ struct DeploymentScriptTests {
             configure(&o)
             return try FixtureContainer.write(to: folder.appendingPathComponent("\(name).xcappdata"), o)
         }
-        try write("Fresh") { $0.localStore = false }  // nothing local yet: done, then nothing to do
+        _ = try write("Fresh") { $0.localStore = false }  // nothing local yet: done, then nothing to do
         let migrated = try write("Migrated") { $0.localStore = false }  // migrated by an earlier step
         let first = USM.run(["migrate", "cloud-to-local", "--container", migrated.root.path, "--yes"])
         #expect(first.status == 0, "\(first.stderr)")
-        try write("Keeps") { _ in }  // local objects the cloud lacks: refused
+        _ = try write("Keeps") { _ in }  // local objects the cloud lacks: refused
         let damaged = try write("Damaged") { $0.localStore = false }  // its cloud copy is garbage: refused
         var rng = SeededRandom(seed: 3)
         try Data((0..<8192).map { _ in UInt8(truncatingIfNeeded: rng.next()) }).write(

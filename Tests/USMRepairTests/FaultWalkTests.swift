@@ -115,7 +115,7 @@ struct FaultWalk {
         guard
             let handle = FileHandle(forWritingAtPath: path)
                 ?? {
-                    FileManager.default.createFile(atPath: path, contents: nil)
+                    _ = FileManager.default.createFile(atPath: path, contents: nil)
                     return FileHandle(forWritingAtPath: path)
                 }()
         else { return }

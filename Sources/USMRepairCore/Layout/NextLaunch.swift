@@ -112,7 +112,7 @@ private struct Prediction {
         }
         switch outcome {
         case .openLocalStore:
-            guard let local else { return nil }
+            guard local != nil else { return nil }
             return localExists ? counted(localReport) : 0
         case .seedNewCloudStore:
             return counted(localReport)

@@ -46,9 +46,13 @@ enum IntegrityCheck {
             let indexes = Int64.fromDatabaseValue(row["indexes"] as DatabaseValue) ?? 0
             // The largest rowid estimates the rows in O(log n); a WITHOUT ROWID table has none and
             // is put first (its size is unknown).
-            let estimate =
-                (try? Int64.fetchOne(db, sql: "SELECT MAX(rowid) FROM \(name.sqlIdentifier)")).map { $0 ?? 0 } ?? Int64
-                .max / 4
+            // (an empty table's MAX is NULL: 0 rows; a table it cannot ask is put first)
+            let estimate: Int64
+            do {
+                estimate = try Int64.fetchOne(db, sql: "SELECT MAX(rowid) FROM \(name.sqlIdentifier)") ?? 0
+            } catch {
+                estimate = .max / 4
+            }
             tables.append(
                 (
                     "PRAGMA integrity_check(\(name.sqlIdentifier))",
