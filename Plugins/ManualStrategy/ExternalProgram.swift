@@ -135,6 +135,10 @@ public enum ExternalProgram {
             throw USMError.pluginRefused(
                 program: name, reason: "it wrote \(outside.sorted().joined(separator: ", ")) beside its destination")
         }
+        // Its destination is ours to write next: no link (symbolic or hard) to a file elsewhere.
+        if let problem = linkedMember(of: StoreFileSet(main: job.destination), inside: staging) {
+            throw USMError.pluginFailed(program: name, reason: problem + "; nothing was written through it")
+        }
         if listing(sourceDir) != ["source.sqlite"] || (try? FileDigest.sha256(of: source)) != sourceHash {
             throw USMError.pluginRefused(program: name, reason: "it changed its read-only copy of the source")
         }
@@ -152,5 +156,47 @@ public enum ExternalProgram {
         guard let result else { throw USMError.pluginFailed(program: name, reason: "it printed no result line") }
         outcome.rows = result.rows ?? [:]
         return outcome
+    }
+
+    /// Why a member of the destination's file set is not a file of the staging folder's own: a
+    /// symlink, something else than a regular file (a folder for the support folder), or a regular
+    /// file with another name elsewhere (a hard link, link count above 1). Nil when every member
+    /// present, and everything in the support folder, is.
+    static func linkedMember(of files: StoreFileSet, inside staging: URL) -> String? {
+        func problem(_ path: String, folder: Bool) -> String? {
+            var st = stat()
+            guard lstat(path, &st) == 0 else { return errno == ENOENT ? nil : "its \(path) cannot be examined" }
+            let kind = UInt32(st.st_mode) & UInt32(S_IFMT)
+            if kind == UInt32(S_IFLNK) { return "it made \(path) a symlink" }
+            if folder {
+                return kind == UInt32(S_IFDIR) ? nil : "it made \(path) something other than a folder"
+            }
+            if kind != UInt32(S_IFREG) { return "it made \(path) something other than a regular file" }
+            if st.st_nlink != 1 { return "it made \(path) a hard link to a file elsewhere (\(st.st_nlink) names)" }
+            return nil
+        }
+        guard FileSystemPath.isInside(files.main.path, staging.path) else {
+            return "its destination \(files.main.path) is not in its staging folder"
+        }
+        for member in [files.main, files.wal, files.shm, files.journal] {
+            if let found = problem(member.path, folder: false) { return found }
+        }
+        let support = files.supportDirectory.path
+        if let found = problem(support, folder: true) { return found }
+        guard FileStatus.lookup(support) != nil else { return nil }
+        var stack = [support]
+        while let dir = stack.popLast() {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
+            for name in names {
+                let path = dir + "/" + name
+                if FileStatus.lookup(path)?.kind == .directory {
+                    if let found = problem(path, folder: true) { return found }
+                    stack.append(path)
+                } else if let found = problem(path, folder: false) {
+                    return found
+                }
+            }
+        }
+        return nil
     }
 }

@@ -24,7 +24,7 @@ public struct VerificationReport: Sendable, Encodable {
     public let mismatchCount: Int
     /// Stores whose `Z_UUID` and rows per entity were compared with the manifest.
     public let storesChecked: Int
-    /// The `.sha256` sidecar: `ok`, `mismatch` or `absent`.
+    /// The `.sha256` sidecar: `ok`, `mismatch`, `absent` or `unreadable` (there, not a readable sidecar).
     public let sidecar: String
     /// True when every entry matches and the sidecar (if any) matches.
     public let ok: Bool
@@ -93,12 +93,17 @@ public enum BundleVerifier {
         for mismatch in outcome.mismatches.items { mismatches.append(mismatch) }
         mismatches.countMore(outcome.mismatches.count - outcome.mismatches.items.count)
         let checked = try stores.compare(with: outcome.manifest.stores) { mismatches.append($0) }
-        let sidecar = try checkSidecar(archive)
+        let (sidecar, why) = try checkSidecar(archive)
         if sidecar == "mismatch" {
             mismatches.append(
                 BundleMismatch(
                     path: archive.lastPathComponent + ".sha256",
                     problem: "the archive's SHA-256 differs from its sidecar"))
+        } else if sidecar == "unreadable" {
+            mismatches.append(
+                BundleMismatch(
+                    path: archive.lastPathComponent + ".sha256",
+                    problem: "the sidecar is there but cannot be read as one: \(why ?? "unreadable")"))
         }
         outcome.mismatches = mismatches
         let report = VerificationReport(
@@ -173,14 +178,41 @@ public enum BundleVerifier {
         return found
     }
 
-    /// `ok`, `mismatch` or `absent` for `ARCHIVE.sha256`.
-    static func checkSidecar(_ archive: URL) throws -> String {
+    /// Largest sidecar read: one `sha256sum` line is well under it.
+    static let maxSidecar = 4096
+
+    /// `ok`, `mismatch`, `absent` (nothing there) or `unreadable` (something there that is not a
+    /// regular file of at most `maxSidecar` bytes, or cannot be read: a FIFO, a link to a device,
+    /// a huge file), with why for `unreadable`. Read without blocking and bounded.
+    static func checkSidecar(_ archive: URL) throws -> (String, String?) {
         let sidecar = archive.path + ".sha256"
-        guard FileStatus.resolve(sidecar)?.kind == .file, FileStatus.resolve(sidecar)?.size ?? 0 <= 4096,
-            let text = try? String(contentsOfFile: sidecar, encoding: .utf8)
-        else { return "absent" }
+        guard FileStatus.lookup(sidecar) != nil else { return ("absent", nil) }
+        guard let status = FileStatus.resolve(sidecar) else { return ("unreadable", "a symlink to nothing") }
+        guard status.kind == .file else { return ("unreadable", "it is a \(status.kind.description)") }
+        guard status.size <= maxSidecar else {
+            return ("unreadable", "it is \(status.size) bytes, more than a sidecar's \(maxSidecar)")
+        }
+        let data: [UInt8]
+        do {
+            let fd = try FileCopy.openRegular(URL(fileURLWithPath: sidecar).resolvingSymlinksInPath().path)
+            defer { close(fd) }
+            var buffer = [UInt8](repeating: 0, count: maxSidecar + 1)
+            var count = 0
+            while count < buffer.count {
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
+                if n < 0, errno == EINTR { continue }
+                if n < 0 { throw USMError.unreadable(path: sidecar, reason: errnoDescription()) }
+                if n == 0 { break }
+                count += n
+            }
+            guard count <= maxSidecar else { return ("unreadable", "it holds more than \(maxSidecar) bytes") }
+            data = Array(buffer.prefix(count))
+        } catch let error as USMError {
+            return ("unreadable", error.message)
+        }
+        guard let text = String(validating: data, as: UTF8.self) else { return ("unreadable", "it is not UTF-8 text") }
         let expected =
             text.split(whereSeparator: { $0 == " " || $0 == "\n" }).first.map(String.init)?.lowercased() ?? ""
-        return try FileCopy.sha256(of: archive.path).sha256 == expected ? "ok" : "mismatch"
+        return (try FileCopy.sha256(of: archive.path).sha256 == expected ? "ok" : "mismatch", nil)
     }
 }

@@ -70,6 +70,17 @@ public enum Snapshot {
             throw USMError.unreadable(
                 path: unreadable.path, reason: "the snapshot cannot capture it (\(unreadable.reason))")
         }
+        // Nor is one that leaves out a FIFO, socket or device the change would remove: the undo
+        // could not put it back (the plan refuses these first; this holds if one appears since).
+        let special = Set(
+            [FileStatus.Kind.fifo, .socket, .characterDevice, .blockDevice, .other].map(\.rawValue))
+        var leftOut: BundleSkip?
+        try catalog.forEachSkipped { page in leftOut = leftOut ?? page.first { special.contains($0.kind) } }
+        if let leftOut {
+            throw USMError.wrongKind(
+                path: leftOut.path,
+                expected: "a regular file, folder or symlink: it is a \(leftOut.kind), which no snapshot can hold")
+        }
         let items = request.items.compactMap { FileStatus.lookup($0.path) == nil ? nil : inventory.archivePath($0) }
         let (entries, contentBytes) = try catalog.totals()
         let header = BundleManifest(

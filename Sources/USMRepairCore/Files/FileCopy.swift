@@ -47,9 +47,10 @@ enum FileCopy {
     }
 
     /// Reads a regular file (never through a final symlink) block by block; returns the byte count.
+    /// - Throws: `wrongKind` for anything but a regular file (a FIFO, socket, device or folder),
+    ///   found without blocking: reading a FIFO planted in a container would wait for ever.
     static func readBlocks(_ path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Int64 {
-        let input = FileSystemPath.withCString(path) { open($0, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
-        guard input >= 0 else { throw USMError.unreadable(path: path, reason: errnoDescription()) }
+        let input = try openRegular(path)
         defer { close(input) }
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: 16)
         defer { buffer.deallocate() }
@@ -64,5 +65,31 @@ enum FileCopy {
             try body(UnsafeRawBufferPointer(start: buffer, count: n))
             total += Int64(n)
         }
+    }
+
+    /// Opens `path` for reading only when it is a regular file: `O_NONBLOCK` so that opening a FIFO
+    /// never waits for a writer, `O_NOFOLLOW` so no final link is followed, then `fstat` on the
+    /// descriptor (what was opened, not what a name pointed to a moment before). Blocking reads
+    /// are restored for the regular file.
+    /// - Throws: `wrongKind` naming what it is, `unreadable` when it cannot be opened.
+    static func openRegular(_ path: String) throws -> Int32 {
+        let fd = FileSystemPath.withCString(path) { open($0, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
+        guard fd >= 0 else {
+            throw USMError.unreadable(path: path, reason: errnoDescription())
+        }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else {
+            let code = errno
+            close(fd)
+            throw USMError.unreadable(path: path, reason: errnoDescription(code))
+        }
+        let kind = FileStatus(st).kind
+        guard kind == .file else {
+            close(fd)
+            throw USMError.wrongKind(path: path, expected: "a regular file: it is a \(kind.description)")
+        }
+        let flags = fcntl(fd, F_GETFL)
+        if flags >= 0 { _ = fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) }
+        return fd
     }
 }

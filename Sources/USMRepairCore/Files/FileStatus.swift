@@ -13,6 +13,20 @@ public struct FileStatus: Sendable, Equatable {
         case characterDevice = "char-device"
         case blockDevice = "block-device"
         case other
+
+        /// The kind in words, for messages ("a FIFO (named pipe)", "a regular file"...), without the article.
+        public var description: String {
+            switch self {
+            case .file: "regular file"
+            case .directory: "folder"
+            case .symlink: "symlink"
+            case .fifo: "FIFO (named pipe)"
+            case .socket: "socket"
+            case .characterDevice: "character device"
+            case .blockDevice: "block device"
+            case .other: "special file"
+            }
+        }
     }
 
     /// Kind of the object itself (a symlink is `.symlink`, not its target's kind).

@@ -142,6 +142,7 @@ struct Discovery {
         if let cloudDir, let cloudRoot {
             let nosync = cloudDir.appendingPathComponent("CloudStore.nosync", isDirectory: true)
             linkedFolder(nosync, root: cloudRoot)
+            expectFolder(nosync)
             leftovers += findLeftovers(in: nosync)
             for file in sqliteFiles(in: nosync) where !Layout.temporaryStoreNames.contains(file) {
                 let files = StoreFileSet(main: nosync.appendingPathComponent(file))
@@ -299,8 +300,22 @@ struct Discovery {
         status = status.worst(.refused)
     }
 
+    /// A folder of the layout (`CloudStore/`, `CoreDataUbiquitySupport/`, `CloudLogs/`...) that is
+    /// there but is not a folder (a regular file, a FIFO...): never taken for an absent folder,
+    /// which would change the prediction without a word; bad input (README: wrong-kind, exit 2).
+    private mutating func expectFolder(_ dir: URL) {
+        guard FileStatus.lookup(dir.path) != nil, let found = FileStatus.resolve(dir.path), found.kind != .directory
+        else { return }
+        let error = USMError.wrongKind(
+            path: dir.path,
+            expected: "a folder (the layout's \(dir.lastPathComponent)/): it is a \(found.kind.description)")
+        problems.append(Problem(.wrongKind, error.message, subject: dir.path))
+        status = status.worst(.badInput)
+    }
+
     private mutating func readMarkers(_ logs: URL, root: URL) -> [Marker] {
         linkedFolder(logs, root: root)
+        expectFolder(logs)
         var markers: [Marker] = []
         for name in list(logs, hidden: false) {
             guard let (kind, version) = Marker.parse(fileName: name) else { continue }
@@ -373,6 +388,10 @@ struct Discovery {
         var found: [Layout.StoreEntry] = []
         linkedFolder(base, root: root)
         linkedFolder(support, root: root)
+        if usm {
+            expectFolder(base)
+            expectFolder(support)
+        }
         for peer in list(support, hidden: false) {
             let peerDir = support.appendingPathComponent(peer, isDirectory: true)
             linkedFolder(peerDir, root: root)

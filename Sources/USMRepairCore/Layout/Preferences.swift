@@ -80,9 +80,16 @@ public struct Preferences: Sendable, Equatable {
         switch scan.cloudEnabled {
         case nil: break
         case let .bool(value)?: enabled = value
-        case let .integer(value)?: enabled = value != 0
+        case let .integer(value)?:
+            // UbiquityStoreManager always writes the key with setBool: an integer is not its
+            // writing, and what it means to the app would be a guess (README: bad input, exit 2).
+            throw USMError.wrongKind(
+                path: url.path,
+                expected: "a plist whose \(cloudEnabledKey) is a boolean (it holds the integer \(value))")
         case .other?:
-            throw USMError.wrongKind(path: url.path, expected: "a plist whose \(cloudEnabledKey) is a boolean")
+            throw USMError.wrongKind(
+                path: url.path,
+                expected: "a plist whose \(cloudEnabledKey) is a boolean (it holds a value of another type)")
         }
         let caches = scan.caches.compactMap { cachedStoreUUID(key: $0.key, value: $0.value as Any? ?? NSNull()) }
         let maps = scan.accountMaps.map { AccountMap(contentName: $0.key, containerIDs: $0.ids) }

@@ -117,9 +117,11 @@ private final class XMLPlistScan: NSObject, XMLParserDelegate {
         guard let stream = InputStream(fileAtPath: path), let head = FileHandle(forReadingAtPath: path) else {
             throw USMError.unreadable(path: path, reason: "cannot open it")
         }
-        let prefix = (try? head.read(upToCount: 1024)) ?? Data()
+        let prefix = (try? head.read(upToCount: XMLPlistText.maxProlog)) ?? Data()
         try? head.close()
-        if let problem = try XMLPlistText.encodingProblem(Array(prefix)) ?? XMLPlistText.utf8Problem(path: path) {
+        if let problem = try XMLPlistText.encodingProblem(Array(prefix.prefix(1024)))
+            ?? XMLPlistText.utf8Problem(path: path) ?? XMLPlistText.prologProblem(Array(prefix))
+        {
             throw PreferencesReader.Malformed(reason: problem)
         }
         return try withoutActuallyEscaping(isCacheKey) { predicate in

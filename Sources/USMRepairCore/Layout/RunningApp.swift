@@ -62,7 +62,9 @@ public enum RunningApp {
     /// `CFBundleIdentifier` of the app bundle at `path` (binary or XML `Contents/Info.plist`).
     static func bundleIdentifier(ofApp path: String) -> String? {
         let plist = URL(fileURLWithPath: path).appendingPathComponent("Contents/Info.plist")
-        guard let size = FileStatus.resolve(plist.path)?.size, size < 4 << 20, let data = try? Data(contentsOf: plist),
+        // Only a regular file is opened: a FIFO planted there would block for ever.
+        guard let found = FileStatus.resolve(plist.path), found.kind == .file, found.size < 4 << 20,
+            let data = try? Data(contentsOf: plist),
             let dict = (try? PropertyListSerialization.propertyList(from: data, options: [], format: nil))
                 as? [String: Any]
         else { return nil }

@@ -90,6 +90,89 @@ enum XMLPlistText {
             ? nil : "it is an XML plist in \(value); only UTF-8 is read"
     }
 
+    /// Bytes of the prolog (what comes before the root element) read at most.
+    static let maxProlog = 1 << 16
+
+    /// The public identifiers of Apple's plist DTD, the only DTD a preferences plist names.
+    static let applePublicIDs: Set<String> = ["-//Apple//DTD PLIST 1.0//EN", "-//Apple Computer//DTD PLIST 1.0//EN"]
+
+    /// Why the prolog (the first bytes, up to the root element) is not one the app reads: a
+    /// DOCTYPE with an internal subset (entity or parameter-entity declarations), one naming a
+    /// DTD by `SYSTEM` or by another public identifier than Apple's plist DTD, or any other
+    /// declaration. Apple's `<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://...">`
+    /// is accepted: it declares nothing and is never fetched. Nil when the prolog is acceptable.
+    static func prologProblem(_ prefix: [UInt8]) -> String? {
+        var rest = Substring(String(decoding: prefix, as: UTF8.self))
+        while true {
+            rest = rest.drop { $0.isWhitespace || $0 == "\u{FEFF}" }
+            if rest.hasPrefix("<?") {
+                guard let end = rest.range(of: "?>") else { return "its XML declaration is not closed" }
+                rest = rest[end.upperBound...]
+            } else if rest.hasPrefix("<!--") {
+                guard let end = rest.range(of: "-->") else { return "a comment before its root element is not closed" }
+                rest = rest[end.upperBound...]
+            } else if rest.hasPrefix("<!DOCTYPE") {
+                guard let end = rest.firstIndex(of: ">") else { return "its DOCTYPE is not closed" }
+                if let problem = doctypeProblem(rest[rest.index(rest.startIndex, offsetBy: 9)..<end]) {
+                    return problem
+                }
+                rest = rest[rest.index(after: end)...]
+            } else if rest.hasPrefix("<!") {
+                return
+                    "it holds a declaration before its root element (\(rest.prefix(12))...), which the app's parser does not read"
+            } else {
+                if rest.isEmpty, prefix.count >= maxProlog {
+                    return "nothing but declarations and comments in its first \(maxProlog / 1024) KiB"
+                }
+                return nil
+            }
+        }
+    }
+
+    /// Why one DOCTYPE's body (between `<!DOCTYPE` and `>`) is refused, or nil for Apple's.
+    private static func doctypeProblem(_ body: Substring) -> String? {
+        if body.contains("[") || body.contains("<") || body.contains("%") {
+            return "its DOCTYPE declares entities (an internal subset), which the app's parser does not read"
+        }
+        // Tokens: the root name, then PUBLIC "id" "uri", SYSTEM "uri", or nothing.
+        var tokens: [String] = []
+        var current = ""
+        var quote: Character?
+        for char in body {
+            if let open = quote {
+                if char == open {
+                    tokens.append(current)
+                    current = ""
+                    quote = nil
+                } else {
+                    current.append(char)
+                }
+            } else if char == "\"" || char == "'" {
+                quote = char
+            } else if char.isWhitespace {
+                if !current.isEmpty { tokens.append(current) }
+                current = ""
+            } else {
+                current.append(char)
+            }
+        }
+        if quote != nil { return "its DOCTYPE is not closed" }
+        if !current.isEmpty { tokens.append(current) }
+        guard tokens.first == "plist" else { return "its DOCTYPE is not a plist's" }
+        switch tokens.dropFirst().first {
+        case nil:
+            return tokens.count == 1 ? nil : "its DOCTYPE is not a plist's"
+        case "PUBLIC":
+            guard tokens.count <= 4, tokens.count >= 3, applePublicIDs.contains(tokens[2]) else {
+                return "its DOCTYPE names a DTD other than Apple's plist DTD, which the app's parser does not read"
+            }
+            return nil
+        default:
+            return
+                "its DOCTYPE names an external DTD (\(tokens.dropFirst().prefix(2).joined(separator: " "))), which the app's parser does not read"
+        }
+    }
+
     /// Why the file at `path` is not valid UTF-8 (nil when it is), read as a stream. The XML
     /// parser is handed only valid UTF-8: FoundationXML stops the process on a name that is not.
     static func utf8Problem(path: String) throws -> String? {

@@ -83,7 +83,9 @@ struct Journal {
     /// The state a journal records (an absent or unreadable journal: nothing began).
     static func state(in folder: URL, stepCount: Int) -> State {
         var state = State()
-        guard let handle = FileHandle(forReadingAtPath: folder.appendingPathComponent(journalName).path) else {
+        let path = folder.appendingPathComponent(journalName).path
+        // Only a regular file is opened: a FIFO planted as a journal would block for ever.
+        guard FileStatus.lookup(path)?.kind == .file, let handle = FileHandle(forReadingAtPath: path) else {
             return state
         }
         defer { try? handle.close() }
@@ -167,7 +169,8 @@ final class OperationLock {
     private var held: [(fd: Int32, path: String, folder: URL, createdFolder: Bool)] = []
 
     /// Takes the lock of every root, in path order (so two runs never wait on each other crosswise).
-    /// - Throws: `layoutBusy` when another run holds one; `symlinkEscapes` when a private folder is a symlink.
+    /// - Throws: `layoutBusy` when another run holds one; `symlinkEscapes` when a private folder is a
+    ///   symlink, `wrongKind` when it is anything else but a folder.
     init(roots: [Plan.Root]) throws {
         do {
             for root in roots.sorted(by: { $0.path < $1.path }) { try lock(root) }
@@ -188,9 +191,16 @@ final class OperationLock {
             created = true
         case .directory?:
             break
-        default:
+        case .symlink?:
             throw USMError.symlinkEscapes(
                 path: folder.path, target: folder.resolvingSymlinksInPath().path, root: root.path)
+        case let kind?:
+            // Say what it is: a plain file there is no link, and calling it one misleads.
+            throw USMError.wrongKind(
+                path: folder.path,
+                expected:
+                    "a folder (usm-repair's private folder): it is a \(kind.description); move it away and run again (nothing was changed)"
+            )
         }
         let path = folder.appendingPathComponent("lock").path
         for _ in 0..<10 {

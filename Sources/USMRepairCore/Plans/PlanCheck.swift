@@ -145,4 +145,29 @@ public enum PlanCheck {
             guard status.kind == .directory else { return }
         }
     }
+
+    /// Throws `wrongKind` for the first FIFO, socket, device or other special file at or below
+    /// `paths` (folders walked, links never followed): a snapshot cannot hold one, so a plan that
+    /// would move or replace one could not be undone; it is refused before anything changes.
+    public static func refuseSpecialFiles(_ paths: [String]) throws {
+        var stack = paths.reversed() as [String]
+        var seen = Set<[UInt8]>()
+        while let path = stack.popLast() {
+            guard seen.insert(path.pathKey).inserted, let status = try FileStatus.examine(path) else { continue }
+            switch status.kind {
+            case .file, .symlink:
+                continue
+            case .directory:
+                var children: [String] = []
+                try DirectoryListing.forEach(path) { children.append(path + "/" + $0) }
+                stack += children.reversed()
+            case .fifo, .socket, .characterDevice, .blockDevice, .other:
+                throw USMError.wrongKind(
+                    path: path,
+                    expected:
+                        "a regular file, folder or symlink: it is a \(status.kind.description), which no snapshot can hold, so this change could not be undone; remove it (nothing was changed)"
+                )
+            }
+        }
+    }
 }

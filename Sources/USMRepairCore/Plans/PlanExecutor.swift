@@ -280,6 +280,12 @@ public struct PlanExecutor {
 
     /// Refuses when a path changed since planning, or a store is in use by another process.
     func verify(_ plan: Plan) throws {
+        // Everything the plan moves aside or snapshots is what a snapshot can hold.
+        let retired = plan.steps.compactMap { step -> String? in
+            if case let .retire(path, _) = step.action { return path }
+            return nil
+        }
+        try PlanCheck.refuseSpecialFiles(plan.snapshotItems + retired)
         for (path, expected) in plan.expected.sorted(by: { $0.key < $1.key })
         where Plan.Fingerprint.of(path) != expected {
             throw USMError.changedSincePlanning(path: path)

@@ -62,6 +62,11 @@ public struct Planner {
         for store in report.stores where inspection.deeper.contains(store.path) {
             if let failure = store.readFailure, [.outOfSpace, .ioError].contains(failure.exitStatus) { throw failure }
         }
+        // A member of any store's file set that is not of its kind (a FIFO as a -wal...) is bad
+        // input: no plan moves, replaces or snapshots it (README: wrong-kind, exit 2).
+        for store in report.stores where store.problems.contains(where: { $0.code == .wrongKind }) {
+            if let failure = store.readFailure { throw failure }
+        }
         return (
             try Planner(layout: layout, report: report, strategies: strategies, consent: consent).plan(maintenance),
             report, layout
@@ -81,6 +86,16 @@ public struct Planner {
             let root = layout.planRoots.first { FileSystemPath.isInside(path, $0.path) }?.path ?? "the layout"
             throw USMError.symlinkEscapes(
                 path: path, target: URL(fileURLWithPath: path).resolvingSymlinksInPath().path, root: root)
+        }
+        // A folder of the layout that is not a folder (a file where CloudStore/ belongs...):
+        // what the app would do cannot be judged, and no plan may walk it (bad input, exit 2).
+        if let wrong = layout.problems.first(where: { $0.code == .wrongKind }), let path = wrong.subject {
+            let prefix = "\(path) is not "
+            throw USMError.wrongKind(
+                path: path,
+                expected: (wrong.message.hasPrefix(prefix)
+                    ? String(wrong.message.dropFirst(prefix.count)) : "of its kind")
+                    + "; nothing was changed")
         }
         // A marker or folder of the layout that could not be read: what it holds cannot be
         // judged (a marker missed would be left in place, logs missed would be left behind), so

@@ -86,6 +86,15 @@ public struct StoreInspector: Sendable {
             return report
         }
         report.exists = true
+        // A -wal, -shm or -journal that is not a regular file (a FIFO, socket, device or folder
+        // planted there), or a support folder that is not a folder: never opened (a FIFO would
+        // block for ever), reported, and bad input for every command (no plan may move it).
+        if mainStatus.kind == .file, let wrong = Self.wrongKindMember(files) {
+            report.problems.append(Problem(.wrongKind, wrong.message, subject: report.path))
+            report.readFailure = wrong
+            report.health = .unreadable
+            return report
+        }
         guard mainStatus.kind == .file else {
             report.health = .notCoreData
             let error = USMError.wrongKind(path: files.main.path, expected: "a regular file")
@@ -293,6 +302,24 @@ public struct StoreInspector: Sendable {
     }
 
     // MARK: - Files
+
+    /// The first member of `files` besides the main file that is not of its kind (the `-wal`,
+    /// `-shm` and `-journal` regular files, the support folder a folder), judged on what a link
+    /// inside the folder leads to; nil when every member present is of its kind.
+    static func wrongKindMember(_ files: StoreFileSet) -> USMError? {
+        let expected: [(URL, FileStatus.Kind, String)] = [
+            (files.wal, .file, "a regular file (the store's -wal)"),
+            (files.shm, .file, "a regular file (the store's -shm)"),
+            (files.journal, .file, "a regular file (the store's -journal)"),
+            (files.supportDirectory, .directory, "a folder (the store's external data)"),
+        ]
+        for (url, kind, what) in expected {
+            guard FileStatus.lookup(url.path) != nil, let status = FileStatus.resolve(url.path), status.kind != kind
+            else { continue }
+            return .wrongKind(path: url.path, expected: "\(what): it is a \(status.kind.description)")
+        }
+        return nil
+    }
 
     private func fileEntries(_ files: StoreFileSet) -> [StoreReport.FileEntry] {
         let names = ["main", "wal", "shm", "journal", "support"]

@@ -7,7 +7,8 @@ import Foundation
 #endif
 
 /// One run of an external program (a strategy plugin), held to its deadline whatever it does: it starts in a
-/// process group of its own (so its children are stopped with it), with default signal handling
+/// process group of its own and every process it starts is followed (`ProcessTree`: on Linux also
+/// those that leave the group with `setsid`), so that all of them are stopped with it, with default signal handling
 /// and an empty signal mask, a minimal environment and its scratch folder as working directory.
 /// Its stdin receives the request; its stdout is read as it comes, one line at a time, and each
 /// line is handed over at once (memory stays flat however much it prints; a line longer than
@@ -76,7 +77,11 @@ public struct ChildProcess {
         for fd in [stdinPipe[1], stdoutPipe[0], stderrPipe[0]] where fd >= 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
 
         let argv = ([program.path] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        // Every process of the run carries this token, also one that leaves the process group.
+        let token = UUID().uuidString
+        var marked = environment
+        marked[ProcessTree.tokenVariable] = token
+        let envp = marked.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { for p in argv + envp { free(p) } }
         var pid: Int32 = 0
         let spawned = usm_spawn(
@@ -93,6 +98,7 @@ public struct ChildProcess {
                 program: program.lastPathComponent, reason: "cannot be started: \(String(cString: strerror(spawned)))")
         }
         let deadline = Date().addingTimeInterval(timeout)
+        var tree = ProcessTree(root: pid, token: token)
         // The request: small; a program that does not read it gets EPIPE, not a stalled host.
         _ = fcntl(stdinPipe[1], F_SETFL, fcntl(stdinPipe[1], F_GETFL) | O_NONBLOCK)
         input.withUnsafeBytes { raw in
@@ -118,6 +124,7 @@ public struct ChildProcess {
                 pollfd(fd: stderrOpen ? stderrPipe[0] : -1, events: Int16(POLLIN), revents: 0),
             ]
             let ready = poll(&pollers, 2, Int32(min(left * 1000, 200)) + 1)
+            tree.refresh()
             if ready < 0, errno == EINTR { continue }
             guard ready > 0 else { continue }
             // stderr as it comes, passed on whole; its end is not the run's end.
@@ -154,10 +161,14 @@ public struct ChildProcess {
                 if ending == nil { ending = .timedOut }
                 break
             }
+            tree.refresh()
             usleep(5000)
         }
-        // Nothing of the program outlives its run: its children included.
+        // Nothing of the program outlives its run: its children included, also those that left
+        // its process group (setsid) or were reparented when their parent exited.
         kill(-pid, SIGKILL)
+        if !reaped { kill(pid, SIGKILL) }
+        tree.killAll()
         if !reaped {
             while waitpid(pid, &status, 0) < 0, errno == EINTR {}
         }
