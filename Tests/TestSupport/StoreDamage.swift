@@ -165,6 +165,11 @@ public enum StoreDamage {
         }
     }
 
+    /// Zeroes whole pages of the main file (what a lost write or a filesystem's repair leaves).
+    public static func zeroPages(_ store: URL, pages: [Int], pageSize: Int) throws {
+        for page in pages { try write(store, at: UInt64((page - 1) * pageSize), Data(count: pageSize)) }
+    }
+
     /// Zeroes the B-tree header of `page` (12 bytes: enough for an interior page's).
     public static func zeroPageHeader(_ store: URL, page: Int, pageSize: Int) throws {
         try write(store, at: UInt64((page - 1) * pageSize), Data(count: 12))

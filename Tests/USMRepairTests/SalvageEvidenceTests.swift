@@ -100,6 +100,33 @@ struct SalvageEvidenceTests {
         #expect(salvaged["ZITEM"]?[cell.key] == nil, "the row whose cover was cut short is not salvaged")
     }
 
+    @Test("a row whose last overflow page was zeroed is counted lost, never given back with zeros for its bytes")
+    func zeroedOverflowPage() throws {
+        let tmp = try TempDir()
+        var broken: Int64?
+        let prepare: (URL) throws -> Void = { try FixtureStore.mutate($0, Self.longCovers) }
+        let store = try SalvageDamageTests.damaged(tmp, prepare: prepare) { copy, map in
+            let leaf = try #require(
+                map.leaves["ZITEM"]?.first { $0.overflow.count == 1 }, "no ZITEM leaf with a long cover")
+            let (key, chain) = try #require(leaf.overflow.first)
+            broken = key
+            // The chain's last page: its link is 0 whether zeroed or not.
+            let last = try #require(chain.last)
+            try StoreDamage.zeroPages(copy, pages: [last], pageSize: map.pageSize)
+            return [last]
+        }
+        let o = try SalvageDamageTests.salvage(
+            store.damaged, into: tmp.path("out/Salvaged.sqlite"), original: store.original, lostPages: store.lost,
+            map: store.map)
+        SalvageDamageTests.expectSound(o)
+        let key = try #require(broken)
+        let item = try #require((o.report["tables"] as? [[String: Any]])?.first { $0["name"] as? String == "ZITEM" })
+        #expect(item["lostCells"] as? Int == 1, "\(item)")
+        let salvaged = try StoreRows.read(tmp.path("out/Salvaged.sqlite"))
+        #expect(salvaged["ZITEM"]?[key] == nil, "the row whose cover ends on a zeroed page is not salvaged")
+        #expect((salvaged["ZITEM"]?.count ?? 0) > 0)
+    }
+
     @Test(
         "an orphaned leaf whose long row's overflow page belongs to another table's tree: taken for an old copy, left unplaced"
     )

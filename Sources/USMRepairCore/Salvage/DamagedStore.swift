@@ -186,6 +186,9 @@ final class DamagedStore {
     /// another cell, not free), the pointer map (when the file has one) names each page as the
     /// overflow page of the one before, and the last page's link is 0, as SQLite always leaves it:
     /// a page overwritten by other bytes fails one of these, and its row is lost, never mixed.
+    /// A page of zeros only is not believed either: its link of 0 would pass as a chain's end, and
+    /// a zeroed page (a lost write, a filesystem's repair) is a common kind of damage; a value whose
+    /// last overflow page really holds nothing but zeros is counted lost, never given back wrong.
     /// `mark` takes the pages as read (a scan that only looks, and comes back for the cells it
     /// keeps, passes false the first time).
     func withRecord<T>(
@@ -214,7 +217,7 @@ final class DamagedStore {
             }
             var taken = false
             let read: Void? = withPage(current, overflow: true) { view in
-                guard let link = view.u32(0) else { return }
+                guard let link = view.u32(0), !view.base.allSatisfy({ $0 == 0 }) else { return }
                 let take = min(remaining, room)
                 guard let part = view.slice(4..<(4 + take)) else { return }
                 payload.append(contentsOf: part.base)
