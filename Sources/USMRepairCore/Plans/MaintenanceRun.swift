@@ -70,6 +70,8 @@ public struct MaintenanceRun {
     public let strategies: StrategyResolver
     /// The losses and duplications the user allowed.
     public let consent: DataConsent
+    /// The app's model (`--model`), for a store salvaged at planning (`--salvage`).
+    public var model: ManagedObjectModel?
 
     public init(
         options: LayoutOptions, maintenance: Maintenance, executor: PlanExecutor, strategies: StrategyResolver,
@@ -104,7 +106,7 @@ public struct MaintenanceRun {
         // One read of the layout plans it, unless recovery has just changed the files.
         if !recovered.isEmpty { layout = try Layout.discover(options, records: executor.records) }
         let prepared = try Planner.prepare(
-            layout, maintenance, strategies: strategies, consent: consent, records: executor.records)
+            layout, maintenance, strategies: strategies, consent: consent, records: executor.records, model: model)
         var result = Prepared(
             plan: prepared.plan, report: prepared.report, roots: prepared.layout.planRoots, recovered: recovered)
         // A Mac app works on these very files while it runs: refused (exit 5), or said in a dry run.
