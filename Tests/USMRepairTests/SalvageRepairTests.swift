@@ -154,6 +154,8 @@ struct SalvageRepairTests {
         // The run: status finds what the plan predicted (E2, seeded from the salvaged store).
         let json = try OperationTests.apply(f, ["rebuild", "--from", "local", "--salvage", "--discard-cloud"])
         #expect(OperationTests.state(json) == "E2")
+        let rows = json["rows"] as? [String: [String: Int]] ?? [:]
+        #expect(rows[f.paths.localStore.path]?.values.reduce(0, +) == readable, "the result's rows: \(rows)")
         let status = try f.status()
         let report = try #require(status.stores.first { $0.role == .local })
         #expect(report.health == .ok)
@@ -340,6 +342,40 @@ struct SalvageRepairTests {
             #expect(
                 DataFirstTests.ledger(plain)["stores"] as? NSArray == DataFirstTests.ledger(salvaged)["stores"]
                     as? NSArray)
+        }
+    }
+
+    @Test(
+        "a full disk while salvage builds its indexes fails the salvage (found by the failure walk: it was an index left out, exit 1)"
+    )
+    func indexOnFullDisk() throws {
+        let tmp = try TempDir()
+        let queue = try DatabaseQueue(path: tmp.path("s.sqlite").path)
+        defer { try? queue.close() }
+        let rows = [
+            SchemaRow(
+                type: "table", name: "ZITEM", tableName: "ZITEM", rootPage: 2,
+                sql: "CREATE TABLE ZITEM (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, ZNAME VARCHAR)"),
+            SchemaRow(
+                type: "index", name: "ZITEM_ZNAME_INDEX", tableName: "ZITEM", rootPage: 3,
+                sql: "CREATE INDEX ZITEM_ZNAME_INDEX ON ZITEM (ZNAME)"),
+        ]
+        try queue.writeWithoutTransaction { db in
+            let writer = try SalvageWriter(db: db, pageSize: 4096, autoVacuum: 0, encoding: .utf8)
+            #expect(try writer.createTables(rows, roots: [:]).isEmpty)
+            try db.execute(
+                sql: """
+                    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
+                    INSERT INTO ZITEM SELECT i, 1, hex(randomblob(40)) FROM n
+                    """)
+            // No page left: SQLite answers SQLITE_FULL, as on a full disk.
+            let pages = try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0
+            _ = try Int.fetchOne(db, sql: "PRAGMA max_page_count = \(pages)")
+            var removed: [String: Int] = [:]
+            let error = #expect(throws: DatabaseError.self) { try writer.finish(rows, removed: &removed) }
+            #expect(error?.resultCode.primaryResultCode == .SQLITE_FULL)
+            // What `Salvager` makes of it: out of space (75).
+            #expect(error.map { StagedStore.wrapWrite($0, path: tmp.url).exitStatus } == .outOfSpace)
         }
     }
 

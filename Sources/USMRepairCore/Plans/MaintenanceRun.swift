@@ -154,7 +154,8 @@ public struct MaintenanceRun {
         var rows: [String: [String: Int]] = [:]
         for (path, counted) in result?.rows ?? [:] { rows[path] = counted }
         for step in plan.steps {
-            if case let .build(build) = step.action,
+            // A store rebuilt from itself (`rebuild --from local --salvage`) shows the result's rows.
+            if case let .build(build) = step.action, rows[build.source] == nil,
                 let source = before.stores.first(where: { $0.path == build.source })
             {
                 rows[build.source] = Dictionary(source.entities.map { ($0.name, $0.rows) }, uniquingKeysWith: +)
