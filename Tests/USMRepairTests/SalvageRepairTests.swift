@@ -192,6 +192,26 @@ struct SalvageRepairTests {
     }
 
     @Test(
+        "rebuild --from local --salvage when the active cloud store holds objects the salvage lost: refused without --discard-cloud, naming the route that keeps them"
+    )
+    func salvageLossStillGuarded() throws {
+        let f = try Fixture {
+            Self.store(&$0.local)
+            // The cloud store holds the very objects of the local store.
+            $0.cloud = $0.local
+            $0.cloud.ubiquityMetadata = true
+            $0.cloud.storeUUID = "3C2B1A09-8765-4321-ABCD-0123456789AB"
+        }
+        _ = try Self.damage(f.paths.localStore, in: f.tmp)
+        let before = try f.snapshot()
+        let r = try f.run(["rebuild", "--from", "local", "--salvage", "--dry-run", "--json"])
+        #expect(r.status == 8, "\(r.stderr)")
+        #expect(r.stderr.contains("objects the salvaged local store lacks (Book "), "\(r.stderr)")
+        #expect(r.stderr.contains("--keep-old") && r.stderr.contains("--discard-cloud"), "\(r.stderr)")
+        #expect(try f.snapshot() == before)
+    }
+
+    @Test(
         "rebuild --from local --salvage with the local store's first page (its schema) destroyed: exit 2 naming --schema-from and this layout's healthy stores; with --schema-from the run seeds from every row read"
     )
     func rebuildSchemaDestroyed() throws {

@@ -219,6 +219,13 @@ extension Planner {
         let comparison = try StoreComparison.compare(copy.files, files)
         guard comparison.lostCount > 0 else { return }
         let flags = layout.options.commandLineFlags
+        if files.main.path != local.files.main.path {
+            // The local store is damaged: nothing can be merged into it before it is salvaged, so
+            // the route that keeps the cloud's objects salvages it first, keeping the old store.
+            throw USMError.preconditionFailed(
+                "the active cloud store \(active) holds \(comparison.lostCount) objects the salvaged local store lacks (\(Self.list(comparison.missingFromB))): the app would seed a new cloud store from the salvaged local store and stop showing them. To keep them, salvage with the old store kept (usm-repair rebuild --from local --salvage --discard-cloud --keep-old \(flags)), bring them in (usm-repair migrate cloud-to-local --uuid \(active) --merge \(flags)), then usm-repair rebuild --from local \(flags); or abandon them with --discard-cloud"
+            )
+        }
         throw USMError.preconditionFailed(
             "the active cloud store \(active) holds \(comparison.lostCount) objects the local store lacks (\(Self.list(comparison.missingFromB))): the app would seed a new cloud store from the local store and stop showing them. Bring them into the local store first (usm-repair migrate cloud-to-local --merge \(flags), then usm-repair rebuild --from local \(flags)), or abandon them with --discard-cloud"
         )
