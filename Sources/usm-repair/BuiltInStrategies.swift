@@ -29,6 +29,12 @@ enum BuiltInStrategies {
             options.newIdentity = true
             options.model = model
             do {
+                if let salvage = build.salvage {
+                    // A damaged source (--salvage): read by salvage's own reader, built from that copy.
+                    return try SalvageSeed.build(
+                        build, salvage: salvage, engine: MigrationEngine(registry: registry), options: options,
+                        model: model, progress: progress)
+                }
                 return try MigrationEngine(registry: registry).build(
                     source: StoreFileSet(main: URL(fileURLWithPath: build.source)),
                     staged: URL(fileURLWithPath: build.staged),

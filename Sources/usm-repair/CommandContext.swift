@@ -164,10 +164,11 @@ struct CommandContext {
     func runOperation(
         _ maintenance: Maintenance, layout: LayoutFlags, plan flags: PlanFlags, data: DataConsent = DataConsent()
     ) throws {
-        let operation = MaintenanceRun(
+        var operation = MaintenanceRun(
             options: layout.options(paths), maintenance: maintenance,
             executor: executor(snapshotDirectory: flags.snapshotDirectory(paths)),
             strategies: strategyResolver, consent: data)
+        operation.model = model
         try perform(
             { terminal -> MaintenanceRun.Report in
                 let planned = try operation.plan(dryRun: flags.dryRun)
@@ -206,6 +207,19 @@ struct CommandContext {
         guard terminal.interactive else { throw USMError.confirmationRequired(unattended) }
         showPlan()
         guard confirm(question) else { throw USMError.confirmationRequired("not confirmed; nothing was changed") }
+    }
+
+    /// Consent to replace an existing store's file set (`migrate-store --overwrite`, `salvage
+    /// --overwrite`): asked only when `overwrite` is given, it is not a dry run and DST exists.
+    func consentToReplace(
+        _ destination: StoreFileSet, overwrite: Bool, dryRun: Bool, yes: Bool, terminal: Terminal
+    ) throws {
+        guard overwrite, !dryRun, !destination.existingMembers().isEmpty else { return }
+        try consent(
+            yes: yes, terminal: terminal,
+            unattended: "\(destination.main.path) exists; replacing it needs --yes (it is snapshotted first)",
+            question: "Replace \(destination.main.path)? It is snapshotted first."
+        ) {}
     }
 
     /// Prints an error (the envelope on stdout with `--json`, always a sentence on stderr) and

@@ -60,7 +60,11 @@ struct FaultWalk {
         var recover: [String]? = nil
         /// Folders judged beside the layout's (`{tmp}/t`: the target of `restore --to`).
         var extraFolders: [String] = []
-        var description: String { (undo ? "undo of " : "") + arguments.joined(separator: " ") }
+        /// A store of the fixture damaged first (`--salvage`): `{local}` or `{copy}`.
+        var damaged: String? = nil
+        var description: String {
+            (undo ? "undo of " : "") + (damaged.map { "(\($0) damaged) " } ?? "") + arguments.joined(separator: " ")
+        }
 
         /// `args` with the placeholders of `f`.
         static func substitute(_ args: [String], _ f: OperationTests.Fixture) -> [String] {
@@ -88,6 +92,15 @@ struct FaultWalk {
                 Command(
                     arguments: ["restore", "{archive}", "--to", "{tmp}/t"],
                     recover: ["recover", "--app-dir", "{tmp}/t"], extraFolders: ["{tmp}/t"]),
+                Command(
+                    arguments: ["salvage", "{copy}", "{local}", "--overwrite"],
+                    recover: ["recover", "--store", "{local}"]),
+                Command(
+                    arguments: ["rebuild", "--from", "local", "--salvage", "--discard-cloud"], damaged: "{local}"),
+                Command(arguments: ["migrate", "cloud-to-local", "--salvage", "--replace"], damaged: "{copy}"),
+                Command(
+                    arguments: ["rebuild", "--from", "local", "--salvage", "--discard-cloud"], undo: true,
+                    damaged: "{local}"),
             ]
         guard let only = ProcessInfo.processInfo.environment["USM_FAULT_WALK_ONLY"] else { return all }
         return all.filter { $0.description.contains(only) }
@@ -161,6 +174,13 @@ struct FaultWalk {
             $0.cloud.books = 4
         }
         template = try OperationTests.Fixture(configure)
+        if let damaged = command.damaged {
+            // ZITEM's first page overwritten: SQLite finds the store malformed, salvage reads the rest.
+            let store = URL(fileURLWithPath: Command.substitute([damaged], template)[0])
+            let map = try PageMap.read(store)
+            let pages = (map.leaves["ZITEM"] ?? []).map(\.page) + (map.interior["ZITEM"] ?? [])
+            try StoreDamage.overwrite(store, pages: Array(pages.prefix(1)), pageSize: map.pageSize)
+        }
         if command.arguments.contains("{archive}") {
             // restore --to: an archive of the container, restored over a folder that holds an older one.
             let archived = USM.run([
@@ -398,7 +418,9 @@ extension OperationTests.Fixture {
     }
 
     /// True for commands that take no layout flags (`restore`, `migrate-store`).
-    static func namesOwnPaths(_ args: [String]) -> Bool { ["restore", "migrate-store"].contains(args.first ?? "") }
+    static func namesOwnPaths(_ args: [String]) -> Bool {
+        ["restore", "migrate-store", "salvage"].contains(args.first ?? "")
+    }
 
     /// Runs `usm-repair args... <flags>` in process with its own state folder.
     func run(_ args: [String], state: URL) -> CLI.Result {

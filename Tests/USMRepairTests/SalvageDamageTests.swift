@@ -55,7 +55,17 @@ struct SalvageDamageTests {
         extra: [String] = []
     ) throws -> Outcome {
         let r = USM.run(["salvage", damaged.path, output.path, "--json"] + extra)
-        var outcome = Outcome(status: r.status, report: r.json)
+        return try score(
+            Outcome(status: r.status, report: r.json), output: output, original: original, lostPages: lostPages,
+            map: map)
+    }
+
+    /// Scores the store at `output` (salvaged from a damaged copy of `original`, whose pages
+    /// `lostPages` were damaged) against `original`: rows invented or missed, references cut.
+    static func score(_ outcome: Outcome, output: URL, original: URL, lostPages: Set<Int>, map: PageMap) throws
+        -> Outcome
+    {
+        var outcome = outcome
         guard FileManager.default.fileExists(atPath: output.path) else { return outcome }
         outcome.checkStatus = USM.run(["check", "--store", output.path]).status
         let before = try StoreRows.read(original)

@@ -50,6 +50,94 @@ public struct Ledger: Sendable, Codable, Equatable {
         @NullEncoded public var after: Counts?
         /// One sentence: where its data goes.
         public let detail: String
+        /// A damaged store read by salvage (`--salvage`): what it keeps and loses, counted at
+        /// planning; null for every other store.
+        public var salvage: Salvage? = nil
+
+        enum CodingKeys: String, CodingKey { case path, label, fate, now, after, detail, salvage }
+
+        // Every key always present (`salvage: null`), as in every JSON report; decoding takes a
+        // plan written before the key existed.
+        public func encode(to encoder: Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(path, forKey: .path)
+            try c.encode(label, forKey: .label)
+            try c.encode(fate, forKey: .fate)
+            try c.encode(_now, forKey: .now)
+            try c.encode(_after, forKey: .after)
+            try c.encode(detail, forKey: .detail)
+            try c.encode(NullEncoded(wrappedValue: salvage), forKey: .salvage)
+        }
+    }
+
+    /// What salvage keeps of a damaged store, counted at planning before anything is written
+    /// (`--salvage`): the same reader, on the same files, as the plan's build step.
+    public struct Salvage: Sendable, Codable, Equatable {
+        /// Objects read intact, per entity: what the salvaged copy holds.
+        public let readable: Counts
+        /// Rows of the entities' tables known lost: cells on damaged pages, counted from what
+        /// the pages say.
+        public let lost: Int
+        /// Pages of the entities' tables that could not be read at all, and table pages that fit
+        /// no table alone: their rows are lost too, their number unknown.
+        public let lostPages: Int
+        /// Rows of the entities' tables read intact but left out (a second copy with other
+        /// content, a uniqueness constraint, an entity `Z_PRIMARYKEY` does not list).
+        public let leftOut: Int
+        /// References to lost rows cut: to-one keys set to NULL, join rows removed,
+        /// external-data values set to NULL.
+        public let referencesCut: Int
+        /// What could not be read, one sentence each.
+        public let unreadable: [String]
+        /// The objects SQLite counted in the damaged store at planning, through what of its tables
+        /// and indexes it could still read (an index often survives what a table lost); null when
+        /// it could not count them.
+        @NullEncoded public var counted: Int?
+
+        public init(
+            readable: Counts, lost: Int, lostPages: Int, leftOut: Int, referencesCut: Int, unreadable: [String],
+            counted: Int?
+        ) {
+            self.readable = readable
+            self.lost = lost
+            self.lostPages = lostPages
+            self.leftOut = leftOut
+            self.referencesCut = referencesCut
+            self.unreadable = unreadable
+            self.counted = counted
+        }
+
+        /// The objects the damaged store held, as far as can be told: SQLite's count, or the
+        /// objects read, counted lost and left out (a lower bound when whole pages were lost).
+        public var estimated: Int { max(readable.total + lost + leftOut, counted ?? 0) }
+
+        /// In words: `871 of ~981 objects readable; ~110 lost (the rows of 2 pages that could not
+        /// be read at all); 110 references to lost rows cut`.
+        public var text: String {
+            var why: [String] = []
+            if lost > 0 { why.append("\(lost) counted on damaged pages") }
+            if lostPages > 0 {
+                why.append("the rows of \(lostPages) page\(lostPages == 1 ? "" : "s") that could not be read at all")
+            }
+            if leftOut > 0 { why.append("\(leftOut) read but left out") }
+            let reasons = why.isEmpty ? "" : " (\(why.joined(separator: ", ")))"
+            var parts: [String]
+            if counted != nil {
+                parts = [
+                    "\(readable.total) of ~\(estimated) objects readable",
+                    "~\(estimated - readable.total) lost\(reasons)",
+                ]
+            } else if lostPages > 0 {
+                parts = ["\(readable.total) objects readable", "more lost\(reasons)"]
+            } else {
+                parts = [
+                    "\(readable.total) of \(estimated) objects readable",
+                    "\(estimated - readable.total) lost\(reasons)",
+                ]
+            }
+            parts.append("\(referencesCut) reference\(referencesCut == 1 ? "" : "s") to lost rows cut")
+            return parts.joined(separator: "; ")
+        }
     }
 
     /// What the app shows at a launch: the store it ends up opening and its objects.

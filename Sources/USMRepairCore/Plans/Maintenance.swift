@@ -12,10 +12,14 @@ public enum Maintenance: Sendable, Codable, Equatable {
     /// The local store's whole file set removed.
     case deleteLocalStore
     /// The active cloud store's data into the local store (replaced, or merged with `merge`); iCloud off.
-    case migrateCloudToLocal(uuid: String?, strategy: StrategyChoice, merge: Bool, copy: CopyChoice)
+    /// `salvage`: a damaged copy is read by salvage's reader instead of being refused (`--salvage`).
+    case migrateCloudToLocal(
+        uuid: String?, strategy: StrategyChoice, merge: Bool, copy: CopyChoice, salvage: SalvageChoice? = nil)
     /// The state in which the app seeds a new cloud store from the local store at its next launch
-    /// (`rebuild --from local`, or `migrate local-to-cloud` when `asMigrate`).
-    case rebuildFromLocal(keepOld: Bool, withOlderMarkers: Bool, asMigrate: Bool = false)
+    /// (`rebuild --from local`, or `migrate local-to-cloud` when `asMigrate`). `salvage`: a damaged
+    /// local store is replaced by its salvaged copy instead of being refused (`--salvage`).
+    case rebuildFromLocal(
+        keepOld: Bool, withOlderMarkers: Bool, asMigrate: Bool = false, salvage: SalvageChoice? = nil)
     /// The active cloud store's data into the local store, then as `rebuildFromLocal`.
     case rebuildFromCloud(strategy: StrategyChoice, copy: CopyChoice, keepOld: Bool, withOlderMarkers: Bool)
     /// The active store marked corrupt so that the app rebuilds it from its own copy 30 s after launch.
@@ -36,7 +40,7 @@ public enum Maintenance: Sendable, Codable, Equatable {
         case .deleteCloudStore: "delete cloud-store"
         case .deleteLocalStore: "delete local-store"
         case .migrateCloudToLocal: "migrate cloud-to-local"
-        case let .rebuildFromLocal(_, _, asMigrate): asMigrate ? "migrate local-to-cloud" : "rebuild"
+        case let .rebuildFromLocal(_, _, asMigrate, _): asMigrate ? "migrate local-to-cloud" : "rebuild"
         case .rebuildFromCloud, .rebuildInApp: "rebuild"
         case .switchActive: "switch"
         case let .setCloud(enabled): "cloud \(enabled ? "enable" : "disable")"
@@ -60,8 +64,10 @@ public enum Maintenance: Sendable, Codable, Equatable {
         case let .deleteContainer(localOnly): "delete container" + (localOnly ? " --local-only" : "")
         case let .deleteCloudStore(_, localOnly, _, _): "delete cloud-store" + (localOnly ? " --local-only" : "")
         case .deleteLocalStore: "delete local-store"
-        case let .migrateCloudToLocal(_, _, merge, _): "migrate cloud-to-local" + (merge ? " --merge" : "")
-        case let .rebuildFromLocal(_, _, asMigrate): asMigrate ? "migrate local-to-cloud" : "rebuild --from local"
+        case let .migrateCloudToLocal(_, _, merge, _, salvage):
+            "migrate cloud-to-local" + (merge ? " --merge" : "") + (salvage != nil ? " --salvage" : "")
+        case let .rebuildFromLocal(_, _, asMigrate, salvage):
+            (asMigrate ? "migrate local-to-cloud" : "rebuild --from local") + (salvage != nil ? " --salvage" : "")
         case .rebuildFromCloud: "rebuild --from cloud"
         case .rebuildInApp: "rebuild --from cloud --in-app"
         case .switchActive: "switch"
@@ -153,6 +159,18 @@ public struct DataConsent: Sendable, Codable, Equatable {
     }
 }
 
+/// `--salvage` (and `--schema-from`): a damaged store the operation reads is read by salvage's own
+/// reader into a private store, and the operation builds from that copy instead of refusing.
+public struct SalvageChoice: Sendable, Codable, Equatable {
+    /// A healthy store of the same model (`--schema-from`): the tables, entities and metadata the
+    /// damaged store lost.
+    public var schemaFrom: String?
+
+    public init(schemaFrom: String? = nil) {
+        self.schemaFrom = schemaFrom
+    }
+}
+
 /// Which copy of a cloud store, when this device holds several (`--peer`, `--account`).
 public struct CopyChoice: Sendable, Codable, Equatable {
     public var peer: String?
@@ -178,6 +196,11 @@ extension Maintenance {
             if let recipe = strategy.recipe { words += ["--recipe", recipe] }
             if let plugin = strategy.plugin { words += ["--plugin", plugin] }
         }
+        func salvageFlags(_ salvage: SalvageChoice?) {
+            guard let salvage else { return }
+            words.append("--salvage")
+            if let schemaFrom = salvage.schemaFrom { words += ["--schema-from", schemaFrom] }
+        }
         switch self {
         case let .deleteContainer(localOnly):
             words = ["delete", "container"] + (localOnly ? ["--local-only"] : [])
@@ -189,15 +212,17 @@ extension Maintenance {
             if older { words.append("--with-older-markers") }
         case .deleteLocalStore:
             words = ["delete", "local-store"]
-        case let .migrateCloudToLocal(uuid, strategy, merge, copy):
+        case let .migrateCloudToLocal(uuid, strategy, merge, copy, salvage):
             words = ["migrate", "cloud-to-local"] + (merge ? ["--merge"] : [])
             if let uuid { words += ["--uuid", uuid] }
             copyFlags(copy)
             strategyFlags(strategy)
-        case let .rebuildFromLocal(keepOld, older, asMigrate):
+            salvageFlags(salvage)
+        case let .rebuildFromLocal(keepOld, older, asMigrate, salvage):
             words = asMigrate ? ["migrate", "local-to-cloud"] : ["rebuild", "--from", "local"]
             if keepOld { words.append("--keep-old") }
             if older { words.append("--with-older-markers") }
+            salvageFlags(salvage)
         case let .rebuildFromCloud(strategy, copy, keepOld, older):
             words = ["rebuild", "--from", "cloud"]
             copyFlags(copy)

@@ -70,6 +70,8 @@ public struct MaintenanceRun {
     public let strategies: StrategyResolver
     /// The losses and duplications the user allowed.
     public let consent: DataConsent
+    /// The app's model (`--model`), for a store salvaged at planning (`--salvage`).
+    public var model: ManagedObjectModel?
 
     public init(
         options: LayoutOptions, maintenance: Maintenance, executor: PlanExecutor, strategies: StrategyResolver,
@@ -104,7 +106,7 @@ public struct MaintenanceRun {
         // One read of the layout plans it, unless recovery has just changed the files.
         if !recovered.isEmpty { layout = try Layout.discover(options, records: executor.records) }
         let prepared = try Planner.prepare(
-            layout, maintenance, strategies: strategies, consent: consent, records: executor.records)
+            layout, maintenance, strategies: strategies, consent: consent, records: executor.records, model: model)
         var result = Prepared(
             plan: prepared.plan, report: prepared.report, roots: prepared.layout.planRoots, recovered: recovered)
         // A Mac app works on these very files while it runs: refused (exit 5), or said in a dry run.
@@ -152,7 +154,8 @@ public struct MaintenanceRun {
         var rows: [String: [String: Int]] = [:]
         for (path, counted) in result?.rows ?? [:] { rows[path] = counted }
         for step in plan.steps {
-            if case let .build(build) = step.action,
+            // A store rebuilt from itself (`rebuild --from local --salvage`) shows the result's rows.
+            if case let .build(build) = step.action, rows[build.source] == nil,
                 let source = before.stores.first(where: { $0.path == build.source })
             {
                 rows[build.source] = Dictionary(source.entities.map { ($0.name, $0.rows) }, uniquingKeysWith: +)

@@ -78,6 +78,24 @@ public struct Plan: Sendable, Codable {
         public let keepUbiquityMetadata: Bool
         /// The command, recorded in the result's provenance.
         public var operation: String = "migrate-store"
+        /// The source is damaged (`--salvage`): salvage's own reader reads it into a private store
+        /// (SQLite never opens it), and the strategy builds from that store. Nil: the source is
+        /// read through SQLite, as a healthy store.
+        public var salvage: SalvageSource? = nil
+    }
+
+    /// How a build step reads a damaged source (`StoreBuild.salvage`).
+    public struct SalvageSource: Sendable, Codable, Equatable {
+        /// A healthy store of the same model (`--schema-from`) for what the damaged one lost.
+        public var schemaFrom: String?
+        /// The result keeps the damaged store's `Z_UUID` (it stands in for it: `rebuild --from
+        /// local --salvage`); otherwise it is a new store to the app and gets a new one.
+        public var keepIdentity: Bool
+
+        public init(schemaFrom: String?, keepIdentity: Bool) {
+            self.schemaFrom = schemaFrom
+            self.keepIdentity = keepIdentity
+        }
     }
 
     /// One thing the executor does.

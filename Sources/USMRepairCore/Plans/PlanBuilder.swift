@@ -21,6 +21,8 @@ struct PlanBuilder {
     var after = AfterState()
     /// Where each store's data goes (by main file path), for the ledger.
     var fates: [String: (fate: Ledger.Fate, detail: String, after: Ledger.Counts?)] = [:]
+    /// What salvage keeps of each damaged store the plan reads with `--salvage` (by main file path).
+    var salvaged: [String: Ledger.Salvage] = [:]
     private var counter = 0
 
     init(layout: Layout, operation: String) {
@@ -141,11 +143,13 @@ struct PlanBuilder {
     }
 
     /// Builds a new local store from `source` with a strategy, replacing the old file set.
-    /// `expected`: the local store's objects after, as far as planning can tell.
+    /// `expected`: the local store's objects after, as far as planning can tell. `salvage`: the
+    /// source is damaged and read by salvage's own reader (`--salvage`; it may be the local store
+    /// itself, replaced by its salvaged copy), `salvaged` what planning counted of it.
     mutating func buildLocal(
         from source: StoreFileSet, local: StoreFileSet, strategy: StrategyChoice, merge: Bool,
         expected counts: Ledger.Counts?,
-        sourceLabel: String, _ reason: String
+        sourceLabel: String, salvage: (source: Plan.SalvageSource, counted: Ledger.Salvage)? = nil, _ reason: String
     ) throws {
         let staged = try privatePath("staging", for: local.main.path)
         let stagedFiles = StoreFileSet(main: URL(fileURLWithPath: staged))
@@ -155,7 +159,8 @@ struct PlanBuilder {
                 .build(
                     Plan.StoreBuild(
                         source: source.main.path, staged: staged, strategy: strategy,
-                        mergeInto: merging ? local.main.path : nil, keepUbiquityMetadata: false, operation: operation)),
+                        mergeInto: merging ? local.main.path : nil, keepUbiquityMetadata: false, operation: operation,
+                        salvage: salvage?.source)),
                 reason))
         if !stores.contains(source.main.path) { stores.append(source.main.path) }
         watch(source.main.path)
@@ -185,7 +190,22 @@ struct PlanBuilder {
                     counts
                 )
                 : (.created, "made from the data of \(sourceLabel)", counts)
-        fates[source.main.path] = (.read, "its data is read (through a private copy); it is not changed", nil)
+        if let salvage { salvaged[source.main.path] = salvage.counted }
+        if source.main.path == local.main.path {
+            fates[local.main.path] = (
+                .replaced,
+                "replaced by its salvaged copy, every object that could be read; the damaged file set is only in the snapshot",
+                counts
+            )
+        } else {
+            fates[source.main.path] = (
+                .read,
+                salvage == nil
+                    ? "its data is read (through a private copy); it is not changed"
+                    : "damaged: its data is read by salvage's own reader, every row that can be (SQLite never opens it); it is not changed",
+                nil
+            )
+        }
     }
 
     /// An install of a new item at `path`, made in staging by `make`.

@@ -9,16 +9,28 @@ extension Planner {
     /// `--replace` (the merge route is offered); a merge of objects the local store already holds
     /// is nothing to do, and one that would duplicate some of them needs `--allow-duplicates`; a
     /// local store that already holds this cloud store's data (its provenance says so) is left as it is.
+    ///
+    /// A damaged copy is refused, naming `--salvage`; with it (`salvage`), the copy is read by
+    /// salvage's own reader and the strategy builds from what it could read (the copy is not
+    /// changed), counted in the ledger before anything is written.
     func migrateCloudToLocal(
-        _ b: inout PlanBuilder, uuid: String?, strategy: StrategyChoice, merge: Bool, copy: CopyChoice
+        _ b: inout PlanBuilder, uuid: String?, strategy choice: StrategyChoice, merge: Bool, copy: CopyChoice,
+        salvage: SalvageChoice? = nil
     ) throws {
         guard let local else { throw USMError.preconditionFailed("no app folder was given (--app-dir or --container)") }
-        let source = try healthyActiveCopy(uuid?.uppercased(), copy)
+        let source = try activeCopy(uuid?.uppercased(), copy)
+        let salvaged = try salvageIfDamaged(
+            source, label: "copy of cloud store \(source.uuid ?? "?") on this device", choice: salvage,
+            retry: .migrateCloudToLocal(
+                uuid: uuid, strategy: choice, merge: merge, copy: copy, salvage: SalvageChoice()),
+            why: "it cannot be read as a healthy store", b: &b)
+        defer { salvaged?.remove() }
+        if salvaged == nil { try requireHealthy(source) }
         let strategy = try strategies.resolve(
-            strategy, defaultID: StrategyChoice.appDefault(for: source, merge: merge), merge: merge)
+            choice, defaultID: StrategyChoice.appDefault(for: source, merge: merge), merge: merge)
         let label = "cloud store \(source.uuid ?? "?")"
         // A merge moves the cloud objects' keys: the mirroring rows naming them cannot follow.
-        let mirrored = (reports[source.files.main.path]?.entities ?? [])
+        let mirrored = (salvaged?.inspected.entities ?? reports[source.files.main.path]?.entities ?? [])
             .filter { $0.system && ($0.table ?? "").uppercased().hasPrefix("ANSCK") && $0.rows > 0 }
             .map { (table: $0.table ?? $0.name, rows: $0.rows) }
         if merge, localExists, strategy.dropCloudKit != true, !mirrored.isEmpty {
@@ -27,12 +39,18 @@ extension Planner {
         }
         if let expected = try incoming(
             from: source, label: label, strategy: strategy, merge: merge,
-            command: "migrate cloud-to-local", b: &b)
+            command: "migrate cloud-to-local", salvaged: salvaged, b: &b)
         {
             try b.buildLocal(
                 from: source.files, local: local.files, strategy: strategy, merge: merge && localExists,
                 expected: expected, sourceLabel: label,
-                "the cloud store's data into a new local store (\(strategy.id ?? "")\(merge && localExists ? ", merged with the old local store" : "")), its iCloud metadata stripped"
+                salvage: salvaged.map {
+                    (
+                        Plan.SalvageSource(schemaFrom: salvage?.schemaFrom, keepIdentity: false),
+                        $0.ledger(counted: counts(source)?.total)
+                    )
+                },
+                "the cloud store's data\(salvaged == nil ? "" : " (every row of its damaged copy salvage's reader can read)") into a new local store (\(strategy.id ?? "")\(merge && localExists ? ", merged with the old local store" : "")), its iCloud metadata stripped"
             )
         }
         try b.editPreferences(PreferencesEdit(cloudEnabled: false), "iCloud off: the app opens the local store (E1)")
@@ -43,12 +61,13 @@ extension Planner {
 
     /// Decides whether the data of `source` must move into the local store, and what the local
     /// store holds after: nil when it already holds that data (nothing to build). Refuses the
-    /// loss or the duplication the user did not allow (exit 8, naming the flag).
+    /// loss or the duplication the user did not allow (exit 8, naming the flag). `salvaged`: the
+    /// damaged source's salvaged copy (`--salvage`), whose objects are the ones that move.
     func incoming(
         from source: Layout.StoreEntry, label: String, strategy: StrategyChoice, merge: Bool, command: String,
-        b: inout PlanBuilder
+        salvaged: SalvageSeed? = nil, b: inout PlanBuilder
     ) throws -> Ledger.Counts?? {
-        let sourceCounts = counts(source)
+        let sourceCounts = salvaged.map(\.counts) ?? counts(source)
         let description = try strategies.registry.description(of: strategy.id ?? StrategyRegistry.defaultID)
         let keepsNothing = description.rows == .none
         func expectedAfterReplace() -> Ledger.Counts? {
@@ -69,7 +88,7 @@ extension Planner {
             }
             return .some(expectedAfterReplace())
         }
-        let comparison = try StoreComparison.compare(local.files, source.files)
+        let comparison = try StoreComparison.compare(local.files, salvaged?.files ?? source.files)
         // The local store already holds this very data: a second run has nothing to do.
         if let done = comparison.provenanceA.last(where: {
             $0.sourceDigest == comparison.digestB
@@ -128,16 +147,46 @@ extension Planner {
     /// The data first: an active cloud store holding objects the local store lacks is not
     /// abandoned without `--discard-cloud` (the app would stop showing them); the refusal names the
     /// route that keeps them (`migrate cloud-to-local --merge`, then `rebuild --from local`).
-    func rebuildFromLocal(_ b: inout PlanBuilder, keepOld: Bool, withOlderMarkers: Bool) throws {
+    ///
+    /// A damaged local store is refused, naming `--salvage`; with it (`salvage`), the local store
+    /// is replaced by a store built from every row salvage's reader can read of it (the damaged
+    /// file set goes into the snapshot), counted in the ledger before anything is written.
+    func rebuildFromLocal(
+        _ b: inout PlanBuilder, keepOld: Bool, withOlderMarkers: Bool, asMigrate: Bool = false,
+        salvage: SalvageChoice? = nil
+    ) throws {
         let cloud = try requireCloud("rebuild --from local", "its markers decide what the app does")
-        guard let local, localExists, reports[local.files.main.path]?.health == .ok else {
+        guard let local, localExists else {
             throw USMError.preconditionFailed("there is no healthy local store to seed the new cloud store from")
         }
-        try refuseAbandoning(local: local)
+        let salvaged = try salvageIfDamaged(
+            local, label: "local store", choice: salvage,
+            retry: .rebuildFromLocal(
+                keepOld: keepOld, withOlderMarkers: withOlderMarkers, asMigrate: asMigrate,
+                salvage: SalvageChoice()),
+            why: "the app would seed the new cloud store from it as it is, or fail to open it", b: &b)
+        defer { salvaged?.remove() }
+        guard salvaged != nil || reports[local.files.main.path]?.health == .ok else {
+            throw USMError.preconditionFailed("there is no healthy local store to seed the new cloud store from")
+        }
+        try refuseAbandoning(local: local, files: salvaged?.files ?? local.files)
         try clearCloudSide(&b, cloud: cloud, keepOld: keepOld, withOlderMarkers: withOlderMarkers)
-        try b.checkpointLocal(
-            local.files,
-            "the app seeds the new cloud store from the local store's main file only: its WAL is merged into it first")
+        if let salvaged {
+            try b.buildLocal(
+                from: local.files, local: local.files, strategy: StrategyChoice(id: "ios"), merge: false,
+                expected: salvaged.counts, sourceLabel: "the damaged local store",
+                salvage: (
+                    Plan.SalvageSource(schemaFrom: salvage?.schemaFrom, keepIdentity: true),
+                    salvaged.ledger(counted: counts(local)?.total)
+                ),
+                "every row of the damaged local store that can be read, salvaged into a private store and made consistent, then staged and verified as a whole store (ios): the seed of the new cloud store, with no -wal"
+            )
+        } else {
+            try b.checkpointLocal(
+                local.files,
+                "the app seeds the new cloud store from the local store's main file only: its WAL is merged into it first"
+            )
+        }
         try b.editPreferences(
             PreferencesEdit(cloudEnabled: true, removeCachedStoreUUIDs: true),
             "iCloud on, and no cached StoreUUID: the app makes a new store and seeds it from the local store (E2)")
@@ -150,7 +199,8 @@ extension Planner {
 
     /// Refuses to leave behind an active cloud store whose objects the local store lacks (the app
     /// would seed a new store from the local store and never show them again), unless `--discard-cloud`.
-    func refuseAbandoning(local: Layout.StoreEntry) throws {
+    /// `files`: the local store's data to compare (its salvaged copy with `--salvage`).
+    func refuseAbandoning(local: Layout.StoreEntry, files: StoreFileSet) throws {
         guard let active = activeUUID, !consent.discardCloud else { return }
         let copies = layout.copies(of: active).filter { $0.opens != false }
         guard let copy = copies.first else {
@@ -166,9 +216,16 @@ extension Planner {
                 "this device's copy of the active cloud store \(active) is \(reports[copy.files.main.path]?.health.rawValue ?? "unreadable"): its objects cannot be compared with the local store's; --discard-cloud proceeds anyway"
             )
         }
-        let comparison = try StoreComparison.compare(copy.files, local.files)
+        let comparison = try StoreComparison.compare(copy.files, files)
         guard comparison.lostCount > 0 else { return }
         let flags = layout.options.commandLineFlags
+        if files.main.path != local.files.main.path {
+            // The local store is damaged: nothing can be merged into it before it is salvaged, so
+            // the route that keeps the cloud's objects salvages it first, keeping the old store.
+            throw USMError.preconditionFailed(
+                "the active cloud store \(active) holds \(comparison.lostCount) objects the salvaged local store lacks (\(Self.list(comparison.missingFromB))): the app would seed a new cloud store from the salvaged local store and stop showing them. To keep them, salvage with the old store kept (usm-repair rebuild --from local --salvage --discard-cloud --keep-old \(flags)), bring them in (usm-repair migrate cloud-to-local --uuid \(active) --merge \(flags)), then usm-repair rebuild --from local \(flags); or abandon them with --discard-cloud"
+            )
+        }
         throw USMError.preconditionFailed(
             "the active cloud store \(active) holds \(comparison.lostCount) objects the local store lacks (\(Self.list(comparison.missingFromB))): the app would seed a new cloud store from the local store and stop showing them. Bring them into the local store first (usm-repair migrate cloud-to-local --merge \(flags), then usm-repair rebuild --from local \(flags)), or abandon them with --discard-cloud"
         )

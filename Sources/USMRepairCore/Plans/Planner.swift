@@ -11,36 +11,42 @@ public struct Planner {
     public let strategies: StrategyResolver
     /// The losses and duplications the user allowed (`--replace`, `--discard-cloud`, `--allow-duplicates`).
     public let consent: DataConsent
+    /// The app's model (`--model`), for a store salvaged at planning (`--salvage`).
+    public let model: ManagedObjectModel?
     /// The reports by main file path, indexed once.
     let reports: [String: StoreReport]
 
     public init(
-        layout: Layout, report: StatusReport, strategies: StrategyResolver, consent: DataConsent = DataConsent()
+        layout: Layout, report: StatusReport, strategies: StrategyResolver, consent: DataConsent = DataConsent(),
+        model: ManagedObjectModel? = nil
     ) {
         self.layout = layout
         self.report = report
         self.strategies = strategies
         self.consent = consent
+        self.model = model
         reports = Dictionary(report.stores.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
     }
 
     /// Discovers the layout, inspects it and plans `maintenance`.
     public static func prepare(
         _ options: LayoutOptions, _ maintenance: Maintenance, strategies: StrategyResolver,
-        consent: DataConsent = DataConsent(), records: OperationRecords = OperationRecords()
+        consent: DataConsent = DataConsent(), records: OperationRecords = OperationRecords(),
+        model: ManagedObjectModel? = nil
     ) throws
         -> (plan: Plan, report: StatusReport, layout: Layout)
     {
         try prepare(
             try Layout.discover(options, records: records), maintenance, strategies: strategies, consent: consent,
-            records: records)
+            records: records, model: model)
     }
 
     /// Inspects the discovered `layout` (the stores the plan needs in depth, the others as far as
     /// their files and headers) and plans `maintenance` on it: the layout is not read again.
     public static func prepare(
         _ layout: Layout, _ maintenance: Maintenance, strategies: StrategyResolver,
-        consent: DataConsent = DataConsent(), records: OperationRecords = OperationRecords()
+        consent: DataConsent = DataConsent(), records: OperationRecords = OperationRecords(),
+        model: ManagedObjectModel? = nil
     ) throws
         -> (plan: Plan, report: StatusReport, layout: Layout)
     {
@@ -68,7 +74,8 @@ public struct Planner {
             if let failure = store.readFailure { throw failure }
         }
         return (
-            try Planner(layout: layout, report: report, strategies: strategies, consent: consent).plan(maintenance),
+            try Planner(layout: layout, report: report, strategies: strategies, consent: consent, model: model).plan(
+                maintenance),
             report, layout
         )
     }
@@ -138,10 +145,10 @@ public struct Planner {
             try deleteCloudStore(&b, uuid: uuid, localOnly: localOnly, copy: copy, withOlderMarkers: older)
         case .deleteLocalStore:
             try deleteLocalStore(&b)
-        case let .migrateCloudToLocal(uuid, strategy, merge, copy):
-            try migrateCloudToLocal(&b, uuid: uuid, strategy: strategy, merge: merge, copy: copy)
-        case let .rebuildFromLocal(keepOld, older, _):
-            try rebuildFromLocal(&b, keepOld: keepOld, withOlderMarkers: older)
+        case let .migrateCloudToLocal(uuid, strategy, merge, copy, salvage):
+            try migrateCloudToLocal(&b, uuid: uuid, strategy: strategy, merge: merge, copy: copy, salvage: salvage)
+        case let .rebuildFromLocal(keepOld, older, asMigrate, salvage):
+            try rebuildFromLocal(&b, keepOld: keepOld, withOlderMarkers: older, asMigrate: asMigrate, salvage: salvage)
         case let .rebuildFromCloud(strategy, copy, keepOld, older):
             try rebuildFromCloud(&b, strategy: strategy, copy: copy, keepOld: keepOld, withOlderMarkers: older)
         case let .rebuildInApp(copy):
@@ -221,8 +228,12 @@ public struct Planner {
                     case .discarded: nil
                     case .replaced, .merged, .created: fate.after
                     }
-                stores.append(
-                    .init(path: path, label: label, fate: fate.fate, now: now, after: afterCounts, detail: fate.detail))
+                var store = Ledger.Store(
+                    path: path, label: b.salvaged[path] == nil ? label : "\(label) (damaged)", fate: fate.fate,
+                    now: now,
+                    after: afterCounts, detail: fate.detail)
+                store.salvage = b.salvaged[path]
+                stores.append(store)
             } else if entry.role == .local
                 ? [before.store, shown.store].contains("local") || before.store == "new" || shown.store == "new"
                 : entry.uuid != nil && [before.store, shown.store].contains(entry.uuid) && entry.opens != false
@@ -286,17 +297,27 @@ public struct Planner {
 
     /// The copy of the active store to read, which must be a healthy Core Data store.
     func healthyActiveCopy(_ uuid: String?, _ choice: CopyChoice) throws -> Layout.StoreEntry {
+        let copy = try activeCopy(uuid, choice)
+        try requireHealthy(copy)
+        return copy
+    }
+
+    /// The copy of the active store (or of `uuid`) to read, healthy or not.
+    func activeCopy(_ uuid: String?, _ choice: CopyChoice) throws -> Layout.StoreEntry {
         guard let uuid = uuid ?? activeUUID else {
             throw USMError.preconditionFailed(
                 "no active cloud store is known (no StoreUUID marker, no cached StoreUUID); name one with --uuid")
         }
-        let copy = try chooseCopy(of: uuid, choice)
+        return try chooseCopy(of: uuid, choice)
+    }
+
+    /// Refuses a copy that is not a healthy Core Data store.
+    func requireHealthy(_ copy: Layout.StoreEntry) throws {
         guard let health = reports[copy.files.main.path]?.health, health == .ok else {
             throw USMError.preconditionFailed(
-                "the copy \(copy.files.main.path) of \(uuid) is \(reports[copy.files.main.path]?.health.rawValue ?? "unreadable"): it cannot be read as a healthy store"
+                "the copy \(copy.files.main.path) of \(copy.uuid ?? "?") is \(reports[copy.files.main.path]?.health.rawValue ?? "unreadable"): it cannot be read as a healthy store"
             )
         }
-        return copy
     }
 
     /// Every StoreUUID marker up to version `D`, and every CorruptedUUID marker.

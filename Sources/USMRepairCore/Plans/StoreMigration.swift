@@ -24,11 +24,13 @@ public struct StoreMigration {
         self.executor = executor
     }
 
-    /// The folder the plan works in: DST's.
-    public var root: Plan.Root {
-        let folder = request.destination.directory
-        return Plan.Root(name: folder.lastPathComponent, path: folder.path, privateFolder: ".usm-repair")
+    /// The plan's shape, shared with `salvage`.
+    var replacement: StoreReplacement {
+        StoreReplacement(destination: request.destination, operation: "migrate-store", noun: "new store")
     }
+
+    /// The folder the plan works in: DST's.
+    public var root: Plan.Root { replacement.root }
 
     /// Checks the request and plans it; recovers first what a kill left pending in DST's folder
     /// (a dry run refuses then, exit 7).
@@ -36,23 +38,17 @@ public struct StoreMigration {
     public func plan() throws -> (plan: Plan, recovered: [PlanExecutor.Recovery]) {
         let source = request.source
         let destination = request.destination
-        guard source.main.path != destination.main.path else {
-            throw USMError.usage("the source and the destination are the same store")
-        }
-        guard FileStatus.lookup(source.main.path) != nil else {
-            throw USMError.notFound(path: source.main.path, what: "source store")
-        }
-        guard FileStatus.resolve(destination.directory.path)?.kind == .directory else {
-            throw USMError.notFound(path: destination.directory.path, what: "destination folder")
-        }
         let merge = request.mode == .merge
-        _ = try engine.registry.resolve(
-            request.choice, defaultID: request.strategy, merge: merge,
-            recipeSearchPath: request.options.recipeSearchPath,
-            environment: request.options.environment)
-        try Snapshot.refuseInside(
-            executor.snapshotDirectory, protected: [destination.directory], why: "the folder this command changes")
-        let recovered = try executor.recoverBeforePlanning(in: [root], dryRun: request.dryRun)
+        let replacement = self.replacement
+        let recovered = try replacement.prepare(
+            source: source, sameStore: "the source and the destination are the same store", executor: executor,
+            dryRun: request.dryRun,
+            also: {
+                _ = try engine.registry.resolve(
+                    request.choice, defaultID: request.strategy, merge: merge,
+                    recipeSearchPath: request.options.recipeSearchPath,
+                    environment: request.options.environment)
+            })
         let exists = !destination.existingMembers().isEmpty
         if merge {
             guard FileStatus.lookup(destination.main.path) != nil else {
@@ -61,55 +57,17 @@ public struct StoreMigration {
         } else if exists && request.mode == .create {
             throw USMError.destinationExists(path: destination.main.path)
         }
-        let replacing = merge || (request.mode == .overwrite && exists)
-        let id = UUID().uuidString.lowercased()
-        let operation = root.operationURL(id)
-        let staged = operation.appendingPathComponent("staging/1/\(destination.fileName)").path
-        let stagedFiles = StoreFileSet(main: URL(fileURLWithPath: staged))
-        var steps: [Plan.Step] = []
-        var expected: [String: Plan.Fingerprint] = [:]
-        for member in destination.allMembers { expected[member.path] = .of(member.path) }
-        if replacing {
-            steps.append(.init(.snapshot, "the old file set goes into a snapshot archive first; restore puts it back"))
+        let plan = try replacement.plan(
+            replacing: merge || (request.mode == .overwrite && exists),
+            why:
+                "the \(request.strategy) strategy fills a staged store from a private copy of the source; it is verified before anything is installed",
+            label: destination.main.deletingPathExtension().lastPathComponent
+        ) { staged in
+            .init(
+                source: source.main.path, staged: staged, strategy: request.choice,
+                mergeInto: merge ? destination.main.path : nil,
+                keepUbiquityMetadata: request.options.keepUbiquityMetadata)
         }
-        steps.append(
-            .init(
-                .build(
-                    .init(
-                        source: source.main.path, staged: staged, strategy: request.choice,
-                        mergeInto: merge ? destination.main.path : nil,
-                        keepUbiquityMetadata: request.options.keepUbiquityMetadata)),
-                "the \(request.strategy) strategy fills a staged store from a private copy of the source; it is verified before anything is installed"
-            ))
-        var counter = 1
-        for member in destination.existingMembers() where replacing {
-            counter += 1
-            try PlanCheck.linkFree(member.path, under: root.path)
-            steps.append(
-                .init(
-                    .retire(
-                        path: member.path,
-                        trash: operation.appendingPathComponent("trash/\(counter)/\(member.lastPathComponent)").path),
-                    "the old \(member.lastPathComponent) makes way for the new store (it is in the snapshot)"))
-        }
-        steps.append(
-            .init(
-                .install(staged: staged, path: destination.main.path, optional: false),
-                "renamed into place from the staging folder beside it, with no -wal or -shm"))
-        steps.append(
-            .init(
-                .install(
-                    staged: stagedFiles.supportDirectory.path, path: destination.supportDirectory.path, optional: true),
-                "its external-data folder goes with it"))
-        steps.append(.init(.commit, "from here the new store is in place and is never undone"))
-        steps.append(.init(.purge, "the trash, staging and journal are removed"))
-        var plan = Plan(
-            id: id, operation: "migrate-store", roots: [root], expected: expected,
-            stores: FileStatus.lookup(destination.main.path) != nil ? [destination.main.path] : [],
-            snapshotItems: replacing ? destination.allMembers.map(\.path) : [], steps: steps, notes: [],
-            nextLaunchBefore: nil,
-            nextLaunchAfter: nil)
-        plan.label = destination.main.deletingPathExtension().lastPathComponent
         return (plan, recovered)
     }
 
@@ -155,14 +113,7 @@ public struct StoreMigration {
         }
         report.snapshot = result.snapshot
         report.notes += result.leftovers.map(MaintenanceRun.leftoverNote)
-        let installing = Set(
-            plan.steps.indices.filter {
-                switch plan.steps[$0].action {
-                case .retire, .install, .commit, .purge: true
-                default: false
-                }
-            })
-        report.durations["install"] = result.steps.filter { installing.contains($0.index) }.map(\.seconds).reduce(0, +)
+        report.durations["install"] = StoreReplacement.installSeconds(plan, result)
         report.durations["total"] = Date().timeIntervalSince(started)
         return report
     }

@@ -51,82 +51,42 @@ public struct SalvageOperation {
         self.executor = executor
     }
 
-    /// The folder the plan works in: DST's.
-    public var root: Plan.Root {
-        let folder = request.destination.directory
-        return Plan.Root(name: folder.lastPathComponent, path: folder.path, privateFolder: ".usm-repair")
+    /// The plan's shape, shared with `migrate-store`.
+    var replacement: StoreReplacement {
+        StoreReplacement(destination: request.destination, operation: "salvage", noun: "salvaged store")
     }
+
+    /// The folder the plan works in: DST's.
+    public var root: Plan.Root { replacement.root }
 
     /// Checks the request and plans it; recovers first what a kill left pending in DST's folder
     /// (a dry run refuses then, exit 7).
     /// - Throws: `usage` (SRC is DST), `notFound`, `destinationExists`, `interruptedOperation`...
     public func plan() throws -> Plan {
-        let source = request.source
-        let destination = request.destination
-        guard source.main.path != destination.main.path else {
-            throw USMError.usage(
-                "the source and the destination are the same store; salvage never writes over the damaged store")
-        }
-        guard FileStatus.lookup(source.main.path) != nil else {
-            throw USMError.notFound(path: source.main.path, what: "source store")
-        }
-        if let sibling = request.schemaFrom, FileStatus.lookup(sibling.main.path) == nil {
-            throw USMError.notFound(path: sibling.main.path, what: "--schema-from store")
-        }
-        guard FileStatus.resolve(destination.directory.path)?.kind == .directory else {
-            throw USMError.notFound(path: destination.directory.path, what: "destination folder")
-        }
-        try Snapshot.refuseInside(
-            executor.snapshotDirectory, protected: [destination.directory], why: "the folder this command changes")
-        _ = try executor.recoverBeforePlanning(in: [root], dryRun: request.dryRun)
-        let replacing = !destination.existingMembers().isEmpty
-        if replacing, !request.overwrite { throw USMError.destinationExists(path: destination.main.path) }
-        let id = UUID().uuidString.lowercased()
-        let operation = root.operationURL(id)
-        let staged = operation.appendingPathComponent("staging/1/\(destination.fileName)").path
-        var steps: [Plan.Step] = []
-        var expected: [String: Plan.Fingerprint] = [:]
-        for member in destination.allMembers { expected[member.path] = .of(member.path) }
-        if replacing {
-            steps.append(.init(.snapshot, "the old file set goes into a snapshot archive first; restore puts it back"))
-        }
-        steps.append(
+        let request = self.request
+        let replacement = self.replacement
+        _ = try replacement.prepare(
+            source: request.source,
+            sameStore:
+                "the source and the destination are the same store; salvage never writes over the damaged store",
+            executor: executor, dryRun: request.dryRun,
+            also: {
+                if let sibling = request.schemaFrom, FileStatus.lookup(sibling.main.path) == nil {
+                    throw USMError.notFound(path: sibling.main.path, what: "--schema-from store")
+                }
+            })
+        let replacing = !request.destination.existingMembers().isEmpty
+        if replacing, !request.overwrite { throw USMError.destinationExists(path: request.destination.main.path) }
+        return try replacement.plan(
+            replacing: replacing,
+            why:
+                "every intact row of the damaged file set is read into a private store, made consistent, then staged and verified by the migration engine",
+            label: nil
+        ) { staged in
             .init(
-                .build(
-                    .init(
-                        source: source.main.path, staged: staged, strategy: StrategyChoice(id: "ios"), mergeInto: nil,
-                        keepUbiquityMetadata: request.keepUbiquityMetadata, operation: "salvage")),
-                "every intact row of the damaged file set is read into a private store, made consistent, then staged and verified by the migration engine"
-            ))
-        var counter = 1
-        for member in destination.existingMembers() {
-            counter += 1
-            try PlanCheck.linkFree(member.path, under: root.path)
-            steps.append(
-                .init(
-                    .retire(
-                        path: member.path,
-                        trash: operation.appendingPathComponent("trash/\(counter)/\(member.lastPathComponent)").path),
-                    "the old \(member.lastPathComponent) makes way for the salvaged store (it is in the snapshot)"))
+                source: request.source.main.path, staged: staged, strategy: StrategyChoice(id: "ios"), mergeInto: nil,
+                keepUbiquityMetadata: request.keepUbiquityMetadata, operation: "salvage")
         }
-        steps.append(
-            .init(
-                .install(staged: staged, path: destination.main.path, optional: false),
-                "renamed into place from the staging folder beside it, with no -wal or -shm"))
-        steps.append(
-            .init(
-                .install(
-                    staged: StoreFileSet(main: URL(fileURLWithPath: staged)).supportDirectory.path,
-                    path: destination.supportDirectory.path, optional: true),
-                "its external-data folder goes with it"))
-        steps.append(.init(.commit, "from here the salvaged store is in place and is never undone"))
-        steps.append(.init(.purge, "the trash, staging and journal are removed"))
-        return Plan(
-            id: id, operation: "salvage", roots: [root], expected: expected,
-            stores: FileStatus.lookup(destination.main.path) != nil ? [destination.main.path] : [],
-            snapshotItems: replacing ? destination.allMembers.map(\.path) : [], steps: steps, notes: [],
-            nextLaunchBefore: nil,
-            nextLaunchAfter: nil)
     }
 
     /// Plans and (unless a dry run) runs; returns the report.
@@ -151,9 +111,10 @@ public struct SalvageOperation {
         }
         let box = Mutex<SalvageReport?>(nil)
         let executor = self.executor.with(builder: { build in
+            var options = MigrationOptions(keepUbiquityMetadata: build.keepUbiquityMetadata)
+            options.operation = "salvage"
             let (report, migration) = try Self.build(
-                request, sibling: sibling, engine: engine, staged: URL(fileURLWithPath: build.staged),
-                keepUbiquityMetadata: build.keepUbiquityMetadata)
+                request, sibling: sibling, engine: engine, staged: URL(fileURLWithPath: build.staged), options: options)
             box.withLock { $0 = report }
             return migration
         })
@@ -163,41 +124,39 @@ public struct SalvageOperation {
         }
         report.snapshot = result.snapshot
         report.notes += result.leftovers.map(MaintenanceRun.leftoverNote)
-        let installing = Set(
-            plan.steps.indices.filter {
-                switch plan.steps[$0].action {
-                case .retire, .install, .commit, .purge: true
-                default: false
-                }
-            })
-        report.durations["install"] = result.steps.filter { installing.contains($0.index) }.map(\.seconds).reduce(0, +)
+        report.durations["install"] = StoreReplacement.installSeconds(plan, result)
         report.durations["total"] = Date().timeIntervalSince(started)
         return report
     }
 
     /// Salvages `request.source` into a private store and has the migration engine build, verify
-    /// and finish the result at `staged` (`ios` from that store; its external data read from the
-    /// source's folder; its `Z_UUID` kept when the metadata was). Installs nothing. The executor's
-    /// builder for `salvage`'s plan; kept apart from `run` so that another plan's build step could
-    /// seed from a salvaged copy (the migration report carries what salvage could not read).
+    /// and finish the result at `staged` with `strategy` from that store (merging into a copy of
+    /// `mergeInto` when given; its external data read from the source's folder; its `Z_UUID` kept
+    /// when the metadata was and `keepIdentity`). Installs nothing. The executor's builder for
+    /// `salvage`'s plan, and for the build step of an operation that seeds from a salvaged copy
+    /// (`SalvageSeed`; the migration report carries what salvage could not read).
+    /// `options`: the strategy's options; the salvage's own (`supportFilesOf`, `keepStoreUUID`,
+    /// `model`) are set here.
     static func build(
         _ request: SalvageRequest, sibling: SiblingSchema? = nil, engine: MigrationEngine, staged: URL,
-        keepUbiquityMetadata: Bool, operation: String = "salvage"
+        strategy: String = "ios", options: MigrationOptions, mergeInto: StoreFileSet? = nil, keepIdentity: Bool = true,
+        progress: @escaping @Sendable (Int64, Int64) -> Void = { _, _ in }
     ) throws -> (SalvageReport, MigrationReport) {
         let scratch = try TemporaryDirectory(prefix: "usm-repair-salvage")
         defer { scratch.remove() }
         let intermediate = scratch.url.appendingPathComponent(request.destination.fileName)
         var report = try Self.salvage(request, sibling: sibling, into: intermediate, progress: { _ in })
         let clock = Date()
-        var options = MigrationOptions(keepUbiquityMetadata: keepUbiquityMetadata)
-        options.operation = operation
+        var options = options
         options.supportFilesOf = request.source
-        options.keepStoreUUID = report.metadata == "kept"
+        if keepIdentity {
+            options.newIdentity = false
+            options.keepStoreUUID = report.metadata == "kept"
+        }
         options.model = request.model
         var migration = try engine.build(
-            source: StoreFileSet(main: intermediate), staged: staged, shownAs: request.destination, strategy: "ios",
-            options: options,
-            mode: .create)
+            source: StoreFileSet(main: intermediate), staged: staged, shownAs: request.destination, strategy: strategy,
+            options: options, mergeInto: mergeInto, mode: mergeInto == nil ? .create : .merge, progress: progress)
         migration.source = .init(path: request.source.main.path, storeUUID: report.source.storeUUID)
         // What the build could not read is the loss a plan's report must show.
         migration.notes += report.unreadable.map { "salvage: not read: \($0)" }

@@ -106,9 +106,19 @@ final class SalvageWriter: RowSink {
                     where error.resultCode.primaryResultCode == .SQLITE_CONSTRAINT && type == "index"
                 {
                     // A uniqueness constraint two salvaged rows break: the later rows go, counted.
-                    let count = try removeDuplicates(row, removed: &removed)
-                    if count > 0, (try? db.execute(sql: sql)) != nil { continue }
+                    if try removeDuplicates(row, removed: &removed) > 0 {
+                        do {
+                            try db.execute(sql: sql)
+                            continue
+                        } catch let again as DatabaseError
+                            where again.resultCode.primaryResultCode == .SQLITE_CONSTRAINT
+                        {}
+                    }
                     skipped.append("index \(row.name): \(error.message ?? "constraint failed")")
+                } catch let error as DatabaseError where error.resultCode.primaryResultCode != .SQLITE_ERROR {
+                    // A full disk, an I/O error, no memory: the salvage fails (74, 75), never a
+                    // statement left out as if it did not fit the salvaged tables.
+                    throw error
                 } catch {
                     skipped.append("\(type) \(row.name): \(USMError.wrap(error).message)")
                 }

@@ -21,7 +21,9 @@ struct MigrateCloudToLocalCommand: USMCommand {
         discussion: """
             The data comes from this device's copy of the active store (--peer/--account when it holds \
             several; --uuid for another store), through a migration strategy; iCloud metadata is \
-            stripped and the WAL merged. The cloud side is left as it is. Next launch: the local store (E1).
+            stripped and the WAL merged. The cloud side is left as it is. Next launch: the local store (E1). \
+            A damaged copy is refused; with --salvage the strategy builds from every row salvage can \
+            read of it (the copy is not changed; the dry run counts what is lost).
 
             Default strategy: \(StrategyChoice.appDefaultRule).
 
@@ -29,6 +31,8 @@ struct MigrateCloudToLocalCommand: USMCommand {
               usm-repair migrate cloud-to-local --container Notes.xcappdata --dry-run
               usm-repair migrate cloud-to-local --container Notes.xcappdata --merge \\
                 --yes --json
+              usm-repair migrate cloud-to-local --container Notes.xcappdata --salvage \\
+                --replace --dry-run
 
             \(operationExitCodes)
             """)
@@ -37,6 +41,7 @@ struct MigrateCloudToLocalCommand: USMCommand {
     @OptionGroup(title: "Copy") var copy: CopyFlags
     @OptionGroup(title: "Plan") var plan: PlanFlags
     @OptionGroup(title: "Data") var data: DataFlags
+    @OptionGroup(title: "Salvage") var salvage: SalvageFlags
     @OptionGroup(title: "Output") var output: OutputFlags
     @Flag(
         name: .customLong("merge"),
@@ -59,7 +64,9 @@ struct MigrateCloudToLocalCommand: USMCommand {
         var context = context
         context.model = try strategy.loadedModel()
         try context.runOperation(
-            .migrateCloudToLocal(uuid: uuid, strategy: strategy.choice, merge: merge, copy: copy.choice),
+            .migrateCloudToLocal(
+                uuid: uuid, strategy: strategy.choice, merge: merge, copy: copy.choice,
+                salvage: salvage.choice(context.paths)),
             layout: layout, plan: plan,
             data: data.consent)
     }
@@ -83,6 +90,7 @@ struct MigrateLocalToCloudCommand: USMCommand {
             """)
     @OptionGroup(title: "Layout") var layout: LayoutFlags
     @OptionGroup(title: "Plan") var plan: PlanFlags
+    @OptionGroup(title: "Salvage") var salvage: SalvageFlags
     @OptionGroup(title: "Output") var output: OutputFlags
     @Flag(name: .customLong("keep-old"), help: "Keep the old cloud store's logs and this device's copies.")
     var keepOld = false
@@ -99,7 +107,9 @@ struct MigrateLocalToCloudCommand: USMCommand {
 
     func run(_ context: CommandContext) throws {
         try context.runOperation(
-            .rebuildFromLocal(keepOld: keepOld, withOlderMarkers: withOlderMarkers, asMigrate: true), layout: layout,
+            .rebuildFromLocal(
+                keepOld: keepOld, withOlderMarkers: withOlderMarkers, asMigrate: true,
+                salvage: salvage.choice(context.paths)), layout: layout,
             plan: plan,
             data: DataConsent(discardCloud: discardCloud))
     }

@@ -106,14 +106,8 @@ struct MigrateStoreCommand: USMCommand {
             executor: context.executor(snapshotDirectory: snapshotDir.map { context.paths.url($0, directory: true) }))
         try context.perform(
             { terminal in
-                if overwrite, !dryRun, !destinationFiles.existingMembers().isEmpty {
-                    try context.consent(
-                        yes: yes, terminal: terminal,
-                        unattended:
-                            "\(destinationFiles.main.path) exists; replacing it needs --yes (it is snapshotted first)",
-                        question: "Replace \(destinationFiles.main.path)? It is snapshotted first."
-                    ) {}
-                }
+                try context.consentToReplace(
+                    destinationFiles, overwrite: overwrite, dryRun: dryRun, yes: yes, terminal: terminal)
                 return try migration.run(progress: { terminal.progressLine($0) })
             },
             text: { report, terminal in

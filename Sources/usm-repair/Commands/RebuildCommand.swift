@@ -12,7 +12,9 @@ struct RebuildCommand: USMCommand {
         discussion: """
             --from local: the local store's WAL merged; every StoreUUID and CorruptedUUID marker and \
             every cached StoreUUID removed; iCloud on; the old store's copies and logs removed unless \
-            --keep-old. Next launch: a new cloud store seeded from the local store (E2).
+            --keep-old. Next launch: a new cloud store seeded from the local store (E2). A damaged local \
+            store is refused; with --salvage it is replaced by a store built from every row salvage can \
+            read of it (the damaged file set goes into the snapshot; the dry run counts what is lost).
             --from cloud: first the active cloud store's data into a new local store (a strategy; the old \
             local store is kept in the snapshot), then as --from local: the new cloud store holds the cloud data.
             --from cloud --in-app: the active store marked corrupt instead, so that the app rebuilds it \
@@ -26,6 +28,8 @@ struct RebuildCommand: USMCommand {
               usm-repair rebuild --from cloud --container Notes.xcappdata --cloud-dir C \\
                 --strategy ios --yes --json
               usm-repair rebuild --from local --mac-app com.example.notes --dry-run
+              usm-repair rebuild --from local --salvage --container Notes.xcappdata \\
+                --cloud-dir C --dry-run
 
             \(operationExitCodes)
             """)
@@ -34,6 +38,7 @@ struct RebuildCommand: USMCommand {
     @OptionGroup(title: "Copy") var copy: CopyFlags
     @OptionGroup(title: "Plan") var plan: PlanFlags
     @OptionGroup(title: "Data") var data: DataFlags
+    @OptionGroup(title: "Salvage") var salvage: SalvageFlags
     @OptionGroup(title: "Output") var output: OutputFlags
     @Option(
         name: .customLong("from"),
@@ -69,12 +74,17 @@ struct RebuildCommand: USMCommand {
             throw ValidationError("--replace goes with rebuild --from cloud (which replaces the local store)")
         }
         if data.discardCloud, from != .local { throw ValidationError("--discard-cloud goes with rebuild --from local") }
+        if salvage.salvage, from != .local {
+            throw ValidationError("--salvage goes with rebuild --from local (and migrate cloud-to-local)")
+        }
     }
 
     func run(_ context: CommandContext) throws {
         let maintenance: Maintenance =
             switch (from, inApp) {
-            case (.local, _): .rebuildFromLocal(keepOld: keepOld, withOlderMarkers: withOlderMarkers)
+            case (.local, _):
+                .rebuildFromLocal(
+                    keepOld: keepOld, withOlderMarkers: withOlderMarkers, salvage: salvage.choice(context.paths))
             case (.cloud, true): .rebuildInApp(copy: copy.choice)
             case (.cloud, false):
                 .rebuildFromCloud(

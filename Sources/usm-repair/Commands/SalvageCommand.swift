@@ -101,14 +101,8 @@ struct SalvageCommand: USMCommand {
                 }))
         try context.perform(
             { terminal in
-                if overwrite, !dryRun, !destinationFiles.existingMembers().isEmpty {
-                    try context.consent(
-                        yes: yes, terminal: terminal,
-                        unattended:
-                            "\(destinationFiles.main.path) exists; replacing it needs --yes (it is snapshotted first)",
-                        question: "Replace \(destinationFiles.main.path)? It is snapshotted first."
-                    ) {}
-                }
+                try context.consentToReplace(
+                    destinationFiles, overwrite: overwrite, dryRun: dryRun, yes: yes, terminal: terminal)
                 return try operation.run(progress: { terminal.progressLine($0) })
             },
             text: { report, terminal in

@@ -57,6 +57,32 @@ struct DataFlags: ParsableArguments {
     }
 }
 
+/// `--salvage` and `--schema-from`: a damaged store the operation reads is salvaged instead of refused.
+struct SalvageFlags: ParsableArguments {
+    @Flag(
+        name: .customLong("salvage"),
+        help: ArgumentHelp(
+            "When the store the data comes from is damaged, build from every row salvage's own reader can still read (the dry run counts what is kept and lost); a healthy store is read as it is."
+        ))
+    var salvage = false
+
+    @Option(
+        name: .customLong("schema-from"),
+        help: ArgumentHelp(
+            "With --salvage: a healthy store of the same model, for the tables, entities and metadata the damaged store lost.",
+            valueName: "store"), completion: .file())
+    var schemaFrom: String?
+
+    func validate() throws {
+        if schemaFrom != nil, !salvage { throw ValidationError("--schema-from goes with --salvage") }
+    }
+
+    /// The choice, nil without `--salvage`.
+    func choice(_ paths: PathResolver) -> SalvageChoice? {
+        salvage ? SalvageChoice(schemaFrom: schemaFrom.map { paths.url($0).path }) : nil
+    }
+}
+
 /// Which copy of a cloud store to use when this device holds several.
 struct CopyFlags: ParsableArguments {
     @Option(

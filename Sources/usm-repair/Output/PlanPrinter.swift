@@ -70,6 +70,13 @@ struct PlanPrinter {
                     "\(store.fate == .created ? "none" : objects(store.now)) → \(objects(store.after)) objects"
                 }
             terminal.out("  \(store.label): \(change), \(store.fate.rawValue): \(store.detail)")
+            if let salvage = store.salvage {
+                terminal.out("    salvage: \(salvage.text)")
+                for line in salvage.unreadable.prefix(5) { terminal.out("      not read: \(line)") }
+                if salvage.unreadable.count > 5 {
+                    terminal.out("      (\(salvage.unreadable.count - 5) more in --json)")
+                }
+            }
             let entities = (store.after ?? store.now)?.entities.filter { $0.value > 0 }.sorted { $0.key < $1.key } ?? []
             if !entities.isEmpty {
                 terminal.out("    " + entities.map { "\($0.key) \($0.value)" }.joined(separator: ", "))

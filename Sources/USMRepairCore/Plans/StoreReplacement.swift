@@ -1,0 +1,108 @@
+import Foundation
+
+/// The one plan of the commands that put a store built in staging in place of a store's file set
+/// (`migrate-store`, `salvage`), so that both snapshot, retire and install alike. The plan works
+/// in DST's folder (`<folder>/.usm-repair/`):
+/// 1. `snapshot` — when DST's file set is replaced: all of it, outside that folder;
+/// 2. `build` — the store, made and verified in the operation's staging folder;
+/// 3. `retire` — DST's old members, when they are replaced;
+/// 4. `install` — the staged main file and its external-data folder;
+/// 5. `commit`, `purge`.
+/// A kill at any instant is finished or undone by `recover --store DST` (or the next run there).
+struct StoreReplacement {
+    /// The store whose file set is made or replaced.
+    let destination: StoreFileSet
+    /// The command, the plan's `operation`.
+    let operation: String
+    /// What the staged store is called in the steps' reasons (`new store`, `salvaged store`).
+    let noun: String
+
+    /// The folder such a plan works in: DST's.
+    static func root(of destination: StoreFileSet) -> Plan.Root {
+        let folder = destination.directory
+        return Plan.Root(name: folder.lastPathComponent, path: folder.path, privateFolder: ".usm-repair")
+    }
+
+    var root: Plan.Root { Self.root(of: destination) }
+
+    /// The checks every such command makes before planning, in this order: SRC is not DST
+    /// (`usage`, saying `sameStore`), SRC exists, DST's folder exists, `also` (the command's own),
+    /// the snapshot folder lies outside DST's folder; then what a kill left pending in DST's folder is recovered (a dry run
+    /// refuses then, exit 7).
+    /// - Throws: `usage`, `notFound`, `interruptedOperation`, what `also` throws.
+    func prepare(
+        source: StoreFileSet, sameStore: String, executor: PlanExecutor, dryRun: Bool, also: () throws -> Void = {}
+    ) throws -> [PlanExecutor.Recovery] {
+        guard source.main.path != destination.main.path else { throw USMError.usage(sameStore) }
+        guard FileStatus.lookup(source.main.path) != nil else {
+            throw USMError.notFound(path: source.main.path, what: "source store")
+        }
+        guard FileStatus.resolve(destination.directory.path)?.kind == .directory else {
+            throw USMError.notFound(path: destination.directory.path, what: "destination folder")
+        }
+        try also()
+        try Snapshot.refuseInside(
+            executor.snapshotDirectory, protected: [destination.directory], why: "the folder this command changes")
+        return try executor.recoverBeforePlanning(in: [root], dryRun: dryRun)
+    }
+
+    /// The plan: `build(staged)` is the build step for the staged main file's path, `why` its
+    /// reason. `replacing`: DST's existing file set is snapshotted and retired (else none of it
+    /// may exist, which the caller checks).
+    func plan(replacing: Bool, why: String, label: String?, build: (String) -> Plan.StoreBuild) throws -> Plan {
+        let id = UUID().uuidString.lowercased()
+        let operationFolder = root.operationURL(id)
+        let staged = operationFolder.appendingPathComponent("staging/1/\(destination.fileName)").path
+        var steps: [Plan.Step] = []
+        var expected: [String: Plan.Fingerprint] = [:]
+        for member in destination.allMembers { expected[member.path] = .of(member.path) }
+        if replacing {
+            steps.append(.init(.snapshot, "the old file set goes into a snapshot archive first; restore puts it back"))
+        }
+        steps.append(.init(.build(build(staged)), why))
+        var counter = 1
+        for member in destination.existingMembers() where replacing {
+            counter += 1
+            try PlanCheck.linkFree(member.path, under: root.path)
+            steps.append(
+                .init(
+                    .retire(
+                        path: member.path,
+                        trash: operationFolder.appendingPathComponent("trash/\(counter)/\(member.lastPathComponent)")
+                            .path),
+                    "the old \(member.lastPathComponent) makes way for the \(noun) (it is in the snapshot)"))
+        }
+        steps.append(
+            .init(
+                .install(staged: staged, path: destination.main.path, optional: false),
+                "renamed into place from the staging folder beside it, with no -wal or -shm"))
+        steps.append(
+            .init(
+                .install(
+                    staged: StoreFileSet(main: URL(fileURLWithPath: staged)).supportDirectory.path,
+                    path: destination.supportDirectory.path, optional: true),
+                "its external-data folder goes with it"))
+        steps.append(.init(.commit, "from here the \(noun) is in place and is never undone"))
+        steps.append(.init(.purge, "the trash, staging and journal are removed"))
+        var plan = Plan(
+            id: id, operation: operation, roots: [root], expected: expected,
+            stores: FileStatus.lookup(destination.main.path) != nil ? [destination.main.path] : [],
+            snapshotItems: replacing ? destination.allMembers.map(\.path) : [], steps: steps, notes: [],
+            nextLaunchBefore: nil,
+            nextLaunchAfter: nil)
+        plan.label = label
+        return plan
+    }
+
+    /// Seconds the run spent putting the store in place (retire, install, commit, purge).
+    static func installSeconds(_ plan: Plan, _ result: PlanExecutor.Result) -> Double {
+        let installing = Set(
+            plan.steps.indices.filter {
+                switch plan.steps[$0].action {
+                case .retire, .install, .commit, .purge: true
+                default: false
+                }
+            })
+        return result.steps.filter { installing.contains($0.index) }.map(\.seconds).reduce(0, +)
+    }
+}
