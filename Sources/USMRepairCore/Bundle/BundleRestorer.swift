@@ -117,7 +117,7 @@ public struct BundleRestorer {
             try Snapshot.refuseInside(
                 executor.snapshotDirectory, protected: replaced, why: "which this command changes")
         }
-        let root = Plan.Root(name: target.lastPathComponent, path: target.path, privateFolder: ".usm-repair")
+        let root = Plan.Root.folder(target)
         _ = try executor.recoverBeforePlanning(in: [root], dryRun: false)
         let plan = try Self.plan(archive: options.archive, roots: roots.map(\.name), target: target, root: root)
         let result = try executor.run(plan, progress: progress, entries: onEntry)

@@ -189,8 +189,7 @@ public struct Layout: Sendable {
 
     /// The folder `migrate-store` works in for a store (its destination's folder).
     public static func roots(ofStore store: URL) -> [Plan.Root] {
-        let folder = store.standardizedFileURL.deletingLastPathComponent()
-        return [.init(name: folder.lastPathComponent, path: folder.path, privateFolder: ".usm-repair")]
+        [.folder(store.standardizedFileURL.deletingLastPathComponent())]
     }
 
     /// Every folder of the layout: the download searched, the app folder, the ubiquity container,

@@ -30,6 +30,12 @@ public struct Plan: Sendable, Codable {
             self.privateFolder = privateFolder
         }
 
+        /// A plain folder an operation works in (a store's folder for `migrate-store` and
+        /// `salvage`, the target of `restore --to`), named after it, with `.usm-repair` inside.
+        public static func folder(_ folder: URL) -> Root {
+            Root(name: folder.lastPathComponent, path: folder.path, privateFolder: ".usm-repair")
+        }
+
         /// `<root>/<private>`.
         public var privateURL: URL {
             URL(fileURLWithPath: path, isDirectory: true).appendingPathComponent(privateFolder, isDirectory: true)

@@ -19,8 +19,7 @@ struct StoreReplacement {
 
     /// The folder such a plan works in: DST's.
     static func root(of destination: StoreFileSet) -> Plan.Root {
-        let folder = destination.directory
-        return Plan.Root(name: folder.lastPathComponent, path: folder.path, privateFolder: ".usm-repair")
+        .folder(destination.directory)
     }
 
     var root: Plan.Root { Self.root(of: destination) }
