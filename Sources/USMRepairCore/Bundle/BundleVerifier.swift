@@ -208,6 +208,9 @@ public enum BundleVerifier {
             guard count <= maxSidecar else { return ("unreadable", "it holds more than \(maxSidecar) bytes") }
             data = Array(buffer.prefix(count))
         } catch let error as USMError {
+            // Not a regular file (replaced since the look above): not a sidecar. An I/O error
+            // reading one is an I/O error (74), not a difference in the bundle.
+            guard case .wrongKind = error else { throw error }
             return ("unreadable", error.message)
         }
         guard let text = String(validating: data, as: UTF8.self) else { return ("unreadable", "it is not UTF-8 text") }
