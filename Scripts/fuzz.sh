@@ -9,6 +9,8 @@
 #   FUZZ_TIMEOUT       seconds one input may take before it counts as a hang (default 10)
 #   FUZZ_RSS_MB        memory one run may reach before it counts as a finding (default 2048)
 #   FUZZ_ARGS          more libFuzzer flags, e.g. "-jobs=2 -workers=2"
+#   FUZZ_CONFIGURATION release (default: optimised, many more inputs a second) or debug (builds in
+#                      a fraction of the time and memory on a small machine; finds the same bugs)
 #
 # Each target runs on a working corpus in Fuzz/.build/corpus/TARGET (kept between runs, ignored by
 # git) seeded from Fuzz/Corpus/TARGET (committed). A crash, a leak, a hang past FUZZ_TIMEOUT or
@@ -26,9 +28,12 @@ SECONDS_EACH="${2:-30}"
 SANITIZERS="${FUZZ_SANITIZERS:-fuzzer,address}"
 TIMEOUT="${FUZZ_TIMEOUT:-10}"
 RSS_MB="${FUZZ_RSS_MB:-2048}"
+CONFIGURATION="${FUZZ_CONFIGURATION:-release}"
 
 die() { echo "fuzz.sh: $*" >&2; exit 2; }
 [[ "$SECONDS_EACH" =~ ^[0-9]+$ ]] || die "SECONDS must be a whole number, not '$SECONDS_EACH'"
+[[ "$CONFIGURATION" == release || "$CONFIGURATION" == debug ]] ||
+  die "FUZZ_CONFIGURATION must be release or debug, not '$CONFIGURATION'"
 
 mapfile -t ALL < <(find "$FUZZ/Sources" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | sort)
 [[ ${#ALL[@]} -gt 0 ]] || die "no targets under $FUZZ/Sources"
@@ -40,17 +45,17 @@ else
 fi
 
 if [[ "${FUZZ_NO_BUILD:-0}" != 1 ]]; then
-  echo "building ${#ALL[@]} fuzz targets with -sanitize=$SANITIZERS ..." >&2
+  echo "building ${#ALL[@]} fuzz targets ($CONFIGURATION) with -sanitize=$SANITIZERS ..." >&2
   # SwiftPM keeps the file lists of a path dependency until the manifest changes: a new file in
   # the core would be missing from the fuzz build. Touching the manifest makes it look again.
   touch "$FUZZ/Package.swift"
   # (the gold linker warns about every ASan helper symbol it cannot export: noise)
   # Release (optimised code runs many times more inputs a second), with testing enabled so that the
   # targets reach the core's internal parsers (@testable import).
-  (cd "$FUZZ" && swift build -c release --scratch-path "$SCRATCH" -Xswiftc -enable-testing -Xswiftc "-sanitize=$SANITIZERS" \
+  (cd "$FUZZ" && swift build -c "$CONFIGURATION" --scratch-path "$SCRATCH" -Xswiftc -enable-testing -Xswiftc "-sanitize=$SANITIZERS" \
     -Xswiftc -g 2>&1 | grep -v 'Cannot export local symbol' >&2; exit "${PIPESTATUS[0]}") || die "the build failed"
 fi
-BIN="$(cd "$FUZZ" && swift build -c release --scratch-path "$SCRATCH" --show-bin-path)"
+BIN="$(cd "$FUZZ" && swift build -c "$CONFIGURATION" --scratch-path "$SCRATCH" --show-bin-path)"
 
 # The inputs a parser reads from a path are written per run into a private folder: on tmpfs when
 # there is one (no disk I/O per run).
