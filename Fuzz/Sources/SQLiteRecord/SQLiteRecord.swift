@@ -18,21 +18,12 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         for limit in [1, 5, 64, Int.max] {
             guard RecordDecoder.decode(record, into: &fields, maxColumns: limit) == nil else { continue }
             Fuzz.check(fields.count <= limit, "more values than allowed")
-            guard let header = record.varint(0) else { Fuzz.fail("an accepted record without a header size") }
-            var next = Int(header.value)
+            checkInOrder(fields, of: record)
             for field in fields {
-                switch field {
-                case let .text(range), let .blob(range):
-                    Fuzz.check(range.lowerBound >= next, "values overlap")
-                    next = range.upperBound
-                    for encoding in [DatabaseHeader.TextEncoding.utf8, .utf16le, .utf16be] {
-                        _ = FieldText.string(field, in: record, encoding: encoding)
-                    }
-                case .null, .integer, .real:
-                    break
+                for encoding in [DatabaseHeader.TextEncoding.utf8, .utf16le, .utf16be] {
+                    _ = FieldText.string(field, in: record, encoding: encoding)
                 }
             }
-            Fuzz.check(next <= record.count, "a value past the record")
         }
         // The start of a record whose rest was on overflow pages: values on the page lie inside it,
         // in order; a value past it is empty.
@@ -41,18 +32,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
                 RecordDecoder.decodeLocal(record, total: record.count + extra, into: &fields, maxColumns: Int.max)
                     == nil
             else { continue }
-            guard let header = record.varint(0) else { Fuzz.fail("an accepted record without a header size") }
-            var next = Int(header.value)
-            for field in fields {
-                switch field {
-                case let .text(range), let .blob(range):
-                    Fuzz.check(range.lowerBound >= next, "values overlap")
-                    Fuzz.check(range.upperBound <= record.count, "a value past the page")
-                    next = range.upperBound
-                case .null, .integer, .real:
-                    break
-                }
-            }
+            checkInOrder(fields, of: record)
         }
         // The bounded reads themselves, at every offset.
         for at in -2..<(record.count + 2) {
@@ -63,4 +43,21 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         }
     }
     return 0
+}
+
+/// An accepted record's text and blob values start after its header, follow each other without
+/// overlapping, and end inside the bytes given (the record, or the part of it on the page).
+private func checkInOrder(_ fields: [FieldValue], of record: ByteView) {
+    guard let header = record.varint(0) else { Fuzz.fail("an accepted record without a header size") }
+    var next = Int(header.value)
+    for field in fields {
+        switch field {
+        case let .text(range), let .blob(range):
+            Fuzz.check(range.lowerBound >= next, "values overlap")
+            Fuzz.check(range.upperBound <= record.count, "a value past the record")
+            next = range.upperBound
+        case .null, .integer, .real:
+            break
+        }
+    }
 }
