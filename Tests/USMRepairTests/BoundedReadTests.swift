@@ -62,6 +62,23 @@ struct BoundedReadTests {
         #expect(big.problems.contains { $0.code == .modelCacheTooLarge })
     }
 
+    @Test("a model cache decoded again is answered from memory with the outcome of its own bytes")
+    func decodedOnce() throws {
+        // Blobs that share a long prefix and a length, so that only their whole bytes tell them apart.
+        let bomb = Self.zeroBomb(bytes: ManagedObjectModel.inflatedLimit * 2)
+        var damaged = bomb
+        damaged[0] ^= 0b110  // BTYPE 11: not DEFLATE, and not a binary plist either
+        let plist = Data("bplist00".utf8) + Data(count: bomb.count - 8)
+        let blobs = [bomb, damaged, plist, bomb, plist, damaged]
+        let first = blobs.map(ManagedObjectModel.decode)
+        let again = blobs.map(ManagedObjectModel.decode)
+        #expect(first == blobs.map(ManagedObjectModel.decodeOnce))
+        #expect(again == first)
+        #expect(first[0] == .tooLarge(bytes: nil))
+        #expect(first[1] == .unreadable)
+        #expect(first[2] == .unreadable)
+    }
+
     @Test("an entity name of megabytes is a bookkeeping-value problem, not a name")
     func hugeName() throws {
         let s = try inspect(

@@ -44,6 +44,34 @@ struct HostilePreferencesTests {
         }
     }
 
+    @Test("a processing instruction without data (which crashes FoundationXML) is malformed; one with data is read")
+    func emptyInstruction() throws {
+        // The first is the PreferencesRead fuzz target's finding (Fuzz/Corpus/PreferencesRead).
+        let refused = [
+            "<?xmli?>\n\n\t<keyn", "<?xml?>" + Self.body,
+            #"<?xml version="1.0"?>"#
+                + Self.body.replacingOccurrences(
+                    of: "<dict>", with: "<dict><?x-é?>"),
+        ]
+        for text in refused {
+            let f = try Fixture()
+            try Data(text.utf8).write(to: f.paths.prefs)
+            let s = try f.run(["status", "--json"])
+            #expect(s.status == 2, "\(text): \(s.stdout)")
+            #expect(Self.problemCodes(s).contains("preferences-malformed"), "\(text): \(Self.problemCodes(s))")
+            #expect(s.stdout.contains("processing instruction without data"), "\(text): \(s.stdout)")
+            let r = try f.run(["cloud", "disable", "--yes", "--json"])
+            #expect(r.status == 2, "\(text): \(r.stdout)\(r.stderr)")
+        }
+        let f = try Fixture()
+        let read =
+            #"<?xml version="1.0"?><?pi data?>"# + Self.body.replacingOccurrences(of: "<dict>", with: "<dict><?x ?>")
+        try Data(read.utf8).write(to: f.paths.prefs)
+        let s = try f.run(["status", "--json"])
+        #expect(!Self.problemCodes(s).contains("preferences-malformed"), "\(Self.problemCodes(s)) \(s.stdout)")
+        #expect(s.json["cloudEnabled"] as? Bool == true, "\(s.stdout)")
+    }
+
     @Test("Apple's plist DOCTYPE, without an internal subset, is read")
     func appleDoctype() throws {
         for doctype in [

@@ -138,6 +138,16 @@ struct ModelFileTests {
                 "migrate-store", tmp.path("s/S.sqlite").path, tmp.path("s/E.sqlite").path, "--model",
                 tmp.path("none").path,
             ]).status == 66)
+        // A model's XML with a processing instruction without data: FoundationXML would crash on it.
+        let model = try Self.writeModel(in: tmp.url.appendingPathComponent("pi"))
+        let contents = model.appendingPathComponent("Garage 2.xcdatamodel/contents")
+        let xml = try String(contentsOf: contents, encoding: .utf8)
+        try Data(xml.replacingOccurrences(of: "<model ", with: "<?m?><model ").utf8).write(to: contents)
+        #expect {
+            try ModelFile.load(model)
+        } throws: { error in
+            "\(error)".contains("processing instruction without data")
+        }
     }
 
     @Test(

@@ -173,8 +173,9 @@ enum XMLPlistText {
         }
     }
 
-    /// Why the file at `path` is not valid UTF-8 (nil when it is), read as a stream. The XML
-    /// parser is handed only valid UTF-8: FoundationXML stops the process on a name that is not.
+    /// Why the file at `path` is not valid UTF-8 or holds a processing instruction without data
+    /// (nil when neither), read as a stream. The XML parser is handed only valid UTF-8 without such
+    /// instructions: FoundationXML stops the process on either (`EmptyInstructionScan`).
     static func utf8Problem(path: String) throws -> String? {
         let fd = FileSystemPath.withCString(path) { open($0, O_RDONLY | O_CLOEXEC) }
         guard fd >= 0 else { throw USMError.unreadable(path: path, reason: errnoDescription()) }
@@ -184,6 +185,7 @@ enum XMLPlistText {
         var low: UInt8 = 0x80
         var high: UInt8 = 0xBF
         var offset = 0
+        var instructions = EmptyInstructionScan()
         while true {
             let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
             if n < 0, errno == EINTR { continue }
@@ -191,6 +193,9 @@ enum XMLPlistText {
             if n == 0 { return need == 0 ? nil : "it is not valid UTF-8 (it ends inside a character)" }
             for i in 0..<n {
                 let byte = buffer[i]
+                if let start = instructions.feed(byte, at: offset + i) {
+                    return EmptyInstructionScan.problem(at: start)
+                }
                 if need > 0 {
                     guard byte >= low, byte <= high else { return "it is not valid UTF-8 (at byte \(offset + i))" }
                     need -= 1

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Synchronization
 
 /// The parts of a Core Data model that matter offline: entities, their parents and relationships.
 /// Decoded from the store's own `Z_MODELCACHE` (an NSKeyedArchiver archive, raw-DEFLATE compressed).
@@ -59,7 +60,7 @@ public struct ManagedObjectModel: Sendable, Equatable {
     public static let inflatedLimit = 1 << 20
 
     /// What reading a store's model cache gave.
-    enum CacheOutcome: Equatable {
+    enum CacheOutcome: Equatable, Sendable {
         /// The decoded model.
         case model(ManagedObjectModel)
         /// Larger than `inflatedLimit`, compressed (`bytes`) or once inflated (nil): not decoded.
@@ -93,6 +94,14 @@ public struct ManagedObjectModel: Sendable, Equatable {
     /// archive is dropped as soon as the property list is parsed, so at most the compressed bytes,
     /// the archive and the parsed objects are alive at once.
     static func decode(_ blob: Data) -> CacheOutcome {
+        if let known = DecodedCaches.shared.outcome(for: blob) { return known }
+        let outcome = decodeOnce(blob)
+        DecodedCaches.shared.remember(outcome, for: blob)
+        return outcome
+    }
+
+    /// `decode` without the memory of earlier decodings.
+    static func decodeOnce(_ blob: Data) -> CacheOutcome {
         let archive: Data
         do {
             archive = try Inflate.inflate(blob, limit: inflatedLimit)
@@ -109,6 +118,30 @@ public struct ManagedObjectModel: Sendable, Equatable {
             let model = KeyedArchive(objects: objects).model()
         else { return .unreadable }
         return .model(model)
+    }
+}
+
+/// The model caches this process has decoded, by their exact bytes. A layout's stores (the local
+/// store, each cloud copy, the seeding copies) and every store a command reads again carry the same
+/// cache, and decoding it (inflate, property list, keyed archive) costs far more than comparing
+/// bytes. Bounded: past `byteLimit` of remembered caches it starts again from empty.
+private final class DecodedCaches: Sendable {
+    static let shared = DecodedCaches()
+    static let byteLimit = 8 << 20
+
+    private let state = Mutex<(outcomes: [Data: ManagedObjectModel.CacheOutcome], bytes: Int)>(([:], 0))
+
+    func outcome(for blob: Data) -> ManagedObjectModel.CacheOutcome? {
+        state.withLock { $0.outcomes[blob] }
+    }
+
+    func remember(_ outcome: ManagedObjectModel.CacheOutcome, for blob: Data) {
+        state.withLock { state in
+            if state.bytes + blob.count > Self.byteLimit { state = ([:], 0) }
+            guard blob.count <= Self.byteLimit, state.outcomes[blob] == nil else { return }
+            state.outcomes[blob] = outcome
+            state.bytes += blob.count
+        }
     }
 }
 

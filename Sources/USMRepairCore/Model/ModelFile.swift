@@ -90,6 +90,9 @@ public enum ModelFile {
 
     private static func xml(_ url: URL) throws -> ManagedObjectModel {
         let data = try read(url)
+        if let start = EmptyInstructionScan.first(in: data) {
+            throw USMError.modelInvalid(path: url.path, reason: EmptyInstructionScan.problem(at: start))
+        }
         let reader = ModelXMLReader()
         let parser = XMLParser(data: data)
         parser.shouldResolveExternalEntities = false
