@@ -88,6 +88,33 @@ struct SalvageAdviceTests {
     }
 
     @Test(
+        "the next launch seeds from a local store whose first page (its schema) is destroyed: status and check offer salvage, and the operation's refusal says what it needs (--schema-from)"
+    )
+    func seedingFromLocalWithoutSchema() throws {
+        let f = try Fixture {
+            SalvageRepairTests.store(&$0.local)
+            $0.markers = [:]
+            $0.cache = .none
+        }
+        _ = try SalvageRepairTests.damage(f.paths.localStore, in: f.tmp, pages: [1])
+        let status = try f.status()
+        #expect(status.stores.first { $0.role == .local }?.health == .notCoreData)
+        let advice = try Self.advice(f)
+        for lines in [advice.status, advice.check] {
+            #expect(
+                lines.contains {
+                    $0.contains("a destroyed header or first page") && $0.contains("usm-repair salvage ")
+                },
+                "\(lines)")
+            #expect(
+                lines.contains {
+                    $0.contains("`rebuild --from local --keep-old --salvage` refuses") && $0.contains("--schema-from")
+                }, "\(lines)")
+            #expect(!lines.flatMap(AdviceTests.commands).contains { $0.contains("--salvage") }, "\(lines)")
+        }
+    }
+
+    @Test(
         "the active cloud store's copy is damaged (iCloud on): status and check propose migrate cloud-to-local --salvage, which runs as typed and leaves E1 on the salvaged rows"
     )
     func damagedActiveCopy() throws {

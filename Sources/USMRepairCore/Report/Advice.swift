@@ -189,23 +189,38 @@ public enum Advice {
                 "The ubiquity container was not given: an .xcappdata download does not hold it. Add --cloud-dir with the container (a Mac's ~/Library/Mobile Documents/<TEAM>~<bundle id>) to read the markers and logs."
             )
         }
+        let localExists = stores.contains { $0.role == .local && $0.exists }
         for store in present {
             let label = store.uuid.map { "cloud store \($0)" } ?? (store.role == .local ? "local store" : store.path)
+            // Salvage reads the damaged file set without changing it and shows, in its dry run,
+            // what it would keep and what is lost; the result goes beside it under a new name.
+            let main = URL(fileURLWithPath: store.path)
+            let salvage = [
+                "usm-repair salvage", ShellWords.quote(store.path),
+                ShellWords.quote(
+                    main.deletingLastPathComponent()
+                        .appendingPathComponent(main.deletingPathExtension().lastPathComponent + "-salvaged.sqlite")
+                        .path),
+                "--dry-run",
+            ].joined(separator: " ")
             switch store.health {
             case .damaged:
-                // Salvage reads the damaged file set without changing it and shows, in its dry run,
-                // what it would keep and what is lost; the result goes beside it under a new name.
-                let main = URL(fileURLWithPath: store.path)
-                let salvaged = main.deletingLastPathComponent()
-                    .appendingPathComponent(main.deletingPathExtension().lastPathComponent + "-salvaged.sqlite").path
                 say(
-                    "The \(label) is damaged (\(store.problems.first?.code.rawValue ?? "integrity")). Do not let the app open it before taking a copy of its whole file set; recover from a healthy store, or salvage every row that can still be read into a new store (its dry run counts what would be kept and what is lost): usm-repair salvage \(ShellWords.quote(store.path)) \(ShellWords.quote(salvaged)) --dry-run"
+                    "The \(label) is damaged (\(store.problems.first?.code.rawValue ?? "integrity")). Do not let the app open it before taking a copy of its whole file set; recover from a healthy store, or salvage every row that can still be read into a new store (its dry run counts what would be kept and what is lost): \(salvage)"
                 )
                 advice += suggestionsForDamaged(
-                    store, layout: layout, next: next, localExists: stores.contains { $0.role == .local && $0.exists },
-                    flags: flags)
+                    store, layout: layout, next: next, localExists: localExists, flags: flags)
             case .notCoreData:
                 say("The \(label) is not a Core Data store: \(store.problems.first?.message ?? "unknown format").")
+                // A destroyed header or first page makes a store look like no SQLite file at all;
+                // salvage's reader may still find its pages (the operations take it as damaged).
+                if case .notSQLite? = store.readFailure {
+                    say(
+                        "If it was one (a destroyed header or first page looks like this), salvage may still read its rows; with its schema lost it needs --schema-from, a healthy store of the same model: \(salvage)"
+                    )
+                    advice += suggestionsForDamaged(
+                        store, layout: layout, next: next, localExists: localExists, flags: flags)
+                }
             case .unreadable:
                 say("The \(label) could not be read: \(store.problems.first?.message ?? "unknown reason").")
             case .ok, .missing:
