@@ -37,9 +37,17 @@ extension Planner {
             throw EntityCopy.cloudKitRefusal(
                 mirrored, why: "in a merge the objects' keys move, so these rows cannot come along")
         }
+        // A refusal's merge route reads the same damaged copy, so it names the copy and --salvage too
+        // (not the strategy: a merge takes its own default).
+        let route =
+            salvaged == nil
+            ? "migrate cloud-to-local"
+            : Maintenance.migrateCloudToLocal(
+                uuid: uuid, strategy: StrategyChoice(), merge: false, copy: copy, salvage: salvage
+            ).commandLine()
         if let expected = try incoming(
             from: source, label: label, strategy: strategy, merge: merge,
-            command: "migrate cloud-to-local", salvaged: salvaged, b: &b)
+            command: route, salvaged: salvaged, b: &b)
         {
             try b.buildLocal(
                 from: source.files, local: local.files, strategy: strategy, merge: merge && localExists,

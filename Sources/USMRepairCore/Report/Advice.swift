@@ -189,20 +189,38 @@ public enum Advice {
                 "The ubiquity container was not given: an .xcappdata download does not hold it. Add --cloud-dir with the container (a Mac's ~/Library/Mobile Documents/<TEAM>~<bundle id>) to read the markers and logs."
             )
         }
+        let localExists = stores.contains { $0.role == .local && $0.exists }
         for store in present {
             let label = store.uuid.map { "cloud store \($0)" } ?? (store.role == .local ? "local store" : store.path)
+            // Salvage reads the damaged file set without changing it and shows, in its dry run,
+            // what it would keep and what is lost; the result goes beside it under a new name.
+            let main = URL(fileURLWithPath: store.path)
+            let salvage = [
+                "usm-repair salvage", ShellWords.quote(store.path),
+                ShellWords.quote(
+                    main.deletingLastPathComponent()
+                        .appendingPathComponent(main.deletingPathExtension().lastPathComponent + "-salvaged.sqlite")
+                        .path),
+                "--dry-run",
+            ].joined(separator: " ")
             switch store.health {
             case .damaged:
-                // Salvage reads the damaged file set without changing it and shows, in its dry run,
-                // what it would keep and what is lost; the result goes beside it under a new name.
-                let main = URL(fileURLWithPath: store.path)
-                let salvaged = main.deletingLastPathComponent()
-                    .appendingPathComponent(main.deletingPathExtension().lastPathComponent + "-salvaged.sqlite").path
                 say(
-                    "The \(label) is damaged (\(store.problems.first?.code.rawValue ?? "integrity")). Do not let the app open it before taking a copy of its whole file set; recover from a healthy store, or salvage every row that can still be read into a new store (its dry run counts what would be kept and what is lost): usm-repair salvage \(ShellWords.quote(store.path)) \(ShellWords.quote(salvaged)) --dry-run"
+                    "The \(label) is damaged (\(store.problems.first?.code.rawValue ?? "integrity")). Do not let the app open it before taking a copy of its whole file set; recover from a healthy store, or salvage every row that can still be read into a new store (its dry run counts what would be kept and what is lost): \(salvage)"
                 )
+                advice += suggestionsForDamaged(
+                    store, layout: layout, next: next, localExists: localExists, flags: flags)
             case .notCoreData:
                 say("The \(label) is not a Core Data store: \(store.problems.first?.message ?? "unknown format").")
+                // A destroyed header or first page makes a store look like no SQLite file at all;
+                // salvage's reader may still find its pages (the operations take it as damaged).
+                if case .notSQLite? = store.readFailure {
+                    say(
+                        "If it was one (a destroyed header or first page looks like this), salvage may still read its rows; with its schema lost it needs --schema-from, a healthy store of the same model: \(salvage)"
+                    )
+                    advice += suggestionsForDamaged(
+                        store, layout: layout, next: next, localExists: localExists, flags: flags)
+                }
             case .unreadable:
                 say("The \(label) could not be read: \(store.problems.first?.message ?? "unknown reason").")
             case .ok, .missing:
@@ -281,6 +299,78 @@ public enum Advice {
                     "Or make \(uuid) the active store again, so that every device opens \(which)",
                     .switchActive(uuid: uuid), explain: false)
             }
+        }
+        return advice
+    }
+}
+
+extension Advice {
+    /// The repair operation that takes the customer where they were going when the store the app
+    /// opens (or seeds from) at its next launch is damaged, each a `--salvage` command whose plan
+    /// is then verified. The local store the app opens with iCloud off has no such operation (every
+    /// one that replaces it from its salvaged rows also turns iCloud on): the salvage command stands,
+    /// with the active cloud store's healthy copy as the other source. A damaged store the next
+    /// launch does not use gets the salvage command alone.
+    static func suggestionsForDamaged(
+        _ store: StoreReport, layout: Layout, next: NextLaunch?, localExists: Bool, flags: String
+    ) -> [Suggestion] {
+        guard let next, let entry = layout.stores.first(where: { $0.files.main.path == store.path }) else {
+            return []
+        }
+        var advice: [Suggestion] = []
+        func propose(
+            _ goal: String, _ command: Maintenance, consent: DataConsent = DataConsent(), explain: Bool = true,
+            then: String = ""
+        ) {
+            advice.append(
+                Suggestion(
+                    goal: goal, command: command, consent: consent, flags: flags, explainRefusal: explain, then: then))
+        }
+        // `--peer`/`--account` only where this device holds several copies of the store.
+        func which(_ copy: Layout.StoreEntry) -> CopyChoice {
+            guard let uuid = copy.uuid, layout.copies(of: uuid).count > 1 else { return CopyChoice() }
+            return CopyChoice(peer: copy.copy?.peer, account: copy.copy?.account)
+        }
+        if entry.role == .local {
+            switch next.outcome {
+            case .seedNewCloudStore where next.seedFrom == store.path:
+                // E2: the app seeds the new cloud store from this store; the same seeding, from
+                // what can still be read of it.
+                propose(
+                    "The next launch seeds a new cloud store from the damaged local store; this replaces it by a store of every row that can still be read (the damaged file set goes into the snapshot) and leaves the same next launch",
+                    .rebuildFromLocal(keepOld: true, withOlderMarkers: false, salvage: SalvageChoice()))
+            case .openLocalStore:
+                // E1: iCloud stays off. The active cloud store's healthy copy, where there is
+                // one, is the other place the customer's data may be.
+                guard let marker = layout.activeMarker, marker.valid, let uuid = marker.value,
+                    let copy = layout.copies(of: uuid).first(where: { $0.opens != false })
+                else { break }
+                propose(
+                    "Or, if cloud store \(uuid) holds the customer's data, replace the damaged local store with it (iCloud stays off; the damaged file set goes into the snapshot)",
+                    .migrateCloudToLocal(
+                        uuid: uuid, strategy: StrategyChoice(), merge: false, copy: which(copy)),
+                    consent: DataConsent(replace: true), explain: false)
+            default:
+                break
+            }
+        } else if let uuid = entry.uuid, uuid == next.store, entry.opens != false,
+            [.openCloudStore, .rebuildFromLogs, .failAndWait].contains(next.outcome)
+        {
+            // The active store's copy: the app's load fails and Core Data rebuilds the copy from
+            // the logs (destroying it), or the app waits. Its readable rows go into the local
+            // store, from which `rebuild --from local` shares them again.
+            let copy = which(entry)
+            propose(
+                "To bring every row that can still be read from the damaged copy of cloud store \(uuid) into the local store (iCloud is then off)",
+                .migrateCloudToLocal(
+                    uuid: uuid, strategy: StrategyChoice(), merge: false, copy: copy, salvage: SalvageChoice()),
+                then: "; then rebuild --from local shares the result through iCloud")
+            guard localExists else { return advice }
+            propose(
+                "Or merged with the objects the local store holds",
+                .migrateCloudToLocal(
+                    uuid: uuid, strategy: StrategyChoice(), merge: true, copy: copy, salvage: SalvageChoice()),
+                explain: false, then: "; then rebuild --from local shares the result through iCloud")
         }
         return advice
     }
