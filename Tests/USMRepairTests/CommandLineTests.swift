@@ -365,7 +365,8 @@ struct CommandLineTests {
     @Test("every error code is listed in the README's error.code row; the CHANGELOG has the released version")
     func errorCodesDocumented() throws {
         let samples: [USMError] = [
-            .notFound(path: "p", what: "w"), .wrongKind(path: "p", expected: "e"), .unreadable(path: "p", reason: "r"),
+            .notFound(path: "p", what: "w"), .wrongKind(path: "p", expected: "e"), .undecodableName(path: "p"),
+            .unreadable(path: "p", reason: "r"),
             .writeFailed(path: "p", reason: "r"), .outOfSpace(path: "p", reason: "r"),
             .notSQLite(path: "p", reason: "r"),
             .notCoreData(path: "p", missing: []), .sqlite(path: "p", code: 1, message: "m"),
@@ -390,7 +391,8 @@ struct CommandLineTests {
         // Every case once: a case added without a sample above stops this switch from compiling.
         for sample in samples {
             switch sample {
-            case .notFound, .wrongKind, .unreadable, .writeFailed, .outOfSpace, .notSQLite, .notCoreData, .sqlite,
+            case .notFound, .wrongKind, .undecodableName, .unreadable, .writeFailed, .outOfSpace, .notSQLite,
+                .notCoreData, .sqlite,
                 .symlinkEscapes, .usage,
                 .archive, .brokenArchive, .notABundle, .hostileArchive, .manifestMismatch, .tooLarge,
                 .confirmationRequired,

@@ -65,6 +65,10 @@ public struct ArchiveResult: Sendable, Encodable {
     /// Items left out because they could not be read (permissions, I/O): the bundle is incomplete
     /// and the exit status is 74.
     public let unreadable: Int
+    /// Paths whose name is not valid UTF-8 (`undecodable-name`): nothing below them was read as
+    /// part of the layout; a full bundle holds them (where it holds their folder) as plain files
+    /// with their exact bytes, the others leave them out.
+    public let undecodableNames: [String]
     /// The size estimated before writing, when `--max-size` asked for one.
     @NullEncoded public var estimatedBytes: Int64?
     public let exitCode: Int32
@@ -77,7 +81,7 @@ public struct ArchiveResult: Sendable, Encodable {
         output: String, sidecar: String, sha256: String, bytes: Int64, format: String, content: String,
         personalData: Bool,
         entries: Int, contentBytes: Int64, stores: Int, skipped: [BundleSkip], skippedCount: Int, unreadable: Int,
-        estimatedBytes: Int64?
+        undecodableNames: [String], estimatedBytes: Int64?
     ) {
         self.output = output
         self.sidecar = sidecar
@@ -92,6 +96,7 @@ public struct ArchiveResult: Sendable, Encodable {
         self.skipped = skipped
         self.skippedCount = skippedCount
         self.unreadable = unreadable
+        self.undecodableNames = undecodableNames
         self.estimatedBytes = estimatedBytes
         let status: ExitStatus = unreadable > 0 ? .ioError : .ok
         exitCode = status.rawValue

@@ -116,7 +116,9 @@ public struct BundleWriter {
             format: options.format.rawValue,
             content: options.content.rawValue, personalData: options.content == .full, entries: entries,
             contentBytes: contentBytes, stores: storeRecords.count, skipped: listed, skippedCount: counts.all,
-            unreadable: counts.unreadable, estimatedBytes: estimate)
+            unreadable: counts.unreadable,
+            undecodableNames: layout.problems.filter { $0.code == .undecodableName }.compactMap(\.subject),
+            estimatedBytes: estimate)
     }
 
     // MARK: - Steps
@@ -269,6 +271,19 @@ public struct BundleWriter {
     /// For redacted and metadata-only bundles: transaction logs left out, external data left out
     /// or replaced by its digest, preferences reduced to `USMCloudEnabledKey`.
     private func transformOthers(catalog: BundleCatalog, redactor: Redactor, scratch: URL) throws {
+        // Below a name that is not valid UTF-8 discovery read nothing (`undecodable-name`): what
+        // is there cannot be known to be free of personal data (a store, say), so it is left out.
+        try catalog.forEach(where: "category IN ('other', 'marker')") { page in
+            for entry in page where FileSystemPath.isUndecodable(entry.path) {
+                try catalog.remove(entry.path)
+                try catalog.skip(
+                    BundleSkip(
+                        path: entry.path, kind: entry.kind,
+                        reason:
+                            "below a name that is not valid UTF-8, not read as part of the layout: left out of a \(options.content.rawValue) bundle"
+                    ))
+            }
+        }
         var made = 0
         try catalog.forEach(where: "kind = 'file' AND category IN ('log', 'external', 'preferences')") { page in
             for entry in page {

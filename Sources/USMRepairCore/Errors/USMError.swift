@@ -137,6 +137,9 @@ public enum USMError: Error, Sendable, Equatable {
     case notCoreData(path: String, missing: [String])
     /// SQLite reported an error while reading the store.
     case sqlite(path: String, code: Int32, message: String)
+    /// A name in the layout that is not valid UTF-8 (or holds the escape block U+F700...U+F7FF):
+    /// a damaged copy's; nothing below it is read, and no change is planned on the layout.
+    case undecodableName(path: String)
     /// A symlink would take us outside the folder the user gave.
     case symlinkEscapes(path: String, target: String, root: String)
     /// Flags that contradict each other or name nothing usable.
@@ -208,7 +211,7 @@ public enum USMError: Error, Sendable, Equatable {
     public var exitStatus: ExitStatus {
         switch self {
         case .notFound: .notFound
-        case .wrongKind: .badInput
+        case .wrongKind, .undecodableName: .badInput
         case .unreadable, .writeFailed: .ioError
         case .outOfSpace: .outOfSpace
         // SQLite's I/O errors (SQLITE_IOERR, SQLITE_CANTOPEN, and SQLITE_PERM and SQLITE_READONLY,
@@ -245,6 +248,7 @@ public enum USMError: Error, Sendable, Equatable {
         switch self {
         case .notFound: "not-found"
         case .wrongKind: "wrong-kind"
+        case .undecodableName: "undecodable-name"
         case .unreadable: "unreadable"
         case .writeFailed: "write-failed"
         case .outOfSpace: "out-of-space"
@@ -290,6 +294,7 @@ public enum USMError: Error, Sendable, Equatable {
         switch self {
         case .notFound: .notFound
         case .wrongKind: .wrongKind
+        case .undecodableName: .undecodableName
         case .writeFailed, .outOfSpace: .writeFailed
         case .notSQLite: .notSqlite
         case .notCoreData: .notCoreData
@@ -308,6 +313,8 @@ public enum USMError: Error, Sendable, Equatable {
             "\(path) is not \(expected)"
         case let .unreadable(path, reason):
             "cannot read \(path): \(reason)"
+        case let .undecodableName(path):
+            "\(path) has a name that \(FileSystemPath.undecodableDefect(path)); no change is planned on a layout read in part: give it back the name it had and run again; nothing was changed"
         case let .writeFailed(path, reason):
             "cannot write \(path): \(reason)"
         case let .outOfSpace(path, reason):

@@ -56,6 +56,21 @@ public enum FileSystemPath {
         }
     }
 
+    /// True when `path` holds a name that is not valid UTF-8, or one holding U+F700...U+F7FF (the
+    /// escape block above): its string is not its bytes, so any call that takes the string as
+    /// UTF-8 (Foundation, SQLite) would address another path. APFS and HFS+ store only valid
+    /// Unicode names, so in an iOS or macOS container such a name comes from a damaged copy.
+    public static func isUndecodable(_ path: String) -> Bool {
+        path.unicodeScalars.contains { (0xF700...0xF7FF).contains($0.value) }
+    }
+
+    /// What is wrong with a path `isUndecodable` holds, in words for a message.
+    public static func undecodableDefect(_ path: String) -> String {
+        String(validating: bytes(path), as: UTF8.self) == nil
+            ? "is not valid UTF-8, which APFS and HFS+ never store: the copy was damaged (unpacked with the wrong encoding?), and nothing below it is read"
+            : "holds a character of U+F700...U+F7FF, which usm-repair keeps for bytes that are not UTF-8, so it cannot address it exactly: nothing below it is read"
+    }
+
     /// The components of a path split at its `/` bytes, as the kernel splits it. (Splitting a
     /// Swift string at the character "/" would not: "/" followed by a combining mark is one
     /// character, so `../\u{301}x` would look like one name where the kernel goes up a level.)

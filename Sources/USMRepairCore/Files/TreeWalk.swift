@@ -50,21 +50,36 @@ struct TreeWalk {
     }
 
     /// Sorted entry names of a folder (hidden ones skipped unless asked, as USM's enumeration
-    /// does); none when it is not a folder.
+    /// does, and names that are not their bytes, which no URL can address); none when it is not a
+    /// folder.
     /// - Throws: `unreadable` when it is a folder that cannot be listed.
     static func children(_ dir: URL, includeHidden: Bool = false) throws -> [String] {
+        try children(dir, includeHidden: includeHidden, undecodable: { _ in })
+    }
+
+    /// `children`, calling `undecodable` with the path of each name left out for not being its bytes.
+    static func children(_ dir: URL, includeHidden: Bool, undecodable: (String) -> Void) throws -> [String] {
         guard FileStatus.lookup(dir.path)?.kind == .directory else { return [] }
-        return try DirectoryListing.names(dir.path).filter { includeHidden || !$0.hasPrefix(".") }
+        return try DirectoryListing.names(dir.path).filter { name in
+            guard includeHidden || !name.hasPrefix(".") else { return false }
+            guard FileSystemPath.isUndecodable(name) else { return true }
+            undecodable(dir.path + "/" + name)
+            return false
+        }
     }
 }
 
 /// Folders a search could not list, collected to be reported with the layout.
 final class UnreadableFolders {
     private(set) var items: [(path: String, reason: String)] = []
+    /// Names left out for not being their bytes (`FileSystemPath.isUndecodable`), by path.
+    private(set) var undecodable: [String] = []
 
     /// The folder's children, or none (noted) when it cannot be listed.
     func children(_ dir: URL, includeHidden: Bool = false) -> [String] {
-        do { return try TreeWalk.children(dir, includeHidden: includeHidden) } catch let error as USMError {
+        do {
+            return try TreeWalk.children(dir, includeHidden: includeHidden) { self.undecodable.append($0) }
+        } catch let error as USMError {
             items.append((dir.path, error.message))
         } catch {
             items.append((dir.path, "\(error)"))

@@ -25,6 +25,8 @@ struct Discovery {
     var preferencesError: USMError?
     /// The app's `CoreDataUbiquitySupport/<peer>/<content>` folders listed on the way.
     var copyFolders: [URL] = []
+    /// The names met that are not their bytes (`undecodable-name`), each reported once.
+    var undecodable: Set<[UInt8]> = []
 
     init(options: LayoutOptions, records: OperationRecords) {
         self.options = options
@@ -81,6 +83,7 @@ struct Discovery {
                     Problem(.unreadable, "cannot search \(path) for the app's data: \(reason)", subject: path))
                 status = status.worst(.ioError)
             }
+            for path in found.unreadable.undecodable { reportUndecodable(path) }
             if appDir == nil, cloudDir == nil {
                 problems.append(
                     Problem(
@@ -573,7 +576,14 @@ struct Discovery {
     private mutating func list(_ dir: URL, hidden: Bool, quiet: Bool = false) -> [String] {
         guard FileStatus.lookup(dir.path)?.kind == .directory else { return [] }
         do {
-            return try DirectoryListing.names(dir.path).filter { hidden || !$0.hasPrefix(".") }
+            // A name that is not valid UTF-8 is never used: every call taking the path as
+            // UTF-8 would address another file. It is reported, and nothing below it is read.
+            return try DirectoryListing.names(dir.path).filter { name in
+                guard hidden || !name.hasPrefix(".") else { return false }
+                guard FileSystemPath.isUndecodable(name) else { return true }
+                reportUndecodable(dir.path + "/" + name)
+                return false
+            }
         } catch {
             if !quiet {
                 let error = USMError.unreadable(
@@ -583,6 +593,15 @@ struct Discovery {
             }
             return []
         }
+    }
+
+    /// Reports a path whose last name is not its bytes (bad input, exit 2), once.
+    private mutating func reportUndecodable(_ path: String) {
+        guard undecodable.insert(path.pathKey).inserted else { return }
+        problems.append(
+            Problem(
+                .undecodableName, "\(path) has a name that \(FileSystemPath.undecodableDefect(path))", subject: path))
+        status = status.worst(.badInput)
     }
 
     static func requireDirectory(_ url: URL, flag: String) throws -> URL {

@@ -127,6 +127,12 @@ private struct Prediction {
     }
 
     mutating func run() -> NextLaunch {
+        // What lies below a name that is not valid UTF-8 was not read: a copy there is not seen.
+        for problem in layout.problems where problem.code == .undecodableName {
+            unknowns.append(
+                "\(problem.subject ?? "a folder") was not read (its name is not valid UTF-8): a store or copy below it is not counted here"
+            )
+        }
         if layout.cloudDirectory == nil {
             unknowns.append(
                 "the ubiquity container was not given (--cloud-dir, or found beside --container): the StoreUUID and CorruptedUUID markers and the transaction logs cannot be read"

@@ -81,8 +81,8 @@ public struct Planner {
     }
 
     /// What refuses every changing command on this layout before planning: preferences that
-    /// cannot be read as the app reads them, a link leading out of it, a ubiquity container found
-    /// beside the download that does not corroborate it.
+    /// cannot be read as the app reads them, a link leading out of it, a name that is not valid
+    /// UTF-8, a ubiquity container found beside the download that does not corroborate it.
     public static func refuseLayout(_ layout: Layout, operation: String) throws {
         // Preferences that cannot be read as the app reads them are bad input, never skipped: the
         // next launch cannot be predicted, and an edit would leave the keys it must remove.
@@ -103,6 +103,11 @@ public struct Planner {
                 expected: (wrong.message.hasPrefix(prefix)
                     ? String(wrong.message.dropFirst(prefix.count)) : "of its kind")
                     + "; nothing was changed")
+        }
+        // A name that is not valid UTF-8 (a damaged copy's): what lies below it was not read,
+        // and no path through it can be addressed exactly (bad input, exit 2).
+        if let name = layout.problems.first(where: { $0.code == .undecodableName }), let path = name.subject {
+            throw USMError.undecodableName(path: path)
         }
         // A marker or folder of the layout that could not be read: what it holds cannot be
         // judged (a marker missed would be left in place, logs missed would be left behind), so

@@ -71,6 +71,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
     case metadataPlistTooLarge = "metadata-plist-too-large"
     case modelCacheTooLarge = "model-cache-too-large"
     case tooManyEntities = "too-many-entities"
+    case undecodableName = "undecodable-name"
 
     /// How much a problem of this kind matters.
     public var severity: Problem.Severity {
@@ -85,7 +86,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
             .interruptedOperation, .untrustedOperation:
             .error
         case .walInvalid, .walCutTransaction, .walMismatch, .bookkeepingValue, .entitySuperCycle, .entitySuperUnknown,
-            .entityTableUnlisted, .metadataPlistTooLarge, .tooManyEntities:
+            .entityTableUnlisted, .metadataPlistTooLarge, .tooManyEntities, .undecodableName:
             .error
         case .strayWal, .hotJournal, .orphanSidecar, .metadataPlistNull,
             .entityTableMissing, .externalDataOrphan, .layoutNotFound, .staleMarker, .leftoverTempStore,
@@ -103,7 +104,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
     /// preferences file holding garbage is bad input (2); any other error is "problems found" (1).
     public var exitStatus: ExitStatus {
         switch self {
-        case .markerMalformed, .markerEmpty, .markerTrailingNewline, .preferencesMalformed: .badInput
+        case .markerMalformed, .markerEmpty, .markerTrailingNewline, .preferencesMalformed, .undecodableName: .badInput
         default: severity == .error ? .problemsFound : .ok
         }
     }
@@ -206,6 +207,8 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
         case .metadataPlistTooLarge: "Z_METADATA.Z_PLIST over 1 MiB: not metadata, not decoded"
         case .modelCacheTooLarge: "Z_MODELCACHE over 1 MiB, compressed or inflated: not decoded"
         case .tooManyEntities: "Z_PRIMARYKEY over 65,536 rows: not a model; only the first 65,536 are read"
+        case .undecodableName:
+            "a name in the layout is not valid UTF-8 (or holds U+F700...U+F7FF): APFS and HFS+ never store one, so the copy was damaged; nothing below it is read, and every changing command refuses"
         }
     }
 

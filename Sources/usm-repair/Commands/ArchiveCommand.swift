@@ -102,6 +102,16 @@ struct ArchiveCommand: USMCommand {
                 }
             },
             status: { result in
+                if !result.undecodableNames.isEmpty {
+                    // Said on stderr whatever the output style: what lies below was not read as a layout.
+                    context.terminal.err(
+                        "warning: \(result.undecodableNames.count) name(s) are not valid UTF-8 (a damaged copy): nothing below them was read as part of the layout, so no store there is in the manifest's stores; "
+                            + (content == .full
+                                ? "what the bundle holds of them it holds as plain files, with their exact bytes:"
+                                : "they are left out of the bundle:")
+                    )
+                    for path in result.undecodableNames { context.terminal.err("  \(path)") }
+                }
                 if result.unreadable > 0 {
                     // Said on stderr whatever the output style: the bundle is not the whole layout.
                     context.terminal.err(
