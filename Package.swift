@@ -88,7 +88,9 @@ let package = Package(
                 "usm-repair",
                 grdb,
             ] + strategyDependencies,
-            path: "Tests/USMRepairTests"
+            path: "Tests/USMRepairTests",
+            // The golden plans are read by path (PlanGoldenTests), not built into the bundle.
+            exclude: ["Plans"]
         ),
     ] + strategyTargets,
     swiftLanguageModes: [.v6]

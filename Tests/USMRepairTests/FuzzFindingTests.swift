@@ -34,6 +34,31 @@ struct FuzzFindingTests {
         #expect(try tree(paths.root) == before)
     }
 
+    /// PreferencesEdit, crash-cr-in-cached-value: a cached StoreUUID value holding a CR. The reader
+    /// (libxml2) reads a CR or CR LF as one LF, the editor compared the raw text: the value the reader
+    /// reported and the edit named for removal was kept. The editor now reads text as the reader does
+    /// (and a `&#13;`, a CR the reader keeps, still matches).
+    @Test("a cached value with a CR, CR LF or &#13; is removed when the edit names the value the reader reported")
+    func carriageReturnInCachedValue() throws {
+        let key = "/private/var/mobile/Library/Mobile Documents/ABCDE12345~com~example~notes/CloudLogs/StoreUUID+"
+        for (raw, read) in [("A\rB", "A\nB"), ("A\r\nB", "A\nB"), ("A&#13;B", "A\rB"), ("A\r\rB", "A\n\nB")] {
+            let tmp = try TempDir()
+            let source = tmp.path("com.example.notes.plist")
+            let text =
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<plist version=\"1.0\">\n<dict>\n\t<key>\(key)</key>\n"
+                + "\t<string>\(raw)</string>\n\t<key>other</key>\n\t<string>x\ry</string>\n</dict>\n</plist>\n"
+            try Data(text.utf8).write(to: source)
+            let before = try Preferences.read(source)
+            #expect(before.cachedStoreUUIDs.compactMap(\.value) == [read], "\(raw.debugDescription)")
+            let edited = tmp.path("edited.plist")
+            try PreferencesEdit(removeCachedValues: [read]).apply(from: source, to: edited)
+            let after = try Preferences.read(edited)
+            #expect(after.cachedStoreUUIDs.isEmpty, "\(raw.debugDescription): \(after.cachedStoreUUIDs)")
+            let kept = try String(contentsOf: edited, encoding: .utf8)
+            #expect(kept.contains("<string>x\ry</string>"), "the other value's bytes are copied as they were")
+        }
+    }
+
     /// PreferencesEdit, crash-object-into-offset-table: a binary plist whose last string runs into
     /// the offset table. The reader looked only at the top dictionary's keys and accepted it; the
     /// rewrite checked every object and refused it, after the plan was made. The app's parser

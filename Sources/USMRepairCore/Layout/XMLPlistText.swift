@@ -22,9 +22,24 @@ enum XMLPlistText {
         return out
     }
 
-    /// Text with its entity and character references replaced, as Apple's parser reads it.
+    /// Text with its line ends normalised and its entity and character references replaced, as the
+    /// reader (`PreferencesReader`, libxml2) reads it: a CR or CR LF in the file is one LF (XML 1.0
+    /// §2.11), a `&#13;` stays a CR. The editor decides what to remove from the text the reader
+    /// reported, so the two must agree (found by the `PreferencesEdit` fuzz target: a cached value
+    /// holding a CR was reported, named for removal, and kept).
     /// - Throws: `Malformed` for a reference it does not know.
-    static func decode(_ raw: [UInt8]) throws -> String? {
+    static func decode(_ text: [UInt8]) throws -> String? {
+        var raw = text
+        if raw.contains(UInt8(ascii: "\r")) {
+            raw = []
+            raw.reserveCapacity(text.count)
+            for (i, byte) in text.enumerated()
+            where byte != UInt8(ascii: "\r") || i + 1 == text.count
+                || text[i + 1] != UInt8(ascii: "\n")
+            {
+                raw.append(byte == UInt8(ascii: "\r") ? UInt8(ascii: "\n") : byte)
+            }
+        }
         guard raw.contains(UInt8(ascii: "&")) else { return String(decoding: raw, as: UTF8.self) }
         var out = String.UnicodeScalarView()
         var bytes: [UInt8] = []
