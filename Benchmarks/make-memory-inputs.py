@@ -36,6 +36,7 @@ import hashlib
 import json
 import os
 import plistlib
+import random
 import sqlite3
 import subprocess
 import sys
@@ -238,8 +239,11 @@ def main():
         subprocess.run([sys.executable, os.path.join(HERE, "make-migrate-store.py"), store, "--objects", "1000", "--wal-rows", "0",
                         "--local"], check=True, stdout=subprocess.DEVNULL)
         db = sqlite3.connect(store)
-        # One item's cover, inline (Core Data's 0x01 prefix): 200 MB of bytes that do not compress.
-        db.execute("UPDATE ZITEM SET ZCOVER = x'01' || randomblob(200000000) WHERE Z_PK = (SELECT MIN(Z_PK) FROM ZITEM)")
+        # One item's cover, inline (Core Data's 0x01 prefix): 200 MB of bytes that do not compress,
+        # bound as a BLOB as Core Data writes a binary attribute (SQL's || would make it TEXT).
+        cover = b"\x01" + random.Random(200).randbytes(200000000)
+        db.execute("UPDATE ZITEM SET ZCOVER = ? WHERE Z_PK = (SELECT MIN(Z_PK) FROM ZITEM)", (cover,))
+        del cover
         db.commit()
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         db.close()

@@ -79,14 +79,59 @@ static void digest_final(sqlite3_context *ctx) {
     sqlite3_result_int64(ctx, acc == NULL ? 0 : (sqlite3_int64)acc[0]);
 }
 
+/* usm_valuehash(table, column, rowid): a hash of one large BLOB read through SQLite's incremental
+   BLOB I/O in 64 KiB pieces, so that a value of hundreds of megabytes is never held whole (passing
+   it to usm_digest would make SQLite read it into memory first). The digest's SQL calls it only for
+   a BLOB longer than its threshold (typeof() and length() of a BLOB column do not read the value),
+   the same for the two stores compared, so equal values still hash equal. Returns the hash as an
+   8-byte BLOB (an INTEGER could equal a small value of the column). */
+static void valuehash_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    (void)argc;
+    const char *table = (const char *)sqlite3_value_text(argv[0]);
+    const char *column = (const char *)sqlite3_value_text(argv[1]);
+    sqlite3_int64 rowid = sqlite3_value_int64(argv[2]);
+    if (table == NULL || column == NULL) {
+        sqlite3_result_error(ctx, "usm_valuehash: no table or column", -1);
+        return;
+    }
+    sqlite3_blob *blob = NULL;
+    int rc = sqlite3_blob_open(sqlite3_context_db_handle(ctx), "main", table, column, rowid, 0, &blob);
+    if (rc != SQLITE_OK) {
+        sqlite3_result_error_code(ctx, rc);
+        if (blob != NULL) sqlite3_blob_close(blob);
+        return;
+    }
+    int size = sqlite3_blob_bytes(blob);
+    uint32_t len = (uint32_t)size;
+    uint64_t h = fnv(0xcbf29ce484222325ULL, (const unsigned char *)&len, sizeof len);
+    unsigned char piece[65536];
+    for (int offset = 0; offset < size;) {
+        int n = size - offset < (int)sizeof piece ? size - offset : (int)sizeof piece;
+        rc = sqlite3_blob_read(blob, piece, n, offset);
+        if (rc != SQLITE_OK) {
+            sqlite3_blob_close(blob);
+            sqlite3_result_error_code(ctx, rc);
+            return;
+        }
+        h = fnv(h, piece, (size_t)n);
+        offset += n;
+    }
+    sqlite3_blob_close(blob);
+    uint64_t out = mix(h);
+    sqlite3_result_blob(ctx, &out, sizeof out, SQLITE_TRANSIENT);
+}
+
 int usm_register_digest(void *connection) {
     int rc = sqlite3_create_function_v2((sqlite3 *)connection, "usm_digest", -1,
                                         SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, NULL,
                                         digest_step, digest_final, NULL);
     if (rc != SQLITE_OK) return rc;
-    return sqlite3_create_function_v2((sqlite3 *)connection, "usm_rowhash", -1,
-                                      SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, rowhash_func,
-                                      NULL, NULL, NULL);
+    rc = sqlite3_create_function_v2((sqlite3 *)connection, "usm_rowhash", -1,
+                                    SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, rowhash_func,
+                                    NULL, NULL, NULL);
+    if (rc != SQLITE_OK) return rc;
+    return sqlite3_create_function_v2((sqlite3 *)connection, "usm_valuehash", 3, SQLITE_UTF8, NULL,
+                                      valuehash_func, NULL, NULL, NULL);
 }
 
 int usm_parameter_count(void *statement) {

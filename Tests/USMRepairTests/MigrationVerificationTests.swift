@@ -17,12 +17,13 @@ struct MigrationVerificationTests {
         let staged: URL
         let inputs: InputDigests
 
-        init() throws {
+        init(prepare: (URL) throws -> Void = { _ in }) throws {
             tmp = try TempDir()
             var options = FixtureStore.Options()
             options.walOnlyBooks = 2
             options.externalCovers = 0  // the verifier checks external data too; this staged copy has none to carry
             try FixtureStore.write(to: tmp.path("src/A.sqlite"), options)
+            try prepare(tmp.path("src/A.sqlite"))
             source = try MigrationEngine.capture(
                 StoreFileSet(main: tmp.path("src/A.sqlite")), into: tmp.path("capture"), role: "source")
             staged = tmp.path("staged/A.sqlite")
@@ -99,6 +100,35 @@ struct MigrationVerificationTests {
         try s.sql(
             "UPDATE ZITEM SET ZTITLE = ZTITLE || ' (changed)' WHERE Z_PK = (SELECT MIN(Z_PK) FROM ZITEM WHERE Z_ENT = 2)"
         )
+        #expect(s.failure()?.contains("the content of Book differs") == true, "\(s.failure() ?? "passed")")
+    }
+
+    @Test(
+        "a BLOB over the size read in pieces is still compared byte for byte: equal passes, one byte changed is refused"
+    )
+    func largeBlob() throws {
+        let size = ContentDigest.largeBlob * 3
+        var cover = Data(repeating: 7, count: size)
+        let s = try Staged { url in
+            let queue = try DatabaseQueue(path: url.path)
+            try queue.write { db in
+                try db.execute(
+                    sql: "UPDATE ZITEM SET ZCOVER = ? WHERE Z_PK = (SELECT MIN(Z_PK) FROM ZITEM WHERE Z_ENT = 2)",
+                    arguments: [cover])
+            }
+            try queue.close()
+        }
+        #expect(
+            ContentDigest.valueExpression(table: "ZITEM", column: "ZCOVER").contains("usm_valuehash('ZITEM', 'ZCOVER'"))
+        #expect(s.failure() == nil, "\(s.failure() ?? "")")
+        cover[size / 2] = 8
+        let queue = try DatabaseQueue(path: s.staged.path)
+        try queue.write { db in
+            try db.execute(
+                sql: "UPDATE ZITEM SET ZCOVER = ? WHERE length(ZCOVER) = ?", arguments: [cover, size])
+            #expect(db.changesCount == 1)
+        }
+        try queue.close()
         #expect(s.failure()?.contains("the content of Book differs") == true, "\(s.failure() ?? "passed")")
     }
 

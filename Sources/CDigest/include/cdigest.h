@@ -6,7 +6,8 @@
    class and bytes, 64-bit) and returns the wrapping sum over the rows as an integer: an
    order-independent content digest, equal for two tables holding the same multiset of rows.
    Also registers usm_rowhash(v1, ...), the same per-row hash as a scalar, so tables wider than
-   SQLite's 127-argument limit are hashed in chunks. Returns an SQLite result code. */
+   SQLite's 127-argument limit are hashed in chunks, and usm_valuehash(table, column, rowid), the
+   hash of one large BLOB read in pieces (never held whole). Returns an SQLite result code. */
 int usm_register_digest(void *connection);
 
 /* The number of parameters of a prepared statement and the name of the i-th (1-based; NULL for

@@ -30,10 +30,11 @@ struct ContentDigest: Equatable, Sendable {
                 let chunks = stride(from: 0, to: attributes.count, by: 100).map {
                     Array(attributes[$0..<min($0 + 100, attributes.count)])
                 }
+                let value = { (column: String) in valueExpression(table: table, column: column) }
                 let list =
                     chunks.count <= 1
-                    ? attributes.map(\.sqlIdentifier).joined(separator: ", ")
-                    : chunks.map { "usm_rowhash(" + $0.map(\.sqlIdentifier).joined(separator: ", ") + ")" }.joined(
+                    ? attributes.map(value).joined(separator: ", ")
+                    : chunks.map { "usm_rowhash(" + $0.map(value).joined(separator: ", ") + ")" }.joined(
                         separator: ", ")
                 let rows = try Row.fetchAll(
                     db,
@@ -51,6 +52,21 @@ struct ContentDigest: Equatable, Sendable {
             }
             return (digests, columns)
         }
+    }
+}
+
+extension ContentDigest {
+    /// BLOBs longer than this are hashed in pieces (`usm_valuehash`), never read whole.
+    static let largeBlob = 1 << 20
+
+    /// The expression a column's value is hashed as: the value, or for a BLOB over `largeBlob` the
+    /// hash of its bytes read in pieces. `typeof()` and `length()` of a BLOB column do not read the
+    /// value, so a row holding a value of hundreds of megabytes costs no more memory than any other.
+    static func valueExpression(table: String, column: String) -> String {
+        let c = column.sqlIdentifier
+        let literal = { (s: String) in "'" + s.replacingOccurrences(of: "'", with: "''") + "'" }
+        return
+            "CASE WHEN typeof(\(c)) = 'blob' AND length(\(c)) > \(largeBlob) THEN usm_valuehash(\(literal(table)), \(literal(column)), _rowid_) ELSE \(c) END"
     }
 }
 
