@@ -59,6 +59,30 @@ struct FuzzFindingTests {
         }
     }
 
+    /// PreferencesEdit, crash-broken-last-end-tag: an XML plist whose last end tag is broken after
+    /// its name (`</plist/d`). libxml2 had closed the root and the reader accepted it; the editor,
+    /// which needs the tag's `>`, refused it as cut short, after a plan had been made on it. The
+    /// reader now also runs the editor over what it accepted: malformed (exit 2) before any plan.
+    @Test("an XML plist the editor cannot cut is malformed for the reader too, and a change refuses before planning")
+    func brokenLastEndTag() throws {
+        let tmp = try TempDir()
+        let paths = try FixtureContainer.write(to: tmp.path("c"))
+        let body =
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<plist version=\"1.0\">\n<dict>\n\t<key>USMCloudEnabledKey</key>\n\t<true/>\n</dict>\n"
+        for end in ["</plist/d", "</plist", "</plist x"] {
+            try Data((body + end).utf8).write(to: paths.prefs)
+            #expect(throws: USMError.self, "\(end)") { try Preferences.read(paths.prefs) }
+            let before = try tree(paths.root)
+            let disable = USM.run([
+                "cloud", "disable", "--container", paths.root.path, "--prefs", paths.prefs.path, "--yes", "--json",
+            ])
+            #expect(disable.status == 2, "\(end): \(disable.stdout)\(disable.stderr)")
+            #expect(try tree(paths.root) == before)
+        }
+        try Data((body + "</plist>\n").utf8).write(to: paths.prefs)
+        #expect(try Preferences.read(paths.prefs).cloudEnabled == true, "the whole document still reads")
+    }
+
     /// PreferencesEdit, crash-object-into-offset-table: a binary plist whose last string runs into
     /// the offset table. The reader looked only at the top dictionary's keys and accepted it; the
     /// rewrite checked every object and refused it, after the plan was made. The app's parser

@@ -54,6 +54,19 @@ public struct Preferences: Sendable, Equatable {
     /// Reads the plist at `url`.
     /// - Throws: `notFound`, `unreadable`, or `wrongKind` when it is not a plist dictionary, or the
     ///   key holds something other than a boolean.
+    /// Runs the XML editor over the plist at `path`, keeping everything and writing to /dev/null.
+    /// - Throws: `PreferencesReader.Malformed` for what the editor cannot cut; `unreadable`.
+    private static func checkEditable(_ path: String) throws {
+        let fd = FileSystemPath.withCString(path) { open($0, O_RDONLY | O_CLOEXEC) }
+        guard fd >= 0 else { throw USMError.unreadable(path: path, reason: errnoDescription()) }
+        defer { close(fd) }
+        let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
+        guard null >= 0 else { throw USMError.unreadable(path: "/dev/null", reason: errnoDescription()) }
+        defer { close(null) }
+        try XMLPlistEditor.rewrite(
+            source: fd, sourcePath: path, to: null, path: "/dev/null", decide: { _ in .keep }, add: nil)
+    }
+
     static func read(_ url: URL) throws -> Preferences {
         guard let status = FileStatus.resolve(url.path) else {
             throw USMError.notFound(path: url.path, what: "preferences file")
@@ -72,6 +85,11 @@ public struct Preferences: Sendable, Equatable {
             scan = try PreferencesReader.scan(url.path, cloudKey: cloudEnabledKey, accountMapKey: accountMapKey) {
                 cachedStoreUUID(key: $0, value: NSNull()) != nil
             }
+            // What is read must be editable: an XML plist is also cut by the editor's own reader
+            // (into /dev/null), so a document that libxml2 accepts but the editor cannot cut (a
+            // last end tag broken after its name, found by the PreferencesEdit fuzz target) is
+            // malformed here, before any plan is made, not refused halfway through one.
+            if scan.xml { try checkEditable(url.path) }
         } catch let error as PreferencesReader.Malformed {
             throw USMError.wrongKind(
                 path: url.path, expected: "a property list dictionary (binary or XML): \(error.reason)")
