@@ -15,7 +15,7 @@ protocol USMCommand: ParsableCommand {
 
 extension USMCommand {
     func run() throws {
-        try run(in: CommandContext.live(output: output, command: Self.commandPath))
+        try run(in: CommandContext.live(output: output, command: Self.commandPath, arguments: CommandLine.arguments))
     }
 
     /// Runs the command in `context`, with the context's scratch registry and plugin stderr as the
@@ -65,13 +65,14 @@ struct CommandContext {
     /// The app's model (`--model`), for the migration engine's build steps.
     var model: ManagedObjectModel?
 
-    static func live(output: OutputFlags, command: String) -> CommandContext {
+    /// `arguments`: the whole command line, the program's name first.
+    static func live(output: OutputFlags, command: String, arguments: [String]) -> CommandContext {
         let environment = ProcessInfo.processInfo.environment
         return CommandContext(
             terminal: .live(quiet: output.quiet, json: output.json, environment: environment), output: output,
             command: command,
             environment: environment, executable: runningExecutable,
-            arguments: CommandLine.arguments, paths: .live(environment: environment))
+            arguments: arguments, paths: .live(environment: environment))
     }
 
     /// The running binary's own path (recipes are found relative to it): the system's answer

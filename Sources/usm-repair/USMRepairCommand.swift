@@ -47,11 +47,34 @@ struct USMRepairCommand: ParsableCommand {
         // went away is an EPIPE error `StandardStream` answers, not a signal either.
         signal(SIGXFSZ, SIG_IGN)
         signal(SIGPIPE, SIG_IGN)
+        guard let arguments = commandLine(runtime: CommandLine.arguments, cmdline: "/proc/self/cmdline") else {
+            StandardStream.error.write(
+                "usm-repair: error: could not read its own command line (the Swift runtime read no arguments, "
+                    + "and /proc/self/cmdline could not be read); nothing was done\n")
+            Foundation.exit(ExitStatus.ioError.rawValue)
+        }
         let status = execute(
-            Array(CommandLine.arguments.dropFirst()), out: { StandardStream.output.write($0) },
+            arguments, out: { StandardStream.output.write($0) },
             err: { StandardStream.error.write($0) },
-            context: { command, output in CommandContext.live(output: output, command: command.commandPath) })
+            context: { command, output in
+                CommandContext.live(
+                    output: output, command: command.commandPath,
+                    arguments: [CommandLine.arguments.first ?? "usm-repair"] + arguments)
+            })
         Foundation.exit(status)
+    }
+
+    /// The arguments after the program's name. The Swift runtime finds them on Linux by reading
+    /// `/proc/self/maps`; when that read fails it hands over none at all, not even the program's
+    /// name (an `exec` always passes one), and the command typed would run as `usm-repair` with no
+    /// arguments. Then they are read from `cmdline` (NUL-separated); nil when that fails too.
+    static func commandLine(runtime: [String], cmdline: String) -> [String]? {
+        if !runtime.isEmpty { return Array(runtime.dropFirst()) }
+        guard let data = FileManager.default.contents(atPath: cmdline), !data.isEmpty else { return nil }
+        var parts = data.split(separator: 0, omittingEmptySubsequences: false)
+        if parts.last?.isEmpty == true { parts.removeLast() }
+        guard !parts.isEmpty else { return nil }
+        return parts.dropFirst().map { String(decoding: $0, as: UTF8.self) }
     }
 
     /// Parses `arguments`, runs the command in the context `context` makes for it, prints what
@@ -75,8 +98,8 @@ struct USMRepairCommand: ParsableCommand {
             if let command = command as? any USMCommand {
                 try command.run(in: context(type(of: command), command.output))
             } else if !arguments.contains(where: { ["--help", "-h", "--version", "help"].contains($0) }) {
-                // A group named without a subcommand (or no arguments at all, as when the runtime
-                // could not read them) does nothing: a usage error, never a silent success.
+                // A group named without a subcommand (or no arguments at all) does nothing: a usage
+                // error, never a silent success.
                 err(helpMessage(for: type(of: command)) + "\n")
                 return report(
                     ValidationError("a subcommand is needed (listed above)"), arguments: arguments, out: out, err: err)

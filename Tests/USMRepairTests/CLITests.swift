@@ -90,6 +90,27 @@ struct CLITests {
         #expect(quiet.stderr.isEmpty, "no progress when stderr is not a terminal")
     }
 
+    /// The full walk of failure points (issue 20) made the Swift runtime's read of
+    /// `/proc/self/maps` fail: it then hands over no arguments at all, and the command typed ran as
+    /// a bare `usm-repair` (a usage error, exit 64).
+    @Test("arguments the runtime could not read are taken from /proc/self/cmdline, or the run stops with 74")
+    func commandLineFallback() throws {
+        let tmp = try TempDir()
+        let cmdline = tmp.path("cmdline")
+        try Data("usm-repair\0status\0\0--container\0A B\0".utf8).write(to: cmdline)
+        #expect(USMRepairCommand.commandLine(runtime: ["usm-repair", "check"], cmdline: cmdline.path) == ["check"])
+        #expect(USMRepairCommand.commandLine(runtime: ["usm-repair"], cmdline: cmdline.path) == [])
+        #expect(
+            USMRepairCommand.commandLine(runtime: [], cmdline: cmdline.path) == ["status", "", "--container", "A B"])
+        #expect(USMRepairCommand.commandLine(runtime: [], cmdline: tmp.path("missing").path) == nil)
+        try Data().write(to: cmdline)
+        #expect(USMRepairCommand.commandLine(runtime: [], cmdline: cmdline.path) == nil)
+        // This process's own, as the kernel keeps it.
+        #expect(
+            USMRepairCommand.commandLine(runtime: [], cmdline: "/proc/self/cmdline")
+                == Array(CommandLine.arguments.dropFirst()))
+    }
+
     @Test("the README documents every command, exit code and problem code")
     func readme() throws {
         let readme = try String(contentsOf: Self.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
