@@ -211,6 +211,48 @@ struct BundleTests {
         #expect(((redaction["stores"] as? [[String: Any]])?.count ?? 0) == 3)
     }
 
+    /// Red team (issue 20, G6): a table `Z_PRIMARYKEY` does not list kept its text word for word
+    /// while the manifest said `personalData: false`.
+    @Test(
+        "--redact: tables Core Data does not list (a removed entity's, an app's own, FTS shadow tables) are redacted too"
+    )
+    func redactUnlistedTables() throws {
+        let tmp = try TempDir()
+        let paths = try FixtureContainer.write(to: tmp.path("c"), Self.inside)
+        try FixtureStore.mutate(
+            paths.localStore,
+            """
+            CREATE TABLE ZOLDNOTE (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZBODY VARCHAR, ZDATA BLOB);
+            INSERT INTO ZOLDNOTE VALUES (1, 99, 1, 'SECRET-alice my PIN is 4711', X'5345435245542d626c6f62');
+            CREATE TABLE custom_log (txt TEXT, n INTEGER);
+            INSERT INTO custom_log VALUES ('SECRET-carol-custom', 7);
+            CREATE VIRTUAL TABLE notes_fts USING fts5(body);
+            INSERT INTO notes_fts VALUES ('SECRET-dave-fulltext');
+            """)
+        let archive = tmp.path("r.tar.zst")
+        let a = USM.run(["archive", "--container", paths.root.path, "--redact", "-o", archive.path, "--json"])
+        #expect(a.status == 0, "\(a.stderr)")
+        #expect(a.json["personalData"] as? Bool == false)
+        let restored = USM.run(["restore", archive.path, "--to", tmp.path("back").path])
+        #expect(restored.status == 0, "\(restored.stdout)\(restored.stderr)")
+        let local = tmp.path("back/container/AppData/Library/Application Support/UbiquityStore.sqlite")
+        let bytes = try Data(contentsOf: local)
+        #expect(bytes.range(of: Data("SECRET-".utf8)) == nil, "no plaintext of any table left in the file")
+        let (body, n) = try DatabaseQueue(path: local.path).read { db in
+            (
+                try String.fetchOne(db, sql: "SELECT ZBODY FROM ZOLDNOTE"),
+                try Int.fetchOne(db, sql: "SELECT n FROM custom_log")
+            )
+        }
+        #expect(body?.hasPrefix("redacted:") == true)
+        #expect(n == 7, "integers are kept")
+        let redaction = try #require(try Self.manifest(archive)["redaction"] as? [String: Any])
+        let listed = ((redaction["stores"] as? [[String: Any]]) ?? []).flatMap {
+            (($0["tables"] as? [[String: Any]]) ?? []).compactMap { $0["table"] as? String }
+        }
+        #expect(listed.contains("ZOLDNOTE") && listed.contains("custom_log"), "\(listed)")
+    }
+
     @Test("--redact leaves out what it cannot redact, and says so")
     func redactUnreadable() throws {
         let tmp = try TempDir()

@@ -21,8 +21,12 @@ struct Redactor: Sendable {
         let values: Int
     }
 
+    /// The tables of structure, kept as they are (upper-cased).
+    static let keptTables: Set<String> = ["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"]
+
     static let method = """
-        Every TEXT and BLOB value in the Core Data tables (entity, history and CloudKit tables) was \
+        Every TEXT and BLOB value in every table of the store (entity, join, history and CloudKit \
+        tables, and any table Core Data does not list, such as a removed entity's) was \
         replaced by HMAC-SHA256 under a random key made for this bundle and not stored: text by \
         "redacted:" and 32 hex digits, blobs by the 32-byte digest. Equal values stay equal, so \
         unique constraints, keys and relationships hold; integers, reals, Z_PK, Z_ENT, Z_OPT, \
@@ -49,7 +53,28 @@ struct Redactor: Sendable {
             try db.inTransaction {
                 let triggers = try StoreRewrite.dropTriggers(db, path: destination.path)
                 let schema = try CoreDataSchema.read(db)
-                let targets = (schema.entityTables + schema.historyTables + schema.cloudKitTables).uniqued()
+                // Every table that can hold a value: Core Data's, then any other (the leftover table
+                // of a removed entity, an app's own table): a table Z_PRIMARYKEY does not list is
+                // no less personal. Kept: the three tables of structure. A virtual table (full-text
+                // search) is changed through its module and its index rebuilt, never its shadow
+                // tables by hand (that corrupts it); one that cannot be changed fails the copy, and
+                // the store is left out of the bundle, said in `skipped`.
+                let kinds = try Dictionary(
+                    Row.fetchAll(db, sql: "SELECT name, type FROM pragma_table_list WHERE schema = 'main'").compactMap {
+                        row -> (String, String)? in
+                        guard let name = row["name"] as String?, let type = row["type"] as String? else { return nil }
+                        return (name, type)
+                    }, uniquingKeysWith: { a, _ in a })
+                let others = schema.tables.keys.sorted().filter {
+                    !Self.keptTables.contains($0.uppercased()) && kinds[$0] != "shadow"
+                }
+                let targets = (schema.entityTables + schema.historyTables + schema.cloudKitTables + others).uniqued()
+                let fullText = try Set(
+                    String.fetchAll(
+                        db,
+                        sql:
+                            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%USING fts%'"
+                    ))
                 for table in targets {
                     let columns = (schema.tables[table] ?? []).map(\.name).filter {
                         !["Z_PK", "Z_ENT", "Z_OPT"].contains($0) && !$0.hasPrefix("Z_FOK_")
@@ -67,6 +92,11 @@ struct Redactor: Sendable {
                         }
                     }
                     if !touched.isEmpty { tables.append(.init(table: table, columns: touched)) }
+                    if fullText.contains(table) {
+                        // The index still holds the old words: built anew from the redacted text.
+                        try db.execute(
+                            sql: "INSERT INTO \(table.sqlIdentifier)(\(table.sqlIdentifier)) VALUES ('rebuild')")
+                    }
                 }
                 try StoreRewrite.restoreTriggers(db, triggers, path: destination.path)
                 return .commit
