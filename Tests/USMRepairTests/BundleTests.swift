@@ -253,6 +253,50 @@ struct BundleTests {
         #expect(listed.contains("ZOLDNOTE") && listed.contains("custom_log"), "\(listed)")
     }
 
+    /// Red team (issue 20, G5): a transaction log named with a backslash made `archive` exit 0 with
+    /// a bundle its own `bundle verify` and `restore` refused, and a changing command leave such a
+    /// snapshot behind, listed as an undo.
+    @Test("a name holding a backslash: left out of a bundle with a note; a snapshot refuses (8) before writing")
+    func backslashName() throws {
+        let tmp = try TempDir()
+        let paths = try FixtureContainer.write(to: tmp.path("c"), Self.inside)
+        let logs = paths.cloudDir.appendingPathComponent("CloudLogs")
+        let folder = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: logs.path).sorted().first {
+                var isDirectory: ObjCBool = false
+                return FileManager.default.fileExists(
+                    atPath: logs.appendingPathComponent($0).path, isDirectory: &isDirectory) && isDirectory.boolValue
+            })
+        try Data("log".utf8).write(to: logs.appendingPathComponent(folder).appendingPathComponent("0003\\x.cdt"))
+        try FileManager.default.createDirectory(
+            at: logs.appendingPathComponent(folder).appendingPathComponent("..\\..\\up"),
+            withIntermediateDirectories: true)
+        try Data("below".utf8).write(
+            to: logs.appendingPathComponent(folder).appendingPathComponent("..\\..\\up/inner.txt"))
+        for format in ["tar.zst", "zip"] {
+            let archive = tmp.path("b.\(format)")
+            let a = USM.run(["archive", "--container", paths.root.path, "-o", archive.path, "--json"])
+            #expect(a.status == 0, "\(a.stderr)")
+            let skipped = try #require(try Self.manifest(archive)["skipped"] as? [[String: Any]])
+            #expect(skipped.contains { ($0["path"] as? String)?.hasSuffix("0003\\x.cdt") == true }, "\(skipped)")
+            #expect(skipped.contains { ($0["path"] as? String)?.hasSuffix("..\\..\\up") == true }, "\(skipped)")
+            let verify = USM.run(["bundle", "verify", archive.path])
+            #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
+            let back = tmp.path("back-\(format)")
+            #expect(USM.run(["restore", archive.path, "--to", back.path]).status == 0)
+        }
+        let snapshots = tmp.path("snaps")
+        try FileManager.default.createDirectory(at: snapshots, withIntermediateDirectories: true)
+        let before = try paths.folders.map(TreeSnapshot.init)
+        let delete = USM.run([
+            "delete", "container", "--container", paths.root.path, "--snapshot-dir", snapshots.path, "--yes",
+        ])
+        #expect(delete.status == 8, "\(delete.stdout)\(delete.stderr)")
+        #expect(delete.stderr.contains("backslash"), "\(delete.stderr)")
+        #expect(try paths.folders.map(TreeSnapshot.init) == before, "nothing changed")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: snapshots.path).isEmpty, "no snapshot left behind")
+    }
+
     @Test("--redact leaves out what it cannot redact, and says so")
     func redactUnreadable() throws {
         let tmp = try TempDir()

@@ -130,6 +130,12 @@ struct BundleInventory {
     private mutating func addStore(_ files: StoreFileSet, role: String, uuid: String?, cloudVersion: Int?, root: URL)
         throws
     {
+        if let main = archivePath(files.main), main.utf8.contains(UInt8(ascii: "\\")),
+            FileStatus.lookup(files.main.path) != nil
+        {
+            try catalog.skip(BundleSkip(path: main, kind: "store", reason: Self.backslashReason))
+            return
+        }
         let index = stores.count
         var members: [String: String] = [:]
         for member in ["main", "wal", "shm", "journal"] {
@@ -201,6 +207,7 @@ struct BundleInventory {
                 continue
             }
             first = false
+            if let archive, try leftOutForItsName(archive, kind: status.kind) { continue }
             // A folder already listed (as the parent of a store member, say) is still walked: only
             // what it holds decides what is left to add.
             if let archive, try isClaimed(archive) {
@@ -237,12 +244,29 @@ struct BundleInventory {
         return try catalog.contains(archivePath)
     }
 
+    /// Why a name holding a backslash is left out: the reader refuses such an entry, since an
+    /// extractor on Windows takes it for a folder separator (a name like `..\\..\\x` would leave the
+    /// folder there). APFS, HFS+ and ext4 allow the character, so a container may hold one.
+    static let backslashReason =
+        "its name holds a backslash, which a bundle cannot carry (an extractor on Windows reads it as a folder "
+        + "separator); left out with what it holds"
+
+    /// True when `archive` names a backslash and was left out (with what is below it).
+    private func leftOutForItsName(_ archive: String, kind: FileStatus.Kind) throws -> Bool {
+        guard archive.utf8.contains(UInt8(ascii: "\\")) else { return false }
+        try catalog.skip(
+            BundleSkip(
+                path: archive, kind: kind == .directory ? "directory" : kind.rawValue, reason: Self.backslashReason))
+        return true
+    }
+
     private mutating func add(_ path: String, status: FileStatus, category: Category) throws {
         guard let archive = archivePath(path) else {
             try catalog.skip(
                 BundleSkip(path: path, kind: status.kind.rawValue, reason: "outside every folder of the layout"))
             return
         }
+        if try leftOutForItsName(archive, kind: status.kind) { return }
         try addParents(of: path)
         var entry = BundleCatalog.Entry(
             path: archive, kind: "file", source: path, bytesFrom: nil, status: status, size: 0, sha256: nil,

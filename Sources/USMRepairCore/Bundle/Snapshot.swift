@@ -81,6 +81,18 @@ public enum Snapshot {
                 path: leftOut.path,
                 expected: "a regular file, folder or symlink: it is a \(leftOut.kind), which no snapshot can hold")
         }
+        // Nor one that leaves out a name the bundle cannot carry (a backslash): refused before
+        // anything is written, so no snapshot that cannot be restored is left behind.
+        var unnamed: BundleSkip?
+        try catalog.forEachSkipped { page in
+            unnamed = unnamed ?? page.first { $0.reason == BundleInventory.backslashReason }
+        }
+        if let unnamed {
+            throw USMError.preconditionFailed(
+                "the snapshot cannot hold \(unnamed.path): its name holds a backslash, which no bundle carries "
+                    + "(an extractor on Windows reads it as a folder separator); rename it or move it out of the "
+                    + "layout, then run again")
+        }
         let items = request.items.compactMap { FileStatus.lookup($0.path) == nil ? nil : inventory.archivePath($0) }
         let (entries, contentBytes) = try catalog.totals()
         let header = BundleManifest(
