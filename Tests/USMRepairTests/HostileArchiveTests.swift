@@ -37,6 +37,53 @@ struct HostileArchiveTests {
 
     let ok = E("container/a.txt", data: Data("fine".utf8))
 
+    /// Red team (issue 20, G10): a zip's central directory (what `unzip` and Python read) named
+    /// `../../x` where the local header (what libarchive reads) named a harmless path, and the
+    /// bundle verified and restored.
+    @Test(
+        "a zip whose central directory names what no local header names: refused (3), nothing written",
+        arguments: ["a '..' path", "a name not in the archive"])
+    func zipCentralDirectory(_ kind: String) throws {
+        let tmp = try TempDir()
+        let paths = try FixtureContainer.write(to: tmp.path("c"), FixtureContainer.Options())
+        let archive = tmp.path("a.zip")
+        let a = USM.run(["archive", "--container", paths.root.path, "-o", archive.path])
+        #expect(a.status == 0, "\(a.stderr)")
+        var bytes = [UInt8](try Data(contentsOf: archive))
+        // The central directory's copy of one name, rewritten at the same length.
+        let name = try #require(try ArchiveContents.names(archive).first { $0.contains("StoreUUID") })
+        let evil =
+            kind == "a '..' path"
+            ? String(repeating: "../", count: (name.utf8.count - 1) / 3)
+                + String(repeating: "x", count: name.utf8.count - 3 * ((name.utf8.count - 1) / 3))
+            : String(name.dropLast()) + "X"
+        #expect(evil.utf8.count == name.utf8.count)
+        let signature: [UInt8] = [0x50, 0x4B, 0x01, 0x02]
+        var rewritten = false
+        var i = 0
+        while i + 46 < bytes.count, !rewritten {
+            if Array(bytes[i..<i + 4]) == signature {
+                let length = Int(bytes[i + 28]) | Int(bytes[i + 29]) << 8
+                if Array(bytes[i + 46..<i + 46 + length]) == Array(name.utf8) {
+                    bytes.replaceSubrange(i + 46..<i + 46 + length, with: Array(evil.utf8))
+                    rewritten = true
+                }
+            }
+            i += 1
+        }
+        #expect(rewritten, "the central directory holds \(name)")
+        let evilZip = tmp.path("evil.zip")
+        try Data(bytes).write(to: evilZip)
+        let verify = USM.run(["bundle", "verify", evilZip.path])
+        #expect(verify.status == 3, "\(verify.stdout)\(verify.stderr)")
+        let target = tmp.path("target")
+        let before = try TreeSnapshot(tmp.url)
+        let restore = USM.run(["restore", evilZip.path, "--to", target.path, "--yes"])
+        #expect(restore.status == 3, "\(restore.stderr)")
+        #expect(try TreeSnapshot(tmp.url) == before, "nothing written")
+        #expect(USM.run(["bundle", "verify", archive.path]).status == 0, "the untouched zip still verifies")
+    }
+
     @Test("absolute paths")
     func absolute() throws {
         try expectRefused(

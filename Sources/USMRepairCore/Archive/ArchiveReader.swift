@@ -46,6 +46,9 @@ final class ArchiveReader {
 
     deinit { archive_read_free(handle) }
 
+    /// True when the archive read so far is a zip (known once a header was read).
+    var isZip: Bool { archive_format(handle) & ARCHIVE_FORMAT_BASE_MASK == ARCHIVE_FORMAT_ZIP }
+
     /// The next entry's header, or nil at the end.
     func next() throws -> Entry? {
         var entry: OpaquePointer?

@@ -134,6 +134,7 @@ struct BundleScanner {
                 record, reader, manifest)
         }
         if haveLinks { try checkLinks() }
+        if reader.isZip { try checkCentralDirectory(entries: outcome.entries, roots: roots) }
         let missing = try index.missing(limit: MismatchList.limit)
         for path in missing.paths {
             outcome.mismatches.append(
@@ -202,6 +203,34 @@ struct BundleScanner {
                         "entry '\(path)' is a symlink that does not resolve within \(LinkResolution.maxHops) links (\(target))"
                 )
             }
+        }
+    }
+
+    /// A zip names its entries twice: in each local header (read above, as a stream) and in the
+    /// central directory at its end, which `unzip` and most extractors read instead. A name there
+    /// that no local header has (`../../x` written over a harmless one) would pass here and be
+    /// written out of the folder by them: every central name is validated as an entry's and must
+    /// be one the local headers named, as many as they are.
+    private func checkCentralDirectory(entries: Int, roots: Set<[UInt8]>) throws {
+        var count = 0
+        try ZipCentralDirectory.forEachName(archive.path) { bytes in
+            count += 1
+            let name = bytes.withUnsafeBufferPointer { FileSystemPath.string(fromBytes: $0) }
+            if count == 1, name == BundleManifest.entryName { return }
+            let entry = ArchiveReader.Entry(
+                path: name, kind: name.hasSuffix("/") ? .directory : .file, size: nil, mode: 0,
+                mtime: FileTime(seconds: 0, nanoseconds: 0), linkTarget: nil)
+            let path = try validate(entry, roots: roots)
+            guard try index.wasSeen(path) else {
+                throw USMError.hostileArchive(
+                    path: archive.path,
+                    reason: "the zip's central directory names '\(name)', which no local header names")
+            }
+        }
+        guard count == entries + 1 else {
+            throw USMError.hostileArchive(
+                path: archive.path,
+                reason: "the zip's central directory lists \(count) entries, its local headers \(entries + 1)")
         }
     }
 

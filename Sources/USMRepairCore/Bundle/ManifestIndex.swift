@@ -76,6 +76,17 @@ final class ManifestIndex {
         }
     }
 
+    /// True when an entry named `path` was seen in the archive.
+    func wasSeen(_ path: String) throws -> Bool {
+        try queue.read { db in
+            try Bool.fetchOne(
+                db,
+                sql:
+                    "SELECT EXISTS(SELECT 1 FROM record WHERE seen = 1 AND path = ?) OR EXISTS(SELECT 1 FROM extra WHERE path = ?)",
+                arguments: [path, path]) ?? false
+        }
+    }
+
     /// True when an entry already seen lies below `folder` (`folder/...`).
     func seenBelow(_ folder: String) throws -> Bool {
         let low = folder + "/"
