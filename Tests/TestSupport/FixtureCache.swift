@@ -15,7 +15,7 @@ public enum FixtureCache {
 
     /// The folder holding every template of this process.
     static let folder: URL = {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+        let url = TestTemporary.base.appendingPathComponent(
             "usm-fixture-cache-\(getpid())", isDirectory: true)
         try? FileManager.default.removeItem(at: url)
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)

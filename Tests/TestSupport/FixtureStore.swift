@@ -89,7 +89,7 @@ public struct FixtureStore {
 
     /// Builds the store at `url` with SQLite (what `write` copies).
     static func build(to url: URL, _ o: Options) throws {
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent("usm-fixture-\(UUID().uuidString)")
+        let work = TestTemporary.path("usm-fixture")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }
         let path = work.appendingPathComponent("store.sqlite").path

@@ -25,7 +25,7 @@ public struct PageMap {
 
     /// Maps the store at `store`.
     public static func read(_ store: URL) throws -> PageMap {
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent("usm-pagemap-\(UUID().uuidString)")
+        let work = TestTemporary.path("usm-pagemap")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }
         let copy = work.appendingPathComponent("s.sqlite")
@@ -123,7 +123,7 @@ public struct PageMap {
 /// Every row of every table of a store (`rowid` first), read through a private copy.
 public enum StoreRows {
     public static func read(_ store: URL) throws -> [String: [Int64: [DatabaseValue]]] {
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent("usm-rows-\(UUID().uuidString)")
+        let work = TestTemporary.path("usm-rows")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }
         let copy = work.appendingPathComponent("s.sqlite")

@@ -10,7 +10,7 @@ public final class TempDir {
     public let url: URL
 
     public init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent(
+        url = TestTemporary.base.appendingPathComponent(
             "usm-test-\(UUID().uuidString)", isDirectory: true)
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }

@@ -21,6 +21,7 @@ enum USM {
     static func environment(_ extra: [String: String] = [:]) -> [String: String] {
         var env = ProcessInfo.processInfo.environment
         env["XDG_STATE_HOME"] = CLI.stateHome.path
+        env["TMPDIR"] = TestTemporary.base.path
         for (key, value) in extra { env[key] = value }
         return env
     }

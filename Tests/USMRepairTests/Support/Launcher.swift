@@ -111,9 +111,11 @@ enum CLI {
 
     /// The `XDG_STATE_HOME` every run gets unless a test sets its own: one private folder per test process.
     static let stateHome: URL = {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+        let url = TestTemporary.base.appendingPathComponent(
             "usm-test-state-\(getpid())", isDirectory: true)
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        // On a tmpfs a folder left behind holds memory: removed when the process exits.
+        atexit { try? FileManager.default.removeItem(at: CLI.stateHome) }
         return url
     }()
 
@@ -130,6 +132,7 @@ enum CLI {
         var env = ProcessInfo.processInfo.environment
         // Snapshots default to $XDG_STATE_HOME: keep the tests' out of the real home folder.
         env["XDG_STATE_HOME"] = stateHome.path
+        env["TMPDIR"] = TestTemporary.base.path
         for (key, value) in extra { env[key] = value }
         return env
     }
