@@ -84,6 +84,31 @@ struct HostileArchiveTests {
         #expect(USM.run(["bundle", "verify", archive.path]).status == 0, "the untouched zip still verifies")
     }
 
+    /// Found by the `ZipDirectory` fuzz target: a ZIP64 locator whose offset is past what an
+    /// off_t holds made Foundation's seek trap (the process died); every offset read from the file
+    /// is now checked against its size first.
+    @Test("a zip's central directory pointing past the end of the file is a broken zip, not a crash")
+    func zipDirectoryPastTheEnd() throws {
+        let tmp = try TempDir()
+        let file = tmp.path("crash.zip")
+        let input =
+            "UEsDAAgAF3J6XQAAAAIAAAAAAAAAAAAAAAAAAABL4gIAUEsHCMTyx/YEAAAAAAAAAAIAAAAAAAAAUEsBAi0DLQAIAAgAF3IA"
+            + "B04/CGtOPwhrTj8Ia3V4CwABBAAAAAAEAAAAAAEAEAACAAAAAAAAAFACSwEtAy0ACAAIABdyel3E8sf2BAAAAAIAAAADACAA"
+            + "AAAAAAAAAAB0cmlkZQYsAAAAAAAAAC0ALQAAAAAAAAAAAAMAAAAAAAAAAAAAAC0ALQAAQAAAAAAAAAMAAAAAAAAAAwAAAAAA"
+            + "AAD0AAAAAAAAACQBAAAAAAAAUEsGBwAAAAAQAgAA+////wAAAABQSwUGAAAAAAAAAAAA/v////////8AAAAAAAAAAAAAAAAA"
+            + "AAAAAAAAAAAAAAAAAAAAAAAAA////////5+ZAAMA9AAAACQBAAAAAA=="
+        try #require(Data(base64Encoded: input)).write(to: file)
+        #expect(throws: USMError.self) { try ZipCentralDirectory.forEachName(file.path) { _ in } }
+        // An end record whose ZIP64 locator points anywhere past the end.
+        var bytes = [UInt8](repeating: 0, count: 20)
+        bytes[0...3] = [0x50, 0x4B, 0x06, 0x07]
+        for i in 8..<16 { bytes[i] = 0xFF }
+        bytes +=
+            [0x50, 0x4B, 0x05, 0x06, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF] + [UInt8](repeating: 0xFF, count: 8) + [0, 0]
+        try Data(bytes).write(to: file)
+        #expect(throws: USMError.self) { try ZipCentralDirectory.forEachName(file.path) { _ in } }
+    }
+
     @Test("absolute paths")
     func absolute() throws {
         try expectRefused(

@@ -13,7 +13,14 @@ enum ZipCentralDirectory {
         }
         defer { try? handle.close() }
         func broken(_ why: String) -> USMError { .brokenArchive(path: path, message: "zip central directory: \(why)") }
+        let size: UInt64
+        do { size = try handle.seekToEnd() } catch { throw USMError.unreadable(path: path, reason: "\(error)") }
         func read(_ offset: UInt64, _ count: Int) throws -> [UInt8] {
+            // An offset read from the file is checked before it is used: past the end (or past
+            // what an off_t holds, which Foundation's seek traps on) is a broken zip.
+            guard offset <= size, UInt64(count) <= size - offset else {
+                throw broken("points past the end of the file")
+            }
             do {
                 try handle.seek(toOffset: offset)
                 let data = try handle.read(upToCount: count) ?? Data()
@@ -25,7 +32,6 @@ enum ZipCentralDirectory {
                 throw USMError.unreadable(path: path, reason: "\(error)")
             }
         }
-        let size = try handle.seekToEnd()
         // The end-of-central-directory record: 22 bytes and a comment of up to 65,535.
         let tailLength = Int(min(size, 22 + 65_535))
         guard tailLength >= 22 else { throw broken("no end record") }
