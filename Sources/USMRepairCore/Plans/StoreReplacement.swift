@@ -25,8 +25,9 @@ struct StoreReplacement {
     var root: Plan.Root { Self.root(of: destination) }
 
     /// The checks every such command makes before planning, in this order: SRC is not DST, by
-    /// path or as a file (device and inode, links followed: `usage`, saying `sameStore`), SRC exists, DST's folder exists, `also` (the command's own),
-    /// the snapshot folder lies outside DST's folder; then what a kill left pending in DST's folder is recovered (a dry run
+    /// path or as a file (device and inode, links followed: `usage`, saying `sameStore`), SRC
+    /// exists, DST's folder exists, `also` (the command's own), the snapshot folder lies outside
+    /// DST's folder; then what a kill left pending in DST's folder is recovered (a dry run
     /// refuses then, exit 7).
     /// - Throws: `usage`, `notFound`, `interruptedOperation`, what `also` throws.
     func prepare(
