@@ -61,6 +61,14 @@ public struct FileStatus: Sendable, Equatable {
         return FileStatus(st)
     }
 
+    /// True when `first` and `second` name one file system object, links followed (the same
+    /// device and inode): a hard link, a path through a symlinked folder or a symlink to the
+    /// other. False when either is absent.
+    public static func sameObject(_ first: String, _ second: String) -> Bool {
+        guard let a = resolve(first), let b = resolve(second) else { return false }
+        return a.device == b.device && a.inode == b.inode
+    }
+
     /// Stats `path` without following a symlink and tells absence from failure: nil when nothing
     /// is there (or a parent is not a folder), `unreadable` when a folder on the way may not be
     /// searched (permissions) or another error stops the look.

@@ -18,7 +18,7 @@ extension Planner {
         salvage: SalvageChoice? = nil
     ) throws {
         guard let local else { throw USMError.preconditionFailed("no app folder was given (--app-dir or --container)") }
-        let source = try activeCopy(uuid?.uppercased(), copy)
+        let source = try activeCopy(uuid, copy)
         let salvaged = try salvageIfDamaged(
             source, label: "copy of cloud store \(source.uuid ?? "?") on this device", choice: salvage,
             retry: .migrateCloudToLocal(
@@ -400,7 +400,7 @@ extension Planner {
     /// `corruption mark [U]`: `CorruptedUUID` of the active version names U (default: the active store).
     func markCorruption(_ b: inout PlanBuilder, uuid: String?) throws {
         _ = try requireCloud("corruption mark", "the marker is written there")
-        guard let uuid = uuid?.uppercased() ?? activeUUID else {
+        guard let uuid = try targetUUID(named: uuid) else {
             throw USMError.preconditionFailed("no active cloud store is known; name the store to mark")
         }
         guard Marker.isValidUUID(uuid) else { throw USMError.usage("'\(uuid)' is not a store UUID") }

@@ -61,7 +61,7 @@ extension Planner {
     func deleteCloudStore(
         _ b: inout PlanBuilder, uuid: String?, localOnly: Bool, copy: CopyChoice, withOlderMarkers: Bool
     ) throws {
-        guard let uuid = (uuid?.uppercased()) ?? activeUUID else {
+        guard let uuid = try targetUUID(named: uuid) else {
             // With the container at hand, no marker and no cache means no active store: the end
             // state of deleting it (a second run). Without the container, the marker cannot be read.
             guard layout.cloudDirectory != nil else {

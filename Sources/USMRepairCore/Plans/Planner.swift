@@ -68,6 +68,12 @@ public struct Planner {
         for store in report.stores where inspection.deeper.contains(store.path) {
             if let failure = store.readFailure, [.outOfSpace, .ioError].contains(failure.exitStatus) { throw failure }
         }
+        // A member of any store's file set that is a link leading out of the layout (its
+        // `.<Name>_SUPPORT` folder, a -wal...): `status` refuses to follow it, and no plan may
+        // retire, replace or snapshot the file set it belongs to (README: refused, exit 3).
+        for store in report.stores where store.problems.contains(where: { $0.code == .symlinkEscapes }) {
+            if let failure = store.readFailure { throw failure }
+        }
         // A member of any store's file set that is not of its kind (a FIFO as a -wal...) is bad
         // input: no plan moves, replaces or snapshots it (README: wrong-kind, exit 2).
         for store in report.stores where store.problems.contains(where: { $0.code == .wrongKind }) {
@@ -278,6 +284,38 @@ public struct Planner {
         return report.activeStore.flatMap { Marker.isValidUUID($0.uuid) ? $0.uuid : nil }
     }
 
+    /// The store a command acts on: the one the user named (`uuid`, upper-cased), else the active
+    /// one (nil when none is known). A StoreUUID marker the app reads that is malformed (empty, a
+    /// UUID with a newline, lower case, garbage, not a file) names no store that exists: which store
+    /// is meant cannot be known, so it is bad input (exit 2, naming the file and the defect), not
+    /// "no active store" (README: malformed markers). Every command acting on "the active store"
+    /// decides it here.
+    func targetUUID(named uuid: String?) throws -> String? {
+        if let uuid { return uuid.uppercased() }
+        if let marker = layout.activeMarker, let defect = marker.defect {
+            throw Self.malformedMarker(marker, defect)
+        }
+        return activeUUID
+    }
+
+    /// The refusal of a malformed active marker, in words.
+    static func malformedMarker(_ marker: Marker, _ defect: Marker.Defect) -> USMError {
+        let what =
+            switch defect {
+            case .empty: "it is empty: the app reads the store name \"\" (E12)"
+            case .trailingNewline:
+                "it holds a UUID followed by white space or a newline: the app reads that as the name of another, empty store (E12)"
+            case .lowercase: "it holds a UUID in lower case: the app's exact comparison names no existing store"
+            case .notAUUID: "it does not hold 36 upper-case characters of a UUID"
+            case .notAFile: "it is not a regular file"
+            }
+        return .wrongKind(
+            path: marker.path,
+            expected:
+                "a valid store marker (\(defect.rawValue)): \(what); which store is active cannot be known from it, so nothing was changed: name the store (--uuid U, corruption mark U) or write a valid marker with usm-repair switch U"
+        )
+    }
+
     /// The copy of `uuid` to read: the one the app opens, or the one `choice` names.
     func chooseCopy(of uuid: String, _ choice: CopyChoice) throws -> Layout.StoreEntry {
         var copies = layout.copies(of: uuid)
@@ -309,7 +347,7 @@ public struct Planner {
 
     /// The copy of the active store (or of `uuid`) to read, healthy or not.
     func activeCopy(_ uuid: String?, _ choice: CopyChoice) throws -> Layout.StoreEntry {
-        guard let uuid = uuid ?? activeUUID else {
+        guard let uuid = try targetUUID(named: uuid) else {
             throw USMError.preconditionFailed(
                 "no active cloud store is known (no StoreUUID marker, no cached StoreUUID); name one with --uuid")
         }

@@ -24,15 +24,23 @@ struct StoreReplacement {
 
     var root: Plan.Root { Self.root(of: destination) }
 
-    /// The checks every such command makes before planning, in this order: SRC is not DST
-    /// (`usage`, saying `sameStore`), SRC exists, DST's folder exists, `also` (the command's own),
-    /// the snapshot folder lies outside DST's folder; then what a kill left pending in DST's folder is recovered (a dry run
+    /// The checks every such command makes before planning, in this order: SRC is not DST, by
+    /// path or as a file (device and inode, links followed: `usage`, saying `sameStore`), SRC
+    /// exists, DST's folder exists, `also` (the command's own), the snapshot folder lies outside
+    /// DST's folder; then what a kill left pending in DST's folder is recovered (a dry run
     /// refuses then, exit 7).
     /// - Throws: `usage`, `notFound`, `interruptedOperation`, what `also` throws.
     func prepare(
         source: StoreFileSet, sameStore: String, executor: PlanExecutor, dryRun: Bool, also: () throws -> Void = {}
     ) throws -> [PlanExecutor.Recovery] {
         guard source.main.path != destination.main.path else { throw USMError.usage(sameStore) }
+        // Another name of the same file (a hard link, a folder symlinked to SRC's, a link to
+        // SRC) is the same store: a merge would double every object, an overwrite replace SRC.
+        guard !FileStatus.sameObject(source.main.path, destination.main.path) else {
+            throw USMError.usage(
+                "\(sameStore): \(destination.main.path) is another name of \(source.main.path) (the same file, through a hard link or a symlink)"
+            )
+        }
         guard FileStatus.lookup(source.main.path) != nil else {
             throw USMError.notFound(path: source.main.path, what: "source store")
         }
@@ -60,9 +68,13 @@ struct StoreReplacement {
         }
         steps.append(.init(.build(build(staged)), why))
         var counter = 1
+        // A member that is a link leading out of DST's folder (`status --store DST` refuses to
+        // follow it) is not retired, replaced or snapshotted (README: refused, exit 3).
+        let confinement = Confinement(root: destination.directory)
         for member in destination.existingMembers() where replacing {
             counter += 1
             try PlanCheck.linkFree(member.path, under: root.path)
+            try confinement.check(member)
             steps.append(
                 .init(
                     .retire(
