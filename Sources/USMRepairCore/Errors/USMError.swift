@@ -174,6 +174,10 @@ public enum USMError: Error, Sendable, Equatable {
     case untrustedOperation(path: String, reason: String)
     /// Recovery cannot put an item back: something new is at its place (the original stays in `kept`).
     case recoveryConflict(path: String, kept: String)
+    /// Recovery will not undo an operation (`path`, its folder) as it is: its trash holds an item
+    /// that is not what the operation moved aside, or items its plan does not put back. Nothing
+    /// was moved; the folder stays pending.
+    case recoveryRefused(path: String, reason: String)
     /// A precondition of the operation does not hold.
     case preconditionFailed(String)
     /// A path changed between planning and running.
@@ -232,7 +236,7 @@ public enum USMError: Error, Sendable, Equatable {
         case .storeBusy: .storeInUse
         case .layoutBusy: .busy
         case .interruptedOperation: .interrupted
-        case .untrustedOperation, .recoveryConflict: .refused
+        case .untrustedOperation, .recoveryConflict, .recoveryRefused: .refused
         case .preconditionFailed: .preconditionFailed
         case .changedSincePlanning: .changedSincePlanning
         case .unknownStrategy: .usage
@@ -271,7 +275,7 @@ public enum USMError: Error, Sendable, Equatable {
         case .layoutBusy: "busy"
         case .interruptedOperation: "interrupted"
         case .untrustedOperation: "untrusted-operation"
-        case .recoveryConflict: "recovery-conflict"
+        case .recoveryConflict, .recoveryRefused: "recovery-conflict"
         case .preconditionFailed: "precondition-failed"
         case .changedSincePlanning: "changed"
         case .unknownStrategy: "unknown-strategy"
@@ -363,6 +367,8 @@ public enum USMError: Error, Sendable, Equatable {
             "refusing the operation folder \(path): \(reason); usm-repair finishes or undoes only operations this machine recorded writing, so it is left as it is (remove it by hand once you know what it is)"
         case let .recoveryConflict(path, kept):
             "cannot put \(path) back: something made after the operation moved the original aside is there now; the original is kept in \(kept); move the new item away and run usm-repair recover again"
+        case let .recoveryRefused(path, reason):
+            "cannot undo the interrupted operation in \(path): \(reason); nothing was put back and the operation folder is kept as it is (with its trash); its snapshot holds the originals too"
         case let .preconditionFailed(text):
             "\(text); nothing was changed"
         case let .changedSincePlanning(path):

@@ -54,6 +54,14 @@ public struct FileStatus: Sendable, Equatable {
         try? examine(path)
     }
 
+    /// The number of hard links (names) of the object at `path`, not following a symlink: a file
+    /// with more than one is also reachable elsewhere. Nil when nothing is there.
+    public static func links(_ path: String) -> UInt64? {
+        var st = stat()
+        guard FileSystemPath.withCString(path, { Glibc_lstat($0, &st) }) == 0 else { return nil }
+        return UInt64(st.st_nlink)
+    }
+
     /// Stats `path` following symlinks; nil when nothing (or a dangling link) is there.
     public static func resolve(_ path: String) -> FileStatus? {
         var st = stat()

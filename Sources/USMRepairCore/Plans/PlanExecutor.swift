@@ -19,7 +19,9 @@ import GRDB
 /// Undo and redo sit next to each other here: before `commit`, recovery reverses the `retire` and
 /// `install` steps that ran, newest first, and drops staging; after `commit`, it finishes `purge`.
 /// Recovery never removes what it could not put back: an item whose place holds something new is
-/// a `recoveryConflict`, and the operation stays pending with the original in its trash.
+/// a `recoveryConflict` (checked for every item before the first moves back), an item in the trash
+/// that is not what was retired is refused, and an undo that leaves anything in the trash keeps the
+/// operation pending (`PlanExecutor+Undo.swift`).
 public struct PlanExecutor {
     /// Fills a staged store from a source (the migration engine); returns the engine's report
     /// (rows per entity of the source and the result, verification, what was left out).
@@ -191,7 +193,7 @@ public struct PlanExecutor {
                     guard let builder else {
                         throw USMError.unexpected("no migration engine was given to build \(build.staged)")
                     }
-                    try Self.makeFolder(URL(fileURLWithPath: build.staged).deletingLastPathComponent())
+                    try Self.makeFolder(URL(fileURLWithPath: build.staged).deletingLastPathComponent(), in: plan)
                     let report: MigrationReport
                     do { report = try builder(build) } catch let error as DatabaseError {
                         // An SQLite error escaping the engine names the store being built.
@@ -201,10 +203,10 @@ public struct PlanExecutor {
                     rows[build.staged] = Dictionary(
                         report.entities.map { ($0.name, $0.after ?? 0) }, uniquingKeysWith: +)
                 case let .writeMarker(uuid, staged):
-                    try Self.makeFolder(URL(fileURLWithPath: staged).deletingLastPathComponent())
+                    try Self.makeFolder(URL(fileURLWithPath: staged).deletingLastPathComponent(), in: plan)
                     try FileWrite.create(URL(fileURLWithPath: staged), contents: try FileWrite.markerContents(uuid))
                 case let .writePreferences(source, edit, staged):
-                    try Self.makeFolder(URL(fileURLWithPath: staged).deletingLastPathComponent())
+                    try Self.makeFolder(URL(fileURLWithPath: staged).deletingLastPathComponent(), in: plan)
                     try edit.apply(from: URL(fileURLWithPath: source), to: URL(fileURLWithPath: staged))
                 case let .extract(archive, items, folders):
                     let (count, bytes) = try SnapshotUndo.extract(
@@ -212,7 +214,8 @@ public struct PlanExecutor {
                     extracted.entries += count
                     extracted.bytes += bytes
                 case let .retire(path, trash):
-                    try Self.makeFolder(URL(fileURLWithPath: trash).deletingLastPathComponent())
+                    // No folder on the way to the trash may be a link before one is made there.
+                    try Self.makeFolder(URL(fileURLWithPath: trash).deletingLastPathComponent(), in: plan)
                     try Self.move(path, to: trash, in: plan)
                 case let .install(staged, path, optional):
                     if optional, FileStatus.lookup(staged) == nil { break }
@@ -248,6 +251,8 @@ public struct PlanExecutor {
                 let state = Journal.state(in: journal.folder, stepCount: plan.steps.count)
                 do {
                     try Self.undo(plan, begun: state.begun)
+                    // Nothing is discarded that was not put back (a trash swapped or filled meanwhile).
+                    try Self.refuseLeftovers(plan)
                 } catch {
                     throw USMError.operationPending(
                         operation: plan.operation, committed: false,
@@ -362,6 +367,9 @@ public struct PlanExecutor {
                 try purge(plan, journal: journal)
             } else {
                 try Self.undo(plan, begun: pending.journal.begun)
+                // "Undone" only when the trash is empty: an item no step put back (a journal
+                // emptied, cut short or replaced) keeps the folder, and recovery refuses.
+                try Self.refuseLeftovers(plan)
                 try purge(plan, journal: nil)
             }
             done.append(
@@ -421,35 +429,18 @@ public struct PlanExecutor {
     }
 
     /// True for an operation folder of `roots` that this machine recorded (for that folder) and
-    /// that holds no journal: a run killed between writing the plan and creating the journal.
+    /// that holds no journal and nothing in its trash: a run killed between writing the plan and
+    /// creating the journal. (A journal missing beside retired items was removed afterwards: the
+    /// operation is undone from its plan, or refused, never discarded with the items.)
     func isUnjournaled(_ folder: URL, in roots: [Plan.Root]) -> Bool {
         let id = folder.lastPathComponent
         guard FileStatus.lookup(folder.appendingPathComponent(Journal.journalName).path) == nil,
+            !roots.contains(where: { !Self.trashLeftovers(in: $0.operationURL(id)).isEmpty }),
             let record = records.read(id)
         else { return false }
         return roots.contains { root in
             root.operationURL(id).path.pathKey == folder.path.pathKey
                 && record.roots.contains { $0.pathKey == root.path.pathKey }
-        }
-    }
-
-    /// Reverses the `install` and `retire` steps that began, newest first. Each is a rename, so it
-    /// either happened or did not: the files say which. An item whose place is taken by something
-    /// new is never discarded: `recoveryConflict`, and the operation stays pending.
-    static func undo(_ plan: Plan, begun: Set<Int>) throws {
-        for index in plan.steps.indices.reversed() where begun.contains(index) {
-            switch plan.steps[index].action {
-            case let .install(staged, path, _):
-                if FileStatus.lookup(path) != nil, FileStatus.lookup(staged) == nil {
-                    try move(path, to: staged, in: plan)
-                }
-            case let .retire(path, trash):
-                guard FileStatus.lookup(trash) != nil else { break }
-                guard FileStatus.lookup(path) == nil else { throw USMError.recoveryConflict(path: path, kept: trash) }
-                try move(trash, to: path, in: plan)
-            default:
-                break
-            }
         }
     }
 
@@ -524,6 +515,15 @@ public struct PlanExecutor {
         }
         FileSync.directory(URL(fileURLWithPath: to).deletingLastPathComponent())
         FileSync.directory(URL(fileURLWithPath: from).deletingLastPathComponent())
+    }
+
+    /// Makes a folder of `plan` (staging, trash) after checking that no folder on the way is a
+    /// link: one swapped in meanwhile would have the folder made outside the layout.
+    static func makeFolder(_ url: URL, in plan: Plan) throws {
+        if let root = plan.root(of: url.path) {
+            try PlanCheck.linkFree(url.appendingPathComponent("x").path, under: root.path)
+        }
+        try makeFolder(url)
     }
 
     static func makeFolder(_ url: URL) throws {
