@@ -76,7 +76,8 @@ struct RecoveryTrashTests {
         let f = try Fixture()
         let (folder, _) = try Self.interruptedDelete(f)
         let stray = folder.appendingPathComponent("trash/99/Other.sqlite")
-        try FileManager.default.createDirectory(at: stray.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: stray.deletingLastPathComponent(), withIntermediateDirectories: true)
         try Data("someone's store".utf8).write(to: stray)
         let r = try f.run(["recover", "--json"])
         #expect(r.status == 3, "\(r.stderr)")

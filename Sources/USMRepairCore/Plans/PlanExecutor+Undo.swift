@@ -49,7 +49,8 @@ extension PlanExecutor {
         }
         if !conflicts.isEmpty {
             throw USMError.recoveryConflict(
-                path: conflicts.map(\.path).joined(separator: ", "), kept: conflicts.map(\.kept).joined(separator: ", "))
+                path: conflicts.map(\.path).joined(separator: ", "), kept: conflicts.map(\.kept).joined(separator: ", ")
+            )
         }
         for move in moves { try Self.move(move.from, to: move.to, in: plan) }
     }
