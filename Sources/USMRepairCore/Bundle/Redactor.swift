@@ -59,18 +59,15 @@ struct Redactor: Sendable {
                 // search) is changed through its module and its index rebuilt, never its shadow
                 // tables by hand (that corrupts it); one that cannot be changed fails the copy, and
                 // the store is left out of the bundle, said in `skipped`.
-                let kinds = try Dictionary(
-                    Row.fetchAll(db, sql: "SELECT name, type FROM pragma_table_list WHERE schema = 'main'").compactMap {
-                        row -> (String, String)? in
-                        guard let name = row["name"] as String?, let type = row["type"] as String? else { return nil }
-                        return (name, type)
-                    }, uniquingKeysWith: { a, _ in a })
+                let shadow = try Set(
+                    BoundedRead.texts(
+                        db, sql: "SELECT name FROM pragma_table_list WHERE schema = 'main' AND type = 'shadow'"))
                 let others = schema.tables.keys.sorted().filter {
-                    !Self.keptTables.contains($0.uppercased()) && kinds[$0] != "shadow"
+                    !Self.keptTables.contains($0.uppercased()) && !shadow.contains($0)
                 }
                 let targets = (schema.entityTables + schema.historyTables + schema.cloudKitTables + others).uniqued()
                 let fullText = try Set(
-                    String.fetchAll(
+                    BoundedRead.texts(
                         db,
                         sql:
                             "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%USING fts%'"
