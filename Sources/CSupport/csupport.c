@@ -16,6 +16,9 @@
 #ifndef RENAME_EXCHANGE
 #define RENAME_EXCHANGE (1 << 1)
 #endif
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
 #endif
 
 int usm_rename_exchange(const char *from, const char *to) {
@@ -23,6 +26,17 @@ int usm_rename_exchange(const char *from, const char *to) {
     return renamex_np(from, to, RENAME_SWAP);
 #elif defined(__linux__) && defined(SYS_renameat2)
     return (int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, RENAME_EXCHANGE);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+int usm_renameat_noreplace(int fromdir, const char *from, int todir, const char *to) {
+#if defined(__APPLE__)
+    return renameatx_np(fromdir, from, todir, to, RENAME_EXCL);
+#elif defined(__linux__) && defined(SYS_renameat2)
+    return (int)syscall(SYS_renameat2, fromdir, from, todir, to, RENAME_NOREPLACE);
 #else
     errno = ENOSYS;
     return -1;

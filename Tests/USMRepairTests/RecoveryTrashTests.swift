@@ -163,8 +163,18 @@ struct RecoveryTrashTests {
         #expect(try TreeSnapshot(dir) == outsideBefore, "no folder made through the link")
         let folder = try #require(PlanExecutor.pending(in: [root]).first, "the operation stays pending")
         #expect(FileStatus.lookup(folder.appendingPathComponent("trash.gone").path) != nil)
-        // recover refuses while the items are not where the plan put them, and discards nothing.
-        #expect(try f.run(["recover"]).status == 3)
+        // The way back is named: the snapshot taken before the run, which is there.
+        let named = try #require(
+            r.stderr.range(of: "the snapshot taken before it, ").map { r.stderr[$0.upperBound...] }, "\(r.stderr)")
+        let snapshot = String(named.prefix { $0 != "," })
+        #expect(FileStatus.lookup(snapshot)?.kind == .file, "the snapshot named is there: \(snapshot)")
+        #expect(r.stderr.contains("usm-repair restore \(snapshot) --yes"), "\(r.stderr)")
+        // recover refuses while the items are not where the plan put them, discards nothing, and
+        // names the snapshot too.
+        let refused = try f.run(["recover"])
+        #expect(refused.status == 3)
+        #expect(
+            refused.stderr.contains("usm-repair restore ") && refused.stderr.contains(snapshot), "\(refused.stderr)")
         #expect(FileStatus.lookup(folder.appendingPathComponent("trash.gone").path) != nil)
         // With the trash back in its place, recover undoes the operation.
         try FileManager.default.removeItem(at: folder.appendingPathComponent("trash"))

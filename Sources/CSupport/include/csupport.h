@@ -5,6 +5,11 @@
    RENAME_SWAP). Returns 0 on success, -1 with errno set (EINVAL/ENOSYS where unsupported). */
 int usm_rename_exchange(const char *from, const char *to);
 
+/* Renames `from` (relative to the folder `fromdir`) to `to` (relative to `todir`) only when nothing
+   is at `to` (Linux renameat2 RENAME_NOREPLACE, macOS renameatx_np RENAME_EXCL): fails with EEXIST
+   otherwise, and with EINVAL/ENOSYS where the file system or system cannot promise that. */
+int usm_renameat_noreplace(int fromdir, const char *from, int todir, const char *to);
+
 /* Sets a path's access and modification times with nanoseconds, without following a symlink. */
 int usm_set_times(const char *path, long long seconds, long nanoseconds);
 

@@ -78,6 +78,9 @@ struct Journal {
         var done = Set<Int>()
         /// True when `committed` was recorded.
         var committed = false
+        /// Where the snapshot step says it wrote the snapshot (for messages only: the journal lies
+        /// in the layout, so this names a file, it is never acted on).
+        var snapshot: String?
     }
 
     /// The state a journal records (an absent or unreadable journal: nothing began).
@@ -102,7 +105,9 @@ struct Journal {
             if let step = event.step, !(0..<stepCount).contains(step) { return }
             switch event.event {
             case .begin: if let step = event.step { state.begun.insert(step) }
-            case .done: if let step = event.step { state.done.insert(step) }
+            case .done:
+                if let step = event.step { state.done.insert(step) }
+                if let snapshot = event.snapshot { state.snapshot = snapshot }
             case .committed: state.committed = true
             case .finished: break
             }

@@ -123,3 +123,23 @@ extension PlanExecutor {
         )
     }
 }
+
+extension USMError {
+    /// Names the snapshot taken before an operation when one was recorded and is there (a
+    /// regular file): the way back that needs nothing else.
+    static func snapshotNote(_ snapshot: String?) -> String? {
+        guard let snapshot, FileStatus.lookup(snapshot)?.kind == .file else { return nil }
+        return
+            "the snapshot taken before it, \(snapshot), holds the files as they were (usm-repair restore \(snapshot) --yes)"
+    }
+
+    /// A refused or conflicting recovery that also names the snapshot taken before the operation.
+    func namingSnapshot(_ snapshot: String?) -> USMError {
+        guard let note = Self.snapshotNote(snapshot) else { return self }
+        switch self {
+        case let .recoveryRefused(path, reason): return .recoveryRefused(path: path, reason: "\(reason); \(note)")
+        case let .recoveryConflict(path, kept): return .recoveryConflict(path: path, kept: "\(kept); \(note)")
+        default: return self
+        }
+    }
+}

@@ -256,7 +256,8 @@ public struct PlanExecutor {
                 } catch {
                     throw USMError.operationPending(
                         operation: plan.operation, committed: false,
-                        reason: "\(failure.message); then: \(USMError.wrap(error).message)",
+                        reason: "\(failure.message); then: \(USMError.wrap(error).message)"
+                            + (USMError.snapshotNote(snapshot).map { "; \($0)" } ?? ""),
                         underlying: failure.exitStatus)
                 }
                 try? purge(plan, journal: journal)
@@ -366,10 +367,14 @@ public struct PlanExecutor {
                 defer { journal.close() }
                 try purge(plan, journal: journal)
             } else {
-                try Self.undo(plan, begun: pending.journal.begun)
-                // "Undone" only when the trash is empty: an item no step put back (a journal
-                // emptied, cut short or replaced) keeps the folder, and recovery refuses.
-                try Self.refuseLeftovers(plan)
+                do {
+                    try Self.undo(plan, begun: pending.journal.begun)
+                    // "Undone" only when the trash is empty: an item no step put back (a journal
+                    // emptied, cut short or replaced) keeps the folder, and recovery refuses.
+                    try Self.refuseLeftovers(plan)
+                } catch let error as USMError {
+                    throw error.namingSnapshot(pending.journal.snapshot)
+                }
                 try purge(plan, journal: nil)
             }
             done.append(
@@ -499,12 +504,26 @@ public struct PlanExecutor {
         owner.apply(toTree: staged)
     }
 
-    /// Moves within `plan`'s folders, after checking that no folder on either way is a link.
+    /// Moves within `plan`'s folders, never through a link on either way and never over an item
+    /// that appeared at `to` (`AnchoredPath.move`: the folders are opened one name at a time from
+    /// their roots, so a link swapped in while the run goes on is refused, not followed).
     static func move(_ from: String, to: String, in plan: Plan) throws {
+        if let fromRoot = anchor(FileSystemPath.parent(from), in: plan),
+            let toRoot = anchor(FileSystemPath.parent(to), in: plan)
+        {
+            try AnchoredPath.move(from, under: fromRoot, to: to, under: toRoot)
+            return
+        }
         for path in [from, to] {
             if let root = plan.root(of: path) { try PlanCheck.linkFree(path, under: root.path) }
         }
         try move(from, to: to)
+    }
+
+    /// The root of `plan` that `folder` is or lies in: the folders between can be opened one by
+    /// one from it.
+    static func anchor(_ folder: String, in plan: Plan) -> String? {
+        plan.root(of: folder)?.path
     }
 
     static func move(_ from: String, to: String) throws {
@@ -517,9 +536,15 @@ public struct PlanExecutor {
         FileSync.directory(URL(fileURLWithPath: from).deletingLastPathComponent())
     }
 
-    /// Makes a folder of `plan` (staging, trash) after checking that no folder on the way is a
-    /// link: one swapped in meanwhile would have the folder made outside the layout.
+    /// Makes a folder of `plan` (staging, trash), never through a link: below one of the plan's
+    /// roots each folder on the way is opened (or made) from the one before it, so a link
+    /// swapped in meanwhile is refused instead of having the folder made outside the layout.
     static func makeFolder(_ url: URL, in plan: Plan) throws {
+        if let root = anchor(url.path, in: plan) {
+            // Made one name at a time from the root, never through a link (`AnchoredPath`).
+            try AnchoredPath.makeFolder(url.path, under: root)
+            return
+        }
         if let root = plan.root(of: url.path) {
             try PlanCheck.linkFree(url.appendingPathComponent("x").path, under: root.path)
         }
