@@ -49,9 +49,8 @@ enum AnchoredPath {
             }
             guard next >= 0 else {
                 let code = errno
-                let isLink = FileIdentity.isSymlink(entry: part, in: fd)
                 close(fd)
-                if isLink {
+                if FileStatus.lookup(current)?.kind == .symlink {
                     throw USMError.symlinkEscapes(
                         path: current, target: URL(fileURLWithPath: current).resolvingSymlinksInPath().path, root: root)
                 }
@@ -106,16 +105,5 @@ enum AnchoredPath {
     /// Opens the entry `name` of the folder `fd` as a folder, never through a link.
     private static func openEntry(_ name: String, in fd: Int32) -> Int32 {
         FileSystemPath.withCString(name) { openat(fd, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
-    }
-}
-
-extension FileIdentity {
-    /// True when the entry `name` of the open folder `dirfd` is a symlink (not followed).
-    static func isSymlink(entry name: String, in dirfd: Int32) -> Bool {
-        var st = stat()
-        guard FileSystemPath.withCString(name, { fstatat(dirfd, $0, &st, AT_SYMLINK_NOFOLLOW) }) == 0 else {
-            return false
-        }
-        return UInt32(st.st_mode) & UInt32(S_IFMT) == UInt32(S_IFLNK)
     }
 }

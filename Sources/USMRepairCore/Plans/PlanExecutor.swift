@@ -508,22 +508,16 @@ public struct PlanExecutor {
     /// that appeared at `to` (`AnchoredPath.move`: the folders are opened one name at a time from
     /// their roots, so a link swapped in while the run goes on is refused, not followed).
     static func move(_ from: String, to: String, in plan: Plan) throws {
-        if let fromRoot = anchor(FileSystemPath.parent(from), in: plan),
-            let toRoot = anchor(FileSystemPath.parent(to), in: plan)
+        if let fromRoot = plan.root(of: FileSystemPath.parent(from)),
+            let toRoot = plan.root(of: FileSystemPath.parent(to))
         {
-            try AnchoredPath.move(from, under: fromRoot, to: to, under: toRoot)
+            try AnchoredPath.move(from, under: fromRoot.path, to: to, under: toRoot.path)
             return
         }
         for path in [from, to] {
             if let root = plan.root(of: path) { try PlanCheck.linkFree(path, under: root.path) }
         }
         try move(from, to: to)
-    }
-
-    /// The root of `plan` that `folder` is or lies in: the folders between can be opened one by
-    /// one from it.
-    static func anchor(_ folder: String, in plan: Plan) -> String? {
-        plan.root(of: folder)?.path
     }
 
     static func move(_ from: String, to: String) throws {
@@ -540,15 +534,8 @@ public struct PlanExecutor {
     /// roots each folder on the way is opened (or made) from the one before it, so a link
     /// swapped in meanwhile is refused instead of having the folder made outside the layout.
     static func makeFolder(_ url: URL, in plan: Plan) throws {
-        if let root = anchor(url.path, in: plan) {
-            // Made one name at a time from the root, never through a link (`AnchoredPath`).
-            try AnchoredPath.makeFolder(url.path, under: root)
-            return
-        }
-        if let root = plan.root(of: url.path) {
-            try PlanCheck.linkFree(url.appendingPathComponent("x").path, under: root.path)
-        }
-        try makeFolder(url)
+        guard let root = plan.root(of: url.path) else { return try makeFolder(url) }
+        try AnchoredPath.makeFolder(url.path, under: root.path)
     }
 
     static func makeFolder(_ url: URL) throws {
