@@ -79,6 +79,7 @@ public struct CopyEntitiesStrategy: MigrationStrategy {
             rows: copied.rows, deduplicated: copied.deduplicated, leftOut: copied.leftOut, notes: copied.notes,
             steps: steps)
         outcome.carried = copied.carried
+        outcome.matched = copied.matched
         return outcome
     }
 }

@@ -169,6 +169,7 @@ struct RecipeRunner {
                         let copied = try session.copyEntities(try map(step, values))
                         for (name, n) in copied.rows { outcome.rows[name, default: 0] += n }
                         for (name, n) in copied.deduplicated { outcome.deduplicated[name, default: 0] += n }
+                        for (name, n) in copied.matched { outcome.matched[name, default: 0] += n }
                         outcome.leftOut += copied.leftOut
                         outcome.notes += copied.notes
                         outcome.carried.formUnion(copied.carried)

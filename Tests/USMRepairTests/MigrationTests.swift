@@ -223,7 +223,9 @@ struct MigrationTests {
             try MergeFixture.write(to: destination, .b, prefix: "same")
             let destinationRelationships = try MergeFixture.relationships(destination)
             let before = try TreeSnapshot(folder)
-            let options = MigrationOptions(onConflict: policy)
+            // Equal objects are matched by identity unless duplicates are allowed: the constraint decides here.
+            var options = MigrationOptions(onConflict: policy)
+            options.allowDuplicates = true
             if policy == .refuse {
                 #expect(throws: USMError.self) {
                     try Migrate.run(source, destination, mode: .merge, options: options, snapshots: tmp.path("s"))

@@ -38,6 +38,9 @@ public struct EntityCopy {
         public var rows: [String: Int] = [:]
         /// Rows not duplicated because of a uniqueness constraint, per destination entity name.
         public var deduplicated: [String: Int] = [:]
+        /// Source objects the destination already held (same identity, `ObjectIdentity`): not
+        /// copied, references to them joined to the destination's object, by entity.
+        public var matched: [String: Int] = [:]
         /// Join-table rows copied, per destination join table.
         public var joinRows: [String: Int] = [:]
         /// What was left out, and why.
@@ -195,6 +198,36 @@ public struct EntityCopy {
         // 3. Uniqueness conflicts, before anything is written.
         var remap: [String: String] = [:]  // destination table → temp table (src_pk → kept dst_pk)
         var dropped: [String: String] = [:]  // destination table → temp table (dst_pk → new_pk)
+        // An incoming object the destination already holds is not copied twice (unless
+        // --allow-duplicates): it becomes the destination's object, and references to it follow.
+        if session.isMerge, !session.job.options.allowDuplicates, plans.values.contains(where: \.hadRows) {
+            let identity = try ObjectIdentity.classify(
+                db,
+                sides: [
+                    .init(
+                        database: "main", schema: destination, keys: destinationKeys,
+                        indexed: try SchemaFacts.indexedKeyColumns(db, schema: destination, schemaName: "main")),
+                    .init(
+                        database: "src", schema: source, keys: sourceKeys,
+                        indexed: try SchemaFacts.indexedKeyColumns(db, schema: source, schemaName: "src"),
+                        entityMap: entMap),
+                ])
+            result.matched = try identity.matched(db, side: 1)
+            for plan in plans.values.sorted(by: { $0.table < $1.table }) where plan.hadRows {
+                let temp = "usm_remap_\(remap.count)"
+                if try identity.writeMatches(db, table: plan.table, side: 1, into: temp) {
+                    remap[plan.table] = temp
+                } else {
+                    try db.execute(sql: "DROP TABLE IF EXISTS temp.\(temp)")
+                }
+            }
+            try identity.drop(db)
+            for (name, n) in result.matched.sorted(by: { $0.key < $1.key }) where n > 0 {
+                result.notes.append(
+                    "\(name): \(n) incoming objects already in the destination: not copied again, their relationships joined to the existing objects"
+                )
+            }
+        }
         for plan in plans.values.sorted(by: { $0.table < $1.table }) where plan.hadRows {
             let columns = try columnMap(plan, facts: facts, tableMap: tableMap, sourceKeys: sourceKeys)
             for index in (facts.indexes[plan.table] ?? []).filter(\.unique) {
@@ -202,8 +235,9 @@ public struct EntityCopy {
                 guard pairs.count == index.columns.count, !pairs.isEmpty else { continue }
                 let match = pairs.map { "d.\($0.0.sqlIdentifier) = s.\($0.1.sqlIdentifier)" }.joined(separator: " AND ")
                 let filter = "s.Z_ENT IN (\(plan.entities.keys.sorted().map(String.init).joined(separator: ",")))"
+                let notMatched = remap[plan.table].map { " AND s.Z_PK NOT IN (SELECT src_pk FROM temp.\($0))" } ?? ""
                 let conflicting =
-                    "FROM src.\(plan.sourceTable.sqlIdentifier) s WHERE \(filter) AND EXISTS (SELECT 1 FROM main.\(plan.table.sqlIdentifier) d WHERE \(match))"
+                    "FROM src.\(plan.sourceTable.sqlIdentifier) s WHERE \(filter)\(notMatched) AND EXISTS (SELECT 1 FROM main.\(plan.table.sqlIdentifier) d WHERE \(match))"
                 let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) \(conflicting)") ?? 0
                 guard count > 0 else { continue }
                 let names = Set(plan.entities.values.compactMap { destination.entity($0)?.name }).sorted().joined(
@@ -356,7 +390,8 @@ public struct EntityCopy {
                 {
                     let n = Int.fromDatabaseValue(row["n"] as DatabaseValue) ?? 0
                     result.rows[name, default: 0] -= n
-                    result.deduplicated[name, default: 0] += n
+                    let unique = n - (result.matched[name] ?? 0)
+                    if unique > 0 { result.deduplicated[name, default: 0] += unique }
                 }
             }
         }

@@ -41,10 +41,12 @@ public struct MigrationRequest: Sendable {
 
     /// The strategy as a plan's build step carries it.
     public var choice: StrategyChoice {
-        StrategyChoice(
+        var choice = StrategyChoice(
             id: strategy, recipe: options.recipe, plugin: options.plugin, parameters: options.parameters,
             onConflict: options.onConflict,
             timeout: options.pluginTimeout, dropCloudKit: options.dropCloudKit)
+        if options.allowDuplicates { choice.allowDuplicates = true }
+        return choice
     }
 }
 
@@ -213,6 +215,7 @@ public struct MigrationEngine: Sendable {
         report.leftOut = outcome.leftOut
         report.notes = outcome.notes
         report.deduplicated = outcome.deduplicated
+        report.matched = outcome.matched
         lap("strategy", into: &report)
 
         // 3. Counters, identity and external data.

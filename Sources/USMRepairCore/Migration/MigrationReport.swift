@@ -83,6 +83,8 @@ public struct MigrationReport: Sendable, Encodable {
     public var entities: [EntityRows] = []
     /// Rows not duplicated because of uniqueness constraints, per entity.
     public var deduplicated: [String: Int] = [:]
+    /// Incoming objects a merge found already in the destination (same identity): not copied twice, per entity.
+    public var matched: [String: Int] = [:]
     /// What was left out, and why.
     public var leftOut: [String] = []
     /// Other notes.
@@ -116,7 +118,8 @@ public struct MigrationReport: Sendable, Encodable {
     enum CodingKeys: String, CodingKey {
         case schemaVersion, command, strategy, mode, dryRun, source, destination, snapshot, recipe, recipeSHA256,
             plugin, steps
-        case entities, deduplicated, leftOut, notes, identity, countersRaised, verification, durations, exitCode,
+        case entities, deduplicated, matched, leftOut, notes, identity, countersRaised, verification, durations,
+            exitCode,
             exitStatus
     }
 
@@ -136,6 +139,7 @@ public struct MigrationReport: Sendable, Encodable {
         try c.encode(steps, forKey: .steps)
         try c.encode(entities, forKey: .entities)
         try c.encode(deduplicated, forKey: .deduplicated)
+        try c.encode(matched, forKey: .matched)
         try c.encode(leftOut, forKey: .leftOut)
         try c.encode(notes, forKey: .notes)
         try c.encode(identity, forKey: .identity)

@@ -106,6 +106,9 @@ public struct MigrationOptions: Sendable {
     /// `--drop-cloudkit`: the user accepts that NSPersistentCloudKitContainer's mirroring rows
     /// (`ANSCK*`) are not carried where their keys cannot be kept (a merge, a partial copy).
     public var dropCloudKit = false
+    /// `--allow-duplicates`: a merge copies incoming objects the destination already holds (by
+    /// default they are matched to the destination's objects, `ObjectIdentity`).
+    public var allowDuplicates = false
     /// `--new-identity`: the result gets a fresh `Z_UUID` even where it would keep the replaced
     /// store's (`--overwrite`) or its source's (a whole-store repair recipe). The maintenance
     /// operations always build a new identity (the app takes a migrated store for a new one).
@@ -214,6 +217,8 @@ public struct MigrationOutcome: Sendable {
     /// Source rows not copied because a destination row with the same constrained values was
     /// kept, or destination rows removed because the source's was kept, by entity.
     public var deduplicated: [String: Int]
+    /// Source objects a merge found already in the destination (not copied twice), by entity.
+    public var matched: [String: Int] = [:]
     /// Entities whose rows changed on purpose (renamed, rewritten by SQL): their digests are not compared.
     public var altered: Set<String>
     /// What was left out, and why ("ACHANGE (persistent history, 12 rows): not copied; ...").

@@ -144,7 +144,7 @@ struct MigrationVerifier {
             let s = sourceRows[name] ?? 0
             let b = beforeRows[name] ?? 0
             let a = afterRows[name] ?? 0
-            let dedup = outcome.deduplicated[name] ?? 0
+            let dedup = (outcome.deduplicated[name] ?? 0) + (outcome.matched[name] ?? 0)
             let expected: Int? =
                 switch policy {
                 case .all: s + b
@@ -179,7 +179,9 @@ struct MigrationVerifier {
                     entities[i].digest = "not-copied"
                     continue
                 }
-                guard (outcome.deduplicated[name] ?? 0) == 0, !outcome.altered.contains(name) else {
+                guard (outcome.deduplicated[name] ?? 0) == 0, (outcome.matched[name] ?? 0) == 0,
+                    !outcome.altered.contains(name)
+                else {
                     entities[i].digest = "skipped-changed-rows"
                     continue
                 }

@@ -97,6 +97,8 @@ public struct StrategyChoice: Sendable, Codable, Equatable {
     public var timeout: Double
     /// `--drop-cloudkit`: CloudKit mirroring rows that cannot be carried may be left out (nil: no).
     public var dropCloudKit: Bool?
+    /// `--allow-duplicates`: a merge copies objects the destination already holds (nil: no).
+    public var allowDuplicates: Bool?
 
     public init(
         id: String? = nil, recipe: String? = nil, plugin: String? = nil, parameters: [String: String] = [:],
@@ -137,6 +139,7 @@ public struct StrategyChoice: Sendable, Codable, Equatable {
             pluginTimeout: timeout, recipeSearchPath: recipeSearchPath, environment: environment)
         options.operation = operation
         options.dropCloudKit = dropCloudKit ?? false
+        options.allowDuplicates = allowDuplicates ?? false
         return options
     }
 }

@@ -26,8 +26,9 @@ extension Planner {
             why: "it cannot be read as a healthy store", b: &b)
         defer { salvaged?.remove() }
         if salvaged == nil { try requireHealthy(source) }
-        let strategy = try strategies.resolve(
+        var strategy = try strategies.resolve(
             choice, defaultID: StrategyChoice.appDefault(for: source, merge: merge), merge: merge)
+        if merge, consent.allowDuplicates { strategy.allowDuplicates = true }
         let label = "cloud store \(source.uuid ?? "?")"
         // A merge moves the cloud objects' keys: the mirroring rows naming them cannot follow.
         let mirrored = (salvaged?.inspected.entities ?? reports[source.files.main.path]?.entities ?? [])
@@ -113,18 +114,19 @@ extension Planner {
                 b.notes.append("\(label) holds no objects: nothing to merge")
                 return nil
             }
-            if comparison.duplicateCount >= total {
+            if (consent.allowDuplicates ? comparison.duplicateCount : comparison.matchedCount) >= total {
                 b.notes.append("every object of \(label) is already in the local store: nothing to merge")
                 return nil
             }
-            if comparison.duplicateCount > 0, !consent.allowDuplicates {
-                throw USMError.preconditionFailed(
-                    "\(comparison.duplicateCount) of the \(total) objects of \(label) are already in the local store (\(Self.list(comparison.presentInA))): merging would duplicate them; --allow-duplicates merges them anyway"
+            // Objects already in the local store (same identity) are matched, not copied twice.
+            if comparison.matchedCount > 0, !consent.allowDuplicates {
+                b.notes.append(
+                    "\(comparison.matchedCount) of the \(total) objects of \(label) are already in the local store (\(Self.list(comparison.matchedInA))): they are not copied again, their relationships are joined to the local objects (--allow-duplicates copies them anyway)"
                 )
             }
             var after = localCounts?.entities ?? [:]
             for (name, n) in sourceCounts?.entities ?? [:] {
-                after[name, default: 0] += n - (consent.allowDuplicates ? 0 : (comparison.presentInA[name] ?? 0))
+                after[name, default: 0] += n - (consent.allowDuplicates ? 0 : (comparison.matchedInA[name] ?? 0))
             }
             return .some(description.rows == .reported ? nil : Ledger.Counts(after))
         }

@@ -21,6 +21,9 @@ public struct StoreComparison: Sendable, Equatable {
     public let missingFromB: [String: Int]
     /// Objects of B that A already holds, per entity (only entities with some).
     public let presentInA: [String: Int]
+    /// Objects of B that A already holds by `ObjectIdentity` (attributes and to-one targets), per
+    /// entity (only entities with some): what a merge of B into A does not copy twice.
+    public let matchedInA: [String: Int]
     /// B's content digest (`Provenance.digest`) and `Z_UUID`: what a migration from B records.
     public let digestB: String
     public let storeUUIDB: String?
@@ -29,6 +32,7 @@ public struct StoreComparison: Sendable, Equatable {
 
     public var lostCount: Int { missingFromB.values.reduce(0, +) }
     public var duplicateCount: Int { presentInA.values.reduce(0, +) }
+    public var matchedCount: Int { matchedInA.values.reduce(0, +) }
     public var totalB: Int { objectsB.values.reduce(0, +) }
 
     /// Compares the stores `a` and `b`.
@@ -83,10 +87,27 @@ public struct StoreComparison: Sendable, Equatable {
                     if both > 0 { present[name] = both }
                 }
                 try db.execute(sql: "DROP TABLE IF EXISTS temp.ha; DROP TABLE IF EXISTS temp.hb")
+                let identity = try ObjectIdentity.classify(
+                    db,
+                    sides: [
+                        .init(
+                            database: "a", schema: sideA.schema,
+                            keys: sideA.schema.toOneKeys
+                                + (try SchemaFacts.inferredKeys(db, schema: sideA.schema, schemaName: "a")),
+                            indexed: try SchemaFacts.indexedKeyColumns(db, schema: sideA.schema, schemaName: "a")),
+                        .init(
+                            database: "b", schema: sideB.schema,
+                            keys: sideB.schema.toOneKeys
+                                + (try SchemaFacts.inferredKeys(db, schema: sideB.schema, schemaName: "b")),
+                            indexed: try SchemaFacts.indexedKeyColumns(db, schema: sideB.schema, schemaName: "b")),
+                    ])
+                let matched = try identity.matched(db, side: 1).filter { $0.value > 0 }
+                try identity.drop(db)
                 try db.execute(sql: "DETACH DATABASE a")
                 try db.execute(sql: "DETACH DATABASE b")
                 return StoreComparison(
                     objectsA: objectsA, objectsB: objectsB, missingFromB: missing, presentInA: present,
+                    matchedInA: matched,
                     digestB: digestB,
                     storeUUIDB: sideB.report.storeUUID, provenanceA: Provenance.entries(inPlist: sideA.plist))
             }

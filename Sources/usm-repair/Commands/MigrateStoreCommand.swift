@@ -47,6 +47,11 @@ struct MigrateStoreCommand: USMCommand {
     @Flag(name: .customLong("into"), help: "Merge into the existing store DST (copy-entities and manual).")
     var into = false
 
+    @Flag(
+        name: .customLong("allow-duplicates"),
+        help: "With --into: copy objects DST already holds (by default they are matched, not copied twice).")
+    var allowDuplicates = false
+
     @Flag(name: .customLong("dry-run"), help: "Print the plan (steps and their SQL) and change nothing.")
     var dryRun = false
 
@@ -82,6 +87,7 @@ struct MigrateStoreCommand: USMCommand {
 
     func validate() throws {
         if into && overwrite { throw ValidationError("--into and --overwrite cannot be used together") }
+        if allowDuplicates && !into { throw ValidationError("--allow-duplicates goes with --into") }
         if into && newIdentity {
             throw ValidationError("--new-identity cannot be used with --into: a merge keeps the destination's identity")
         }
@@ -93,6 +99,7 @@ struct MigrateStoreCommand: USMCommand {
             keepUbiquityMetadata: keepUbiquityMetadata, recipeSearchPath: context.recipeSearchPath,
             environment: context.environment)
         options.newIdentity = newIdentity
+        options.allowDuplicates = allowDuplicates
         options.model = try strategy.loadedModel()
         let destinationFiles = StoreFileSet(main: context.paths.url(destination))
         let request = MigrationRequest(

@@ -52,6 +52,9 @@ struct MigrationPrinter {
                         + (e.digest == "equal" ? "" : " (digest \(e.digest))"))
             }
         }
+        for (name, n) in report.matched.sorted(by: { $0.key < $1.key }) where n > 0 {
+            terminal.out("  \(name): \(n) already in the destination (matched, not copied twice)")
+        }
         for (name, n) in report.deduplicated.sorted(by: { $0.key < $1.key }) where n > 0 {
             terminal.out("  \(name): \(n) rows not duplicated (uniqueness constraint)")
         }

@@ -1,0 +1,155 @@
+import Foundation
+import GRDB
+import Synchronization
+
+/// What `dedupe` was asked.
+public struct DedupeRequest: Sendable {
+    /// The store de-duplicated in place (through a staged copy, installed by the plan).
+    public var store: StoreFileSet
+    /// `--key ENTITY=ATTR[,ATTR...]`.
+    public var keys: [String]
+    /// `--keep newest`: the copy with the highest `Z_PK` survives (default: the lowest).
+    public var newest: Bool
+    /// Count and report; change nothing.
+    public var dryRun: Bool
+
+    public init(store: StoreFileSet, keys: [String] = [], newest: Bool = false, dryRun: Bool = false) {
+        self.store = store
+        self.keys = keys
+        self.newest = newest
+        self.dryRun = dryRun
+    }
+}
+
+/// What `dedupe` did (or, in a dry run, would do).
+public struct DedupeReport: Sendable, Encodable {
+    public var schemaVersion = 1
+    public var command = "dedupe"
+    public var store: String
+    public var dryRun: Bool
+    /// Nothing to remove: nothing changed.
+    public var noOp: Bool
+    /// Files changed.
+    public var changed: Bool
+    /// `oldest` or `newest`.
+    public var keep: String
+    /// Objects per entity before.
+    public var before: [String: Int]
+    /// Objects removed as duplicates, per entity (only entities with some).
+    public var removed: [String: Int]
+    /// The snapshot of the store before the change (null in a dry run or when nothing changed).
+    @NullEncoded public var snapshot: String?
+    public var notes: [String] = []
+}
+
+/// `dedupe`: the duplicates of one store removed (`Deduplicator`) as a journaled plan, like
+/// `migrate-store --overwrite`: 1. `snapshot` — the store's file set; 2. `build` — the migration
+/// engine copies the store whole (`ios`, its identity kept) into staging and verifies it, then the
+/// duplicates are removed there and the result checked; 3. `retire` the old members; 4. `install`;
+/// 5. `commit`, `purge`. Counted at planning on a private copy: the dry run says what goes, a store
+/// without duplicates is nothing to do.
+public struct DedupeOperation {
+    public let request: DedupeRequest
+    public let engine: MigrationEngine
+    public let executor: PlanExecutor
+
+    public init(request: DedupeRequest, engine: MigrationEngine, executor: PlanExecutor) {
+        self.request = request
+        self.engine = engine
+        self.executor = executor
+    }
+
+    var replacement: StoreReplacement {
+        StoreReplacement(destination: request.store, operation: "dedupe", noun: "de-duplicated store")
+    }
+
+    public func run(progress: (String) -> Void = { _ in }) throws -> DedupeReport {
+        let store = request.store
+        guard FileStatus.lookup(store.main.path) != nil else {
+            throw USMError.notFound(path: store.main.path, what: "store")
+        }
+        try Snapshot.refuseInside(
+            executor.snapshotDirectory, protected: [store.directory], why: "the folder this command changes")
+        _ = try executor.recoverBeforePlanning(in: [replacement.root], dryRun: request.dryRun)
+        // Counted on a private copy: what goes, before anything is written.
+        let scratch = try TemporaryDirectory(prefix: "usm-repair-dedupe")
+        defer { scratch.remove() }
+        progress("reading \(store.main.path)")
+        let captured = try MigrationEngine.capture(store, into: scratch.url.appendingPathComponent("c"), role: "store")
+        let before = Dictionary(
+            captured.report.entities.filter { !$0.system }.map { ($0.name, $0.rows) }, uniquingKeysWith: +)
+        progress("finding duplicates")
+        let removed = try Self.count(captured.copy, keys: request.keys, newest: request.newest)
+        var report = DedupeReport(
+            store: store.main.path, dryRun: request.dryRun, noOp: removed.isEmpty, changed: false,
+            keep: request.newest ? "newest" : "oldest", before: before, removed: removed, snapshot: nil)
+        if removed.isEmpty {
+            report.notes.append("no duplicates: nothing to do")
+            return report
+        }
+        if request.dryRun { return report }
+        let plan = try replacement.plan(
+            replacing: true,
+            why:
+                "the store is copied whole into staging and verified, its duplicates removed there and the result checked before anything is installed",
+            label: nil
+        ) { staged in
+            var build = Plan.StoreBuild(
+                source: store.main.path, staged: staged, strategy: StrategyChoice(id: "ios"), mergeInto: nil,
+                keepUbiquityMetadata: true)
+            build.operation = "dedupe"
+            return build
+        }
+        let request = self.request
+        let engine = self.engine
+        let box = Mutex<[String: Int]?>(nil)
+        let executor = self.executor.with(builder: { build in
+            var options = MigrationOptions(keepUbiquityMetadata: true)
+            options.operation = "dedupe"
+            options.keepStoreUUID = true
+            let staged = URL(fileURLWithPath: build.staged)
+            var migration = try engine.build(
+                source: StoreFileSet(main: URL(fileURLWithPath: build.source)), staged: staged, shownAs: store,
+                strategy: "ios", options: options, mode: .overwrite)
+            let done = try Self.count(staged, keys: request.keys, newest: request.newest)
+            let check = try StagedStore.open(staged)
+            let integrity = try check.read { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") }
+            try check.close()
+            guard integrity == "ok" else {
+                throw USMError.verificationFailed(
+                    path: staged.path, detail: "integrity_check after removing duplicates: \(integrity ?? "no answer")")
+            }
+            migration.deduplicated = done
+            box.withLock { $0 = done }
+            return migration
+        })
+        let result = try executor.run(plan, progress: progress)
+        report.removed = box.withLock { $0 } ?? removed
+        report.changed = true
+        report.snapshot = result.snapshot
+        report.notes += result.leftovers.map(MaintenanceRun.leftoverNote)
+        return report
+    }
+
+    /// Removes the duplicates of the store at `url`; returns what was removed.
+    static func count(_ url: URL, keys: [String], newest: Bool) throws -> [String: Int] {
+        let queue = try StagedStore.open(url)
+        defer { try? queue.close() }
+        do {
+            return try queue.writeWithoutTransaction { db in
+                let schema = try CoreDataSchema.readMain(db)
+                let parsed = try ObjectIdentity.parseKeys(keys, schema: schema)
+                var removed: [String: Int] = [:]
+                try db.inTransaction {
+                    removed = try Deduplicator(keys: parsed, newest: newest).run(db)
+                    return .commit
+                }
+                return removed
+            }
+        } catch let error as USMError {
+            throw error
+        } catch {
+            throw StagedStore.wrapWrite(error, path: url)
+        }
+    }
+}

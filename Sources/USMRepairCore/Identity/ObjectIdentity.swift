@@ -1,0 +1,287 @@
+import Foundation
+import GRDB
+
+/// When two objects are the same, decided in SQL over one or more attached stores ("sides").
+///
+/// Two objects are the same when they are of the same entity (by name), hold equal values in every
+/// attribute column (NULL equals NULL, BLOBs by value, an external-data reference by its value) and
+/// their to-one relationships lead to objects that are the same. The last part is decided by
+/// refinement: objects start in classes by entity and attributes; then each table's classes are split
+/// by the classes of their to-one targets, again and again until no class splits. Two books equal in
+/// every attribute by two different authors stay apart; by two copies of one author they are one.
+/// To-many relationships are not part of identity (devices hold different parts of them).
+///
+/// `keys` (`--key ENTITY=ATTR,...`) restricts an entity's identity to those attributes (its
+/// relationships are then not compared either). The classes live in temporary tables
+/// (`temp.usm_id_<n>`, on disk with `temp_store = FILE`): memory stays flat in the store's size.
+struct ObjectIdentity {
+    /// One store taking part: its schema name on the connection (`main`, `src`), its schema, its
+    /// to-one keys (declared and inferred) and, for sides after the first, its entities' numbers in
+    /// the first side's numbering (nil: matched by name).
+    struct Side {
+        let database: String
+        let schema: CoreDataSchema
+        let keys: [CoreDataSchema.ToOneKey]
+        let indexed: [String: Set<String>]
+        var entityMap: [Int: Int]?
+    }
+
+    /// One table of the first side with its counterpart per side.
+    struct Table {
+        /// The first side's table.
+        let table: String
+        /// The temporary table holding `(side, pk, ent, cls, k0...)`.
+        let temp: String
+        /// Per side: that side's table (nil: it has none) and its entity numbers → first side's.
+        let sources: [(table: String, entities: [Int: Int])?]
+    }
+
+    let sides: [Side]
+    let tables: [Table]
+
+    /// `ENTITY=ATTR[,ATTR...]` as given to `--key`, checked against `schema`: attribute names → columns.
+    /// - Throws: `USMError.badInput` for an unknown entity or attribute.
+    static func parseKeys(_ specs: [String], schema: CoreDataSchema) throws -> [String: [String]] {
+        var result: [String: [String]] = [:]
+        for spec in specs {
+            let parts = spec.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
+                throw USMError.usage("--key \(spec): expected ENTITY=ATTR[,ATTR...]")
+            }
+            guard let entity = schema.userEntities.first(where: { $0.name == parts[0] }), let table = entity.table
+            else {
+                throw USMError.usage(
+                    "--key \(spec): the store has no entity \(parts[0]) (it has \(schema.userEntities.map(\.name).sorted().joined(separator: ", ")))"
+                )
+            }
+            var columns: [String] = []
+            for attribute in parts[1].split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
+                let column = "Z" + attribute.uppercased()
+                guard !attribute.isEmpty, schema.table(table, hasColumn: column) else {
+                    throw USMError.usage(
+                        "--key \(spec): \(parts[0]) has no attribute \(attribute) (no column \(column) in \(table))")
+                }
+                columns.append(column)
+            }
+            result[entity.name, default: []] += columns
+        }
+        return result
+    }
+
+    /// Computes the classes of every user object of every side into temporary tables.
+    /// `keys`: entity name → the attribute columns identifying it.
+    static func classify(_ db: Database, sides: [Side], keys: [String: [String]] = [:]) throws -> ObjectIdentity {
+        precondition(!sides.isEmpty)
+        try db.execute(sql: "PRAGMA temp_store = FILE")
+        let first = sides[0]
+        var tables: [Table] = []
+        for table in first.schema.entityTables.sorted() {
+            let entities = first.schema.userEntities.filter { $0.table == table }
+            guard !entities.isEmpty else { continue }
+            var sources: [(table: String, entities: [Int: Int])?] = []
+            for (s, side) in sides.enumerated() {
+                if s == 0 {
+                    sources.append((table, Dictionary(uniqueKeysWithValues: entities.map { ($0.number, $0.number) })))
+                    continue
+                }
+                var map: [Int: Int] = [:]
+                var sideTable: String?
+                for entity in side.schema.userEntities {
+                    let target =
+                        side.entityMap.map { $0[entity.number] } ?? entities.first { $0.name == entity.name }?.number
+                    guard let target, entities.contains(where: { $0.number == target }), let t = entity.table else {
+                        continue
+                    }
+                    if sideTable == nil { sideTable = t }
+                    guard sideTable == t else { continue }
+                    map[entity.number] = target
+                }
+                sources.append(sideTable.map { ($0, map) })
+            }
+            tables.append(Table(table: table, temp: "usm_id_\(tables.count)", sources: sources))
+        }
+        let identity = ObjectIdentity(sides: sides, tables: tables)
+        try identity.build(db, keys: keys)
+        return identity
+    }
+
+    private func keyColumns(_ table: Table) -> [(column: String, target: Int)] {
+        let first = sides[0]
+        let keys = first.keys.filter { $0.table == table.table }
+        return keys.compactMap { key in
+            tables.firstIndex { $0.table == key.destinationTable }.map { (key.column, $0) }
+        }.sorted { $0.column < $1.column }
+    }
+
+    private func build(_ db: Database, keys: [String: [String]]) throws {
+        let first = sides[0]
+        // 1. Classes by entity and attributes.
+        for table in tables {
+            let keyed = keyColumns(table)
+            var attributes = SchemaFacts.attributeColumns(
+                table.table, schema: first.schema, indexedKeys: first.indexed[table.table] ?? [])
+            for (s, side) in sides.enumerated() where s > 0 {
+                guard let source = table.sources[s] else { continue }
+                attributes = attributes.filter { side.schema.table(source.table, hasColumn: $0) }
+            }
+            let entities = first.schema.userEntities.filter { $0.table == table.table }
+            var selects: [String] = []
+            for (s, side) in sides.enumerated() {
+                guard let source = table.sources[s], !source.entities.isEmpty else { continue }
+                let ent =
+                    source.entities.allSatisfy { $0.key == $0.value }
+                    ? "Z_ENT"
+                    : "CASE Z_ENT "
+                        + source.entities.sorted { $0.key < $1.key }.map { "WHEN \($0.key) THEN \($0.value)" }
+                        .joined(separator: " ") + " END"
+                var columns = ["\(s) AS side", "Z_PK AS pk", "\(ent) AS ent"]
+                for (i, key) in keyed.enumerated() {
+                    columns.append(
+                        side.schema.table(source.table, hasColumn: key.column)
+                            ? "\(key.column.sqlIdentifier) AS k\(i)" : "NULL AS k\(i)")
+                }
+                for (i, column) in attributes.enumerated() { columns.append("\(column.sqlIdentifier) AS a\(i)") }
+                let filter = source.entities.keys.sorted().map(String.init).joined(separator: ",")
+                selects.append(
+                    "SELECT \(columns.joined(separator: ", ")) FROM \(side.database.sqlIdentifier).\(source.table.sqlIdentifier) WHERE Z_ENT IN (\(filter))"
+                )
+            }
+            // An entity identified by some attributes only: the others (and its keys) read NULL.
+            var order = ["ent"]
+            for (i, column) in attributes.enumerated() {
+                let excluded = entities.filter { keys[$0.name].map { !$0.contains(column) } ?? false }.map(\.number)
+                order.append(
+                    excluded.isEmpty
+                        ? "a\(i)"
+                        : "CASE WHEN ent IN (\(excluded.map(String.init).joined(separator: ","))) THEN NULL ELSE a\(i) END"
+                )
+            }
+            let keyDefs = keyed.indices.map { "k\($0) INTEGER" }
+            try db.execute(sql: "DROP TABLE IF EXISTS temp.\(table.temp)")
+            try db.execute(
+                sql:
+                    "CREATE TEMP TABLE \(table.temp) (side INTEGER, pk INTEGER, ent INTEGER, cls INTEGER\(keyDefs.map { ", " + $0 }.joined()), PRIMARY KEY (side, pk)) WITHOUT ROWID"
+            )
+            guard !selects.isEmpty else { continue }
+            let keyNames = keyed.indices.map { "k\($0)" }
+            try db.execute(
+                sql: """
+                    INSERT INTO temp.\(table.temp) (side, pk, ent, cls\(keyNames.map { ", " + $0 }.joined()))
+                    SELECT side, pk, ent, DENSE_RANK() OVER (ORDER BY \(order.joined(separator: ", ")))\(keyNames.map { ", " + $0 }.joined())
+                    FROM (\(selects.joined(separator: " UNION ALL ")))
+                    """)
+        }
+        // 2. Refinement by the classes of the to-one targets, until no class splits.
+        var changed = true
+        while changed {
+            changed = false
+            for table in tables {
+                let keyed = keyColumns(table)
+                guard !keyed.isEmpty else { continue }
+                let excluded = sides[0].schema.userEntities.filter { $0.table == table.table && keys[$0.name] != nil }
+                    .map(\.number)
+                var joins: [String] = []
+                var order = ["o.cls"]
+                for (i, key) in keyed.enumerated() {
+                    joins.append(
+                        "LEFT JOIN temp.\(tables[key.target].temp) t\(i) ON t\(i).side = o.side AND t\(i).pk = o.k\(i)")
+                    // A key to no object stays apart from NULL and from other dangling values.
+                    let value = "CASE WHEN o.k\(i) IS NULL THEN NULL ELSE IFNULL(t\(i).cls, -1 - o.k\(i)) END"
+                    order.append(
+                        excluded.isEmpty
+                            ? value
+                            : "CASE WHEN o.ent IN (\(excluded.map(String.init).joined(separator: ","))) THEN NULL ELSE \(value) END"
+                    )
+                }
+                let before = try Int.fetchOne(db, sql: "SELECT COUNT(DISTINCT cls) FROM temp.\(table.temp)") ?? 0
+                try db.execute(
+                    sql: """
+                        DROP TABLE IF EXISTS temp.usm_id_next;
+                        CREATE TEMP TABLE usm_id_next (side INTEGER, pk INTEGER, cls INTEGER, PRIMARY KEY (side, pk)) WITHOUT ROWID;
+                        INSERT INTO temp.usm_id_next SELECT o.side, o.pk, DENSE_RANK() OVER (ORDER BY \(order.joined(separator: ", ")))
+                        FROM temp.\(table.temp) o \(joins.joined(separator: " "));
+                        """)
+                let after = try Int.fetchOne(db, sql: "SELECT COUNT(DISTINCT cls) FROM temp.usm_id_next") ?? 0
+                if after != before {
+                    changed = true
+                    try db.execute(
+                        sql:
+                            "UPDATE temp.\(table.temp) SET cls = (SELECT n.cls FROM temp.usm_id_next n WHERE n.side = \(table.temp).side AND n.pk = \(table.temp).pk)"
+                    )
+                }
+                try db.execute(sql: "DROP TABLE temp.usm_id_next")
+            }
+        }
+        for table in tables {
+            try db.execute(sql: "CREATE INDEX temp.\(table.temp)_cls ON \(table.temp) (cls, side, pk)")
+        }
+    }
+
+    /// Per first-side entity name: objects of side `side` that side 0 already holds.
+    func matched(_ db: Database, side: Int) throws -> [String: Int] {
+        var result: [String: Int] = [:]
+        for table in tables {
+            for row in try Row.fetchAll(
+                db,
+                sql:
+                    "SELECT s.ent AS ent, COUNT(*) AS n FROM temp.\(table.temp) s WHERE s.side = \(side) AND EXISTS (SELECT 1 FROM temp.\(table.temp) d WHERE d.cls = s.cls AND d.side = 0) GROUP BY s.ent"
+            ) {
+                guard let ent = Int.fromDatabaseValue(row["ent"] as DatabaseValue),
+                    let name = sides[0].schema.entity(ent)?.name
+                else { continue }
+                result[name, default: 0] += Int.fromDatabaseValue(row["n"] as DatabaseValue) ?? 0
+            }
+        }
+        return result
+    }
+
+    /// Fills `temp.<name>(src_pk INTEGER PRIMARY KEY, dst_pk)` for `table` (a first-side table):
+    /// each object of `side` that side 0 holds, with the side-0 object it is (the lowest key).
+    func writeMatches(_ db: Database, table: String, side: Int, into name: String) throws -> Bool {
+        guard let t = tables.first(where: { $0.table == table }) else { return false }
+        try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS \(name) (src_pk INTEGER PRIMARY KEY, dst_pk INTEGER)")
+        try db.execute(
+            sql: """
+                INSERT OR IGNORE INTO temp.\(name) (src_pk, dst_pk)
+                SELECT s.pk, (SELECT MIN(d.pk) FROM temp.\(t.temp) d WHERE d.cls = s.cls AND d.side = 0)
+                FROM temp.\(t.temp) s WHERE s.side = \(side) AND EXISTS (SELECT 1 FROM temp.\(t.temp) d WHERE d.cls = s.cls AND d.side = 0)
+                """)
+        return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM temp.\(name)") ?? 0 > 0
+    }
+
+    /// Per entity name: objects of side 0 that are copies of another object of side 0.
+    func duplicates(_ db: Database) throws -> [String: Int] {
+        var result: [String: Int] = [:]
+        for table in tables {
+            for row in try Row.fetchAll(
+                db,
+                sql:
+                    "SELECT ent, COUNT(*) AS n FROM temp.\(table.temp) o WHERE side = 0 AND EXISTS (SELECT 1 FROM temp.\(table.temp) d WHERE d.cls = o.cls AND d.side = 0 AND d.pk < o.pk) GROUP BY ent"
+            ) {
+                guard let ent = Int.fromDatabaseValue(row["ent"] as DatabaseValue),
+                    let name = sides[0].schema.entity(ent)?.name
+                else { continue }
+                result[name, default: 0] += Int.fromDatabaseValue(row["n"] as DatabaseValue) ?? 0
+            }
+        }
+        return result
+    }
+
+    /// Fills `temp.<name>(pk INTEGER PRIMARY KEY, keep)` for `table`: each side-0 object that is a
+    /// copy, with the one kept of its group (the lowest key, or the highest with `newest`).
+    func writeRemovals(_ db: Database, table: String, newest: Bool, into name: String) throws {
+        guard let t = tables.first(where: { $0.table == table }) else { return }
+        try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS \(name) (pk INTEGER PRIMARY KEY, keep INTEGER)")
+        try db.execute(
+            sql: """
+                INSERT OR IGNORE INTO temp.\(name) (pk, keep)
+                SELECT pk, keep FROM (SELECT pk, \(newest ? "MAX" : "MIN")(pk) OVER (PARTITION BY cls) AS keep FROM temp.\(t.temp) WHERE side = 0)
+                WHERE pk <> keep
+                """)
+    }
+
+    /// Drops the temporary tables.
+    func drop(_ db: Database) throws {
+        for table in tables { try db.execute(sql: "DROP TABLE IF EXISTS temp.\(table.temp)") }
+    }
+}

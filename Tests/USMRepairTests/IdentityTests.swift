@@ -1,0 +1,150 @@
+import Foundation
+import GRDB
+import Testing
+import TestSupport
+@testable import USMRepairCore
+
+/// `ObjectIdentity`: objects equal by entity, attributes and (refined) to-one targets; merges that
+/// add nothing twice.
+@Suite("Object identity")
+struct IdentityTests {
+    /// A MergeFixture store (prefix `p`: authors 1-3, book 3 by author 1) without the uniqueness
+    /// constraint, with author 100 a copy of author 1, book 100 a copy of book 3 by author 100 (a
+    /// copy of its author: a duplicate) and book 101 a copy of book 3 by author 2 (not one).
+    static func store(_ tmp: TempDir) throws -> URL {
+        let url = tmp.path("S.sqlite")
+        try MergeFixture.write(to: url, .a, prefix: "p")
+        let queue = try DatabaseQueue(path: url.path)
+        defer { try? queue.close() }
+        try queue.write { (db: Database) throws in
+            try db.execute(
+                sql: """
+                    DROP INDEX Z_Item_UNIQUE_code;
+                    CREATE TEMP TABLE a AS SELECT * FROM ZAUTHOR WHERE Z_PK = 1; UPDATE a SET Z_PK = 100;
+                    INSERT INTO ZAUTHOR SELECT * FROM a;
+                    CREATE TEMP TABLE b AS SELECT * FROM ZITEM WHERE Z_PK = 3;
+                    UPDATE b SET Z_PK = 100, ZAUTHOR = 100; INSERT INTO ZITEM SELECT * FROM b;
+                    UPDATE b SET Z_PK = 101, ZAUTHOR = 2; INSERT INTO ZITEM SELECT * FROM b;
+                    """)
+            #expect(try Int.fetchOne(db, sql: "SELECT ZAUTHOR FROM ZITEM WHERE Z_PK = 3") == 1)
+        }
+        return url
+    }
+
+    static func duplicates(_ url: URL, keys: [String] = []) throws -> [String: Int] {
+        let queue = try DatabaseQueue(path: url.path)
+        defer { try? queue.close() }
+        return try queue.writeWithoutTransaction { db in
+            let schema = try CoreDataSchema.readMain(db)
+            let identity = try ObjectIdentity.classify(
+                db,
+                sides: [
+                    .init(
+                        database: "main", schema: schema,
+                        keys: schema.toOneKeys + (try SchemaFacts.inferredKeys(db, schema: schema)),
+                        indexed: try SchemaFacts.indexedKeyColumns(db, schema: schema))
+                ], keys: try ObjectIdentity.parseKeys(keys, schema: schema))
+            defer { try? identity.drop(db) }
+            return try identity.duplicates(db)
+        }
+    }
+
+    @Test("refinement: equal books by two copies of one author are duplicates; by two different authors they are not")
+    func refinement() throws {
+        let tmp = try TempDir()
+        let url = try Self.store(tmp)
+        #expect(try Self.duplicates(url) == ["Author": 1, "Book": 1])
+        // The copy's author differs in an attribute: neither the author nor the book is a copy.
+        try FixtureStore.mutate(url, "UPDATE ZAUTHOR SET ZNAME = 'someone else' WHERE Z_PK = 100")
+        #expect(try Self.duplicates(url) == [:])
+    }
+
+    @Test("--key: an entity identified by some attributes only (relationships then not compared); bad keys refused")
+    func keys() throws {
+        let tmp = try TempDir()
+        let url = try Self.store(tmp)
+        #expect(try Self.duplicates(url, keys: ["Book=title"]) == ["Author": 1, "Book": 2])
+        #expect(try Self.duplicates(url, keys: ["Author=name", "Book=code"]) == ["Author": 1, "Book": 2])
+        #expect(throws: USMError.self) { try Self.duplicates(url, keys: ["Book=nosuch"]) }
+        #expect(throws: USMError.self) { try Self.duplicates(url, keys: ["Nobody=title"]) }
+        #expect(throws: USMError.self) { try Self.duplicates(url, keys: ["Book"]) }
+    }
+
+    @Test("a merge adds nothing twice: objects already there matched and counted, relationships joined, no pair twice")
+    func mergeMatches() throws {
+        let tmp = try TempDir()
+        let source = tmp.path("A.sqlite")
+        let destination = tmp.path("d/B.sqlite")
+        try FileManager.default.createDirectory(at: tmp.path("d"), withIntermediateDirectories: true)
+        // The same data in another numbering, with one more tag (and its pairs with existing items).
+        try MergeFixture.write(to: source, .a, prefix: "same", tags: 4)
+        try MergeFixture.write(to: destination, .b, prefix: "same", tags: 3)
+        let expected = try MergeFixture.relationships(source).sorted()
+        #expect(try MergeFixture.relationships(destination).sorted() != expected)
+        let report = try Migrate.run(source, destination, mode: .merge, snapshots: tmp.path("snapshots"))
+        #expect(report.matched == ["Book": 5, "Magazine": 2, "Author": 3, "Shelf": 2, "Tag": 3])
+        #expect(report.deduplicated.values.allSatisfy { $0 == 0 })
+        let (rows, errors, _) = try Migrate.check(destination)
+        #expect(errors.isEmpty, "\(errors)")
+        #expect(rows["Book"] == 5 && rows["Magazine"] == 2 && rows["Author"] == 3 && rows["Tag"] == 4, "\(rows)")
+        #expect(try MergeFixture.relationships(destination).sorted() == expected)
+        // --allow-duplicates keeps the old behaviour: everything copied.
+        let again = tmp.path("e/B.sqlite")
+        try FileManager.default.createDirectory(at: tmp.path("e"), withIntermediateDirectories: true)
+        try MergeFixture.write(to: again, .b, prefix: "same", tags: 3)
+        try FixtureStore.mutate(again, "DROP INDEX Z_Item_UNIQUE_code")
+        var options = MigrationOptions()
+        options.allowDuplicates = true
+        let copied = try Migrate.run(source, again, mode: .merge, options: options, snapshots: tmp.path("snapshots"))
+        #expect(copied.matched.isEmpty)
+        #expect(try Migrate.check(again).rows["Book"] == 10)
+    }
+
+    static func dedupe(_ url: URL, newest: Bool = false, keys: [String] = []) throws -> [String: Int] {
+        let queue = try DatabaseQueue(path: url.path)
+        defer { try? queue.close() }
+        return try queue.writeWithoutTransaction { db in
+            let schema = try CoreDataSchema.readMain(db)
+            return try Deduplicator(keys: try ObjectIdentity.parseKeys(keys, schema: schema), newest: newest).run(db)
+        }
+    }
+
+    @Test("dedupe: one object per group survives, references repointed, join pairs united once, Z_MAX not behind")
+    func dedupe() throws {
+        for newest in [false, true] {
+            let tmp = try TempDir()
+            let url = try Self.store(tmp)
+            // Book 4 is by the author's copy; the book's copy has tag 1 (its original's too) and tag 2 (not).
+            try FixtureStore.mutate(
+                url,
+                "UPDATE ZITEM SET ZAUTHOR = 100 WHERE Z_PK = 4; INSERT INTO Z_1TAGS VALUES (100, 1, 5), (100, 2, 6)")
+            #expect(try Self.dedupe(url, newest: newest) == ["Author": 1, "Book": 1])
+            let queue = try DatabaseQueue(path: url.path)
+            try queue.read { (db: Database) throws in
+                let author = newest ? 100 : 1
+                let book = newest ? 100 : 3
+                #expect(try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM ZAUTHOR WHERE Z_PK IN (1, 100)") == 1)
+                #expect(try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM ZITEM WHERE Z_PK IN (3, 100)") == 1)
+                #expect(try Int.fetchOne(db, sql: "SELECT ZAUTHOR FROM ZITEM WHERE Z_PK = 4") == author)
+                #expect(try Int.fetchOne(db, sql: "SELECT ZAUTHOR FROM ZITEM WHERE Z_PK = \(book)") == author)
+                #expect(try Int.fetchOne(db, sql: "SELECT ZAUTHOR FROM ZITEM WHERE Z_PK = 101") == 2, "not a copy")
+                #expect(
+                    try Int.fetchAll(db, sql: "SELECT Z_6TAGS FROM Z_1TAGS WHERE Z_1ITEMS = \(book) ORDER BY 1") == [
+                        1, 2, 3,
+                    ])
+                #expect(
+                    try Int.fetchOne(
+                        db, sql: "SELECT COUNT(*) FROM Z_1TAGS WHERE Z_1ITEMS NOT IN (SELECT Z_PK FROM ZITEM)")
+                        == 0)
+                #expect(try Int.fetchOne(db, sql: "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_NAME = 'Item'") ?? 0 >= 101)
+                #expect(try String.fetchOne(db, sql: "PRAGMA integrity_check") == "ok")
+            }
+            try queue.close()
+            #expect(try Self.dedupe(url, newest: newest) == [:], "a second run: nothing to do")
+        }
+        // --key: books by title only, so the copy by another author goes too.
+        let tmp = try TempDir()
+        let url = try Self.store(tmp)
+        #expect(try Self.dedupe(url, keys: ["Book=title"]) == ["Author": 1, "Book": 2])
+    }
+}
