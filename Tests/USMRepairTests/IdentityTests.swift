@@ -147,4 +147,38 @@ struct IdentityTests {
         let url = try Self.store(tmp)
         #expect(try Self.dedupe(url, keys: ["Book=title"]) == ["Author": 1, "Book": 2])
     }
+
+    @Test(
+        "dedupe command: dry run changes nothing; a run removes the copies after a snapshot that restores them; again: nothing to do"
+    )
+    func dedupeCommand() throws {
+        let tmp = try TempDir()
+        let url = tmp.path("s/S.sqlite")
+        try FileManager.default.createDirectory(at: tmp.path("s"), withIntermediateDirectories: true)
+        try FileManager.default.moveItem(at: try Self.store(tmp), to: url)
+        let original = try Data(contentsOf: url)
+        let dry = USM.run(["dedupe", "--store", url.path, "--dry-run", "--json"])
+        #expect(dry.status == 0, "\(dry.stderr)")
+        #expect(
+            dry.json["removed"] as? [String: Int] == ["Author": 1, "Book": 1] && dry.json["dryRun"] as? Bool == true)
+        #expect(try Data(contentsOf: url) == original, "a dry run changes nothing")
+        let run = USM.run(["dedupe", "--store", url.path, "--yes", "--json", "--snapshot-dir", tmp.path("snaps").path])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(
+            run.json["removed"] as? [String: Int] == ["Author": 1, "Book": 1] && run.json["changed"] as? Bool == true)
+        #expect(try Migrate.check(url).rows["Book"] == 6 && (try Migrate.check(url).errors.isEmpty))
+        let again = USM.run(["dedupe", "--store", url.path, "--yes", "--json"])
+        #expect(again.status == 0 && again.json["noOp"] as? Bool == true, "\(again.stderr)")
+        let snapshot = run.json["snapshot"] as? String ?? ""
+        #expect(USM.run(["restore", snapshot, "--to", tmp.path("restored").path, "-q"]).status == 0)
+        #expect(try Migrate.check(tmp.path("restored/s/S.sqlite")).rows["Book"] == 7)
+        // A cloud copy is refused with the route that works.
+        let cloud = tmp.path("CoreDataUbiquitySupport/p/local/store/S.sqlite")
+        try FileManager.default.createDirectory(
+            at: cloud.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: url, to: cloud)
+        let refused = USM.run(["dedupe", "--store", cloud.path, "--yes"])
+        #expect(refused.status == 8 && refused.stderr.contains("rebuild --from local"), "\(refused.stderr)")
+        #expect(USM.run(["dedupe", "--store", url.path, "--keep", "sometimes"]).status == 64)
+    }
 }
