@@ -95,6 +95,7 @@ struct FaultWalk {
                 Command(
                     arguments: ["salvage", "{copy}", "{local}", "--overwrite"],
                     recover: ["recover", "--store", "{local}"]),
+                Command(arguments: ["dedupe", "--store", "{local}"], recover: ["recover", "--store", "{local}"]),
                 Command(
                     arguments: ["rebuild", "--from", "local", "--salvage", "--discard-cloud"], damaged: "{local}"),
                 Command(arguments: ["migrate", "cloud-to-local", "--salvage", "--replace"], damaged: "{copy}"),
@@ -180,6 +181,13 @@ struct FaultWalk {
             let map = try PageMap.read(store)
             let pages = (map.leaves["ZITEM"] ?? []).map(\.page) + (map.interior["ZITEM"] ?? [])
             try StoreDamage.overwrite(store, pages: Array(pages.prefix(1)), pageSize: map.pageSize)
+        }
+        if command.arguments.first == "dedupe" {
+            // A duplicated tag, so that dedupe has a plan to run.
+            try FixtureStore.mutate(
+                template.paths.localStore,
+                "INSERT INTO ZTAG (Z_PK, Z_ENT, Z_OPT, ZNAME) SELECT (SELECT MAX(Z_PK) + 1 FROM ZTAG), Z_ENT, Z_OPT, ZNAME FROM ZTAG WHERE Z_PK = 1"
+            )
         }
         if command.arguments.contains("{archive}") {
             // restore --to: an archive of the container, restored over a folder that holds an older one.
@@ -419,7 +427,7 @@ extension OperationTests.Fixture {
 
     /// True for commands that take no layout flags (`restore`, `migrate-store`).
     static func namesOwnPaths(_ args: [String]) -> Bool {
-        ["restore", "migrate-store", "salvage"].contains(args.first ?? "")
+        ["restore", "migrate-store", "salvage", "dedupe"].contains(args.first ?? "")
     }
 
     /// Runs `usm-repair args... <flags>` in process with its own state folder.
