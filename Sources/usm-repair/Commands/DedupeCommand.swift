@@ -26,8 +26,8 @@ struct DedupeCommand: USMCommand {
 
             Examples:
               usm-repair dedupe --container Notes.xcappdata --dry-run
-              usm-repair dedupe --store Notes.sqlite --keep newest --yes
-              usm-repair dedupe --store Notes.sqlite --key Tag=name --yes --json
+              usm-repair dedupe --store Customer.sqlite --keep newest --yes
+              usm-repair dedupe --store Customer.sqlite --key Tag=name --yes --json
             """)
 
     @OptionGroup(title: "Layout") var layout: LayoutFlags
