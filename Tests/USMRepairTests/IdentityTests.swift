@@ -181,4 +181,20 @@ struct IdentityTests {
         #expect(refused.status == 8 && refused.stderr.contains("rebuild --from local"), "\(refused.stderr)")
         #expect(USM.run(["dedupe", "--store", url.path, "--keep", "sometimes"]).status == 64)
     }
+
+    @Test("check reports duplicate-objects (a warning) per entity with the dedupe that removes them; none after it")
+    func checkReports() throws {
+        let tmp = try TempDir()
+        let url = tmp.path("s/S.sqlite")
+        try FileManager.default.createDirectory(at: tmp.path("s"), withIntermediateDirectories: true)
+        try FileManager.default.moveItem(at: try Self.store(tmp), to: url)
+        try FixtureStore.mutate(url, "UPDATE Z_PRIMARYKEY SET Z_MAX = 200")  // the copies' keys are above it
+        let r = USM.run(["check", "--store", url.path, "--json"])
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        #expect(r.stdout.contains("duplicate-objects") && r.stdout.contains("usm-repair dedupe --store"), "\(r.stdout)")
+        #expect(USM.run(["check", "--store", url.path, "--strict"]).status == 1)
+        #expect(
+            USM.run(["dedupe", "--store", url.path, "--yes", "--snapshot-dir", tmp.path("snaps").path]).status == 0)
+        #expect(!USM.run(["check", "--store", url.path, "--json"]).stdout.contains("duplicate-objects"))
+    }
 }

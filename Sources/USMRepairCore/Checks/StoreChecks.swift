@@ -235,6 +235,25 @@ enum StoreChecks {
         return problems
     }
 
+    /// Objects stored more than once (`ObjectIdentity`), per entity, with the command that removes them.
+    static func duplicateProblems(_ db: Database, schema: CoreDataSchema, path: String) throws -> [Problem] {
+        let identity = try ObjectIdentity.classify(
+            db,
+            sides: [
+                .init(
+                    database: "main", schema: schema,
+                    keys: schema.toOneKeys + (try SchemaFacts.inferredKeys(db, schema: schema)),
+                    indexed: try SchemaFacts.indexedKeyColumns(db, schema: schema))
+            ])
+        defer { try? identity.drop(db) }
+        return try identity.duplicates(db).sorted { $0.key < $1.key }.map { name, n in
+            Problem(
+                .duplicateObjects,
+                "\(n) \(name) objects are copies of another \(name) (same attributes and to-one targets): usm-repair dedupe --store \(ShellWords.quote(path)) --dry-run shows what it removes",
+                subject: name, count: n)
+        }
+    }
+
     /// Every join-table row must point at existing rows on both sides.
     static func joinProblems(_ db: Database, schema: CoreDataSchema) throws -> [Problem] {
         var problems: [Problem] = []

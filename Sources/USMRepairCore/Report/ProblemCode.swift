@@ -72,6 +72,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
     case modelCacheTooLarge = "model-cache-too-large"
     case tooManyEntities = "too-many-entities"
     case undecodableName = "undecodable-name"
+    case duplicateObjects = "duplicate-objects"
 
     /// How much a problem of this kind matters.
     public var severity: Problem.Severity {
@@ -93,7 +94,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
             .modelCacheTooLarge,
             .markerVersionIgnored, .corruptionMarkerIgnored, .cachedUUIDOtherVersion, .cachedUUIDAmbiguous,
             .severalCopies,
-            .cloudContainerUnconfirmed, .cachedUUIDWithoutMarker, .dataElsewhere, .seedCopySidecar:
+            .cloudContainerUnconfirmed, .cachedUUIDWithoutMarker, .dataElsewhere, .seedCopySidecar, .duplicateObjects:
             .warning
         case .walHeaderWithoutWal, .cloudContainerMissing, .cachedUUIDSeveralKeys:
             .info
@@ -174,6 +175,8 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
             "cached StoreUUIDs of several container paths disagree; the download says which device it came from, and that device reads its own key"
         case .cachedUUIDWithoutMarker:
             "the preferences cache a StoreUUID but no StoreUUID marker exists: the app loads the cached store, then drops the cache and seeds a new cloud store from the local store (4.7c)"
+        case .duplicateObjects:
+            "objects stored more than once (same entity, attributes and to-one targets; `check` only): usm-repair dedupe removes them"
         case .dataElsewhere:
             "the app will show an empty or nearly empty store at its next launch while another store here holds the data (the local store, another account's copy, another store's copy)"
         case .nominalStoreFile:

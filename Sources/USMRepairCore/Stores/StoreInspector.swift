@@ -297,6 +297,9 @@ public struct StoreInspector: Sendable {
         if depth == .check {
             report.problems += try StoreChecks.toOneProblems(db, schema: schema)
             report.problems += try StoreChecks.joinProblems(db, schema: schema)
+            if schema.entityTables.allSatisfy({ StoreChecks.isWellShaped($0, schema) }) {
+                report.problems += try StoreChecks.duplicateProblems(db, schema: schema, path: files.main.path)
+            }
             report.problems += try external.problems(db, schema: schema)
         }
     }
