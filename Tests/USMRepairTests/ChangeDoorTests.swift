@@ -90,3 +90,17 @@ struct ChangeDoorTests {
         #expect(try f.run(["status", "--prefs", link.path]).status == 3)
     }
 }
+
+extension ChangeDoorTests {
+    @Test("the undo's next step names the download to send back, not the deepest folder of the snapshot")
+    func undoNextStep() throws {
+        let f = try OperationTests.Fixture()
+        let run = try f.run(["cloud", "disable", "--yes", "--json"])
+        let snapshot = try #require(run.json["snapshot"] as? String)
+        let undo = USM.run(["restore", snapshot, "--dry-run", "--json"])
+        #expect(undo.status == 0, "\(undo.stderr)")
+        let next = try #require(undo.json["nextStep"] as? String)
+        #expect(next.contains("Send \(f.paths.root.path) back"), "\(next)")
+        #expect(!next.contains("Library/Preferences back"), "\(next)")
+    }
+}
