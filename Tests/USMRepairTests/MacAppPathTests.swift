@@ -88,6 +88,21 @@ struct MacAppPathTests {
         #expect(r.status == 0, "\(r.stderr)\(r.stdout)")
     }
 
+    @Test(
+        "a link out of the home folder on the way to a folder --cloud-dir names instead: that folder is the user's choice"
+    )
+    func flagWins() throws {
+        let tmp = try TempDir()
+        let (lib, outside) = try Self.linked(tmp, "Library/Mobile Documents")
+        let given = outside.appendingPathComponent("Mobile Documents/\(MacAppTests.container)")
+        let r = USM.run([
+            "status", "--mac-app", MacAppTests.bundleID, "--home", lib.home.path, "--cloud-dir", given.path, "--json",
+        ])
+        #expect(r.status == 0, "\(r.stderr)\(r.stdout)")
+        let problems = r.json["problems"] as? [[String: Any]] ?? []
+        #expect(!problems.contains { $0["code"] as? String == "symlink-escapes" }, "\(problems)")
+    }
+
     /// Rewrites the preferences' cached StoreUUID key to `key` (the container path before `/CloudLogs/`).
     static func setCacheKey(_ prefs: URL, containerPath: String) throws {
         let data = try Data(contentsOf: prefs)

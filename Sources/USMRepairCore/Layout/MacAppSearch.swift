@@ -227,7 +227,12 @@ extension Discovery {
         let confinement = Confinement(root: home)
         let homeParts = FileSystemPath.components(home.path).count
         var seen = Set<[UInt8]>()
-        let targets = [found.appFolder.path, found.preferences.path ?? found.preferencesFolder, found.cloudFolder.path]
+        // What a flag names instead (`--app-dir`, `--prefs`, `--cloud-dir`) is not reached through the search.
+        let targets = [
+            options.appDirectory == nil ? found.appFolder.path : nil,
+            options.preferences == nil ? found.preferences.path ?? found.preferencesFolder : nil,
+            options.cloudDirectory == nil ? found.cloudFolder.path : nil,
+        ]
         for target in targets.compactMap({ $0 }) where Confinement.isInside(target, home.path) {
             var current = home.path
             for part in FileSystemPath.components(target).dropFirst(homeParts) {
