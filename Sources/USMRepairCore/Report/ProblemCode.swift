@@ -24,6 +24,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
     case metadataPlistNull = "metadata-plist-null"
     case metadataPlistMalformed = "metadata-plist-malformed"
     case ubiquityMetadataInLocalStore = "ubiquity-metadata-in-local-store"
+    case ubiquityTablesInLocalStore = "ubiquity-tables-in-local-store"
     case entityTableShape = "entity-table-shape"
     case entityTableMissing = "entity-table-missing"
     case entityNull = "entity-null"
@@ -93,7 +94,8 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
             .modelCacheTooLarge,
             .markerVersionIgnored, .corruptionMarkerIgnored, .cachedUUIDOtherVersion, .cachedUUIDAmbiguous,
             .severalCopies,
-            .cloudContainerUnconfirmed, .cachedUUIDWithoutMarker, .dataElsewhere, .seedCopySidecar:
+            .cloudContainerUnconfirmed, .cachedUUIDWithoutMarker, .dataElsewhere, .seedCopySidecar,
+            .ubiquityTablesInLocalStore:
             .warning
         case .walHeaderWithoutWal, .cloudContainerMissing, .cachedUUIDSeveralKeys:
             .info
@@ -135,6 +137,8 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
         case .metadataPlistNull: "Z_METADATA.Z_PLIST is NULL"
         case .metadataPlistMalformed: "Z_METADATA.Z_PLIST is not a plist dictionary"
         case .ubiquityMetadataInLocalStore: "the local store still carries com.apple.coredata.ubiquity.* keys"
+        case .ubiquityTablesInLocalStore:
+            "the local store holds Core Data's iCloud bookkeeping tables (Y_UBMETA, Y_UBRANGE, Y_UBKVS)"
         case .entityTableShape:
             "an entity table lacks Z_PK or Z_ENT (left out of the checks that need them; the others go on)"
         case .entityTableMissing: "a root entity has no table"

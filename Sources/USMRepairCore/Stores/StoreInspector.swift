@@ -249,6 +249,8 @@ public struct StoreInspector: Sendable {
             ubiquityKeys: metadata.ubiquityKeys)
         report.problems += metadataValues
         report.problems += StoreChecks.metadataProblems(metadata, role: report.role)
+        let ubiquityTables = try UbiquityTables.names(db)
+        report.problems += StoreChecks.ubiquityTableProblems(ubiquityTables, role: report.role)
 
         let schema = try CoreDataSchema.read(db)
         report.problems += schema.problems
@@ -263,7 +265,7 @@ public struct StoreInspector: Sendable {
         }
         report.tables = .init(
             entity: schema.entityTables, join: schema.joinTables.map(\.name), history: schema.historyTables,
-            cloudKit: schema.cloudKitTables, ordered: schema.orderedColumns,
+            cloudKit: schema.cloudKitTables, ubiquity: ubiquityTables, ordered: schema.orderedColumns,
             relationshipSource: schema.relationshipSource, toOneKeys: schema.toOneKeys.count,
             toOne: schema.toOneKeys.map {
                 .init(
