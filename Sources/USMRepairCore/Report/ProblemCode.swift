@@ -158,7 +158,8 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
             "a marker does not hold 36 upper-case characters of a UUID (lower case, garbage, not a file)"
         case .staleMarker:
             "a StoreUUID marker of a lower version beside the active one: the app falls back to it when the active one goes (E8)"
-        case .preferencesMalformed: "the preferences file is not a plist, or USMCloudEnabledKey is not a boolean"
+        case .preferencesMalformed:
+            "the preferences file is not a plist, USMCloudEnabledKey is not a boolean, or a cached StoreUUID key's path is not plain"
         case .markerEmpty: "a StoreUUID/CorruptedUUID marker is empty: the app reads the store name \"\" (E12)"
         case .markerTrailingNewline:
             "a marker holds a UUID followed by a newline or spaces: the app names a different, empty store (E12)"
