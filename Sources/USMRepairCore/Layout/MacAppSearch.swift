@@ -214,6 +214,8 @@ extension Discovery {
                     .layoutNotFound,
                     "no data of the Mac app \(bundleID) found below \(home.path): \(found.appFolder.how); \(found.preferences.how)",
                     subject: home.path))
+            // Nothing of the app named: a clear not-found (66), never a report of an empty layout.
+            status = status.worst(.notFound)
         }
         return found
     }
