@@ -237,6 +237,11 @@ public enum Advice {
                     "The local store still carries iCloud metadata; Core Data will treat it as tied to an iCloud account."
                 )
             }
+            if storeCodes.contains(.ubiquityTablesInLocalStore) {
+                say(
+                    "The local store holds Core Data's iCloud bookkeeping tables (Y_UB*), the sync state of the copy it was made from. To write it anew without them, copy its file set aside and run: usm-repair migrate-store COPY \(ShellWords.quote(store.path)) --overwrite --recipe strip-ubiquity"
+                )
+            }
         }
         if !layout.leftovers.isEmpty {
             say(

@@ -11,7 +11,8 @@ struct StatusCommand: USMCommand {
             un-checkpointed -wal are counted while the user's files stay byte-identical. Runs SQLite's \
             quick_check; `check` runs the full invariants.
 
-            Exit codes: 0 every store present is healthy; 2 a store is damaged or not Core Data, or a \
+            Exit codes: 0 every store present is healthy; 1 an error-level problem was found (the \
+            advice says what to run); 2 a store is damaged or not Core Data, or a \
             marker or the preferences hold garbage; 3 refused (symlink leaving the folder); 64 usage; \
             66 a named path does not exist; 74 a file or folder could not be read; 75 no room for the \
             private copy.

@@ -6,7 +6,9 @@ struct PlanPrinter {
     let terminal: Terminal
     let verbose: Bool
 
-    func print(_ report: MaintenanceRun.Report) {
+    /// - Parameter preview: the plan shown before the consent question: headed as a plan, with every
+    ///   step's reason, and nothing a run would say (snapshot, next step).
+    func print(_ report: MaintenanceRun.Report, preview: Bool = false) {
         if report.noOp {
             terminal.out("\(report.operation): nothing to do, the end state already holds")
             for note in report.notes { terminal.out("  - \(note)") }
@@ -19,12 +21,12 @@ struct PlanPrinter {
         for recovery in report.recovered {
             terminal.out("Recovered an interrupted \(recovery.operation): \(recovery.outcome)")
         }
-        terminal.out(terminal.paint("\(report.dryRun ? "Plan" : "Done"): \(report.operation)", .bold))
+        terminal.out(terminal.paint("\(report.dryRun || preview ? "Plan" : "Done"): \(report.operation)", .bold))
         if let ledger = report.ledger {
             terminal.out(terminal.paint(ledger.headline, .bold))
             Self.printLedger(ledger, to: terminal)
         }
-        Self.printSteps(report.steps, reasons: verbose || report.dryRun, to: terminal)
+        Self.printSteps(report.steps, reasons: verbose || report.dryRun || preview, to: terminal)
         let next = report.nextLaunch
         if let before = next.before {
             terminal.out("Next launch before: \(before.summary)\(before.state.map { " (\($0))" } ?? "")")
@@ -48,6 +50,7 @@ struct PlanPrinter {
                         + rows.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
             }
         }
+        if preview { return }
         if let snapshot = report.snapshot {
             terminal.out("Snapshot: \(snapshot)")
             terminal.out("  to undo: usm-repair restore \(ShellWords.quote(snapshot)) --yes")

@@ -1,0 +1,56 @@
+import Foundation
+import Testing
+@testable import usm_repair
+import TestSupport
+@testable import USMRepairCore
+
+/// Issue 31's slips a person makes at the first screen: a mistyped subcommand, a bundle ID that
+/// matches nothing, a recipe name that is not found, and what `status --help` says about exit 1.
+@Suite("first screen: slips")
+struct FirstScreenTests {
+    @Test("a mistyped subcommand gets 'did you mean', at the root and in a group; 64")
+    func didYouMean() {
+        let r = USM.run(["stauts", "--container", "/nowhere"])
+        #expect(r.status == 64)
+        #expect(r.stderr.contains("unknown command 'stauts'; did you mean 'status'?"), "\(r.stderr)")
+        #expect(!r.stderr.contains("Unknown option '--container'"), "\(r.stderr)")
+        let group = USM.run(["delete", "lcal-store"])
+        #expect(group.status == 64 && group.stderr.contains("did you mean 'local-store'?"), "\(group.stderr)")
+        let far = USM.run(["frobnicate"])
+        #expect(far.status == 64 && far.stderr.contains("(known: status, check"), "\(far.stderr)")
+        let json = USM.run(["stauts", "--json"])
+        #expect(json.json["exitCode"] as? Int == 64, "the envelope with --json: \(json.stdout)")
+        // Real subcommands, options first and help still parse as before.
+        #expect(USM.run(["help", "status"]).status == 0)
+        #expect(USM.run(["--version"]).status == 0)
+        #expect(USMRepairCommand.suggestion(for: "chek", among: ["check", "status"]) == "check")
+        #expect(USMRepairCommand.suggestion(for: "x", among: ["check", "status"]) == nil)
+    }
+
+    @Test("status --help lists exit 1")
+    func statusHelpExitOne() {
+        let r = USM.run(["status", "--help"])
+        #expect(
+            r.stdout.contains("Exit codes: 0 every store present is healthy; 1 an error-level problem"), "\(r.stdout)")
+    }
+
+    @Test("--mac-app with a bundle ID that matches nothing is not found (66)")
+    func macAppNotFound() throws {
+        let home = try TempDir()
+        for folder in ["Library/Preferences", "Library/Containers", "Library/Application Support"] {
+            try FileManager.default.createDirectory(at: home.path(folder), withIntermediateDirectories: true)
+        }
+        let r = USM.run(["status", "--mac-app", "com.example.nothing", "--home", home.url.path, "--json"])
+        #expect(r.status == 66, "\(r.stdout)")
+        #expect(r.stdout.contains("layout-not-found"))
+    }
+
+    @Test("a recipe that is not found is named first, then where it was looked for")
+    func recipeNotFound() throws {
+        let tmp = try TempDir()
+        try FixtureStore.write(to: tmp.path("S.sqlite"))
+        let r = USM.run(["migrate-store", tmp.path("S.sqlite").path, tmp.path("D.sqlite").path, "--recipe", "nope"])
+        #expect(r.status == 66)
+        #expect(r.stderr.contains("recipe nope not found: looked in "), "\(r.stderr)")
+    }
+}
