@@ -167,6 +167,7 @@ struct IdentityTests {
         #expect(
             run.json["removed"] as? [String: Int] == ["Author": 1, "Book": 1] && run.json["changed"] as? Bool == true)
         #expect(try Migrate.check(url).rows["Book"] == 6 && (try Migrate.check(url).errors.isEmpty))
+        #expect(run.json["exitCode"] as? Int == 0)
         let again = USM.run(["dedupe", "--store", url.path, "--yes", "--json"])
         #expect(again.status == 0 && again.json["noOp"] as? Bool == true, "\(again.stderr)")
         let snapshot = run.json["snapshot"] as? String ?? ""

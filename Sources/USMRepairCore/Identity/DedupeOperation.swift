@@ -40,6 +40,16 @@ public struct DedupeReport: Sendable, Encodable {
     /// The snapshot of the store before the change (null in a dry run or when nothing changed).
     @NullEncoded public var snapshot: String?
     public var notes: [String] = []
+    /// The code the process exits with (20 `applied` with `--detailed-exitcode` when files changed).
+    public var exitCode = 0
+    public var exitStatus = "ok"
+
+    /// With `--detailed-exitcode`: a change is `applied` (20).
+    public mutating func detailed(_ on: Bool) {
+        let status: ExitStatus = on && changed ? .applied : .ok
+        exitCode = Int(status.rawValue)
+        exitStatus = status.name
+    }
 }
 
 /// `dedupe`: the duplicates of one store removed (`Deduplicator`) as a journaled plan, like

@@ -76,7 +76,8 @@ struct DedupeCommand: USMCommand {
                     engine: MigrationEngine(registry: context.strategies),
                     executor: context.executor(
                         snapshotDirectory: snapshotDir.map { context.paths.url($0, directory: true) }))
-                let preview = try operation.run(progress: { terminal.progressLine($0) })
+                var preview = try operation.run(progress: { terminal.progressLine($0) })
+                preview.detailed(detailedExitCode)
                 if dryRun || preview.noOp { return preview }
                 try context.consent(
                     yes: yes, terminal: terminal,
@@ -85,9 +86,11 @@ struct DedupeCommand: USMCommand {
                 ) { Self.print(preview, terminal) }
                 var request = operation.request
                 request.dryRun = false
-                return try DedupeOperation(request: request, engine: operation.engine, executor: operation.executor)
-                    .run(
-                        progress: { terminal.progressLine($0) })
+                var report = try DedupeOperation(
+                    request: request, engine: operation.engine, executor: operation.executor
+                ).run(progress: { terminal.progressLine($0) })
+                report.detailed(detailedExitCode)
+                return report
             },
             text: { report, terminal in
                 guard !output.quiet || report.dryRun else {
