@@ -33,7 +33,8 @@ struct USMRepairCommand: ParsableCommand {
             StatusCommand.self, CheckCommand.self, StoresCommand.self, ArchiveCommand.self, RestoreCommand.self,
             BundleCommand.self,
             DeleteCommand.self, MigrateCommand.self, RebuildCommand.self, SwitchCommand.self, CloudCommand.self,
-            CorruptionCommand.self, RecoverCommand.self, MigrateStoreCommand.self, SalvageCommand.self, DedupeCommand.self,
+            CorruptionCommand.self, RecoverCommand.self, MigrateStoreCommand.self, SalvageCommand.self,
+            DedupeCommand.self,
             StrategiesCommand.self,
             SnapshotsCommand.self,
         ]

@@ -152,9 +152,10 @@ struct RecipeTests {
                 store, tmp.path("new.sqlite"), strategy: "manual",
                 options: Self.options("rename-entity", ["from": "Ingredient", "to": "Component"]))
         }
+        var renamed = Self.options("rename-entity", ["from": "Ingredient", "to": "Component"])
+        renamed.allowDuplicates = true  // every object is in the destination already: copied twice on purpose
         let report = try Migrate.run(
-            store, destination, strategy: "manual", mode: .merge,
-            options: Self.options("rename-entity", ["from": "Ingredient", "to": "Component"]), snapshots: tmp.path("s"))
+            store, destination, strategy: "manual", mode: .merge, options: renamed, snapshots: tmp.path("s"))
         #expect(report.recipe == "rename-entity")
         let (rows, errors, _) = try Migrate.check(destination)
         #expect(errors.isEmpty, "\(errors)")
