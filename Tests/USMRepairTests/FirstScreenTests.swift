@@ -54,3 +54,24 @@ struct FirstScreenTests {
         #expect(r.stderr.contains("recipe nope not found: looked in "), "\(r.stderr)")
     }
 }
+
+extension FirstScreenTests {
+    @Test("the ledger shows both sides per entity, what leaves the view and what comes in, past tense after a run")
+    func ledgerBothSides() throws {
+        let f = try OperationTests.Fixture()
+        let before = try f.status()
+        let local = DataOperationTests.rows(before, role: .local)["Book"] ?? -1
+        let cloud = DataOperationTests.rows(before, role: .cloud)["Book"] ?? -1
+        #expect(local != cloud, "the fixture's stores differ in books")
+        let plan = try f.run(["migrate", "cloud-to-local", "--replace", "--dry-run"])
+        #expect(plan.stdout.contains("Book \(local) → \(cloud)"), "\(plan.stdout)")
+        let dry = try f.run(["delete", "container", "--dry-run"])
+        #expect(
+            dry.stdout.contains("leave the customer's view") && dry.stdout.contains("come into it"), "\(dry.stdout)")
+        let run = try f.run(["delete", "container", "--yes", "--json"])
+        let headline = try #require(run.json["headline"] as? String)
+        #expect(headline.hasPrefix("The app showed ") && headline.contains("left the customer's view"), "\(headline)")
+        #expect(Ledger.grouped(1_234_567) == "1,234,567" && Ledger.grouped(999) == "999" && Ledger.grouped(0) == "0")
+        #expect(Ledger.grouped(-1000) == "-1,000")
+    }
+}
