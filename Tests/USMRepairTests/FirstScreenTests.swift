@@ -75,3 +75,24 @@ extension FirstScreenTests {
         #expect(Ledger.grouped(-1000) == "-1,000")
     }
 }
+
+extension FirstScreenTests {
+    @Test(
+        "status leads with its verdict: the summary, the most severe problems, what to run; paths relative to the container"
+    )
+    func verdictFirst() throws {
+        let f = try OperationTests.Fixture { $0.corruptedUUID = $0.activeUUID }
+        let text = try f.run(["status"]).stdout
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        #expect(lines.first?.hasPrefix("status: ") == true, "\(text)")
+        let head = lines.prefix(6).joined(separator: "\n")
+        #expect(head.contains("error   active-store-marked-corrupt"), "\(head)")
+        #expect(head.contains("Next: ") && head.contains("usm-repair "), "\(head)")
+        #expect(!head.contains("not as things are"), "the first advice runs as things are: \(head)")
+        // Relative to the container in text; full with --verbose.
+        let relative = f.paths.localStore.path.dropFirst(f.paths.root.path.count + 1)
+        #expect(text.contains("ok  \(relative)\n"), "\(text)")
+        #expect(try f.run(["status", "-v"]).stdout.contains("ok  \(f.paths.localStore.path)\n"))
+        #expect(lines.last(where: { !$0.isEmpty })?.hasPrefix("status: ") == true, "the summary stays last for scripts")
+    }
+}
