@@ -96,3 +96,34 @@ extension FirstScreenTests {
         #expect(lines.last(where: { !$0.isEmpty })?.hasPrefix("status: ") == true, "the summary stays last for scripts")
     }
 }
+
+extension FirstScreenTests {
+    @Test("advice a script can act on: each item's command as an argument list, why, and its dry run's verdict")
+    func actions() throws {
+        let f = try OperationTests.Fixture { $0.corruptedUUID = $0.activeUUID }
+        let json = try f.run(["status", "--json"]).json
+        let actions = try #require(json["actions"] as? [[String: Any]])
+        let advice = try #require(json["advice"] as? [String])
+        #expect(actions.compactMap { $0["text"] as? String } == advice, "the same items as advice")
+        var accepted = 0
+        var refused = 0
+        for action in actions {
+            guard let command = action["command"] as? [String] else { continue }
+            #expect(command.first == "usm-repair" && action["why"] is String, "\(action)")
+            let r = USM.run(Array(command.dropFirst()))
+            #expect(r.status != 64, "\(command): \(r.stderr)")
+            switch action["dryRun"] as? String {
+            case "accepted"?:
+                accepted += 1
+                #expect(r.status == 0, "an accepted dry run runs: \(command) \(r.stderr)")
+            case "refused"?:
+                refused += 1
+                #expect(r.status != 0, "a refused one refuses: \(command)")
+            default: break
+            }
+        }
+        #expect(accepted > 0 && refused > 0, "\(actions)")
+        #expect(ShellWords.split("a 'b c' \"d\\\"e\" f\\ g") == ["a", "b c", "d\"e", "f g"])
+        #expect(ShellWords.split("a; rm -rf x") == nil && ShellWords.split("'open") == nil)
+    }
+}
