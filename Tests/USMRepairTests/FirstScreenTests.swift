@@ -127,3 +127,31 @@ extension FirstScreenTests {
         #expect(ShellWords.split("a; rm -rf x") == nil && ShellWords.split("'open") == nil)
     }
 }
+
+extension FirstScreenTests {
+    @Test("status --graph prints the container as DOT: stores, copies, markers, preferences, the next launch's edge")
+    func graph() throws {
+        let f = try OperationTests.Fixture { $0.corruptedUUID = $0.activeUUID }
+        let r = try f.run(["status", "--graph"])
+        #expect(r.status == 1, "status's own exit code (an active store marked corrupt): \(r.stderr)")
+        let dot = r.stdout
+        let active = f.options.activeUUID
+        #expect(dot.hasPrefix("digraph usm_repair {") && dot.hasSuffix("}\n"), "\(dot)")
+        #expect(dot.contains("\"app\" -> \"cloud:\(active)\" [label=\"opens\""), "\(dot)")
+        #expect(dot.contains("\"marker:CorruptedUUID1\" -> \"cloud:\(active)\" [label=\"marks corrupt\", color=red]"))
+        #expect(dot.contains("\"local\" [label=\"local store"), "\(dot)")
+        #expect(dot.contains("cached: \(active)"), "the preferences' cache")
+        #expect(dot.contains("copy here"))
+        // Every statement ends its line: no label breaks out of its quotes.
+        for line in dot.split(separator: "\n").dropFirst().dropLast() {
+            #expect(line.hasSuffix(";"), "\(line)")
+        }
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/dot") {
+            let file = f.tmp.path("g.dot")
+            try dot.write(to: file, atomically: true, encoding: .utf8)
+            #expect(try Launcher.tool("dot", ["-Tsvg", "-o", f.tmp.path("g.svg").path, file.path]).isEmpty)
+        }
+        #expect(try f.run(["status", "--graph", "--json"]).status == 64)
+        #expect(StatusGraph.quote("a\"b\\c\nd\u{1}") == "\"a\\\"b\\\\c\\nd\\\\x01\"")
+    }
+}
