@@ -147,8 +147,8 @@ struct CommandContext {
         if code != .ok { throw ExitCode(code.rawValue) }
     }
 
-    /// Runs a `status` or `check` inspection and prints its report.
-    func report(_ inspection: Inspection) throws {
+    /// Runs a `status` or `check` inspection and prints its report (`text`, when given, prints it instead).
+    func report(_ inspection: Inspection, text: ((StatusReport, Terminal) -> Void)? = nil) throws {
         var inspection = inspection
         inspection.records = OperationRecords(stateFolder: stateFolder)
         inspection.strategies = strategyResolver
@@ -157,6 +157,7 @@ struct CommandContext {
                 try inspection.run(progress: terminal.progress)
             },
             text: { report, terminal in
+                if let text { return text(report, terminal) }
                 ReportPrinter(terminal: terminal, verbose: output.verbose, quiet: output.quiet).print(report)
             }, status: { $0.exitCode }, json: { report, write in try report.writeJSON(write) })
     }

@@ -104,3 +104,25 @@ extension ChangeDoorTests {
         #expect(!next.contains("Library/Preferences back"), "\(next)")
     }
 }
+
+extension ChangeDoorTests {
+    @Test("a download without preferences: iCloud off at the next launch (E1); a plan that needs iCloud on refuses (8)")
+    func downloadWithoutPreferences() throws {
+        let f = try OperationTests.Fixture()
+        try FileManager.default.removeItem(at: f.paths.prefs)
+        let next = try #require(try f.status().nextLaunch)
+        #expect(next.state == "E1" && next.outcome == .openLocalStore, "\(next.summary)")
+        #expect(next.assumptions.contains { $0.contains("missing USMCloudEnabledKey as NO") })
+        let before = try f.snapshot()
+        for command in [
+            ["rebuild", "--from", "local", "--discard-cloud", "--dry-run"],
+            ["rebuild", "--from", "local", "--discard-cloud", "--yes"], ["cloud", "enable", "--yes"],
+        ] {
+            let r = try f.run(command)
+            #expect(r.status == 8, "\(command): \(r.stderr)")
+        }
+        #expect(try f.snapshot() == before, "nothing changed")
+        // Turning iCloud off needs nothing: it is off already.
+        #expect(try f.run(["cloud", "disable", "--yes"]).status != 64)
+    }
+}

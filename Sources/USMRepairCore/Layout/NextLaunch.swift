@@ -77,6 +77,7 @@ private struct Prediction {
     var then: [String] = []
     var rows: [String] = []
     var dependsOnDelegate = false
+    var extraAssumptions: [String] = []
 
     init(layout: Layout, reports: [String: StoreReport]) {
         self.layout = layout
@@ -98,7 +99,7 @@ private struct Prediction {
         return NextLaunch(
             state: state, rows: all, outcome: outcome, store: store, seedFrom: seedFrom,
             cloudVersion: layout.activeVersion, then: then,
-            summary: summary, reasoning: reasoning, assumptions: NextLaunch.baseAssumptions,
+            summary: summary, reasoning: reasoning, assumptions: NextLaunch.baseAssumptions + extraAssumptions,
             dependsOnDelegate: dependsOnDelegate,
             unknowns: unknowns, withoutAccount: withoutAccount, objects: objectsShown(outcome, store: store))
     }
@@ -140,6 +141,18 @@ private struct Prediction {
         }
         // Step 1: USMCloudEnabledKey.
         guard let preferences = layout.preferences else {
+            // No preferences file at all (a download without one, found nowhere): the app reads a
+            // missing USMCloudEnabledKey as NO, so it opens the local store. A file that could not
+            // be read (malformed, unreadable) leaves it unknown.
+            // Searched for (a download, a Mac app) and not there: not a flag left out.
+            let searched = layout.options.container != nil || layout.options.macApp != nil
+            if layout.preferencesError == nil, searched, layout.options.preferences == nil {
+                extraAssumptions.append(
+                    "no preferences plist: UbiquityStoreManager reads a missing USMCloudEnabledKey as NO (iCloud off); a device whose preferences were not in the download may differ"
+                )
+                reasoning.append("1. USMCloudEnabledKey: no preferences file, read as NO")
+                return openLocal()
+            }
             unknowns.append("no preferences plist was read: whether iCloud is on (USMCloudEnabledKey) cannot be known")
             reasoning.append("1. USMCloudEnabledKey: unknown (no preferences)")
             return result(

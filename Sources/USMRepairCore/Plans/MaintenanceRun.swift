@@ -183,7 +183,8 @@ public struct MaintenanceRun {
         }
         return Report(
             command: maintenance.commandPath, operation: plan.operation, dryRun: dryRun, noOp: plan.isNoOp,
-            changed: result != nil && !plan.isNoOp, ledger: ledger, headline: ledger?.headline, planID: plan.id,
+            changed: result != nil && !plan.isNoOp, ledger: ledger,
+            headline: ledger?.headline(done: result != nil && !plan.isNoOp), planID: plan.id,
             roots: plan.roots,
             steps: steps,
             notes: plan.notes + extra + Self.buildNotes(result) + (result?.leftovers ?? []).map(Self.leftoverNote)

@@ -111,6 +111,13 @@ struct PlanBuilder {
 
     /// Rewrites the preferences with `edit` (format and other keys kept).
     mutating func editPreferences(_ edit: PreferencesEdit, _ reason: String) throws {
+        // Turning iCloud on needs the file that holds the switch: without it the app reads
+        // USMCloudEnabledKey as NO and opens the local store, so the change would be for nothing.
+        if edit.cloudEnabled == true, layout.preferences == nil {
+            throw USMError.preconditionFailed(
+                "no preferences plist was found or given (--prefs): the app reads a missing USMCloudEnabledKey as NO and would open the local store, not the cloud store this plan prepares; give the app's preferences with --prefs"
+            )
+        }
         guard let prefs = layout.preferencesPath, let current = layout.preferences, !edit.isNoOp(on: current) else {
             return
         }

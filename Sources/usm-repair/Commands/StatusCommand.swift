@@ -29,7 +29,22 @@ struct StatusCommand: USMCommand {
     @OptionGroup(title: "Layout") var layout: LayoutFlags
     @OptionGroup(title: "Output") var output: OutputFlags
 
+    @Flag(
+        name: .customLong("graph"),
+        help: ArgumentHelp(
+            "Print the container as a Graphviz DOT graph (markers, cloud stores with their copies and logs, the local store, the preferences' cache, and the next launch as an edge to the store the app opens; red for errors). Render it with: dot -Tsvg -o status.svg"
+        ))
+    var graph = false
+
+    func validate() throws {
+        if graph, output.json { throw ValidationError("--graph prints DOT; it cannot be combined with --json") }
+    }
+
     func run(_ context: CommandContext) throws {
-        try context.report(Inspection(options: layout.options(context.paths), depth: .status))
+        let inspection = Inspection(options: layout.options(context.paths), depth: .status)
+        guard graph else { return try context.report(inspection) }
+        try context.report(inspection) { report, terminal in
+            for line in StatusGraph.dot(report).split(separator: "\n") { terminal.out(String(line)) }
+        }
     }
 }
