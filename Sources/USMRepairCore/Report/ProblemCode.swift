@@ -72,6 +72,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
     case modelCacheTooLarge = "model-cache-too-large"
     case tooManyEntities = "too-many-entities"
     case undecodableName = "undecodable-name"
+    case hostileSchema = "hostile-schema"
 
     /// How much a problem of this kind matters.
     public var severity: Problem.Severity {
@@ -86,7 +87,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
             .interruptedOperation, .untrustedOperation:
             .error
         case .walInvalid, .walCutTransaction, .walMismatch, .bookkeepingValue, .entitySuperCycle, .entitySuperUnknown,
-            .entityTableUnlisted, .metadataPlistTooLarge, .tooManyEntities, .undecodableName:
+            .entityTableUnlisted, .metadataPlistTooLarge, .tooManyEntities, .undecodableName, .hostileSchema:
             .error
         case .strayWal, .hotJournal, .orphanSidecar, .metadataPlistNull,
             .entityTableMissing, .externalDataOrphan, .layoutNotFound, .staleMarker, .leftoverTempStore,
@@ -104,7 +105,9 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
     /// preferences file holding garbage is bad input (2); any other error is "problems found" (1).
     public var exitStatus: ExitStatus {
         switch self {
-        case .markerMalformed, .markerEmpty, .markerTrailingNewline, .preferencesMalformed, .undecodableName: .badInput
+        case .markerMalformed, .markerEmpty, .markerTrailingNewline, .preferencesMalformed, .undecodableName,
+            .hostileSchema:
+            .badInput
         default: severity == .error ? .problemsFound : .ok
         }
     }
@@ -209,6 +212,8 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
         case .tooManyEntities: "Z_PRIMARYKEY over 65,536 rows: not a model; only the first 65,536 are read"
         case .undecodableName:
             "a name in the layout is not valid UTF-8 (or holds U+F700...U+F7FF): APFS and HFS+ never store one, so the copy was damaged; nothing below it is read, and every changing command refuses"
+        case .hostileSchema:
+            "a schema text that is not one accepted CREATE statement (a second statement, TEMP, another schema, a costly function in a table or index), or expressions past the step budget: never run, nothing written (exit 2)"
         }
     }
 
