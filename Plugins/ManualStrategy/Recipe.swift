@@ -143,11 +143,11 @@ public struct LoadedRecipe: Sendable {
                 let looked = search.map {
                     FileStatus.resolve($0.path)?.kind == .directory ? $0.path : "\($0.path) (absent)"
                 }
+                // The name first, then where it was looked for: "recipe X not found: looked in ...".
                 throw USMError.notFound(
-                    path: reference,
-                    what:
-                        "recipe (looked in \(looked.isEmpty ? "no folder: set USM_REPAIR_RECIPES" : looked.joined(separator: ", ")))"
-                )
+                    path:
+                        "looked in \(looked.isEmpty ? "no folder (set USM_REPAIR_RECIPES)" : looked.joined(separator: ", "))",
+                    what: "recipe \(reference)")
             }
             url = found
         }

@@ -147,8 +147,8 @@ struct CommandContext {
         if code != .ok { throw ExitCode(code.rawValue) }
     }
 
-    /// Runs a `status` or `check` inspection and prints its report.
-    func report(_ inspection: Inspection) throws {
+    /// Runs a `status` or `check` inspection and prints its report (`text`, when given, prints it instead).
+    func report(_ inspection: Inspection, text: ((StatusReport, Terminal) -> Void)? = nil) throws {
         var inspection = inspection
         inspection.records = OperationRecords(stateFolder: stateFolder)
         inspection.strategies = strategyResolver
@@ -157,6 +157,7 @@ struct CommandContext {
                 try inspection.run(progress: terminal.progress)
             },
             text: { report, terminal in
+                if let text { return text(report, terminal) }
                 ReportPrinter(terminal: terminal, verbose: output.verbose, quiet: output.quiet).print(report)
             }, status: { $0.exitCode }, json: { report, write in try report.writeJSON(write) })
     }
@@ -173,17 +174,25 @@ struct CommandContext {
         try perform(
             { terminal -> MaintenanceRun.Report in
                 let planned = try operation.plan(dryRun: flags.dryRun)
-                let preview = operation.report(
+                var preview = operation.report(
                     planned.plan, before: planned.report, result: nil, after: nil, recovered: planned.recovered,
                     dryRun: flags.dryRun,
                     notes: planned.notes)
-                if flags.dryRun || planned.plan.isNoOp { return preview }
+                // --detailed-exitcode: a deployment script tells "done" (20) from "nothing to do" (0);
+                // the report says the code the process exits with.
+                let applied = { (report: MaintenanceRun.Report) in flags.detailedExitCode && !report.noOp }
+                if flags.dryRun || planned.plan.isNoOp {
+                    if applied(preview) { preview.exit(.applied) }
+                    return preview
+                }
                 try consent(
                     yes: flags.yes, terminal: terminal,
                     unattended: "\(maintenance.command) changes files: run it with --yes (see the plan with --dry-run)",
                     question: "Run this plan? A snapshot is taken first."
-                ) { PlanPrinter(terminal: terminal, verbose: output.verbose).print(preview) }
-                return try operation.run(planned, progress: { terminal.progressLine($0) })
+                ) { PlanPrinter(terminal: terminal, verbose: output.verbose).print(preview, preview: true) }
+                var report = try operation.run(planned, progress: { terminal.progressLine($0) })
+                if applied(report) { report.exit(.applied) }
+                return report
             },
             text: { report, terminal in
                 guard !output.quiet || report.dryRun else {
@@ -195,10 +204,7 @@ struct CommandContext {
                 }
                 PlanPrinter(terminal: terminal, verbose: output.verbose).print(report)
             },
-            status: { report in
-                // --detailed-exitcode: a deployment script tells "done" (20) from "nothing to do" (0).
-                flags.detailedExitCode && !report.noOp ? .applied : .ok
-            })
+            status: { report in ExitStatus(rawValue: report.exitCode) ?? .ok })
     }
 
     /// Consent to run a plan: `--yes`, or a yes at the prompt after `showPlan`; without a terminal

@@ -88,6 +88,12 @@ struct USMRepairCommand: ParsableCommand {
             out(topic.text)
             return 0
         }
+        if let (typed, known) = unknownSubcommand(arguments) {
+            let guess = suggestion(for: typed, among: known)
+            let hint = guess.map { "; did you mean '\($0)'?" } ?? " (known: \(known.joined(separator: ", ")))"
+            return report(
+                ValidationError("unknown command '\(typed)'\(hint)"), arguments: arguments, out: out, err: err)
+        }
         let command: ParsableCommand
         do {
             command = try parseAsRoot(arguments)
@@ -145,6 +151,53 @@ struct USMRepairCommand: ParsableCommand {
             status: wrapped.exitStatus,
             json: json, out: { out($0 + "\n") }, err: printErr)
         return wrapped.exitStatus.rawValue
+    }
+
+    /// A word where a subcommand belongs that names none (`stauts`), with the names known there;
+    /// nil when the arguments name subcommands all the way (or an option comes first: the parser decides).
+    static func unknownSubcommand(_ arguments: [String]) -> (String, [String])? {
+        var level = configuration.subcommands
+        for argument in arguments {
+            guard !argument.hasPrefix("-"), !level.isEmpty, argument != "help" else { return nil }
+            guard let next = level.first(where: { $0.configuration.commandName == argument }) else {
+                return (argument, level.compactMap { $0.configuration.commandName })
+            }
+            level = next.configuration.subcommands
+        }
+        return nil
+    }
+
+    /// The known name closest to `typed` (edit distance, a transposition counting once) when it is
+    /// close enough to be a slip: at most 2 edits, and fewer than half the word.
+    static func suggestion(for typed: String, among known: [String]) -> String? {
+        func distance(_ a: [Character], _ b: [Character]) -> Int {
+            guard !a.isEmpty, !b.isEmpty else { return max(a.count, b.count) }
+            var d = Array(repeating: Array(repeating: 0, count: b.count + 1), count: a.count + 1)
+            for i in 0...a.count { d[i][0] = i }
+            for j in 0...b.count { d[0][j] = j }
+            for i in 1...a.count {
+                for j in 1...b.count {
+                    let cost: Int = a[i - 1] == b[j - 1] ? 0 : 1
+                    let removal: Int = d[i - 1][j] + 1
+                    let insertion: Int = d[i][j - 1] + 1
+                    let change: Int = d[i - 1][j - 1] + cost
+                    var edits: Int = min(removal, min(insertion, change))
+                    if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] {
+                        edits = min(edits, d[i - 2][j - 2] + 1)
+                    }
+                    d[i][j] = edits
+                }
+            }
+            return d[a.count][b.count]
+        }
+        let word = Array(typed.lowercased())
+        var best: (name: String, edits: Int) = ("", Int.max)
+        for name in known.sorted() {
+            let edits: Int = distance(word, Array(name))
+            if edits < best.edits { best = (name, edits) }
+        }
+        guard best.edits <= 2, best.edits * 2 < max(word.count, 2) else { return nil }
+        return best.name
     }
 
     /// The subcommand path the arguments name (`bundle verify`), or `usm-repair`.

@@ -35,7 +35,11 @@ public struct FixtureStore {
         /// ANSCKRECORDMETADATA, ANSCKRECORDZONEMETADATA) as entities 16004-16006, with one record
         /// metadata row per item naming it by (ZENTITYID, ZENTITYPK).
         public var cloudKit = false
-        /// Adds com.apple.coredata.ubiquity.* keys to the metadata (a cloud store).
+        /// Makes the store a ubiquity copy shaped like the real ones (issue 32: `UserDictionary.db`
+        /// of cfe84/substitutions-sync, rljacobson/PillowData's export): com.apple.coredata.ubiquity.*
+        /// keys in the metadata (`ubiquitized` the integer 1) with
+        /// `PFUbiquitySetupOriginalStoreURLAbsoluteStringKey`, the bookkeeping tables `Y_UBMETA`,
+        /// `Y_UBRANGE` and `Y_UBKVS` with rows, and root entities' `Z_MAX` at the end of a 1024-key block.
         public var ubiquityMetadata = false
         /// Adds persistent-history tables and rows.
         public var history = false
@@ -159,6 +163,7 @@ public struct FixtureStore {
             }
             if o.history { try insertHistory(db, items: pk) }
             if o.cloudKit { try insertCloudKit(db, items: pk, books: o.books) }
+            if o.ubiquityMetadata { try Ubiquity.insertTables(db) }
             try setMax(db, o: o, itemMax: pk)
             try db.execute(
                 sql: "INSERT INTO Z_METADATA (Z_VERSION, Z_UUID, Z_PLIST) VALUES (1, ?, ?)",
@@ -174,7 +179,8 @@ public struct FixtureStore {
                         position: 1000 + i)
                 }
                 try db.execute(
-                    sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = 1", arguments: [start + o.walOnlyBooks])
+                    sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = 1",
+                    arguments: [Ubiquity.counter(start + o.walOnlyBooks, o)])
             }
         }
         // Copy while the connection is still open: the -wal holds the un-checkpointed rows exactly
@@ -342,11 +348,13 @@ public struct FixtureStore {
 
     /// The counters as Core Data keeps them: a hierarchy's on its root's row (Item), its
     /// sub-entities' rows (Book, Magazine) left at 0 (every store of the corpus with inheritance).
+    /// A ubiquity copy's root counters sit at the end of a 1024-key block (see `Ubiquity`).
     static func setMax(_ db: Database, o: Options, itemMax: Int) throws {
-        try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = 1", arguments: [itemMax])
-        try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = 4", arguments: [o.authors])
-        try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = 5", arguments: [o.shelves])
-        try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = 6", arguments: [o.tags])
+        let max = { Ubiquity.counter($0, o) }
+        try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = 1", arguments: [max(itemMax)])
+        try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = 4", arguments: [max(o.authors)])
+        try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = 5", arguments: [max(o.shelves)])
+        try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = 6", arguments: [max(o.tags)])
         if o.history {
             try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = 16001", arguments: [itemMax])
             try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = 1 WHERE Z_ENT = 16002")
@@ -370,11 +378,53 @@ public struct FixtureStore {
             "_NSAutoVacuumLevel": "2",
         ]
         if o.ubiquityMetadata {
-            dict["com.apple.coredata.ubiquity.ubiquitized"] = true
+            // An integer, not a boolean, in the real copies.
+            dict["com.apple.coredata.ubiquity.ubiquitized"] = 1
             dict["com.apple.coredata.ubiquity.token"] = Data("peer-token".utf8)
+            dict["PFUbiquitySetupOriginalStoreURLAbsoluteStringKey"] =
+                "file:///var/mobile/Applications/0C4C7F1E-5D27-4B55-9E5B-2A4B4C7E1F00/Documents/UbiquityStore.sqlite"
             dict["com.apple.coredata.ubiquity.baseline.timestamp"] = Date(timeIntervalSinceReferenceDate: 743_906_532)
         }
         return try PropertyListSerialization.data(fromPropertyList: dict, format: .binary, options: 0)
+    }
+}
+
+extension FixtureStore {
+    /// What Core Data's iOS 7+ ubiquity engine keeps in a ubiquity copy, as two public real files
+    /// hold it: `UserDictionary.db` (macOS text replacements, committed in cfe84/substitutions-sync)
+    /// and rljacobson/PillowData's export of an iOS app's synced store.
+    public enum Ubiquity {
+        /// The tables' DDL exactly as `UserDictionary.db` holds it (sic: `PRIMARY_KEY` in Y_UBRANGE,
+        /// so its `Y_PK` is no rowid alias and real rows hold NULL there).
+        public static let ddl = [
+            "CREATE TABLE Y_UBMETA (Y_PK INTEGER PRIMARY KEY ASC, YPEERID VARCHAR UNIQUE, YTRANSACTIONNUMBER INTEGER)",
+            "CREATE TABLE Y_UBRANGE (Y_PK INTEGER PRIMARY_KEY ASC, YPEERID VARCHAR, YENTITYNAME VARCHAR, YRANGESTART INTEGER, YRANGEEND INTEGER, YPEERSTART INTEGER, YPEEREND INTEGER)",
+            "CREATE TABLE Y_UBKVS (Y_PK INTEGER PRIMARY KEY ASC, YKEY VARCHAR UNIQUE, YVALUE VARCHAR)",
+        ]
+        /// The tables' names.
+        public static let tables = ["Y_UBMETA", "Y_UBRANGE", "Y_UBKVS"]
+
+        /// Creates the three tables with rows shaped like the real ones.
+        static func insertTables(_ db: Database) throws {
+            for statement in ddl { try db.execute(sql: statement) }
+            try db.execute(
+                sql: """
+                    INSERT INTO Y_UBMETA (YPEERID, YTRANSACTIONNUMBER) VALUES ('mobile~9F3C2A71-0E54-4D1B-B7A2-6C58D0E4F913', 12);
+                    INSERT INTO Y_UBMETA (YPEERID, YTRANSACTIONNUMBER) VALUES ('mac~5D0A7E42-1B39-4C86-A0F7-3E92C1D4B805', 4);
+                    INSERT INTO Y_UBRANGE (Y_PK, YPEERID, YENTITYNAME, YRANGESTART, YRANGEEND, YPEERSTART, YPEEREND)
+                        VALUES (NULL, 'mac~5D0A7E42-1B39-4C86-A0F7-3E92C1D4B805', 'Item', 1025, 2048, 1, 1024);
+                    INSERT INTO Y_UBRANGE (Y_PK, YPEERID, YENTITYNAME, YRANGESTART, YRANGEEND, YPEERSTART, YPEEREND)
+                        VALUES (NULL, 'mac~5D0A7E42-1B39-4C86-A0F7-3E92C1D4B805', 'Tag', 1025, 2048, 1, 1024);
+                    INSERT INTO Y_UBKVS (YKEY, YVALUE) VALUES ('com.apple.coredata.ubiquity.localImportComplete', '1');
+                    """)
+        }
+
+        /// A root entity's counter in a copy: the end of the 1024-key block holding `used` (the peer
+        /// range Core Data allocated), e.g. 1024 for a few hundred rows; `used` in any other store.
+        static func counter(_ used: Int, _ o: Options) -> Int {
+            guard o.ubiquityMetadata else { return used }
+            return max(1, (used + 1023) / 1024) * 1024
+        }
     }
 }
 

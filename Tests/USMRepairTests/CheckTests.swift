@@ -91,7 +91,7 @@ struct CheckTests {
         let report = try Inspection(options: LayoutOptions(appDirectory: tmp.url), depth: .check).run()
         #expect(
             report.allProblems.filter { $0.severity != .info }.map(\.code.rawValue) == [
-                "ubiquity-metadata-in-local-store"
+                "ubiquity-metadata-in-local-store", "ubiquity-tables-in-local-store",
             ])
         #expect(report.exitCode == .problemsFound)
         #expect(report.stores[0].ubiquityMetadata)

@@ -49,7 +49,11 @@ struct CommandLineTests {
         let home = try TempDir()
         // A download with its ubiquity container beside it, as a Mac keeps it (~/Library/Mobile Documents).
         try FixtureContainer.write(to: home.path("Downloads/com.example.notes.xcappdata"))
-        try FileManager.default.createDirectory(at: home.path("Library"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: home.path("Library/Preferences"), withIntermediateDirectories: true)
+        // The Mac app `status --mac-app com.example.notes` names (nothing found would be 66).
+        try FileManager.default.copyItem(
+            at: home.path("Downloads/com.example.notes.xcappdata/AppData/Library/Preferences/com.example.notes.plist"),
+            to: home.path("Library/Preferences/com.example.notes.plist"))
         try FileManager.default.createSymbolicLink(
             atPath: home.path("Library/Mobile Documents").path, withDestinationPath: "../Downloads/Mobile Documents")
         try FixtureContainer.writeDocument(at: home.path("Downloads/Trip.notesdoc"))

@@ -126,6 +126,8 @@ struct HelpExampleTests {
                 ].contains(path)
                 guard changing || readOnly else { continue }
                 if changing, !args.contains("--dry-run") { args.append("--dry-run") }
+                // The examples' home is the world's.
+                if args.contains("--mac-app"), !args.contains("--home") { args += ["--home", world.home.path] }
                 if changing, path != "snapshots prune", !args.contains("--snapshot-dir"), !args.contains("--to") {
                     args += ["--snapshot-dir", world.snapshots.url.path]
                 }
@@ -167,6 +169,12 @@ struct HelpExampleTests {
             }
             _ = try ModelFileTests.writeModel(in: tmp.url)
             try fm.createDirectory(at: tmp.path("home/Cases/4711/jo/Library"), withIntermediateDirectories: true)
+            // The Mac app the --mac-app examples name: its preferences in each home they search
+            // (a bundle ID that matches nothing is not found, 66).
+            for library in ["home/Library", "home/Cases/4711/jo/Library"] {
+                try fm.createDirectory(at: tmp.path(library + "/Preferences"), withIntermediateDirectories: true)
+                try fm.copyItem(at: notes.prefs, to: tmp.path(library + "/Preferences/com.example.notes.plist"))
+            }
             let archive = USM.run([
                 "archive", "--container", notes.root.path, "-o", tmp.path("ticket-4711.tar.zst").path,
             ])

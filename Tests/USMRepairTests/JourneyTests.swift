@@ -157,10 +157,20 @@ struct JourneyTests {
         #expect(
             left.count == 2 && left.contains("bundle.tar.zst") && left.contains { $0.hasPrefix("cloud-enable-") },
             "\(left)")
+        // A pruned snapshot's `.sha256` sidecar goes with it; the others' stay.
+        let sidecars = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter {
+            $0.hasSuffix(".sha256")
+        }
+        #expect(!sidecars.contains { $0.hasPrefix("cloud-disable-") }, "\(sidecars)")
+        #expect(sidecars.contains { $0.hasPrefix("cloud-enable-") }, "\(sidecars)")
         let all = USM.run([
             "snapshots", "prune", "--older-than", "0m", "--snapshot-dir", folder.path, "--yes", "--json",
         ])
         #expect((all.json["removed"] as? [Any])?.count == 1)
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: folder.path).filter {
+                $0.hasSuffix(".sha256") && !$0.hasPrefix("bundle.")
+            }.isEmpty, "no sidecar outlives its snapshot")
         #expect(
             SnapshotCatalog.duration("2w") == 14 * 86400 && SnapshotCatalog.duration("12h") == 43200
                 && SnapshotCatalog.duration("x") == nil)

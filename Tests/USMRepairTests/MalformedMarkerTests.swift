@@ -26,7 +26,7 @@ struct MalformedMarkerTests {
         ["delete", "cloud-store"], ["delete", "cloud-store", "--local-only"],
         ["migrate", "cloud-to-local", "--replace"],
         ["rebuild", "--from", "cloud", "--replace"], ["rebuild", "--from", "cloud", "--in-app"],
-        ["corruption", "mark"],
+        ["corruption", "mark"], ["rebuild", "--from", "local"], ["migrate", "local-to-cloud"],
     ]
 
     @Test(

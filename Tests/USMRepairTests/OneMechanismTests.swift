@@ -72,6 +72,47 @@ struct OneMechanismTests {
     }
 
     @Test(
+        "an optional install never made (no external-data folder): killed after it, recover leaves what came to lie at its place"
+    )
+    func optionalInstallNeverMadeKeepsWhatIsThere() throws {
+        let tmp = try TempDir()
+        // No external data on either side: the staged store needs no external-data folder.
+        var s = FixtureStore.Options()
+        s.externalCovers = 0
+        try FixtureStore.write(to: tmp.path("src/S.sqlite"), s)
+        var d = FixtureStore.Options()
+        d.externalCovers = 0
+        d.storeUUID = "11111111-2222-4333-8444-555555555555"
+        try FixtureStore.write(to: tmp.path("dst/D.sqlite"), d)
+        let (source, destination) = (tmp.path("src/S.sqlite"), tmp.path("dst/D.sqlite"))
+        let steps = try Self.planSteps(source, destination)
+        let optional = try #require(
+            steps.firstIndex {
+                if case .install(_, _, true) = $0.action { return true }
+                return false
+            })
+        guard case let .install(_, place, _) = steps[optional].action else { return }
+        #expect(FileStatus.lookup(place) == nil, "the destination has no external-data folder")
+        let killed = USM.run(
+            ["migrate-store", source.path, destination.path, "--overwrite", "--yes"],
+            hooks: .interrupt(after: optional))
+        #expect(killed.status == PlanExecutor.Hooks.interruptedStatus, "\(killed.stderr)")
+        #expect(FileStatus.lookup(place) == nil, "nothing was installed there")
+        // The customer's folder comes to lie where nothing was installed (the app, a copy back).
+        let keep = URL(fileURLWithPath: place).appendingPathComponent("customer.bin")
+        try FileManager.default.createDirectory(atPath: place, withIntermediateDirectories: true)
+        try Data("the customer's".utf8).write(to: keep)
+        let recovered = USM.run(["recover", "--store", destination.path, "--json"])
+        #expect(recovered.status == 0, "\(recovered.stderr)")
+        #expect(
+            (recovered.json["recovered"] as? [[String: Any]])?.first?["outcome"] as? String == "undone",
+            "\(recovered.stdout)")
+        #expect(
+            FileManager.default.contents(atPath: keep.path) == Data("the customer's".utf8),
+            "the undo moved only what the operation installed")
+    }
+
+    @Test(
         "restore --to killed after every step: recover gives the old folder byte for byte, or the restored one; nothing left"
     )
     func restoreToKilledAfterEveryStep() throws {

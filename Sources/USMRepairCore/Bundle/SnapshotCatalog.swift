@@ -76,17 +76,23 @@ public enum SnapshotCatalog {
     }
 
     /// Removes the snapshot files `entries` names, each only while it is still the regular file
-    /// listed (a link or another kind of item there is left alone). Returns the paths removed.
+    /// listed (a link or another kind of item there is left alone), with its `.sha256` sidecar
+    /// (when that is a regular file). Returns the paths removed.
     /// - Throws: `writeFailed` naming the first file that could not be removed (those before it are gone).
     public static func remove(_ entries: [Entry]) throws -> [String] {
         var removed: [String] = []
         for entry in entries {
             guard FileStatus.lookup(entry.path)?.kind == .file else { continue }
-            let result = FileSystemPath.withCString(entry.path) { unlink($0) }
-            guard result == 0 else {
-                throw USMError.writeFailed(path: entry.path, reason: "cannot remove it: \(errnoDescription())")
+            // The sidecar first: a sidecar left without its archive would be a stray file; an
+            // archive left without its sidecar is still listed (and pruned) the next time.
+            let sidecar = entry.path + ".sha256"
+            for path in [sidecar, entry.path] where FileStatus.lookup(path)?.kind == .file {
+                let result = FileSystemPath.withCString(path) { unlink($0) }
+                guard result == 0 else {
+                    throw USMError.writeFailed(path: path, reason: "cannot remove it: \(errnoDescription())")
+                }
+                removed.append(path)
             }
-            removed.append(entry.path)
         }
         if let folder = entries.first.map({ URL(fileURLWithPath: $0.path).deletingLastPathComponent() }) {
             FileSync.directory(folder)

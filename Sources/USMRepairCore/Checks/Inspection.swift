@@ -136,7 +136,10 @@ public struct Inspection: Sendable {
         // Each changing command the advice gives is planned as its dry run would be, and kept only
         // when it holds (verified advice needs the strategies, which the command layer supplies).
         if let strategies, !layout.isSingleStore {
-            report.advice = Advice.verified(suggestions, layout: layout, report: report, strategies: strategies)
+            report.actions = Advice.verified(suggestions, layout: layout, report: report, strategies: strategies)
+            report.advice = report.actions.map(\.text)
+        } else {
+            report.actions = Advice.actions(suggestions)
         }
         return report
     }

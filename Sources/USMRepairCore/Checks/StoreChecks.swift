@@ -59,6 +59,18 @@ enum StoreChecks {
         return problems
     }
 
+    /// Core Data's iCloud bookkeeping tables (`UbiquityTables`) in the store the app opens when iCloud
+    /// is off. They belong in a ubiquity copy, where nothing is said against them.
+    static func ubiquityTableProblems(_ tables: [String], role: StoreReport.Role) -> [Problem] {
+        guard role == .local, !tables.isEmpty else { return [] }
+        return [
+            Problem(
+                .ubiquityTablesInLocalStore,
+                "the local store holds Core Data's iCloud bookkeeping tables (\(tables.joined(separator: ", "))), the sync state of the copy it was made from; a store written by UbiquityStoreManager's own migration has none, and whether Core Data treats a store holding them as still ubiquitous is not known",
+                subject: tables.joined(separator: ", "), count: tables.count)
+        ]
+    }
+
     /// Entity tables lacking `Z_PK` or `Z_ENT`: reported, and left out of every check that needs them.
     static func shapeProblems(schema: CoreDataSchema) -> [Problem] {
         schema.entityTables.compactMap { table in

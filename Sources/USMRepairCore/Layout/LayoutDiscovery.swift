@@ -274,7 +274,16 @@ struct Discovery {
     private mutating func readPreferences(_ url: URL?, containerRoot: URL?) -> Preferences? {
         guard let url else { return nil }
         do {
-            if let root = containerRoot { try Confinement(root: root).check(url) }
+            // Preferences found in the container stay inside it; an explicit --prefs wins over the
+            // search (README): outside the container it is confined to its own folder, a link
+            // leading out of that folder still refused.
+            if let root = containerRoot,
+                options.preferences == nil || Confinement.isInside(url.standardizedFileURL.path, root.path)
+            {
+                try Confinement(root: root).check(url)
+            } else if options.preferences != nil {
+                try Confinement(root: url.deletingLastPathComponent()).check(url)
+            }
             return try Preferences.read(url)
         } catch let error as USMError {
             // A download without preferences is normal.

@@ -205,6 +205,7 @@ extension Discovery {
             problems.append(Problem(.unreadable, "cannot search \(path) for the app's data: \(reason)", subject: path))
             status = status.worst(.ioError)
         }
+        reportLinks(in: found, home: home)
         if found.appFolder.path == nil, found.cloudFolder.path == nil, found.preferences.path == nil,
             options.appDirectory == nil, options.cloudDirectory == nil, options.preferences == nil
         {
@@ -213,7 +214,42 @@ extension Discovery {
                     .layoutNotFound,
                     "no data of the Mac app \(bundleID) found below \(home.path): \(found.appFolder.how); \(found.preferences.how)",
                     subject: home.path))
+            // Nothing of the app named: a clear not-found (66), never a report of an empty layout.
+            status = status.worst(.notFound)
         }
         return found
+    }
+
+    /// Every folder on the way from the home folder to what the search found (`Library`,
+    /// `Library/Containers`, `Library/Mobile Documents`..., and the app folder, preferences and
+    /// ubiquity container themselves), checked as the folders of a download are: a symlink leading
+    /// out of the home folder is reported (`symlink-escapes`, exit 3; README), so that no command
+    /// reads or changes another folder through it (changing commands refuse, naming it).
+    private mutating func reportLinks(in found: MacApp, home: URL) {
+        let confinement = Confinement(root: home)
+        let homeParts = FileSystemPath.components(home.path).count
+        var seen = Set<[UInt8]>()
+        // What a flag names instead (`--app-dir`, `--prefs`, `--cloud-dir`) is not reached through the search.
+        let targets = [
+            options.appDirectory == nil ? found.appFolder.path : nil,
+            options.preferences == nil ? found.preferences.path ?? found.preferencesFolder : nil,
+            options.cloudDirectory == nil ? found.cloudFolder.path : nil,
+        ]
+        for target in targets.compactMap({ $0 }) where Confinement.isInside(target, home.path) {
+            var current = home.path
+            for part in FileSystemPath.components(target).dropFirst(homeParts) {
+                current += (current.hasSuffix("/") ? "" : "/") + part
+                guard seen.insert(current.pathKey).inserted else { continue }
+                guard let item = FileStatus.lookup(current) else { break }
+                guard item.kind == .symlink else { continue }
+                let url = URL(fileURLWithPath: current)
+                guard !confinement.contains(url) else { continue }
+                let error = USMError.symlinkEscapes(
+                    path: current, target: url.resolvingSymlinksInPath().path, root: home.path)
+                problems.append(Problem(.symlinkEscapes, error.message, subject: current))
+                status = status.worst(.refused)
+                break
+            }
+        }
     }
 }

@@ -110,6 +110,17 @@ public struct Preferences: Sendable, Equatable {
                 expected: "a plist whose \(cloudEnabledKey) is a boolean (it holds a value of another type)")
         }
         let caches = scan.caches.compactMap { cachedStoreUUID(key: $0.key, value: $0.value as Any? ?? NSNull()) }
+        // A cache key names the ubiquity container by its full path (the app writes it from the
+        // container's URL): one that is not a plain absolute path (`..`, `.`, an empty part, a
+        // relative path, a NUL) is not the app's writing, and is never used as a path (README:
+        // preferences-malformed, bad input, exit 2).
+        if let bad = caches.first(where: { !isPlainAbsolutePath($0.containerPath) }) {
+            throw USMError.wrongKind(
+                path: url.path,
+                expected:
+                    "a plist whose cached StoreUUID keys name the ubiquity container by a plain absolute path (the key \"\(bad.key)\" does not: a path read from the preferences is never used unless it is absolute, without . or .. or empty parts)"
+            )
+        }
         let maps = scan.accountMaps.map { AccountMap(contentName: $0.key, containerIDs: $0.ids) }
         return Preferences(
             path: url.path, cloudEnabled: enabled, hasKey: enabled != nil, isXML: scan.xml,
@@ -134,6 +145,14 @@ public struct Preferences: Sendable, Equatable {
         } catch let error as PreferencesReader.Malformed {
             throw USMError.wrongKind(
                 path: url.path, expected: "a property list dictionary (binary or XML): \(error.reason)")
+        }
+    }
+
+    /// True for `/a/b/c`: absolute, each part neither empty, `.` nor `..`, no NUL.
+    static func isPlainAbsolutePath(_ path: String) -> Bool {
+        guard path.hasPrefix("/"), path.count > 1, !path.utf8.contains(0) else { return false }
+        return path.utf8.dropFirst().split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).allSatisfy {
+            !$0.isEmpty && !$0.elementsEqual(".".utf8) && !$0.elementsEqual("..".utf8)
         }
     }
 

@@ -103,6 +103,8 @@ public struct MigrationReport: Sendable, Encodable {
     public var verification = Verification()
     /// Seconds per phase: `capture`, `strategy`, `identity`, `verify`, `install`, `total`.
     public var durations: [String: Double] = [:]
+    /// The process's exit status: `ok`, or `applied` (20) with `--detailed-exitcode`.
+    public var exitStatus: ExitStatus = .ok
 
     /// Creates a report.
     public init(strategy: String, mode: String, dryRun: Bool, source: StoreRef, destination: StoreRef) {
@@ -142,7 +144,7 @@ public struct MigrationReport: Sendable, Encodable {
         try c.encode(countersRaised, forKey: .countersRaised)
         try c.encode(verification, forKey: .verification)
         try c.encode(durations, forKey: .durations)
-        try c.encode(ExitStatus.ok.rawValue, forKey: .exitCode)
-        try c.encode(ExitStatus.ok.name, forKey: .exitStatus)
+        try c.encode(exitStatus.rawValue, forKey: .exitCode)
+        try c.encode(exitStatus.name, forKey: .exitStatus)
     }
 }

@@ -131,6 +131,14 @@ struct MigrationVerifier {
                 path: staged.path,
                 detail: "ubiquity metadata is still present (\(introduced.sorted().joined(separator: ", ")))")
         }
+        // A store left without ubiquity metadata is a local store: no iCloud bookkeeping table either.
+        if report.verification.ubiquityKeys.isEmpty, policy != .reported, let tables = result.tables?.ubiquity,
+            !tables.isEmpty
+        {
+            throw USMError.verificationFailed(
+                path: staged.path,
+                detail: "Core Data's iCloud bookkeeping tables are still present (\(tables.joined(separator: ", ")))")
+        }
 
         // Rows per entity.
         let sourceRows = Dictionary(source.report.entities.map { ($0.name, $0.rows) }, uniquingKeysWith: +)

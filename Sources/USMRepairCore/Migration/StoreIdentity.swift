@@ -26,6 +26,8 @@ enum StoreIdentity {
     struct Result {
         let storeUUID: String?
         let ubiquityKeys: [String]
+        /// Core Data's ubiquity bookkeeping tables left out (`UbiquityTables`), with their rows.
+        let droppedTables: [UbiquityTables.Table]
         let notes: [String]
     }
 
@@ -128,7 +130,19 @@ enum StoreIdentity {
                 try db.execute(sql: "UPDATE Z_METADATA SET Z_UUID = ?", arguments: [uuid])
             }
             let keys = (result?.keys).map { $0.filter(StoreMetadata.isUbiquityKey).sorted() } ?? []
-            return Result(storeUUID: uuid, ubiquityKeys: keys, notes: notes)
+            // A store without ubiquity metadata is a local store: the bookkeeping of the copy it
+            // came from (which peer sent what, key ranges) describes a sync it no longer takes part in.
+            var dropped: [UbiquityTables.Table] = []
+            if keys.isEmpty {
+                dropped = try UbiquityTables.drop(db)
+                if !dropped.isEmpty {
+                    let list = dropped.map { "\($0.name) (\($0.rows) rows)" }.joined(separator: ", ")
+                    notes.append(
+                        "Core Data's iCloud bookkeeping tables left out of the local store: \(list); UbiquityStoreManager's own migration (NSPersistentStoreRemoveUbiquitousMetadataOption) writes a store without them"
+                    )
+                }
+            }
+            return Result(storeUUID: uuid, ubiquityKeys: keys, droppedTables: dropped, notes: notes)
         }
     }
 }

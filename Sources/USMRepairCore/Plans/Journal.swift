@@ -16,7 +16,19 @@ struct Journal {
         var step: Int?
         /// For the snapshot step: where the snapshot was written.
         var snapshot: String?
+        /// For the `begin` of an install step: the identity of what it moves into place
+        /// (`<device>:<inode>` of the staged item, which a rename keeps), or `absent` when there
+        /// is nothing to install (an optional item never made). Its undo moves back only that.
+        var installs: String?
     }
+
+    /// The identity `installs` records for the item at `path`: `<device>:<inode>`, or `absent`.
+    static func identity(of path: String) -> String {
+        FileStatus.lookup(path).map { "\($0.device):\($0.inode)" } ?? absent
+    }
+
+    /// What `installs` records when nothing was installed.
+    static let absent = "absent"
 
     static let planName = "plan.json"
     static let journalName = "journal.jsonl"
@@ -74,6 +86,8 @@ struct Journal {
     struct State: Equatable {
         /// Steps whose `begin` was recorded.
         var begun = Set<Int>()
+        /// For install steps that began: the identity of what each moves into place (`installs`).
+        var installs: [Int: String] = [:]
         /// Steps whose `done` was recorded.
         var done = Set<Int>()
         /// True when `committed` was recorded.
@@ -104,7 +118,11 @@ struct Journal {
             }
             if let step = event.step, !(0..<stepCount).contains(step) { return }
             switch event.event {
-            case .begin: if let step = event.step { state.begun.insert(step) }
+            case .begin:
+                if let step = event.step {
+                    state.begun.insert(step)
+                    if let installs = event.installs { state.installs[step] = installs }
+                }
             case .done:
                 if let step = event.step { state.done.insert(step) }
                 if let snapshot = event.snapshot { state.snapshot = snapshot }

@@ -170,7 +170,8 @@ public struct Ledger: Sendable, Codable, Equatable {
                 case "new"?: "a new cloud store"
                 case let uuid?: "cloud store \(uuid)"
                 }
-            return "\(what), \(objects.map { "\($0) object\($0 == 1 ? "" : "s")" } ?? "objects unknown")"
+            return
+                "\(what), \(objects.map { "\(Ledger.grouped($0)) object\($0 == 1 ? "" : "s")" } ?? "objects unknown")"
         }
     }
 
@@ -178,8 +179,38 @@ public struct Ledger: Sendable, Codable, Equatable {
     public let before: Shows
     public let after: Shows
 
-    /// The line a person reads first.
-    public var headline: String { "The app shows \(before.text) now; after this, \(after.text)." }
+    /// The line a person reads first (as a plan).
+    public var headline: String { headline(done: false) }
+
+    /// The line a person reads first: what the app shows before and after, and, when the app
+    /// opens another store afterwards, what leaves the customer's view and what comes into it
+    /// (the totals alone hide that: 20 objects → 18 can be 15 leaving and 13 arriving). In the
+    /// past tense once the plan ran.
+    public func headline(done: Bool) -> String {
+        var line =
+            done
+            ? "The app showed \(before.text) before; now it shows \(after.text)."
+            : "The app shows \(before.text) now; after this, \(after.text)."
+        if before.store != after.store, let leaving = before.objects, let arriving = after.objects {
+            let objects = { (n: Int) in "\(Ledger.grouped(n)) object\(n == 1 ? "" : "s")" }
+            line +=
+                done
+                ? " The \(objects(leaving)) of the store it opened left the customer's view and the \(objects(arriving)) of the store it opens now came into it."
+                : " The \(objects(leaving)) of the store it opens now leave the customer's view and the \(objects(arriving)) of the store it will open come into it."
+        }
+        return line
+    }
+
+    /// A count as people read it: thousands grouped (`1,234,567`).
+    public static func grouped(_ n: Int) -> String {
+        let digits = String(n.magnitude)
+        var out = ""
+        for (i, c) in digits.enumerated() {
+            if i > 0, (digits.count - i) % 3 == 0 { out.append(",") }
+            out.append(c)
+        }
+        return (n < 0 ? "-" : "") + out
+    }
 
     /// The objects of a store report (its user entities: history and CloudKit bookkeeping rows are
     /// not objects the app shows), when it was counted.

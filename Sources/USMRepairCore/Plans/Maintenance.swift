@@ -257,4 +257,52 @@ public enum ShellWords {
     }
 
     static let special = CharacterSet(charactersIn: " \t\n'\"$`\\!*?&;|<>()[]{}#")
+
+    /// The words of `line` as a POSIX shell splits them (single and double quotes, backslashes);
+    /// nil when a quote is left open or the line holds what a shell would read as more than words
+    /// (`;`, `|`, `&`, `<`, `>`, `$`, a backquote, outside quotes).
+    public static func split(_ line: String) -> [String]? {
+        var words: [String] = []
+        var word = ""
+        var inWord = false
+        var quote: Character?
+        var escaped = false
+        for c in line {
+            if escaped {
+                word.append(c)
+                escaped = false
+                continue
+            }
+            switch quote {
+            case "'":
+                if c == "'" { quote = nil } else { word.append(c) }
+                continue
+            case "\"":
+                if c == "\"" { quote = nil } else if c == "\\" { escaped = true } else { word.append(c) }
+                continue
+            default:
+                break
+            }
+            switch c {
+            case " ", "\t", "\n":
+                if inWord { words.append(word) }
+                word = ""
+                inWord = false
+            case "'", "\"":
+                quote = c
+                inWord = true
+            case "\\":
+                escaped = true
+                inWord = true
+            case ";", "|", "&", "<", ">", "$", "`":
+                return nil
+            default:
+                word.append(c)
+                inWord = true
+            }
+        }
+        guard quote == nil, !escaped else { return nil }
+        if inWord { words.append(word) }
+        return words
+    }
 }

@@ -49,8 +49,16 @@ public struct MaintenanceRun {
         /// What to do next, in words: which folder goes back to the device and how, and what must
         /// be changed on the customer's Mac instead (the ubiquity container). See `NextStep`.
         public let nextStep: String
-        public let exitCode: Int32 = 0
-        public let exitStatus = "ok"
+        /// The code the process exits with (20, `applied`, with `--detailed-exitcode` when files
+        /// were changed or, in a dry run, would be) and its name.
+        public var exitCode: Int32 = 0
+        public var exitStatus = "ok"
+
+        /// Sets the exit code and its name together.
+        public mutating func exit(_ status: ExitStatus) {
+            exitCode = status.rawValue
+            exitStatus = status.name
+        }
     }
 
     /// The next launch around an operation.
@@ -175,7 +183,8 @@ public struct MaintenanceRun {
         }
         return Report(
             command: maintenance.commandPath, operation: plan.operation, dryRun: dryRun, noOp: plan.isNoOp,
-            changed: result != nil && !plan.isNoOp, ledger: ledger, headline: ledger?.headline, planID: plan.id,
+            changed: result != nil && !plan.isNoOp, ledger: ledger,
+            headline: ledger?.headline(done: result != nil && !plan.isNoOp), planID: plan.id,
             roots: plan.roots,
             steps: steps,
             notes: plan.notes + extra + Self.buildNotes(result) + (result?.leftovers ?? []).map(Self.leftoverNote)

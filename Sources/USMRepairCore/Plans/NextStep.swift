@@ -58,8 +58,22 @@ public enum NextStep {
         func root(_ name: String) -> URL? {
             plan.roots.first { $0.name == name }.map { URL(fileURLWithPath: $0.path, isDirectory: true) }
         }
-        return LayoutOptions(
-            appDirectory: root("app") ?? root("preferences") ?? root("container"), cloudDirectory: root("cloud"))
+        let app = root("app") ?? root("preferences") ?? root("container")
+        // The download the snapshot's folders lie in (`.xcappdata`, a backup's `AppDomain-...`):
+        // what goes back to the device, not the deepest folder the plan works in.
+        var container = root("container")
+        if container == nil, let app {
+            var folder = app.standardizedFileURL
+            while folder.pathComponents.count > 1 {
+                let name = folder.lastPathComponent
+                if name.hasSuffix(".xcappdata") || name.hasPrefix("AppDomain-") {
+                    container = folder
+                    break
+                }
+                folder = folder.deletingLastPathComponent()
+            }
+        }
+        return LayoutOptions(appDirectory: app, cloudDirectory: root("cloud"), container: container)
     }
 
     /// How the layout's data arrived.

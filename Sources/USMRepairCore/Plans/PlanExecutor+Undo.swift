@@ -13,7 +13,7 @@ extension PlanExecutor {
     /// never goes back beside a newcomer's main file), and the operation stays pending.
     /// - Throws: `recoveryConflict` (something new where an item must return), `recoveryRefused`
     ///   (an item in the trash is not what was retired).
-    static func undo(_ plan: Plan, begun: Set<Int>) throws {
+    static func undo(_ plan: Plan, begun: Set<Int>, installs: [Int: String] = [:]) throws {
         // What would be where once the undo ran (paths not in here: as they are now).
         var present: [[UInt8]: Bool] = [:]
         func exists(_ path: String) -> Bool { present[path.pathKey] ?? (FileStatus.lookup(path) != nil) }
@@ -22,9 +22,20 @@ extension PlanExecutor {
         var foreign: [String] = []
         for index in plan.steps.indices.reversed() {
             switch plan.steps[index].action {
-            case let .install(staged, path, _):
+            case let .install(staged, path, optional):
                 // Only a step that began: otherwise what is at `path` was never ours to take away.
                 guard begun.contains(index), exists(path), !exists(staged) else { break }
+                // And only the item it installed (its identity recorded as the step began): an
+                // optional item never made installed nothing, and whatever lies at its place
+                // (the customer's) stays. A journal without the record (an older version's)
+                // is trusted for a required item only.
+                if let identity = installs[index] {
+                    guard identity != Journal.absent, present[path.pathKey] == nil,
+                        Journal.identity(of: path) == identity
+                    else { break }
+                } else if optional {
+                    break
+                }
                 moves.append((path, staged))
                 present[path.pathKey] = false
                 present[staged.pathKey] = true

@@ -172,7 +172,11 @@ public struct PlanExecutor {
             let stepStart = Date()
             var done = Journal.Event(event: .done, step: index)
             do {
-                try journal.append(.init(event: .begin, step: index))
+                var begin = Journal.Event(event: .begin, step: index)
+                // What an install moves into place, recorded before it moves: its undo takes
+                // back that item only, never another that came to lie at its place.
+                if case let .install(staged, _, _) = step.action { begin.installs = Journal.identity(of: staged) }
+                try journal.append(begin)
                 switch step.action {
                 case .snapshot:
                     let file = try Snapshot.take(
@@ -250,7 +254,7 @@ public struct PlanExecutor {
                 // (its trash may hold the user's files) for `recover`.
                 let state = Journal.state(in: journal.folder, stepCount: plan.steps.count)
                 do {
-                    try Self.undo(plan, begun: state.begun)
+                    try Self.undo(plan, begun: state.begun, installs: state.installs)
                     // Nothing is discarded that was not put back (a trash swapped or filled meanwhile).
                     try Self.refuseLeftovers(plan)
                 } catch {
@@ -368,7 +372,7 @@ public struct PlanExecutor {
                 try purge(plan, journal: journal)
             } else {
                 do {
-                    try Self.undo(plan, begun: pending.journal.begun)
+                    try Self.undo(plan, begun: pending.journal.begun, installs: pending.journal.installs)
                     // "Undone" only when the trash is empty: an item no step put back (a journal
                     // emptied, cut short or replaced) keeps the folder, and recovery refuses.
                     try Self.refuseLeftovers(plan)

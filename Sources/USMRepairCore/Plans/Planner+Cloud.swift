@@ -164,6 +164,9 @@ extension Planner {
         salvage: SalvageChoice? = nil
     ) throws {
         let cloud = try requireCloud("rebuild --from local", "its markers decide what the app does")
+        // A malformed active marker names no store: which store the local store would abandon
+        // cannot be known, so the data-first check cannot run (bad input, exit 2; nothing changed).
+        _ = try targetUUID(named: nil)
         guard let local, localExists else {
             throw USMError.preconditionFailed("there is no healthy local store to seed the new cloud store from")
         }

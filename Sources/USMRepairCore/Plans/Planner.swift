@@ -96,7 +96,9 @@ public struct Planner {
         // A link leading out of the layout where discovery looked: what lies behind it cannot be
         // judged, and no plan may walk it (README: refused, exit 3).
         if let escape = layout.problems.first(where: { $0.code == .symlinkEscapes }), let path = escape.subject {
-            let root = layout.planRoots.first { FileSystemPath.isInside(path, $0.path) }?.path ?? "the layout"
+            let root =
+                layout.planRoots.first { FileSystemPath.isInside(path, $0.path) }?.path ?? layout.macApp?.home
+                ?? "the layout"
             throw USMError.symlinkEscapes(
                 path: path, target: URL(fileURLWithPath: path).resolvingSymlinksInPath().path, root: root)
         }

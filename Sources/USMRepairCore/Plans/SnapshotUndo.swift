@@ -249,8 +249,16 @@ extension SnapshotUndo {
         public let seconds: Double
         /// What to do next, in words: the folders put back go to the device as they came (see `NextStep`).
         public let nextStep: String
-        public let exitCode: Int32 = 0
-        public let exitStatus = "ok"
+        /// The code the process exits with (20, `applied`, with `--detailed-exitcode` when files
+        /// were changed or, in a dry run, would be) and its name.
+        public var exitCode: Int32 = 0
+        public var exitStatus = "ok"
+
+        /// Sets the exit code and its name together.
+        public mutating func exit(_ status: ExitStatus) {
+            exitCode = status.rawValue
+            exitStatus = status.name
+        }
     }
 
     /// Plans the undo, recovering first what a kill left pending in its folders (a dry run

@@ -17,8 +17,18 @@ public enum Advice {
         public var consent = DataConsent()
         /// What the command is for, for the sentence that replaces a refused one (nil: dropped when refused).
         public var goal: String?
+        /// The command as typed in `text`, as an argument list (nil when the sentence names none).
+        public var argv: [String]?
 
-        init(_ text: String) { self.text = text }
+        init(_ text: String) {
+            self.text = text
+            // A sentence ending in a command: "Why: usm-repair ...".
+            if let range = text.range(of: ": usm-repair "),
+                let words = ShellWords.split(String(text[range.upperBound...]))
+            {
+                argv = ["usm-repair"] + words
+            }
+        }
 
         init(
             goal: String, command: Maintenance, consent: DataConsent = DataConsent(), flags: String,
@@ -28,14 +38,40 @@ public enum Advice {
             let typed = ["usm-repair", command.commandLine(consent: consent), flags, "--dry-run"].filter { !$0.isEmpty }
                 .joined(separator: " ")
             text = "\(goal): \(typed)\(then)"
+            argv = ShellWords.split(typed)
             self.command = command
             self.consent = consent
             self.goal = explainRefusal ? goal : nil
         }
     }
 
+    /// One piece of advice as a script reads it (`actions` in JSON): the sentence, why, the command
+    /// as an argument list, and whether the dry run of a changing command was accepted.
+    public struct Action: Sendable, Encodable, Equatable {
+        public let text: String
+        /// What it is for: the sentence before the command.
+        @NullEncoded public var why: String?
+        /// The command as an argument list (`usm-repair` first), null when the advice names none.
+        @NullEncoded public var command: [String]?
+        /// `accepted` (a changing command's dry run planned it), `refused` (the text then says why,
+        /// and `command` is the refused one), or null (not a changing command, or not planned).
+        @NullEncoded public var dryRun: String?
+
+        init(_ suggestion: Suggestion, dryRun: String?, text: String? = nil) {
+            self.text = text ?? suggestion.text
+            why =
+                suggestion.goal
+                ?? suggestion.text.range(of: ": usm-repair ").map { String(suggestion.text[..<$0.lowerBound]) }
+            command = suggestion.argv
+            self.dryRun = dryRun
+        }
+    }
+
     /// The advice as plain sentences, unverified (for callers that cannot plan: a bundle's report).
     static func lines(_ suggestions: [Suggestion]) -> [String] { suggestions.map(\.text) }
+
+    /// The advice as actions, unverified.
+    static func actions(_ suggestions: [Suggestion]) -> [Action] { suggestions.map { Action($0, dryRun: nil) } }
 
     /// The suggestions whose commands hold: each changing command planned on this layout and
     /// report as its dry run would be; refused ones replaced by the reason (or dropped), ones that
@@ -44,13 +80,13 @@ public enum Advice {
     public static func verified(
         _ suggestions: [Suggestion], layout: Layout, report: StatusReport, strategies: StrategyResolver
     )
-        -> [String]
+        -> [Action]
     {
         let pending = !PlanExecutor.pending(in: layout.planRoots).isEmpty
-        var lines: [String] = []
+        var lines: [Action] = []
         for suggestion in suggestions {
             guard let command = suggestion.command else {
-                lines.append(suggestion.text)
+                lines.append(Action(suggestion, dryRun: nil))
                 continue
             }
             if pending { continue }
@@ -60,13 +96,16 @@ public enum Advice {
                     layout: layout, report: report, strategies: strategies, consent: suggestion.consent
                 ).plan(command)
                 if plan.isNoOp || Self.worse(plan) { continue }
-                lines.append(suggestion.text)
+                lines.append(Action(suggestion, dryRun: "accepted"))
             } catch {
                 guard let goal = suggestion.goal else { continue }
                 let reason = (error as? USMError)?.message ?? String(describing: error)
                 lines.append(
-                    "\(goal): not as things are, since `\(command.commandLine(consent: suggestion.consent))` refuses: \(reason)"
-                )
+                    Action(
+                        suggestion, dryRun: "refused",
+                        text:
+                            "\(goal): not as things are, since `\(command.commandLine(consent: suggestion.consent))` refuses: \(reason)"
+                    ))
             }
         }
         return lines
@@ -235,6 +274,11 @@ public enum Advice {
             if storeCodes.contains(.ubiquityMetadataInLocalStore) {
                 say(
                     "The local store still carries iCloud metadata; Core Data will treat it as tied to an iCloud account."
+                )
+            }
+            if storeCodes.contains(.ubiquityTablesInLocalStore) {
+                say(
+                    "The local store holds Core Data's iCloud bookkeeping tables (Y_UB*), the sync state of the copy it was made from. To write it anew without them, copy its file set aside and run: usm-repair migrate-store COPY \(ShellWords.quote(store.path)) --overwrite --recipe strip-ubiquity"
                 )
             }
         }

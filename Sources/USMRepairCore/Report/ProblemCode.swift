@@ -24,6 +24,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
     case metadataPlistNull = "metadata-plist-null"
     case metadataPlistMalformed = "metadata-plist-malformed"
     case ubiquityMetadataInLocalStore = "ubiquity-metadata-in-local-store"
+    case ubiquityTablesInLocalStore = "ubiquity-tables-in-local-store"
     case entityTableShape = "entity-table-shape"
     case entityTableMissing = "entity-table-missing"
     case entityNull = "entity-null"
@@ -94,7 +95,8 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
             .modelCacheTooLarge,
             .markerVersionIgnored, .corruptionMarkerIgnored, .cachedUUIDOtherVersion, .cachedUUIDAmbiguous,
             .severalCopies,
-            .cloudContainerUnconfirmed, .cachedUUIDWithoutMarker, .dataElsewhere, .seedCopySidecar:
+            .cloudContainerUnconfirmed, .cachedUUIDWithoutMarker, .dataElsewhere, .seedCopySidecar,
+            .ubiquityTablesInLocalStore:
             .warning
         case .walHeaderWithoutWal, .cloudContainerMissing, .cachedUUIDSeveralKeys:
             .info
@@ -138,6 +140,8 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
         case .metadataPlistNull: "Z_METADATA.Z_PLIST is NULL"
         case .metadataPlistMalformed: "Z_METADATA.Z_PLIST is not a plist dictionary"
         case .ubiquityMetadataInLocalStore: "the local store still carries com.apple.coredata.ubiquity.* keys"
+        case .ubiquityTablesInLocalStore:
+            "the local store holds Core Data's iCloud bookkeeping tables (Y_UBMETA, Y_UBRANGE, Y_UBKVS)"
         case .entityTableShape:
             "an entity table lacks Z_PK or Z_ENT (left out of the checks that need them; the others go on)"
         case .entityTableMissing: "a root entity has no table"
@@ -157,7 +161,8 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
             "a marker does not hold 36 upper-case characters of a UUID (lower case, garbage, not a file)"
         case .staleMarker:
             "a StoreUUID marker of a lower version beside the active one: the app falls back to it when the active one goes (E8)"
-        case .preferencesMalformed: "the preferences file is not a plist, or USMCloudEnabledKey is not a boolean"
+        case .preferencesMalformed:
+            "the preferences file is not a plist, USMCloudEnabledKey is not a boolean, or a cached StoreUUID key's path is not plain"
         case .markerEmpty: "a StoreUUID/CorruptedUUID marker is empty: the app reads the store name \"\" (E12)"
         case .markerTrailingNewline:
             "a marker holds a UUID followed by a newline or spaces: the app names a different, empty store (E12)"

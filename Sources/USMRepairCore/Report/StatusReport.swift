@@ -88,13 +88,16 @@ public struct StatusReport: Sendable, Encodable {
     public let problems: [Problem]
     /// What to run next (verified: every changing command in it is accepted by its dry run).
     public internal(set) var advice: [String]
+    /// The advice as a script reads it: each item's sentence, why, command as an argument list,
+    /// and whether its dry run was accepted (`Advice.Action`).
+    public internal(set) var actions: [Advice.Action] = []
     public let summary: Summary
     /// The process exit code this report leads to, and its name.
     public let exitCode: ExitStatus
 
     enum CodingKeys: String, CodingKey {
         case schemaVersion, command, cloudEnabled, activeStore, corruption, nextLaunch, stores, layout, problems,
-            advice, summary
+            advice, actions, summary
         case exitCode, exitStatus
     }
 
@@ -111,6 +114,7 @@ public struct StatusReport: Sendable, Encodable {
         try c.encode(layout, forKey: .layout)
         try c.encode(problems, forKey: .problems)
         try c.encode(advice, forKey: .advice)
+        try c.encode(actions, forKey: .actions)
         try c.encode(summary, forKey: .summary)
         try c.encode(exitCode.rawValue, forKey: .exitCode)
         try c.encode(exitCode.name, forKey: .exitStatus)

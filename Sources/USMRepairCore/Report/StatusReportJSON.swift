@@ -13,12 +13,13 @@ extension StatusReport {
         }
         var skeleton = stores
         for i in skeleton.indices { skeleton[i].entities = [] }
-        let text = try JSONOutput.encode(
-            StatusReport(
-                command: command, cloudEnabled: cloudEnabled, activeStore: activeStore, corruption: corruption,
-                nextLaunch: nextLaunch,
-                stores: skeleton,
-                layout: layout, problems: problems, advice: advice, summary: summary, exitCode: exitCode))
+        var copy = StatusReport(
+            command: command, cloudEnabled: cloudEnabled, activeStore: activeStore, corruption: corruption,
+            nextLaunch: nextLaunch,
+            stores: skeleton,
+            layout: layout, problems: problems, advice: advice, summary: summary, exitCode: exitCode)
+        copy.actions = actions
+        let text = try JSONOutput.encode(copy)
         // A store object's keys sit 6 spaces in (report, "stores" list, store); JSON strings cannot
         // hold a raw newline, so this text occurs only as an empty entity list, once per store, in order.
         let placeholder = "      \"entities\" : [\n\n      ]"

@@ -64,6 +64,9 @@ public struct StoreReport: Sendable, Encodable {
         public let join: [String]
         public let history: [String]
         public let cloudKit: [String]
+        /// Core Data's iCloud bookkeeping tables (`Y_UBMETA`, `Y_UBRANGE`, `Y_UBKVS`): normal in a
+        /// ubiquity copy, a problem in the local store (`ubiquity-tables-in-local-store`).
+        public let ubiquity: [String]
         public let ordered: [String]
         /// Where relationships were learnt: `model-cache`, `schema` or `none`.
         public let relationshipSource: String

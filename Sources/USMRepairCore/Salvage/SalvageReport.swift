@@ -125,7 +125,10 @@ public struct SalvageReport: Sendable, Encodable {
     }
 
     /// 0 when every row was salvaged and nothing was cut, 1 when the result lacks something.
-    public var exitStatus: ExitStatus { lostAnything ? .problemsFound : .ok }
+    public var exitStatus: ExitStatus { lostAnything ? .problemsFound : applied ? .applied : .ok }
+    /// With `--detailed-exitcode`: a store was written (or, in a dry run, would be); exit 20 when
+    /// nothing was lost.
+    public var applied = false
 
     /// The most damaged pages listed one by one.
     static let pageListLimit = 200

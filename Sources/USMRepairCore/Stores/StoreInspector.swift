@@ -140,9 +140,17 @@ public struct StoreInspector: Sendable {
                 let dir = try TemporaryDirectory(prefix: "usm-repair-read")
                 scratch = dir
                 copy = dir.url.appendingPathComponent("store.sqlite")
-                try FileCopy.copy(from: files.main.resolvingSymlinksInPath().path, to: copy.path)
+                // Only what SQLite reads: the main file up to its header's page count (pages past
+                // it are never read), the -wal up to its last valid frame; holes stay holes.
+                _ = try FileCopy.copy(
+                    from: files.main.resolvingSymlinksInPath().path, to: copy.path, hashing: false,
+                    limit: header.declaredSize)
                 if report.walPresent {
-                    try FileCopy.copy(from: files.wal.resolvingSymlinksInPath().path, to: copy.path + "-wal")
+                    let wal = files.wal.resolvingSymlinksInPath().path
+                    let frames = (try? WALFile.read(path: wal)).flatMap { file -> Int64? in
+                        file.headerValid ? 32 + Int64(file.validFrames) * Int64(24 + file.pageSize) : nil
+                    }
+                    _ = try FileCopy.copy(from: wal, to: copy.path + "-wal", hashing: false, limit: frames)
                 }
                 if FileStatus.resolve(files.journal.path)?.kind == .file {
                     try FileCopy.copy(from: files.journal.resolvingSymlinksInPath().path, to: copy.path + "-journal")
@@ -256,6 +264,8 @@ public struct StoreInspector: Sendable {
             ubiquityKeys: metadata.ubiquityKeys)
         report.problems += metadataValues
         report.problems += StoreChecks.metadataProblems(metadata, role: report.role)
+        let ubiquityTables = try UbiquityTables.names(db)
+        report.problems += StoreChecks.ubiquityTableProblems(ubiquityTables, role: report.role)
 
         let schema = try CoreDataSchema.read(db)
         report.problems += schema.problems
@@ -270,7 +280,7 @@ public struct StoreInspector: Sendable {
         }
         report.tables = .init(
             entity: schema.entityTables, join: schema.joinTables.map(\.name), history: schema.historyTables,
-            cloudKit: schema.cloudKitTables, ordered: schema.orderedColumns,
+            cloudKit: schema.cloudKitTables, ubiquity: ubiquityTables, ordered: schema.orderedColumns,
             relationshipSource: schema.relationshipSource, toOneKeys: schema.toOneKeys.count,
             toOne: schema.toOneKeys.map {
                 .init(

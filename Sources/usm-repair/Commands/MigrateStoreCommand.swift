@@ -67,6 +67,13 @@ struct MigrateStoreCommand: USMCommand {
         ))
     var newIdentity = false
 
+    @Flag(
+        name: .customLong("detailed-exitcode"),
+        help: ArgumentHelp(
+            "Exit 20 when files were changed (or, with --dry-run, would be) and 0 when there was nothing to do (refusals and failures keep their codes)."
+        ))
+    var detailedExitCode = false
+
     @Flag(name: [.short, .customLong("yes")], help: "Do not ask before replacing DST.")
     var yes = false
 
@@ -108,10 +115,13 @@ struct MigrateStoreCommand: USMCommand {
             { terminal in
                 try context.consentToReplace(
                     destinationFiles, overwrite: overwrite, dryRun: dryRun, yes: yes, terminal: terminal)
-                return try migration.run(progress: { terminal.progressLine($0) })
+                var report = try migration.run(progress: { terminal.progressLine($0) })
+                // A migration always writes a store (a dry run would).
+                if detailedExitCode { report.exitStatus = .applied }
+                return report
             },
             text: { report, terminal in
                 MigrationPrinter(terminal: terminal, verbose: output.verbose, quiet: output.quiet).print(report)
-            })
+            }, status: { $0.exitStatus })
     }
 }

@@ -66,6 +66,13 @@ struct RestoreCommand: USMCommand {
     @Flag(name: [.short, .customLong("yes")], help: "Run without asking (what is replaced is snapshotted first).")
     var yes = false
 
+    @Flag(
+        name: .customLong("detailed-exitcode"),
+        help: ArgumentHelp(
+            "Exit 20 when files were changed (or, with --dry-run, would be) and 0 when there was nothing to do (refusals and failures keep their codes)."
+        ))
+    var detailedExitCode = false
+
     @Option(
         name: .customLong("snapshot-dir"),
         help: ArgumentHelp(
@@ -128,7 +135,12 @@ struct RestoreCommand: USMCommand {
                 let preview = SnapshotUndo.report(
                     prepared.plan, paths: prepared.paths, archive: url, result: nil, recovered: prepared.recovered,
                     dryRun: true)
-                if dryRun || prepared.plan.isNoOp { return preview }
+                let applied = detailedExitCode && !prepared.plan.isNoOp
+                if dryRun || prepared.plan.isNoOp {
+                    var preview = preview
+                    if applied { preview.exit(.applied) }
+                    return preview
+                }
                 try context.consent(
                     yes: yes, terminal: terminal,
                     unattended:
@@ -138,13 +150,15 @@ struct RestoreCommand: USMCommand {
                     UndoPrinter(terminal: terminal, verbose: output.verbose).print(preview)
                 }
                 let result = try executor.run(prepared.plan, progress: { terminal.progressLine($0) })
-                return SnapshotUndo.report(
+                var report = SnapshotUndo.report(
                     prepared.plan, paths: prepared.paths, archive: url, result: result, recovered: prepared.recovered,
                     dryRun: false)
+                if applied { report.exit(.applied) }
+                return report
             },
             text: { report, terminal in
                 guard !output.quiet || report.dryRun else { return }
                 UndoPrinter(terminal: terminal, verbose: output.verbose).print(report)
-            })
+            }, status: { ExitStatus(rawValue: $0.exitCode) ?? .ok })
     }
 }

@@ -70,6 +70,13 @@ struct SalvageCommand: USMCommand {
         help: "Replace an existing DST (snapshotted first; needs --yes or a yes at the prompt).")
     var overwrite = false
 
+    @Flag(
+        name: .customLong("detailed-exitcode"),
+        help: ArgumentHelp(
+            "Exit 20 when files were changed (or, with --dry-run, would be) and 0 when there was nothing to do (refusals and failures keep their codes)."
+        ))
+    var detailedExitCode = false
+
     @Flag(name: [.short, .customLong("yes")], help: "Do not ask before replacing DST.")
     var yes = false
 
@@ -84,26 +91,25 @@ struct SalvageCommand: USMCommand {
     @OptionGroup(title: "Output") var output: OutputFlags
 
     func run(_ context: CommandContext) throws {
-        func files(_ path: String) -> StoreFileSet {
-            StoreFileSet(main: URL(fileURLWithPath: (path as NSString).expandingTildeInPath))
-        }
+        // Every path flag through the one resolver (`~`, relative to the working folder).
+        func files(_ path: String) -> StoreFileSet { StoreFileSet(main: context.paths.url(path)) }
         let destinationFiles = files(destination)
         let request = SalvageRequest(
             source: files(source), destination: destinationFiles, schemaFrom: schemaFrom.map(files),
-            model: try model.map { try ModelFile.load(URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath)) },
+            model: try model.map { try ModelFile.load(context.paths.url($0)) },
             overwrite: overwrite,
             keepUbiquityMetadata: keepUbiquityMetadata, dryRun: dryRun)
         let operation = SalvageOperation(
             request: request, engine: MigrationEngine(registry: context.strategies),
             executor: context.executor(
-                snapshotDirectory: snapshotDir.map {
-                    URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath, isDirectory: true)
-                }))
+                snapshotDirectory: snapshotDir.map { context.paths.url($0, directory: true) }))
         try context.perform(
             { terminal in
                 try context.consentToReplace(
                     destinationFiles, overwrite: overwrite, dryRun: dryRun, yes: yes, terminal: terminal)
-                return try operation.run(progress: { terminal.progressLine($0) })
+                var report = try operation.run(progress: { terminal.progressLine($0) })
+                report.applied = detailedExitCode
+                return report
             },
             text: { report, terminal in
                 SalvagePrinter(terminal: terminal, verbose: output.verbose, quiet: output.quiet).print(report)

@@ -82,6 +82,9 @@ struct LayoutFlags: ParsableArguments {
             appDirectory: url(appDir, directory: true), cloudDirectory: url(cloudDir, directory: true),
             storeName: storeName,
             preferences: url(prefs), container: url(container, directory: true), store: url(store),
-            document: url(document, directory: true), macApp: macApp, home: url(home, directory: true))
+            document: url(document, directory: true), macApp: macApp,
+            // `--home`, else the context's `HOME` (README: default `$HOME`), else the process's.
+            home: url(home, directory: true)
+                ?? (macApp == nil ? nil : paths.home.map { URL(fileURLWithPath: $0, isDirectory: true) }))
     }
 }

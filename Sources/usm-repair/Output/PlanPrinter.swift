@@ -6,7 +6,9 @@ struct PlanPrinter {
     let terminal: Terminal
     let verbose: Bool
 
-    func print(_ report: MaintenanceRun.Report) {
+    /// - Parameter preview: the plan shown before the consent question: headed as a plan, with every
+    ///   step's reason, and nothing a run would say (snapshot, next step).
+    func print(_ report: MaintenanceRun.Report, preview: Bool = false) {
         if report.noOp {
             terminal.out("\(report.operation): nothing to do, the end state already holds")
             for note in report.notes { terminal.out("  - \(note)") }
@@ -19,12 +21,12 @@ struct PlanPrinter {
         for recovery in report.recovered {
             terminal.out("Recovered an interrupted \(recovery.operation): \(recovery.outcome)")
         }
-        terminal.out(terminal.paint("\(report.dryRun ? "Plan" : "Done"): \(report.operation)", .bold))
+        terminal.out(terminal.paint("\(report.dryRun || preview ? "Plan" : "Done"): \(report.operation)", .bold))
         if let ledger = report.ledger {
-            terminal.out(terminal.paint(ledger.headline, .bold))
+            terminal.out(terminal.paint(ledger.headline(done: report.changed && !preview), .bold))
             Self.printLedger(ledger, to: terminal)
         }
-        Self.printSteps(report.steps, reasons: verbose || report.dryRun, to: terminal)
+        Self.printSteps(report.steps, reasons: verbose || report.dryRun || preview, to: terminal)
         let next = report.nextLaunch
         if let before = next.before {
             terminal.out("Next launch before: \(before.summary)\(before.state.map { " (\($0))" } ?? "")")
@@ -48,6 +50,7 @@ struct PlanPrinter {
                         + rows.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
             }
         }
+        if preview { return }
         if let snapshot = report.snapshot {
             terminal.out("Snapshot: \(snapshot)")
             terminal.out("  to undo: usm-repair restore \(ShellWords.quote(snapshot)) --yes")
@@ -60,7 +63,7 @@ struct PlanPrinter {
     static func printLedger(_ ledger: Ledger, to terminal: Terminal) {
         guard !ledger.stores.isEmpty else { return }
         terminal.out("Data")
-        func objects(_ counts: Ledger.Counts?) -> String { counts.map { "\($0.total)" } ?? "?" }
+        func objects(_ counts: Ledger.Counts?) -> String { counts.map { Ledger.grouped($0.total) } ?? "?" }
         for store in ledger.stores {
             let change: String =
                 switch store.fate {
@@ -77,10 +80,24 @@ struct PlanPrinter {
                     terminal.out("      (\(salvage.unreadable.count - 5) more in --json)")
                 }
             }
-            let entities = (store.after ?? store.now)?.entities.filter { $0.value > 0 }.sorted { $0.key < $1.key } ?? []
-            if !entities.isEmpty {
-                terminal.out("    " + entities.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+            // Both sides per entity where the store changes (`Book 6 → 8`), its counts otherwise.
+            let now = store.now?.entities ?? [:]
+            let after = store.after?.entities
+            let changes = [.replaced, .merged, .created].contains(store.fate) && after != nil
+            let names = Set(now.keys).union(after?.keys ?? [String: Int]().keys).sorted()
+            let parts: [String] = names.compactMap { name in
+                let before = now[name] ?? 0
+                let later = after?[name] ?? 0
+                if changes {
+                    guard before > 0 || later > 0 else { return nil }
+                    return before == later
+                        ? "\(name) \(Ledger.grouped(before))"
+                        : "\(name) \(Ledger.grouped(before)) → \(Ledger.grouped(later))"
+                }
+                let shown = store.now == nil ? later : before
+                return shown > 0 ? "\(name) \(Ledger.grouped(shown))" : nil
             }
+            if !parts.isEmpty { terminal.out("    " + parts.joined(separator: ", ")) }
         }
     }
 

@@ -13,6 +13,8 @@ struct ReportPrinter {
             return
         }
         let layout = report.layout
+        // The verdict first: what is wrong and what to run fit on the first screen; the detail follows.
+        if layout.mode == "layout" { printVerdict(report) }
         if layout.mode == "layout" {
             printLayout(report)
             terminal.out()
@@ -24,7 +26,7 @@ struct ReportPrinter {
         }
         terminal.out(terminal.paint("Stores", .bold))
         if report.stores.isEmpty { terminal.out("  (none)") }
-        for store in report.stores { printStore(store) }
+        for store in report.stores { printStore(store, report) }
 
         let all = report.allProblems
         if !all.isEmpty {
@@ -37,13 +39,44 @@ struct ReportPrinter {
             terminal.out(terminal.paint("Next", .bold))
             for advice in report.advice { terminal.out("  - \(advice)") }
         }
+        terminal.out()
+        terminal.out(summaryLine(report))
+    }
+
+    /// `status: 3 of 3 store(s) present, ...`: the report in one line (first and last).
+    private func summaryLine(_ report: StatusReport) -> String {
         let s = report.summary
         var summary =
             "\(report.command): \(s.present) of \(s.stores) store(s) present, \(s.healthy) healthy, \(s.errors) error(s), \(s.warnings) warning(s)"
         if s.activeStoreMarkedCorrupt { summary += "; " + terminal.paint("active store marked corrupt", .red) }
         if let next = s.nextLaunch { summary += "; next launch: \(next)" }
+        return summary
+    }
+
+    /// The first lines: the summary, the most severe problems (three at most), and the first
+    /// advice that repairs something (after the bundle to take first), or the first advice.
+    private func printVerdict(_ report: StatusReport) {
+        terminal.out(terminal.paint(summaryLine(report), .bold))
+        let severe =
+            report.allProblems.filter { $0.severity == .error && !$0.ignored }
+            + report.allProblems.filter { $0.severity == .warning && !$0.ignored }
+        for problem in severe.prefix(3) { line(for: problem, indent: "  ") }
+        if severe.count > 3 { terminal.out("  (\(severe.count - 3) more under Problems)") }
+        // A command that runs as things are (advice that explains a refusal says "not as things are").
+        let repair = report.advice.first {
+            $0.contains("usm-repair ") && !$0.contains("usm-repair archive") && !$0.contains("not as things are")
+        }
+        if let first = repair ?? report.advice.first {
+            terminal.out(terminal.paint("Next:", .bold) + " \(first)")
+        }
         terminal.out()
-        terminal.out(summary)
+    }
+
+    /// A path as shown to a person: relative to the container when it lies in it (full paths with
+    /// `--verbose`, and always in JSON).
+    private func shown(_ path: String, _ report: StatusReport) -> String {
+        guard !verbose, let container = report.layout.container, path.hasPrefix(container + "/") else { return path }
+        return String(path.dropFirst(container.count + 1))
     }
 
     private func printLayout(_ report: StatusReport) {
@@ -65,7 +98,7 @@ struct ReportPrinter {
             )
             for note in mac.notes { terminal.out("              note: \(note)") }
         } else {
-            terminal.out("App folder:   \(layout.appDir ?? "(not found)")")
+            terminal.out("App folder:   \(layout.appDir.map { shown($0, report) } ?? "(not found)")")
             terminal.out(
                 "Cloud folder: \(layout.cloudDir ?? "(not given: the ubiquity container lies outside the app's sandbox; --cloud-dir)")"
             )
@@ -120,7 +153,7 @@ struct ReportPrinter {
         }
     }
 
-    private func printStore(_ store: StoreReport) {
+    private func printStore(_ store: StoreReport, _ report: StatusReport) {
         let role: String =
             switch store.role {
             case .cloud: "cloud v\(store.cloudVersion ?? 1)\(store.active == true ? "*" : "")"
@@ -132,7 +165,8 @@ struct ReportPrinter {
             case .missing: terminal.paint("missing", .dim)
             case .damaged, .notCoreData, .unreadable: terminal.paint(store.health.rawValue, .red)
             }
-        terminal.out("  \(role.padding(toLength: 9, withPad: " ", startingAt: 0)) \(health)  \(store.path)")
+        terminal.out(
+            "  \(role.padding(toLength: 9, withPad: " ", startingAt: 0)) \(health)  \(shown(store.path, report))")
         if let copy = store.copy {
             var where_ = ["peer \(copy.peer)", "content \(copy.contentName)", "account \(copy.account)"]
             if let listed = copy.accountListed {

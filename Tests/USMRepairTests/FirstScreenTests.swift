@@ -1,0 +1,157 @@
+import Foundation
+import Testing
+@testable import usm_repair
+import TestSupport
+@testable import USMRepairCore
+
+/// Issue 31's slips a person makes at the first screen: a mistyped subcommand, a bundle ID that
+/// matches nothing, a recipe name that is not found, and what `status --help` says about exit 1.
+@Suite("first screen: slips")
+struct FirstScreenTests {
+    @Test("a mistyped subcommand gets 'did you mean', at the root and in a group; 64")
+    func didYouMean() {
+        let r = USM.run(["stauts", "--container", "/nowhere"])
+        #expect(r.status == 64)
+        #expect(r.stderr.contains("unknown command 'stauts'; did you mean 'status'?"), "\(r.stderr)")
+        #expect(!r.stderr.contains("Unknown option '--container'"), "\(r.stderr)")
+        let group = USM.run(["delete", "lcal-store"])
+        #expect(group.status == 64 && group.stderr.contains("did you mean 'local-store'?"), "\(group.stderr)")
+        let far = USM.run(["frobnicate"])
+        #expect(far.status == 64 && far.stderr.contains("(known: status, check"), "\(far.stderr)")
+        let json = USM.run(["stauts", "--json"])
+        #expect(json.json["exitCode"] as? Int == 64, "the envelope with --json: \(json.stdout)")
+        // Real subcommands, options first and help still parse as before.
+        #expect(USM.run(["help", "status"]).status == 0)
+        #expect(USM.run(["--version"]).status == 0)
+        #expect(USMRepairCommand.suggestion(for: "chek", among: ["check", "status"]) == "check")
+        #expect(USMRepairCommand.suggestion(for: "x", among: ["check", "status"]) == nil)
+    }
+
+    @Test("status --help lists exit 1")
+    func statusHelpExitOne() {
+        let r = USM.run(["status", "--help"])
+        #expect(
+            r.stdout.contains("Exit codes: 0 every store present is healthy; 1 an error-level problem"), "\(r.stdout)")
+    }
+
+    @Test("--mac-app with a bundle ID that matches nothing is not found (66)")
+    func macAppNotFound() throws {
+        let home = try TempDir()
+        for folder in ["Library/Preferences", "Library/Containers", "Library/Application Support"] {
+            try FileManager.default.createDirectory(at: home.path(folder), withIntermediateDirectories: true)
+        }
+        let r = USM.run(["status", "--mac-app", "com.example.nothing", "--home", home.url.path, "--json"])
+        #expect(r.status == 66, "\(r.stdout)")
+        #expect(r.stdout.contains("layout-not-found"))
+    }
+
+    @Test("a recipe that is not found is named first, then where it was looked for")
+    func recipeNotFound() throws {
+        let tmp = try TempDir()
+        try FixtureStore.write(to: tmp.path("S.sqlite"))
+        let r = USM.run(["migrate-store", tmp.path("S.sqlite").path, tmp.path("D.sqlite").path, "--recipe", "nope"])
+        #expect(r.status == 66)
+        #expect(r.stderr.contains("recipe nope not found: looked in "), "\(r.stderr)")
+    }
+}
+
+extension FirstScreenTests {
+    @Test("the ledger shows both sides per entity, what leaves the view and what comes in, past tense after a run")
+    func ledgerBothSides() throws {
+        let f = try OperationTests.Fixture()
+        let before = try f.status()
+        let local = DataOperationTests.rows(before, role: .local)["Book"] ?? -1
+        let cloud = DataOperationTests.rows(before, role: .cloud)["Book"] ?? -1
+        #expect(local != cloud, "the fixture's stores differ in books")
+        let plan = try f.run(["migrate", "cloud-to-local", "--replace", "--dry-run"])
+        #expect(plan.stdout.contains("Book \(local) → \(cloud)"), "\(plan.stdout)")
+        let dry = try f.run(["delete", "container", "--dry-run"])
+        #expect(
+            dry.stdout.contains("leave the customer's view") && dry.stdout.contains("come into it"), "\(dry.stdout)")
+        let run = try f.run(["delete", "container", "--yes", "--json"])
+        let headline = try #require(run.json["headline"] as? String)
+        #expect(headline.hasPrefix("The app showed ") && headline.contains("left the customer's view"), "\(headline)")
+        #expect(Ledger.grouped(1_234_567) == "1,234,567" && Ledger.grouped(999) == "999" && Ledger.grouped(0) == "0")
+        #expect(Ledger.grouped(-1000) == "-1,000")
+    }
+}
+
+extension FirstScreenTests {
+    @Test(
+        "status leads with its verdict: the summary, the most severe problems, what to run; paths relative to the container"
+    )
+    func verdictFirst() throws {
+        let f = try OperationTests.Fixture { $0.corruptedUUID = $0.activeUUID }
+        let text = try f.run(["status"]).stdout
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        #expect(lines.first?.hasPrefix("status: ") == true, "\(text)")
+        let head = lines.prefix(6).joined(separator: "\n")
+        #expect(head.contains("error   active-store-marked-corrupt"), "\(head)")
+        #expect(head.contains("Next: ") && head.contains("usm-repair "), "\(head)")
+        #expect(!head.contains("not as things are"), "the first advice runs as things are: \(head)")
+        // Relative to the container in text; full with --verbose.
+        let relative = f.paths.localStore.path.dropFirst(f.paths.root.path.count + 1)
+        #expect(text.contains("ok  \(relative)\n"), "\(text)")
+        #expect(try f.run(["status", "-v"]).stdout.contains("ok  \(f.paths.localStore.path)\n"))
+        #expect(lines.last(where: { !$0.isEmpty })?.hasPrefix("status: ") == true, "the summary stays last for scripts")
+    }
+}
+
+extension FirstScreenTests {
+    @Test("advice a script can act on: each item's command as an argument list, why, and its dry run's verdict")
+    func actions() throws {
+        let f = try OperationTests.Fixture { $0.corruptedUUID = $0.activeUUID }
+        let json = try f.run(["status", "--json"]).json
+        let actions = try #require(json["actions"] as? [[String: Any]])
+        let advice = try #require(json["advice"] as? [String])
+        #expect(actions.compactMap { $0["text"] as? String } == advice, "the same items as advice")
+        var accepted = 0
+        var refused = 0
+        for action in actions {
+            guard let command = action["command"] as? [String] else { continue }
+            #expect(command.first == "usm-repair" && action["why"] is String, "\(action)")
+            let r = USM.run(Array(command.dropFirst()))
+            #expect(r.status != 64, "\(command): \(r.stderr)")
+            switch action["dryRun"] as? String {
+            case "accepted"?:
+                accepted += 1
+                #expect(r.status == 0, "an accepted dry run runs: \(command) \(r.stderr)")
+            case "refused"?:
+                refused += 1
+                #expect(r.status != 0, "a refused one refuses: \(command)")
+            default: break
+            }
+        }
+        #expect(accepted > 0 && refused > 0, "\(actions)")
+        #expect(ShellWords.split("a 'b c' \"d\\\"e\" f\\ g") == ["a", "b c", "d\"e", "f g"])
+        #expect(ShellWords.split("a; rm -rf x") == nil && ShellWords.split("'open") == nil)
+    }
+}
+
+extension FirstScreenTests {
+    @Test("status --graph prints the container as DOT: stores, copies, markers, preferences, the next launch's edge")
+    func graph() throws {
+        let f = try OperationTests.Fixture { $0.corruptedUUID = $0.activeUUID }
+        let r = try f.run(["status", "--graph"])
+        #expect(r.status == 1, "status's own exit code (an active store marked corrupt): \(r.stderr)")
+        let dot = r.stdout
+        let active = f.options.activeUUID
+        #expect(dot.hasPrefix("digraph usm_repair {") && dot.hasSuffix("}\n"), "\(dot)")
+        #expect(dot.contains("\"app\" -> \"cloud:\(active)\" [label=\"opens\""), "\(dot)")
+        #expect(dot.contains("\"marker:CorruptedUUID1\" -> \"cloud:\(active)\" [label=\"marks corrupt\", color=red]"))
+        #expect(dot.contains("\"local\" [label=\"local store"), "\(dot)")
+        #expect(dot.contains("cached: \(active)"), "the preferences' cache")
+        #expect(dot.contains("copy here"))
+        // Every statement ends its line: no label breaks out of its quotes.
+        for line in dot.split(separator: "\n").dropFirst().dropLast() {
+            #expect(line.hasSuffix(";"), "\(line)")
+        }
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/dot") {
+            let file = f.tmp.path("g.dot")
+            try dot.write(to: file, atomically: true, encoding: .utf8)
+            #expect(try Launcher.tool("dot", ["-Tsvg", "-o", f.tmp.path("g.svg").path, file.path]).isEmpty)
+        }
+        #expect(try f.run(["status", "--graph", "--json"]).status == 64)
+        #expect(StatusGraph.quote("a\"b\\c\nd\u{1}") == "\"a\\\"b\\\\c\\nd\\\\x01\"")
+    }
+}
