@@ -141,3 +141,90 @@ int usm_parameter_count(void *statement) {
 const char *usm_parameter_name(void *statement, int index) {
     return sqlite3_bind_parameter_name((sqlite3_stmt *)statement, index);
 }
+
+/* ---- Untrusted database files ---- */
+
+struct usm_budget {
+    long long budget;
+    long long used;
+    int exhausted;
+};
+
+#define USM_PROGRESS_STEP 1000
+
+static int usm_progress(void *arg) {
+    struct usm_budget *b = (struct usm_budget *)arg;
+    b->used += USM_PROGRESS_STEP;
+    if (b->budget > 0 && b->used > b->budget) {
+        b->exhausted = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* Never called: a function that holds the budget so SQLite frees it when the connection closes. */
+static void usm_budget_holder(sqlite3_context *context, int argc, sqlite3_value **argv) {
+    (void)argc;
+    (void)argv;
+    struct usm_budget *b = (struct usm_budget *)sqlite3_user_data(context);
+    sqlite3_result_int(context, b->exhausted);
+}
+
+int usm_untrusted(void *connection, long long budget, int max_length) {
+    sqlite3 *db = (sqlite3 *)connection;
+    int rc, on = 0;
+    rc = sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, &on);
+    if (rc != SQLITE_OK) return rc;
+    if (!on) return SQLITE_ERROR;
+#ifdef SQLITE_DBCONFIG_TRUSTED_SCHEMA
+    rc = sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, &on);
+    if (rc != SQLITE_OK) return rc;
+    if (on) return SQLITE_ERROR;
+#endif
+    rc = sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, &on);
+    if (rc != SQLITE_OK) return rc;
+    rc = sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 1, &on);
+    if (rc != SQLITE_OK) return rc;
+    sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, 0);
+    if (max_length > 0) sqlite3_limit(db, SQLITE_LIMIT_LENGTH, max_length);
+    sqlite3_limit(db, SQLITE_LIMIT_SQL_LENGTH, 4 * 1024 * 1024);
+    sqlite3_limit(db, SQLITE_LIMIT_COLUMN, 2000);
+    sqlite3_limit(db, SQLITE_LIMIT_EXPR_DEPTH, 500);
+    sqlite3_limit(db, SQLITE_LIMIT_VDBE_OP, 250000);
+    sqlite3_limit(db, SQLITE_LIMIT_FUNCTION_ARG, 127);
+    sqlite3_limit(db, SQLITE_LIMIT_LIKE_PATTERN_LENGTH, 100);
+    sqlite3_limit(db, SQLITE_LIMIT_VARIABLE_NUMBER, 32766);
+    sqlite3_limit(db, SQLITE_LIMIT_TRIGGER_DEPTH, 10);
+    if (budget > 0) {
+        struct usm_budget *b = sqlite3_malloc(sizeof *b);
+        if (!b) return SQLITE_NOMEM;
+        b->budget = budget;
+        b->used = 0;
+        b->exhausted = 0;
+        rc = sqlite3_create_function_v2(db, "usm_budget_exhausted", 0, SQLITE_UTF8, b, usm_budget_holder, 0, 0,
+                                        sqlite3_free);
+        if (rc != SQLITE_OK) {
+            sqlite3_free(b);
+            return rc;
+        }
+        sqlite3_progress_handler(db, USM_PROGRESS_STEP, usm_progress, b);
+    }
+    return SQLITE_OK;
+}
+
+int usm_budget_exhausted(void *connection) {
+    sqlite3_stmt *statement = 0;
+    int exhausted = 0;
+    sqlite3 *db = (sqlite3 *)connection;
+    /* Read through the holder function: its few VM steps stay below the progress handler's
+       period, so it runs even once the budget is spent. */
+    if (sqlite3_prepare_v2(db, "SELECT usm_budget_exhausted()", -1, &statement, 0) == SQLITE_OK &&
+        sqlite3_step(statement) == SQLITE_ROW)
+        exhausted = sqlite3_column_int(statement, 0);
+    sqlite3_finalize(statement);
+    return exhausted;
+}
+
+void usm_allow_attach(void *connection, int count) {
+    sqlite3_limit((sqlite3 *)connection, SQLITE_LIMIT_ATTACHED, count);
+}

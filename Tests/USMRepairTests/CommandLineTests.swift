@@ -374,6 +374,7 @@ struct CommandLineTests {
             .writeFailed(path: "p", reason: "r"), .outOfSpace(path: "p", reason: "r"),
             .notSQLite(path: "p", reason: "r"),
             .notCoreData(path: "p", missing: []), .sqlite(path: "p", code: 1, message: "m"),
+            .hostileSchema(path: "p", reason: "r"),
             .symlinkEscapes(path: "p", target: "t", root: "r"),
             .usage("u"), .archive(path: "p", code: 1, message: "m"), .brokenArchive(path: "p", message: "m"),
             .notABundle(path: "p", reason: "r"), .hostileArchive(path: "p", reason: "r"),
@@ -397,7 +398,7 @@ struct CommandLineTests {
         for sample in samples {
             switch sample {
             case .notFound, .wrongKind, .undecodableName, .unreadable, .writeFailed, .outOfSpace, .notSQLite,
-                .notCoreData, .sqlite,
+                .notCoreData, .sqlite, .hostileSchema,
                 .symlinkEscapes, .usage,
                 .archive, .brokenArchive, .notABundle, .hostileArchive, .manifestMismatch, .tooLarge,
                 .confirmationRequired,

@@ -15,4 +15,19 @@ int usm_register_digest(void *connection);
 int usm_parameter_count(void *statement);
 const char *usm_parameter_name(void *statement, int index);
 
+/* Applies SQLite's guidance for untrusted database files to an open connection: defensive mode on,
+   untrusted schema (no function with side effects in a schema's expressions or views), no
+   extension loading, no attached database (ATTACH and VACUUM INTO fail; `usm_allow_attach`
+   lifts it for the tool's own attach), limits on lengths, SQL text, columns, expression depth,
+   compound selects, LIKE patterns, function arguments, trigger depth and variables, and a
+   progress handler ending any statement once the connection has run `budget` VM steps in all
+   (0: none). `max_length` bounds a string or BLOB (0 keeps SQLite's). Returns an SQLite result code. */
+int usm_untrusted(void *connection, long long budget, int max_length);
+
+/* Whether the connection's step budget ran out (its last interrupted statement was ours). */
+int usm_budget_exhausted(void *connection);
+
+/* Lets `connection` attach `count` more databases (0: none again). */
+void usm_allow_attach(void *connection, int count);
+
 #endif

@@ -39,7 +39,7 @@ struct Redactor: Sendable {
     /// Writes a redacted copy of the store open at `source` to `destination`.
     func redact(source: URL, to destination: URL) throws -> Result {
         try StoreRewrite.vacuumInto(source: source, to: destination)
-        let queue = try DatabaseQueue(path: destination.path)
+        let queue = try StoreRewrite.openCopy(destination)
         defer { try? queue.close() }
         let keyBytes = self.keyBytes
         let function = DatabaseFunction("usm_redact", argumentCount: 1, pure: true) { values in

@@ -140,6 +140,10 @@ public enum USMError: Error, Sendable, Equatable {
     /// A name in the layout that is not valid UTF-8 (or holds the escape block U+F700...U+F7FF):
     /// a damaged copy's; nothing below it is read, and no change is planned on the layout.
     case undecodableName(path: String)
+    /// A store whose schema holds text that is not one accepted `CREATE` statement (a second
+    /// statement, `TEMP`, another schema's name, a costly function in an index or check), or
+    /// whose expressions ran past the step budget: nothing of it is executed, nothing written.
+    case hostileSchema(path: String, reason: String)
     /// A symlink would take us outside the folder the user gave.
     case symlinkEscapes(path: String, target: String, root: String)
     /// Flags that contradict each other or name nothing usable.
@@ -223,7 +227,7 @@ public enum USMError: Error, Sendable, Equatable {
         // open failed) come from the file system, not from the store's bytes: an I/O error, never
         // bad input.
         case let .sqlite(_, code, _) where [3, 8, 10, 14].contains(code & 0xFF): .ioError
-        case .notSQLite, .notCoreData, .sqlite: .badInput
+        case .notSQLite, .notCoreData, .sqlite, .hostileSchema: .badInput
         case .symlinkEscapes: .refused
         case .usage: .usage
         case .archive: .ioError
@@ -259,6 +263,7 @@ public enum USMError: Error, Sendable, Equatable {
         case .notSQLite: "not-sqlite"
         case .notCoreData: "not-core-data"
         case .sqlite: "sqlite-error"
+        case .hostileSchema: "hostile-schema"
         case .symlinkEscapes: "symlink-escapes"
         case .usage: "usage"
         case .archive: "archive-error"
@@ -303,6 +308,7 @@ public enum USMError: Error, Sendable, Equatable {
         case .notSQLite: .notSqlite
         case .notCoreData: .notCoreData
         case .sqlite: .sqliteError
+        case .hostileSchema: .hostileSchema
         case .symlinkEscapes: .symlinkEscapes
         default: .unreadable
         }
@@ -327,6 +333,8 @@ public enum USMError: Error, Sendable, Equatable {
             "\(path) is not an SQLite database (\(reason))"
         case let .notCoreData(path, missing):
             "\(path) is an SQLite database but not a Core Data store (no \(missing.joined(separator: ", ")) table)"
+        case let .hostileSchema(path, reason):
+            "\(path): its schema is refused (\(reason)); a store's schema text is data and is never run as SQL; nothing was read or written further"
         case let .sqlite(path, code, message):
             "SQLite error \(code) reading \(path): \(message)"
         case let .symlinkEscapes(path, target, root):

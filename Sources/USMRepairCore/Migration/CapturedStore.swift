@@ -63,7 +63,9 @@ extension MigrationEngine {
                 _ = try FileCopy.copy(from: journal.copy.path, to: copy.path + "-journal")
             }
             do {
-                let queue = try DatabaseQueue(path: copy.path)
+                var config = Configuration()
+                UntrustedDatabase.configure(&config, bytes: UntrustedDatabase.storeBytes(copy.path))
+                let queue = try DatabaseQueue(path: copy.path, configuration: config)
                 _ = try queue.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sqlite_master") }
                 try queue.close()
             } catch {

@@ -68,6 +68,11 @@ public final class MigrationSession {
 
     /// Attaches the source read-only when SQLite takes URI file names, else by path (it is a private copy either way).
     static func attachSource(_ db: Database, _ source: URL) throws {
+        // The connection is an untrusted one (no attached database): this attach alone is let through.
+        try UntrustedDatabase.attaching(db) { try attachSourceFile(db, source) }
+    }
+
+    private static func attachSourceFile(_ db: Database, _ source: URL) throws {
         var uri = URLComponents()
         uri.scheme = "file"
         uri.path = source.path

@@ -181,6 +181,7 @@ extension CoreDataSchema {
         var config = Configuration()
         config.readonly = true
         config.label = "usm-repair.schema"
+        UntrustedDatabase.configure(&config, bytes: UntrustedDatabase.storeBytes(url.path))
         let queue = try DatabaseQueue(path: url.path, configuration: config)
         defer { try? queue.close() }
         return try queue.read { db in

@@ -17,6 +17,10 @@ public enum StagedStore {
         // The engine reads a private copy on two connections at once (the content digests while
         // the strategy runs); one of them may find the other rebuilding the copy's WAL index.
         config.busyMode = .timeout(30)
+        // A store read is a stranger's; a store written here takes a stranger's schema and rows:
+        // both guarded, only reads on a step budget.
+        UntrustedDatabase.configure(
+            &config, bytes: readonly ? UntrustedDatabase.storeBytes(url.path) : 0, budgeted: readonly)
         let cache = cacheKiB
         config.prepareDatabase { db in
             try db.execute(sql: "PRAGMA cache_size = -\(cache)")
@@ -106,6 +110,9 @@ public enum StagedStore {
                 }
             )
         }
+        if let reason = SchemaDefinition.audit(statements.map { ($0.type, $0.name, $0.sql) }) {
+            throw USMError.hostileSchema(path: source.path, reason: reason)
+        }
         do {
             let output = try open(destination)
             defer { try? output.close() }
@@ -123,9 +130,11 @@ public enum StagedStore {
                 try db.inTransaction {
                     for statement in statements {
                         try validate(db, statement, path: source.path)
-                        try db.makeStatement(sql: statement.sql).execute()
+                        try SchemaDefinition.execute(db, statement.sql, type: statement.type)
                     }
-                    try db.execute(sql: "ATTACH DATABASE ? AS src", arguments: [source.path])
+                    try UntrustedDatabase.attaching(db) {
+                        try db.execute(sql: "ATTACH DATABASE ? AS src", arguments: [source.path])
+                    }
                     for table in ["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"] {
                         guard
                             let name = statements.first(where: { $0.type == "table" && $0.name.uppercased() == table })?
@@ -144,27 +153,14 @@ public enum StagedStore {
         }
     }
 
-    /// Refuses schema text that is not one `CREATE TABLE/INDEX/VIEW/TRIGGER` statement of the
-    /// type `sqlite_master` says: a store can hold any text there, and it is never run unchecked.
+    /// Refuses schema text that is not one accepted `CREATE` statement of the type `sqlite_master`
+    /// says (`SchemaDefinition`): a store can hold any text there, and it is never run unchecked.
     static func validate(_ db: Database, _ statement: (type: String, name: String, sql: String), path: String) throws {
-        let words = statement.sql.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" || $0 == "\r" })
-            .prefix(4).map { $0.uppercased() }
-        let expected: Set<String> =
-            switch statement.type {
-            case "table": ["TABLE"]
-            case "index": ["INDEX", "UNIQUE"]
-            case "view": ["VIEW"]
-            case "trigger": ["TRIGGER"]
-            default: []
-            }
-        var rest = words.dropFirst()
-        if rest.first == "TEMP" || rest.first == "TEMPORARY" { rest = rest.dropFirst() }
-        guard words.first == "CREATE", let kind = rest.first, expected.contains(kind) else {
-            throw USMError.sqlite(
-                path: path, code: 1,
-                message:
-                    "\(statement.type) \(statement.name.debugDescription) is not one CREATE \(statement.type.uppercased()) statement; refusing to execute its text"
-            )
+        do {
+            _ = try SchemaDefinition.parse(statement.sql, type: statement.type)
+        } catch let refusal as SchemaDefinition.Refusal {
+            throw USMError.hostileSchema(
+                path: path, reason: "\(statement.type) \(statement.name.debugDescription): \(refusal.reason)")
         }
     }
 }

@@ -74,6 +74,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
     case tooManyEntities = "too-many-entities"
     case undecodableName = "undecodable-name"
     case duplicateObjects = "duplicate-objects"
+    case hostileSchema = "hostile-schema"
 
     /// How much a problem of this kind matters.
     public var severity: Problem.Severity {
@@ -88,7 +89,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
             .interruptedOperation, .untrustedOperation:
             .error
         case .walInvalid, .walCutTransaction, .walMismatch, .bookkeepingValue, .entitySuperCycle, .entitySuperUnknown,
-            .entityTableUnlisted, .metadataPlistTooLarge, .tooManyEntities, .undecodableName:
+            .entityTableUnlisted, .metadataPlistTooLarge, .tooManyEntities, .undecodableName, .hostileSchema:
             .error
         case .strayWal, .hotJournal, .orphanSidecar, .metadataPlistNull,
             .entityTableMissing, .externalDataOrphan, .layoutNotFound, .staleMarker, .leftoverTempStore,
@@ -107,7 +108,9 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
     /// preferences file holding garbage is bad input (2); any other error is "problems found" (1).
     public var exitStatus: ExitStatus {
         switch self {
-        case .markerMalformed, .markerEmpty, .markerTrailingNewline, .preferencesMalformed, .undecodableName: .badInput
+        case .markerMalformed, .markerEmpty, .markerTrailingNewline, .preferencesMalformed, .undecodableName,
+            .hostileSchema:
+            .badInput
         default: severity == .error ? .problemsFound : .ok
         }
     }
@@ -217,6 +220,8 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
         case .tooManyEntities: "Z_PRIMARYKEY over 65,536 rows: not a model; only the first 65,536 are read"
         case .undecodableName:
             "a name in the layout is not valid UTF-8 (or holds U+F700...U+F7FF): APFS and HFS+ never store one, so the copy was damaged; nothing below it is read, and every changing command refuses"
+        case .hostileSchema:
+            "a schema text that is not one accepted CREATE statement (a second statement, TEMP, another schema, a costly function in a table or index), or expressions past the step budget: never run, nothing written (exit 2)"
         }
     }
 

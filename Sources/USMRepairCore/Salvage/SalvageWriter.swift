@@ -54,9 +54,7 @@ final class SalvageWriter: RowSink {
         var skipped: [String] = []
         for row in rows where row.type == "table" {
             guard let sql = row.sql, !row.name.lowercased().hasPrefix("sqlite_") else { continue }
-            do {
-                try StagedStore.validate(db, (row.type, row.name, sql), path: "salvage")
-            } catch {
+            guard (try? SchemaDefinition.parse(sql, type: "table"))?.kind == .table else {
                 skipped.append(
                     "\(row.name): its statement is not a plain CREATE TABLE (a virtual table?); not salvaged")
                 continue
@@ -65,7 +63,7 @@ final class SalvageWriter: RowSink {
                 skipped.append("\(row.name): a WITHOUT ROWID table; not salvaged")
                 continue
             }
-            try db.execute(sql: sql)
+            try SchemaDefinition.execute(db, sql, type: "table")
             let info = try Row.fetchAll(
                 db, sql: "SELECT name, type, pk FROM pragma_table_info(?)", arguments: [row.name])
             let columns = info.map {
@@ -100,15 +98,14 @@ final class SalvageWriter: RowSink {
                     continue
                 }
                 do {
-                    try StagedStore.validate(db, (row.type, row.name, sql), path: "salvage")
-                    try db.execute(sql: sql)
+                    try SchemaDefinition.execute(db, sql, type: row.type)
                 } catch let error as DatabaseError
                     where error.resultCode.primaryResultCode == .SQLITE_CONSTRAINT && type == "index"
                 {
                     // A uniqueness constraint two salvaged rows break: the later rows go, counted.
                     if try removeDuplicates(row, removed: &removed) > 0 {
                         do {
-                            try db.execute(sql: sql)
+                            try SchemaDefinition.execute(db, sql, type: row.type)
                             continue
                         } catch let again as DatabaseError
                             where again.resultCode.primaryResultCode == .SQLITE_CONSTRAINT

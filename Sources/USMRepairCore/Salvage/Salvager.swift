@@ -61,6 +61,12 @@ struct Salvager {
         let schemaWhole = schemaTables[0].lost.isEmpty && schemaRows[0].lostCells == 0
         let (rows, roots, schemaSource) = try schema(collector.ordered, whole: schemaWhole)
         report.schema = schemaSource
+        // Every schema text read (the store's own and the sibling's) is checked before any is run.
+        for list in [collector.ordered, rows] {
+            if let reason = SchemaDefinition.audit(list.map { ($0.type, $0.name, $0.sql) }) {
+                throw USMError.hostileSchema(path: source.main.path, reason: reason)
+            }
+        }
         if !schemaWhole, sibling == nil {
             // A table whose schema row was lost is not salvaged at all: say so, and how to get it back.
             let known = Set(rows.filter { $0.type == "table" }.map { $0.name.uppercased() })
@@ -76,7 +82,10 @@ struct Salvager {
             )
         }
         var outcome: Outcome?
-        let queue = try DatabaseQueue(path: destination.path)
+        // The new store is built from a stranger's schema: the same guard as an input's, no budget.
+        var config = Configuration()
+        UntrustedDatabase.configure(&config, bytes: 0, budgeted: false)
+        let queue = try DatabaseQueue(path: destination.path, configuration: config)
         defer { try? queue.close() }
         do {
             try queue.writeWithoutTransaction { db in

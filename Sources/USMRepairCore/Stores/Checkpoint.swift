@@ -26,6 +26,7 @@ enum Checkpoint {
 
         var config = Configuration()
         config.label = "usm-repair.checkpoint"
+        UntrustedDatabase.configure(&config, bytes: UntrustedDatabase.storeBytes(staged.path))
         config.prepareDatabase { db in
             try db.execute(sql: "PRAGMA cache_size = -2048")
             try db.execute(sql: "PRAGMA mmap_size = 0")

@@ -51,8 +51,12 @@ public struct StoreComparison: Sendable, Equatable {
                 guard usm_register_digest(UnsafeMutableRawPointer(db.sqliteConnection)) == 0 else {
                     throw USMError.unexpected("cannot register the row hash function")
                 }
-                try db.execute(sql: "ATTACH DATABASE ? AS a", arguments: [sideA.copy.path])
-                try db.execute(sql: "ATTACH DATABASE ? AS b", arguments: [sideB.copy.path])
+                try UntrustedDatabase.attaching(db) {
+                    try db.execute(sql: "ATTACH DATABASE ? AS a", arguments: [sideA.copy.path])
+                }
+                try UntrustedDatabase.attaching(db) {
+                    try db.execute(sql: "ATTACH DATABASE ? AS b", arguments: [sideB.copy.path])
+                }
                 let columnsA = try attributeColumns(db, schema: sideA.schema, database: "a")
                 let columnsB = try attributeColumns(db, schema: sideB.schema, database: "b")
                 var objectsA: [String: Int] = [:]

@@ -171,12 +171,18 @@ public struct StoreInspector: Sendable {
             // a hot journal needs a writer to roll it back.
             config.readonly = !journalCopied
             let cacheSize = cacheSizeKiB
+            UntrustedDatabase.configure(&config, bytes: UntrustedDatabase.storeBytes(copy.path))
             config.prepareDatabase { db in
                 try db.execute(sql: "PRAGMA cache_size = -\(cacheSize)")
                 try db.execute(sql: "PRAGMA mmap_size = 0")
             }
             let queue = try DatabaseQueue(path: copy.path, configuration: config)
             defer { try? queue.close() }
+            // The schema's text is checked before anything evaluates it (an integrity check
+            // computes every index expression): a refused one is reported, nothing else read.
+            if let reason = try queue.read({ db in try SchemaDefinition.audit(db) }) {
+                return failed(report, .hostileSchema(path: files.main.path, reason: reason))
+            }
             // Opening applied the WAL or journal; a second connection can now check the B-trees
             // while the first reads metadata and counts.
             let pragma = depth == .check ? "integrity_check" : "quick_check"
@@ -216,6 +222,15 @@ public struct StoreInspector: Sendable {
             try readResult.get()
         } catch let error as USMError {
             return failed(report, error)
+        } catch let error as DatabaseError where UntrustedDatabase.isInterrupt(error) {
+            // Only the step budget interrupts these connections.
+            return failed(
+                report,
+                .hostileSchema(
+                    path: files.main.path,
+                    reason:
+                        "evaluating it ran past \(UntrustedDatabase.budget(forBytes: UntrustedDatabase.storeBytes(copy.path))) SQLite steps, \(UntrustedDatabase.stepsPerByte) a byte"
+                ))
         } catch let error as DatabaseError {
             let usm = USMError.sqlite(
                 path: files.main.path, code: error.resultCode.rawValue, message: error.message ?? "\(error)")

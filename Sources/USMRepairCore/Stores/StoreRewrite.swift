@@ -21,21 +21,35 @@ public enum StoreRewrite {
         var config = Configuration()
         config.readonly = true
         config.label = "usm-repair.vacuum-into"
+        UntrustedDatabase.configure(&config, bytes: UntrustedDatabase.storeBytes(source.path))
         let queue = try DatabaseQueue(path: source.path, configuration: config)
         do {
             try queue.writeWithoutTransaction { db in
-                try db.execute(sql: "VACUUM INTO ?", arguments: [destination.path])
+                // The schema is checked before it is copied; VACUUM INTO attaches its output.
+                if let reason = try SchemaDefinition.audit(db) {
+                    throw USMError.hostileSchema(path: source.path, reason: reason)
+                }
+                try UntrustedDatabase.attaching(db) {
+                    try db.execute(sql: "VACUUM INTO ?", arguments: [destination.path])
+                }
             }
             try queue.close()
         } catch {
             try? queue.close()
             throw error
         }
-        let output = try DatabaseQueue(path: destination.path)
+        let output = try openCopy(destination)
         defer { try? output.close() }
         try output.writeWithoutTransaction { db in
             try StagedStore.setJournalMode(db, journalMode == "WAL" ? "WAL" : "DELETE")
         }
+    }
+
+    /// A connection writing `url`, a copy of a stranger's store: guarded as an input, no step budget.
+    static func openCopy(_ url: URL) throws -> DatabaseQueue {
+        var config = Configuration()
+        UntrustedDatabase.configure(&config, bytes: 0, budgeted: false)
+        return try DatabaseQueue(path: url.path, configuration: config)
     }
 
     /// Core Data's triggers (derived attributes, persistent history, CloudKit) call SQL functions
@@ -67,29 +81,18 @@ public enum StoreRewrite {
     public static func restoreTriggers(_ db: Database, _ triggers: [Trigger], path: String) throws {
         for trigger in triggers {
             try validate(db, trigger, path: path)
-            try db.makeStatement(sql: trigger.sql).execute()
+            try SchemaDefinition.execute(db, trigger.sql, type: "trigger")
         }
     }
 
-    /// Refuses trigger text that is not one `CREATE [TEMP] TRIGGER` statement. The trigger must not
-    /// exist when this runs: preparing its text then compiles it completely (GRDB refuses text that
-    /// holds a second statement), and preparing never runs anything.
+    /// Refuses trigger text that is not one `CREATE TRIGGER` statement (`SchemaDefinition`).
     static func validate(_ db: Database, _ trigger: Trigger, path: String) throws {
-        func refuse(_ why: String) -> USMError {
-            .sqlite(
-                path: path, code: 1,
-                message: "trigger \(trigger.name.debugDescription) \(why); refusing to execute its text")
-        }
-        var words = trigger.sql.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" || $0 == "\r" })
-            .prefix(3).map { $0.uppercased() }
-        guard words.first == "CREATE" else { throw refuse("does not start with CREATE TRIGGER") }
-        words.removeFirst()
-        if words.first == "TEMP" || words.first == "TEMPORARY" { words.removeFirst() }
-        guard words.first == "TRIGGER" else { throw refuse("does not start with CREATE TRIGGER") }
         do {
-            _ = try db.makeStatement(sql: trigger.sql)
-        } catch let error as DatabaseError {
-            throw refuse("is not one statement SQLite can compile (\(error.message ?? "\(error)"))")
+            _ = try SchemaDefinition.parse(trigger.sql, type: "trigger")
+        } catch let refusal as SchemaDefinition.Refusal {
+            throw USMError.hostileSchema(
+                path: path,
+                reason: "trigger \(trigger.name.debugDescription): \(refusal.reason); refusing to execute its text")
         }
     }
 
@@ -98,7 +101,7 @@ public enum StoreRewrite {
     /// the `none` strategy. Free pages are zeroed (secure_delete) and vacuumed away.
     public static func withoutRows(source: URL, to destination: URL, journalMode: String = "DELETE") throws {
         try vacuumInto(source: source, to: destination)
-        let queue = try DatabaseQueue(path: destination.path)
+        let queue = try openCopy(destination)
         defer { try? queue.close() }
         try queue.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA secure_delete = ON")
