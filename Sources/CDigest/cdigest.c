@@ -226,5 +226,10 @@ int usm_budget_exhausted(void *connection) {
 }
 
 void usm_allow_attach(void *connection, int count) {
-    sqlite3_limit((sqlite3 *)connection, SQLITE_LIMIT_ATTACHED, count);
+    /* `count` more databases than are attached now (0: none more). Schemas 0 and 1 are main and
+       temp; the tool's own attaches come after them. */
+    sqlite3 *db = (sqlite3 *)connection;
+    int attached = 0;
+    while (sqlite3_db_name(db, attached + 2) != 0) attached++;
+    sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, count > 0 ? attached + count : 0);
 }

@@ -67,8 +67,9 @@ struct StoreRewriteTests {
             let r = USM.run(["archive", "--store", store.path, flag, "-o", out.path, "--json"])
             #expect(r.status == 0, "\(r.stderr)")
             let skipped = (r.json["skipped"] as? [[String: Any]]) ?? []
+            // Left out: refused where its schema is read (hostile-schema), before any rewrite.
             #expect(
-                skipped.contains { ($0["reason"] as? String)?.contains("refusing to execute its text") == true },
+                skipped.contains { $0["kind"] as? String == "store" && $0["path"] as? String == "store/T.sqlite" },
                 "\(r.stdout)")
         }
         #expect(try TreeSnapshot(store.deletingLastPathComponent()) == before, "the store is untouched")
@@ -83,7 +84,8 @@ struct StoreRewriteTests {
                 (try? StoreRewrite.validate(db, .init(name: "x", sql: sql), path: "p")) != nil
             }
             #expect(check("CREATE TRIGGER x AFTER INSERT ON t BEGIN SELECT 1; END"))
-            #expect(check("create temp trigger x after insert on t begin select 1; end"))
+            // A TEMP trigger is not part of a stored schema: refused (issue 28).
+            #expect(!check("create temp trigger x after insert on t begin select 1; end"))
             #expect(!check("CREATE TRIGGER x AFTER INSERT ON t BEGIN SELECT 1; END; DROP TABLE t"))
             #expect(!check("DROP TABLE t"))
             #expect(!check("CREATE TRIGGER x AFTER INSERT ON nowhere BEGIN SELECT 1; END"))

@@ -98,7 +98,8 @@ struct Redactor: Sendable {
                 try StoreRewrite.restoreTriggers(db, triggers, path: destination.path)
                 return .commit
             }
-            try db.execute(sql: "VACUUM")
+            // VACUUM attaches its own temporary database.
+            try UntrustedDatabase.attaching(db) { try db.execute(sql: "VACUUM") }
         }
         return Result(tables: tables, values: total)
     }

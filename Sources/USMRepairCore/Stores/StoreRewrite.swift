@@ -94,6 +94,16 @@ public enum StoreRewrite {
                 path: path,
                 reason: "trigger \(trigger.name.debugDescription): \(refusal.reason); refusing to execute its text")
         }
+        // One statement (parsed above): preparing it compiles it against this schema and runs nothing.
+        do {
+            _ = try db.makeStatement(sql: trigger.sql)
+        } catch let error as DatabaseError {
+            throw USMError.hostileSchema(
+                path: path,
+                reason:
+                    "trigger \(trigger.name.debugDescription) is not a statement SQLite can compile (\(error.message ?? "\(error)")); refusing to execute its text"
+            )
+        }
     }
 
     /// Writes a copy of the store open at `source` with the schema, metadata, model cache and
@@ -116,7 +126,8 @@ public enum StoreRewrite {
                 try restoreTriggers(db, triggers, path: destination.path)
                 return .commit
             }
-            try db.execute(sql: "VACUUM")
+            // VACUUM attaches its own temporary database.
+            try UntrustedDatabase.attaching(db) { try db.execute(sql: "VACUUM") }
             if journalMode == "WAL" { try StagedStore.setJournalMode(db, "WAL") }
         }
     }
