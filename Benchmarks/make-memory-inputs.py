@@ -17,6 +17,7 @@ Writes into DIR (each input once; delete it to rebuild):
     modelcache-31mib.sqlite  store whose Z_MODELCACHE inflates to about 31 MiB
     primarykey-200k.sqlite   store with 200,000 Z_PRIMARYKEY rows
     row-200mb/Store.sqlite   store of 1,000 objects, one of whose rows holds a 200 MB value
+    string-200mb/Store.sqlite  the same with the 200 MB (a BLOB) in a string column (ZTITLE)
     plugin-300mb/            an external plugin that prints 300 MB of note lines, then copies the store
     plan-200mb/              preferences folder holding an interrupted operation whose plan.json is
                              200 MB, and record.json (this machine's record of that operation)
@@ -244,6 +245,20 @@ def main():
         cover = b"\x01" + random.Random(200).randbytes(200000000)
         db.execute("UPDATE ZITEM SET ZCOVER = ? WHERE Z_PK = (SELECT MIN(Z_PK) FROM ZITEM)", (cover,))
         del cover
+        db.commit()
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        db.close()
+        os.rename(path + ".tmp", path)
+    if (path := want("string-200mb")):
+        # Issue 28, finding 6: the same 200 MB, bound as a BLOB, in a string column (ZTITLE).
+        os.makedirs(path + ".tmp", exist_ok=True)
+        store = os.path.join(path + ".tmp", "Store.sqlite")
+        subprocess.run([sys.executable, os.path.join(HERE, "make-migrate-store.py"), store, "--objects", "1000", "--wal-rows", "0",
+                        "--local"], check=True, stdout=subprocess.DEVNULL)
+        db = sqlite3.connect(store)
+        title = random.Random(201).randbytes(200000000)
+        db.execute("UPDATE ZITEM SET ZTITLE = ? WHERE Z_PK = (SELECT MIN(Z_PK) FROM ZITEM)", (title,))
+        del title
         db.commit()
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         db.close()

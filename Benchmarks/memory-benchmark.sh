@@ -128,6 +128,15 @@ if [[ -d "$IN/row-200mb" ]]; then
   run row-200mb "$T"        migrate-store "$IN/row-200mb/Store.sqlite" "$OUT/row-ios.sqlite" --strategy ios
   rm -rf "$OUT"/row-*.sqlite* "$OUT"/.row-*_SUPPORT
 fi
+# Issue 28, finding 6: the 200 MB in a string column, as a BLOB (object identity and the digests
+# read it in pieces; copy-entities still holds the value SQLite copies).
+if [[ -d "$IN/string-200mb" ]]; then
+  row_target=$(awk -v t="$T" 'BEGIN { printf "%.1f", t + 1.5 * 200000000 / 1048576 }')
+  rm -f "$OUT"/string-*.sqlite*
+  run string-200mb "$T"      migrate-store "$IN/string-200mb/Store.sqlite" "$OUT/string-ios.sqlite" --strategy ios
+  run string-200mb "$row_target" migrate-store "$IN/string-200mb/Store.sqlite" "$OUT/string-copy.sqlite" --strategy copy-entities
+  rm -rf "$OUT"/string-*.sqlite* "$OUT"/.string-*_SUPPORT
+fi
 if [[ -d "$IN/plugin-300mb" ]]; then
   rm -f "$OUT"/plugin-*.sqlite*
   run plugin-300mb "$T"     migrate-store "$IN/app/UbiquityStore.sqlite" "$OUT/plugin-dst.sqlite" \

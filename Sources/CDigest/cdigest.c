@@ -121,6 +121,150 @@ static void valuehash_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     sqlite3_result_blob(ctx, &out, sizeof out, SQLITE_TRANSIENT);
 }
 
+/* ---- SHA-256 (FIPS 180-4), for usm_valueid: object identity must not be forgeable by a
+   stranger's store (two different large values of equal FNV hash would make two objects one). */
+
+struct usm_sha256 {
+    uint32_t h[8];
+    unsigned char buf[64];
+    uint64_t bytes;
+    size_t used;
+};
+
+static const uint32_t usm_k[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+
+#define USM_ROR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
+
+static void usm_sha256_block(struct usm_sha256 *s, const unsigned char *p) {
+    uint32_t w[64];
+    for (int i = 0; i < 16; i++)
+        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 |
+               (uint32_t)p[4 * i + 3];
+    for (int i = 16; i < 64; i++) {
+        uint32_t s0 = USM_ROR(w[i - 15], 7) ^ USM_ROR(w[i - 15], 18) ^ (w[i - 15] >> 3);
+        uint32_t s1 = USM_ROR(w[i - 2], 17) ^ USM_ROR(w[i - 2], 19) ^ (w[i - 2] >> 10);
+        w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    uint32_t a = s->h[0], b = s->h[1], c = s->h[2], d = s->h[3], e = s->h[4], f = s->h[5], g = s->h[6],
+             h = s->h[7];
+    for (int i = 0; i < 64; i++) {
+        uint32_t t1 = h + (USM_ROR(e, 6) ^ USM_ROR(e, 11) ^ USM_ROR(e, 25)) + ((e & f) ^ (~e & g)) + usm_k[i] + w[i];
+        uint32_t t2 = (USM_ROR(a, 2) ^ USM_ROR(a, 13) ^ USM_ROR(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+        h = g;
+        g = f;
+        f = e;
+        e = d + t1;
+        d = c;
+        c = b;
+        b = a;
+        a = t1 + t2;
+    }
+    s->h[0] += a;
+    s->h[1] += b;
+    s->h[2] += c;
+    s->h[3] += d;
+    s->h[4] += e;
+    s->h[5] += f;
+    s->h[6] += g;
+    s->h[7] += h;
+}
+
+static void usm_sha256_init(struct usm_sha256 *s) {
+    static const uint32_t init[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                     0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    memcpy(s->h, init, sizeof init);
+    s->bytes = 0;
+    s->used = 0;
+}
+
+static void usm_sha256_update(struct usm_sha256 *s, const unsigned char *p, size_t n) {
+    s->bytes += n;
+    while (n > 0) {
+        size_t take = 64 - s->used < n ? 64 - s->used : n;
+        memcpy(s->buf + s->used, p, take);
+        s->used += take;
+        p += take;
+        n -= take;
+        if (s->used == 64) {
+            usm_sha256_block(s, s->buf);
+            s->used = 0;
+        }
+    }
+}
+
+static void usm_sha256_final(struct usm_sha256 *s, unsigned char out[32]) {
+    uint64_t bits = s->bytes * 8;
+    unsigned char pad = 0x80, zero = 0;
+    usm_sha256_update(s, &pad, 1);
+    while (s->used != 56) usm_sha256_update(s, &zero, 1);
+    unsigned char len[8];
+    for (int i = 0; i < 8; i++) len[i] = (unsigned char)(bits >> (56 - 8 * i));
+    usm_sha256_update(s, len, 8);
+    for (int i = 0; i < 8; i++) {
+        out[4 * i] = (unsigned char)(s->h[i] >> 24);
+        out[4 * i + 1] = (unsigned char)(s->h[i] >> 16);
+        out[4 * i + 2] = (unsigned char)(s->h[i] >> 8);
+        out[4 * i + 3] = (unsigned char)s->h[i];
+    }
+}
+
+void usm_sha256(const void *data, size_t count, unsigned char out[32]) {
+    struct usm_sha256 s;
+    usm_sha256_init(&s);
+    usm_sha256_update(&s, (const unsigned char *)data, count);
+    usm_sha256_final(&s, out);
+}
+
+/* usm_valueid(schema, table, column, rowid): the SHA-256 of one value's bytes (a TEXT value's in
+   the database's encoding, as a BLOB's), read through incremental BLOB I/O in 64 KiB pieces. Object
+   identity orders and compares large values by it (with their storage class and length beside it)
+   instead of sorting values of hundreds of megabytes whole. Returns a 32-byte BLOB. */
+static void valueid_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    (void)argc;
+    const char *schema = (const char *)sqlite3_value_text(argv[0]);
+    const char *table = (const char *)sqlite3_value_text(argv[1]);
+    const char *column = (const char *)sqlite3_value_text(argv[2]);
+    sqlite3_int64 rowid = sqlite3_value_int64(argv[3]);
+    if (schema == NULL || table == NULL || column == NULL) {
+        sqlite3_result_error(ctx, "usm_valueid: no schema, table or column", -1);
+        return;
+    }
+    sqlite3_blob *blob = NULL;
+    int rc = sqlite3_blob_open(sqlite3_context_db_handle(ctx), schema, table, column, rowid, 0, &blob);
+    if (rc != SQLITE_OK) {
+        sqlite3_result_error_code(ctx, rc);
+        if (blob != NULL) sqlite3_blob_close(blob);
+        return;
+    }
+    int size = sqlite3_blob_bytes(blob);
+    struct usm_sha256 s;
+    usm_sha256_init(&s);
+    unsigned char piece[65536];
+    for (int offset = 0; offset < size;) {
+        int n = size - offset < (int)sizeof piece ? size - offset : (int)sizeof piece;
+        rc = sqlite3_blob_read(blob, piece, n, offset);
+        if (rc != SQLITE_OK) {
+            sqlite3_blob_close(blob);
+            sqlite3_result_error_code(ctx, rc);
+            return;
+        }
+        usm_sha256_update(&s, piece, (size_t)n);
+        offset += n;
+    }
+    sqlite3_blob_close(blob);
+    unsigned char out[32];
+    usm_sha256_final(&s, out);
+    sqlite3_result_blob(ctx, out, sizeof out, SQLITE_TRANSIENT);
+}
+
 int usm_register_digest(void *connection) {
     int rc = sqlite3_create_function_v2((sqlite3 *)connection, "usm_digest", -1,
                                         SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, NULL,
@@ -130,8 +274,11 @@ int usm_register_digest(void *connection) {
                                     SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, rowhash_func,
                                     NULL, NULL, NULL);
     if (rc != SQLITE_OK) return rc;
-    return sqlite3_create_function_v2((sqlite3 *)connection, "usm_valuehash", 3, SQLITE_UTF8, NULL,
-                                      valuehash_func, NULL, NULL, NULL);
+    rc = sqlite3_create_function_v2((sqlite3 *)connection, "usm_valuehash", 3, SQLITE_UTF8, NULL,
+                                    valuehash_func, NULL, NULL, NULL);
+    if (rc != SQLITE_OK) return rc;
+    return sqlite3_create_function_v2((sqlite3 *)connection, "usm_valueid", 4, SQLITE_UTF8, NULL, valueid_func, NULL,
+                                      NULL, NULL);
 }
 
 int usm_parameter_count(void *statement) {

@@ -1,14 +1,20 @@
 #ifndef USM_CDIGEST_H
 #define USM_CDIGEST_H
 
+#include <stddef.h>
+
 /* Registers the aggregate SQL function usm_digest(v1, v2, ...) on an open sqlite3 connection
    (passed as void * so Swift sees no second sqlite3 type). It hashes each row's values (storage
    class and bytes, 64-bit) and returns the wrapping sum over the rows as an integer: an
    order-independent content digest, equal for two tables holding the same multiset of rows.
    Also registers usm_rowhash(v1, ...), the same per-row hash as a scalar, so tables wider than
    SQLite's 127-argument limit are hashed in chunks, and usm_valuehash(table, column, rowid), the
-   hash of one large BLOB read in pieces (never held whole). Returns an SQLite result code. */
+   hash of one large BLOB read in pieces (never held whole), and usm_valueid(schema, table, column,
+   rowid), the SHA-256 of one value read in pieces. Returns an SQLite result code. */
 int usm_register_digest(void *connection);
+
+/* The SHA-256 of `count` bytes at `data` into `out` (what usm_valueid computes in pieces). */
+void usm_sha256(const void *data, size_t count, unsigned char out[32]);
 
 /* The number of parameters of a prepared statement and the name of the i-th (1-based; NULL for
    a nameless `?`), so named values can be bound from a dictionary. */

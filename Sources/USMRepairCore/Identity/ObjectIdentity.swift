@@ -115,6 +115,7 @@ struct ObjectIdentity {
 
     private func build(_ db: Database, keys: [String: [String]]) throws {
         let first = sides[0]
+        try SchemaFacts.registerValueFunctions(db)
         // 1. Classes by entity and attributes.
         for table in tables {
             let keyed = keyColumns(table)
@@ -140,7 +141,11 @@ struct ObjectIdentity {
                         side.schema.table(source.table, hasColumn: key.column)
                             ? "\(key.column.sqlIdentifier) AS k\(i)" : "NULL AS k\(i)")
                 }
-                for (i, column) in attributes.enumerated() { columns.append("\(column.sqlIdentifier) AS a\(i)") }
+                for (i, column) in attributes.enumerated() {
+                    // A large value is ordered by its SHA-256 (read in pieces), not sorted whole.
+                    let v = SchemaFacts.identityValue(database: side.database, table: source.table, column: column)
+                    columns.append("\(v.large) AS l\(i), \(v.value) AS a\(i)")
+                }
                 let filter = source.entities.keys.sorted().map(String.init).joined(separator: ",")
                 selects.append(
                     "SELECT \(columns.joined(separator: ", ")) FROM \(side.database.sqlIdentifier).\(source.table.sqlIdentifier) WHERE Z_ENT IN (\(filter))"
@@ -150,11 +155,13 @@ struct ObjectIdentity {
             var order = ["ent"]
             for (i, column) in attributes.enumerated() {
                 let excluded = entities.filter { keys[$0.name].map { !$0.contains(column) } ?? false }.map(\.number)
-                order.append(
-                    excluded.isEmpty
-                        ? "a\(i)"
-                        : "CASE WHEN ent IN (\(excluded.map(String.init).joined(separator: ","))) THEN NULL ELSE a\(i) END"
-                )
+                for name in ["l\(i)", "a\(i)"] {
+                    order.append(
+                        excluded.isEmpty
+                            ? name
+                            : "CASE WHEN ent IN (\(excluded.map(String.init).joined(separator: ","))) THEN NULL ELSE \(name) END"
+                    )
+                }
             }
             let keyDefs = keyed.indices.map { "k\($0) INTEGER" }
             try db.execute(sql: "DROP TABLE IF EXISTS temp.\(table.temp)")

@@ -1,3 +1,4 @@
+import CDigest
 import Foundation
 import GRDB
 
@@ -170,6 +171,34 @@ struct SchemaFacts {
         guard !digits.isEmpty, digits.allSatisfy(\.isNumber) else { return false }
         let key = "Z" + name[name.index(after: underscore)...]
         return (schema.tables[table] ?? []).contains { $0.name == key }
+    }
+}
+
+extension SchemaFacts {
+    /// Values longer than this (BLOB or TEXT) are compared by `usm_valueid`, never sorted whole.
+    static let largeValue = 1 << 20
+
+    /// The two expressions object identity orders a column's value by: a flag saying whether the
+    /// value is large (a BLOB over `largeValue` bytes; `typeof()` and `length()` of a BLOB do not
+    /// read it), and the value itself or, when large, the SHA-256 of its bytes read in pieces. Two
+    /// values are the same exactly when both expressions are (up to SHA-256 collisions), so the
+    /// classes do not change; a row holding hundreds of megabytes costs no more memory than any other.
+    /// Registers `usm_valueid` (and the digest functions) on `db`, which `identityValue` calls.
+    static func registerValueFunctions(_ db: Database) throws {
+        guard let connection = db.sqliteConnection else { return }
+        let rc = usm_register_digest(UnsafeMutableRawPointer(connection))
+        guard rc == 0 else {
+            throw DatabaseError(resultCode: ResultCode(rawValue: rc), message: "cannot register usm_valueid")
+        }
+    }
+
+    static func identityValue(database: String, table: String, column: String) -> (large: String, value: String) {
+        let c = column.sqlIdentifier
+        let literal = { (s: String) in "'" + s.replacingOccurrences(of: "'", with: "''") + "'" }
+        let large = "(typeof(\(c)) = 'blob' AND length(\(c)) > \(largeValue))"
+        let value =
+            "CASE WHEN \(large) THEN usm_valueid(\(literal(database)), \(literal(table)), \(literal(column)), _rowid_) ELSE \(c) END"
+        return (large, value)
     }
 }
 

@@ -37,6 +37,11 @@ final class DamagedStore {
     private let overflowBuffer: UnsafeMutableRawBufferPointer
     /// The record of the cell being decoded, when it spills to overflow pages.
     var payload: [UInt8] = []
+    /// While set, a record whose payload is longer is not assembled (`.tooLarge`) and counted in
+    /// `oversized`: the schema walk's bound, so a 50 MB schema text is refused before it is read.
+    var maxPayload: Int?
+    /// Records refused by `maxPayload` (those a walk took as the table's, `mark`).
+    var oversized = 0
 
     /// Opens `files` for salvage.
     /// - Throws: `notFound`, `unreadable`, `notSQLite` (no page size can be found: not an SQLite file).
@@ -198,6 +203,10 @@ final class DamagedStore {
         guard let local = page.slice(cell.localStart..<(cell.localStart + cell.localCount)) else {
             return .failure(.outsidePage)
         }
+        if let maxPayload, cell.payloadSize > maxPayload {
+            if mark { oversized += 1 }
+            return .failure(.tooLarge)
+        }
         guard let first = cell.overflowPage else { return .success(body(local)) }
         payload.removeAll(keepingCapacity: true)
         payload.append(contentsOf: local.base)
@@ -238,6 +247,7 @@ final class DamagedStore {
     enum CellFailure: Error, Equatable {
         case outsidePage
         case overflow(page: UInt32)
+        case tooLarge
     }
 
     /// The first `count` bytes of the file at `path` (fewer when it is shorter).

@@ -86,8 +86,8 @@ extension DamagedStore {
                     switch fits {
                     case .success(true):
                         whole += 1
-                    case .failure(.overflow):
-                        // The row is lost with its chain; what is on the page must still be one of the table's.
+                    case .failure(.overflow), .failure(.tooLarge):
+                        // The row is lost with its chain (or too long to read here); what is on the page must still be one of the table's.
                         guard let first = cell.overflowPage, !overflowTaken(first, leaf: page),
                             let local = view.slice(cell.localStart..<(cell.localStart + cell.localCount)),
                             RecordDecoder.decodeLocal(

@@ -42,6 +42,9 @@ struct Salvager {
         let collector = SchemaCollector(encoding: store.header.encoding)
         var schemaTables = [SalvageTable.schema]
         var schemaRows = [SalvageReport.TableRows(name: "sqlite_schema")]
+        // A schema row is its names and one definition (at most 1 MiB): a longer record is refused
+        // unread, so memory does not grow with a hostile schema text (issue 28, finding 6).
+        store.maxPayload = SchemaDefinition.maxDefinitionBytes + 64 * 1024
         store.walk(0, tables: &schemaTables, rows: &schemaRows, sink: collector)
         if !schemaTables[0].lost.isEmpty {
             var scan = DamagedStore.ScanResult()
@@ -50,6 +53,19 @@ struct Salvager {
             if !scan.placements.isEmpty {
                 report.notes.append("sqlite_schema rows were found on \(scan.placements.count) orphaned pages")
             }
+        }
+        store.maxPayload = nil
+        if collector.overLimit {
+            throw USMError.hostileSchema(
+                path: source.main.path,
+                reason: "its schema texts are over \(SchemaDefinition.maxSchemaBytes) bytes together")
+        }
+        if store.oversized > 0 {
+            throw USMError.hostileSchema(
+                path: source.main.path,
+                reason:
+                    "\(store.oversized) of its schema rows are over \(SchemaDefinition.maxDefinitionBytes + 64 * 1024) bytes (a definition is at most \(SchemaDefinition.maxDefinitionBytes))"
+            )
         }
         if schemaRows[0].lostCells > 0 || schemaRows[0].lostPages > 0 || !schemaTables[0].lost.isEmpty {
             report.unreadable.append(

@@ -71,6 +71,10 @@ final class SchemaCollector: RowSink {
     private(set) var rows: [Int64: SchemaRow] = [:]
     /// Rows read intact whose content is not a schema row (an unknown type, a name missing).
     private(set) var malformed = 0
+    /// Bytes of schema text kept; past `SchemaDefinition.maxSchemaBytes` no more is kept and
+    /// `overLimit` is set (the schema is refused), so memory stays bounded whatever the pages hold.
+    private(set) var textBytes = 0
+    private(set) var overLimit = false
 
     init(encoding: DatabaseHeader.TextEncoding) {
         self.encoding = encoding
@@ -87,9 +91,13 @@ final class SchemaCollector: RowSink {
             malformed += 1
             return .refused
         }
-        let row = SchemaRow(
-            type: type, name: name, tableName: tableName, rootPage: UInt32(root),
-            sql: FieldText.string(fields[4], in: record, encoding: encoding))
+        let sql = FieldText.string(fields[4], in: record, encoding: encoding)
+        textBytes += (sql?.utf8.count ?? 0) + name.utf8.count + tableName.utf8.count
+        guard textBytes <= SchemaDefinition.maxSchemaBytes else {
+            overLimit = true
+            return .refused
+        }
+        let row = SchemaRow(type: type, name: name, tableName: tableName, rootPage: UInt32(root), sql: sql)
         if let existing = rows[rowid] { return existing == row ? .duplicate : .conflict }
         rows[rowid] = row
         return .stored

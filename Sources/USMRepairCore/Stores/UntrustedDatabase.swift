@@ -31,7 +31,9 @@ public enum UntrustedDatabase {
     public static func configure(_ config: inout Configuration, bytes: Int64, budgeted: Bool = true) {
         let steps = budgeted ? budget(forBytes: bytes) : 0
         // A value cannot be longer than the file holding it; room for the tool's own quote()/hex().
-        let length = Int32(clamping: min(Int64(1_000_000_000), max(Int64(16 << 20), bytes * 4)))
+        // A store written here takes values from another (any size it holds): SQLite's own limit.
+        let length =
+            budgeted ? Int32(clamping: min(Int64(1_000_000_000), max(Int64(16 << 20), bytes * 4))) : 1_000_000_000
         config.prepareDatabase { db in
             guard let connection = db.sqliteConnection else { return }
             let rc = usm_untrusted(UnsafeMutableRawPointer(connection), steps, length)
@@ -39,6 +41,11 @@ public enum UntrustedDatabase {
                 throw DatabaseError(
                     resultCode: ResultCode(rawValue: rc), message: "cannot set the connection up for an untrusted store"
                 )
+            }
+            // The digest and value-identity functions (never in a schema: untrusted schema mode
+            // keeps a stranger's expressions from calling them).
+            guard usm_register_digest(UnsafeMutableRawPointer(connection)) == 0 else {
+                throw DatabaseError(message: "cannot register usm_digest")
             }
             try db.execute(sql: "PRAGMA trusted_schema = OFF")
             try db.execute(sql: "PRAGMA cell_size_check = ON")
