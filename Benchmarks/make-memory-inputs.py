@@ -18,6 +18,8 @@ Writes into DIR (each input once; delete it to rebuild):
     primarykey-200k.sqlite   store with 200,000 Z_PRIMARYKEY rows
     row-200mb/Store.sqlite   store of 1,000 objects, one of whose rows holds a 200 MB value
     string-200mb/Store.sqlite  the same with the 200 MB (a BLOB) in a string column (ZTITLE)
+    schema-50mb/Store.sqlite   store one of whose schema rows is 50 MB (for salvage)
+    model-1m-nested.xml      a model's contents XML of 1,000,000 nested elements (for --model)
     plugin-300mb/            an external plugin that prints 300 MB of note lines, then copies the store
     plan-200mb/              preferences folder holding an interrupted operation whose plan.json is
                              200 MB, and record.json (this machine's record of that operation)
@@ -263,6 +265,22 @@ def main():
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         db.close()
         os.rename(path + ".tmp", path)
+    if (path := want("schema-50mb")):
+        # Issue 28, finding 6: one schema row of 50 MB (a DEFAULT of 50 million x), for salvage.
+        os.makedirs(path + ".tmp", exist_ok=True)
+        store = os.path.join(path + ".tmp", "Store.sqlite")
+        subprocess.run([sys.executable, os.path.join(HERE, "make-migrate-store.py"), store, "--objects", "1000", "--wal-rows", "0",
+                        "--local"], check=True, stdout=subprocess.DEVNULL)
+        db = sqlite3.connect(store)
+        db.execute("CREATE TABLE ZNOTE (Z_PK INTEGER PRIMARY KEY, ZTEXT VARCHAR DEFAULT '%s')" % ("x" * 50000000))
+        db.commit()
+        db.close()
+        os.rename(path + ".tmp", path)
+    if (path := want("model-1m-nested.xml")):
+        # Issue 28, finding 6: a --model whose <model> holds 1,000,000 nested elements.
+        with open(path + ".tmp", "w") as f:
+            f.write('<?xml version="1.0"?><model>' + "<a>" * 1000000 + "</a>" * 1000000 + "</model>")
+        os.replace(path + ".tmp", path)
     if (path := want("plugin-300mb")):
         os.makedirs(path + ".tmp", exist_ok=True)
         flood_plugin(os.path.join(path + ".tmp", "usm-repair-strategy-flood"),

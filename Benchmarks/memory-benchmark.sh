@@ -15,6 +15,9 @@
 # Also (issue 20): a store with one 200 MB row migrated with copy-entities and with ios, a plugin
 # printing 300 MB of lines, a 200 MB plan.json, a 3 M-line journal, a 100 MB recipe, preferences
 # with 200,000 keys and with a 50 MB value (binary and XML) rewritten by `cloud disable`.
+# Also (issue 28, finding 6): a 200 MB BLOB in a string column migrated with ios and copy-entities,
+# salvage of a store with a 50 MB schema row (refused, exit 2), a --model of 1M nested elements
+# (refused, exit 2).
 # Each command runs under /usr/bin/time -v; printed: input, command, exit status, wall seconds, peak
 # RSS in MiB, its target, PASS or FAIL. Exit 0 (1 with --enforce when one fails; 2 set-up error).
 set -euo pipefail
@@ -136,6 +139,16 @@ if [[ -d "$IN/string-200mb" ]]; then
   run string-200mb "$T"      migrate-store "$IN/string-200mb/Store.sqlite" "$OUT/string-ios.sqlite" --strategy ios
   run string-200mb "$row_target" migrate-store "$IN/string-200mb/Store.sqlite" "$OUT/string-copy.sqlite" --strategy copy-entities
   rm -rf "$OUT"/string-*.sqlite* "$OUT"/.string-*_SUPPORT
+fi
+if [[ -d "$IN/schema-50mb" ]]; then
+  run schema-50mb "$T"       salvage "$IN/schema-50mb/Store.sqlite" "$OUT/schema-out.sqlite" --dry-run
+  run schema-50mb "$T"       salvage "$IN/schema-50mb/Store.sqlite" "$OUT/schema-out.sqlite"
+  rm -rf "$OUT"/schema-out.sqlite*
+fi
+if [[ -f "$IN/model-1m-nested.xml" && -d "$IN/app" ]]; then
+  run model-1m-nested "$T"   migrate-store "$IN/app/UbiquityStore.sqlite" "$OUT/model-dst.sqlite" --strategy none \
+    --model "$IN/model-1m-nested.xml"
+  rm -rf "$OUT"/model-dst.sqlite*
 fi
 if [[ -d "$IN/plugin-300mb" ]]; then
   rm -f "$OUT"/plugin-*.sqlite*

@@ -166,3 +166,56 @@ struct SalvageSchemaMemoryTests {
         #expect(collector.ordered.compactMap(\.sql).reduce(0) { $0 + $1.utf8.count } <= SchemaDefinition.maxSchemaBytes)
     }
 }
+
+/// Issue 28, finding 6: a `--model` XML nested deeper than a model nests is refused as soon as the
+/// parser gets there (memory does not grow with the nesting); a model that nests five deep reads.
+@Suite("memory: a model's XML is bounded in depth and elements")
+struct ModelLimitTests {
+    @Test("1,000 nested elements inside <model>: model-invalid (exit 2), naming the limit; 64 deep still reads")
+    func nested() throws {
+        let tmp = try TempDir()
+        let deep = tmp.path("deep.xml")
+        let n = 1000
+        try Data(
+            ("<?xml version=\"1.0\"?><model>" + String(repeating: "<a>", count: n) + String(repeating: "</a>", count: n)
+                + "</model>").utf8
+        ).write(to: deep)
+        #expect {
+            try ModelFile.load(deep)
+        } throws: { error in
+            "\(error)".contains("nested more than \(ModelFile.maxDepth) deep")
+        }
+        // At the limit (an entity inside 61 wrappers and <model>): accepted.
+        let wrap = ModelFile.maxDepth - 3
+        let ok = tmp.path("ok.xml")
+        try Data(
+            ("<?xml version=\"1.0\"?><model>" + String(repeating: "<a>", count: wrap)
+                + "<entity name=\"Car\"><attribute name=\"plate\" attributeType=\"String\"/></entity>"
+                + String(repeating: "</a>", count: wrap) + "</model>").utf8
+        ).write(to: ok)
+        #expect(try ModelFile.load(ok).entities.map(\.name) == ["Car"])
+        try ModelFileTests.writeStore(tmp.path("s/S.sqlite"), persons: 1, cars: 1, prefix: "s")
+        let r = USM.run([
+            "migrate-store", tmp.path("s/S.sqlite").path, tmp.path("s/D.sqlite").path, "--model", deep.path, "--json",
+        ])
+        #expect(r.status == 2, "\(r.stderr)")
+        #expect((r.json["error"] as? [String: Any])?["code"] as? String == "model-invalid")
+        #expect(r.stdout.contains("nested more than") || r.stderr.contains("nested more than"))
+        #expect(!FileManager.default.fileExists(atPath: tmp.path("s/D.sqlite").path))
+    }
+
+    @Test("more elements than the limit (flat): model-invalid, naming it")
+    func manyElements() throws {
+        let tmp = try TempDir()
+        let flat = tmp.path("flat.xml")
+        try Data(
+            ("<?xml version=\"1.0\"?><model>" + String(repeating: "<a/>", count: ModelFile.maxElements + 1) + "</model>")
+                .utf8
+        ).write(to: flat)
+        #expect {
+            try ModelFile.load(flat)
+        } throws: { error in
+            "\(error)".contains("more than \(ModelFile.maxElements) elements")
+        }
+    }
+}

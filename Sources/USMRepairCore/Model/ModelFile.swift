@@ -11,6 +11,12 @@ import Foundation
 public enum ModelFile {
     /// The largest model file read (models are kilobytes; a megabyte is hundreds of entities).
     static let sizeLimit = 16 << 20
+    /// The deepest nesting of a `contents` XML read (a model nests five deep: model, entity,
+    /// uniquenessConstraints, uniquenessConstraint, constraint) and the most elements: past either
+    /// the model is refused (`model-invalid`, exit 2) as soon as the parser reaches it, so memory
+    /// does not grow with a hostile file's nesting.
+    public static let maxDepth = 64
+    public static let maxElements = 1_000_000
 
     /// Reads the model at `url`.
     /// - Throws: `notFound`; `modelInvalid` (exit 2) for anything that is not a model this reads.
@@ -97,7 +103,9 @@ public enum ModelFile {
         let parser = XMLParser(data: data)
         parser.shouldResolveExternalEntities = false
         parser.delegate = reader
-        guard parser.parse(), reader.sawModel else {
+        let parsed = parser.parse()
+        if let limit = reader.limit { throw USMError.modelInvalid(path: url.path, reason: limit) }
+        guard parsed, reader.sawModel else {
             let why = parser.parserError.map { "\($0.localizedDescription)" } ?? "no <model> element"
             throw USMError.modelInvalid(path: url.path, reason: "not an Xcode model's contents XML (\(why))")
         }
@@ -122,6 +130,10 @@ private final class ModelXMLReader: NSObject, XMLParserDelegate {
 
     var sawModel = false
     var problem: String?
+    /// Set when the file passed `maxDepth` or `maxElements` (parsing stopped there).
+    var limit: String?
+    private var depth = 0
+    private var elements = 0
     private var entities: [Pending] = []
     private var current: Pending?
     private var constraint: [String]?
@@ -130,6 +142,18 @@ private final class ModelXMLReader: NSObject, XMLParserDelegate {
         _ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
         attributes: [String: String] = [:]
     ) {
+        depth += 1
+        elements += 1
+        guard depth <= ModelFile.maxDepth, elements <= ModelFile.maxElements else {
+            if limit == nil {
+                limit =
+                    depth > ModelFile.maxDepth
+                    ? "elements nested more than \(ModelFile.maxDepth) deep (a model nests five)"
+                    : "more than \(ModelFile.maxElements) elements"
+            }
+            parser.abortParsing()
+            return
+        }
         switch name {
         case "model":
             sawModel = true
@@ -163,6 +187,7 @@ private final class ModelXMLReader: NSObject, XMLParserDelegate {
     }
 
     func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+        depth -= 1
         switch name {
         case "entity":
             if let current { entities.append(current) }
