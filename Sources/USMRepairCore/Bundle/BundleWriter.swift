@@ -212,11 +212,15 @@ public struct BundleWriter {
                 guard let main = capture.members["main"], report?.health == .ok || report?.health == .damaged,
                     let openable = capture.openable ?? capture.members["main"]?.copy
                 else {
+                    // A schema refused as hostile is named as such: its text is never run, so it is not rebuilt.
+                    let hostile = report?.problems.first { $0.code == .hostileSchema }
                     try catalog.skip(
                         BundleSkip(
                             path: mainPath, kind: "store",
-                            reason:
-                                "could not be read as Core Data, so it cannot be \(options.content.rawValue); left out")
+                            reason: hostile.map {
+                                "hostile-schema, so it cannot be \(options.content.rawValue); left out: \($0.message)"
+                            }
+                                ?? "could not be read as Core Data, so it cannot be \(options.content.rawValue); left out")
                     )
                     continue
                 }

@@ -96,6 +96,11 @@ struct MigrationVerifier {
         defer { _ = try? digestJob?.value() }
         let result = StoreInspector(depth: .check).inspect(
             files, role: .store, confinement: Confinement(root: files.directory), privateCopy: staged)
+        if case let .hostileSchema(_, reason)? = result.readFailure {
+            // The staged store has the source's schema: it is the source's, refused as an input's is
+            // (exit 2), not a migration that went wrong (issue 28, finding 5).
+            throw USMError.hostileSchema(path: source.files.main.path, reason: reason)
+        }
         if let failure = result.readFailure {
             throw USMError.verificationFailed(
                 path: staged.path, detail: "the staged store cannot be read: \(failure.message)")

@@ -27,6 +27,14 @@ extension Planner {
         b: inout PlanBuilder
     ) throws -> SalvageSeed? {
         let path = entry.files.main.path
+        // A schema refused as hostile is bad input (exit 2), with or without --salvage: neither
+        // SQLite nor salvage builds anything from it (issue 28).
+        if case let .hostileSchema(hostilePath, reason)? = reports[path]?.readFailure {
+            throw USMError.hostileSchema(path: hostilePath, reason: reason)
+        }
+        if let problem = reports[path]?.problems.first(where: { $0.code == .hostileSchema }) {
+            throw USMError.hostileSchema(path: path, reason: problem.message)
+        }
         guard isSalvageable(entry) else {
             if choice != nil, reports[path]?.health == .ok {
                 b.notes.append("the \(label) is healthy: --salvage has nothing to salvage, it is read as it is")

@@ -98,9 +98,12 @@ struct Salvager {
             )
         }
         var outcome: Outcome?
-        // The new store is built from a stranger's schema: the same guard as an input's, no budget.
+        // The new store is built from a stranger's schema and holds no more than the source: the
+        // same guard as an input's, with the source's step budget (an index or CHECK expression
+        // evaluated for every row written could otherwise run for minutes; issue 28, finding 5).
         var config = Configuration()
-        UntrustedDatabase.configure(&config, bytes: 0, budgeted: false)
+        let sourceBytes = UntrustedDatabase.storeBytes(source.main.path)
+        UntrustedDatabase.configure(&config, bytes: sourceBytes)
         let queue = try DatabaseQueue(path: destination.path, configuration: config)
         defer { try? queue.close() }
         do {
@@ -167,6 +170,13 @@ struct Salvager {
             }
         } catch let error as USMError {
             throw error
+        } catch let error as DatabaseError where UntrustedDatabase.isInterrupt(error) {
+            // Only the step budget interrupts this connection.
+            throw USMError.hostileSchema(
+                path: source.main.path,
+                reason:
+                    "evaluating it ran past \(UntrustedDatabase.budget(forBytes: sourceBytes)) SQLite steps, \(UntrustedDatabase.stepsPerByte) a byte"
+            )
         } catch {
             throw StagedStore.wrapWrite(error, path: destination)
         }
