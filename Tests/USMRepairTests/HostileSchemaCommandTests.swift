@@ -36,6 +36,60 @@ struct HostileSchemaCommandTests {
     }
 
     @Test(
+        "migrate-store with a recipe, and --into with the hostile store as source or as destination: hostile-schema (exit 2), nothing run or written"
+    )
+    func recipeAndMerge() throws {
+        let tmp = try TempDir()
+        let hostile = tmp.path("src/S.sqlite")
+        try FixtureStore.write(to: hostile, H.options())
+        let victim = try H.victim(tmp)
+        try H.plant(hostile, tail: H.attackTail(victim))
+        let recipe = try H.folder(tmp, "r/D.sqlite")
+        H.expectHostile(
+            USM.run(["migrate-store", hostile.path, recipe.path, "--recipe", "fix-counters", "--json"]), "--recipe")
+        #expect(!FileManager.default.fileExists(atPath: recipe.path))
+        // Into a healthy store: that store is left as it was.
+        let healthy = tmp.path("h/H.sqlite")
+        try FixtureStore.write(to: healthy, H.options())
+        let before = try Data(contentsOf: healthy)
+        H.expectHostile(
+            USM.run(["migrate-store", hostile.path, healthy.path, "--into", "--strategy", "copy-entities", "--json"]),
+            "--into (hostile source)")
+        #expect(try Data(contentsOf: healthy) == before)
+        // A healthy source into the hostile store.
+        let hostileBefore = try Data(contentsOf: hostile)
+        let other = tmp.path("o/O.sqlite")
+        try FixtureStore.write(to: other, H.options())
+        H.expectHostile(
+            USM.run(["migrate-store", other.path, hostile.path, "--into", "--strategy", "copy-entities", "--json"]),
+            "--into (hostile destination)")
+        #expect(try Data(contentsOf: hostile) == hostileBefore)
+        #expect(try H.victimRows(victim) == 3)
+    }
+
+    @Test(
+        "migrate cloud-to-local --salvage on a damaged cloud copy whose schema row attaches another database: hostile-schema (exit 2), nothing written"
+    )
+    func cloudToLocalSalvage() throws {
+        let f = try Fixture {
+            SalvageRepairTests.store(&$0.cloud)
+            $0.localStore = false
+        }
+        let uuid = f.options.activeUUID
+        let copy = f.paths.cloudStore(uuid)
+        let victim = try H.victim(f.tmp)
+        try H.plant(copy, tail: H.attackTail(victim))
+        _ = try SalvageRepairTests.damage(copy, in: f.tmp)
+        let before = try f.snapshot()
+        for extra in [["--dry-run"], ["--yes"]] {
+            let r = try f.run(["migrate", "cloud-to-local", "--uuid", uuid, "--salvage", "--json"] + extra)
+            H.expectHostile(r, "migrate cloud-to-local --salvage \(extra)")
+            #expect(try H.victimRows(victim) == 3)
+            #expect(try f.snapshot() == before)
+        }
+    }
+
+    @Test(
         "the operations' --salvage on a damaged store whose schema row attaches another database: hostile-schema (exit 2), nothing written"
     )
     func operationsSalvage() throws {
