@@ -12,7 +12,9 @@ struct HostileSchemaCommandTests {
     typealias H = HostileSchemaTests
     typealias Fixture = OperationTests.Fixture
 
-    @Test("stores and archive (full, --redact, --metadata-only) never run a store's schema text; --redact names hostile-schema")
+    @Test(
+        "stores and archive (full, --redact, --metadata-only) never run a store's schema text; --redact names hostile-schema"
+    )
     func storesAndArchive() throws {
         let tmp = try TempDir()
         let source = tmp.path("src/S.sqlite")
@@ -30,7 +32,8 @@ struct HostileSchemaCommandTests {
             guard !extra.isEmpty else { continue }
             // The store is left out of a transformed bundle, and the reason names the refusal.
             #expect(
-                r.stdout.contains("hostile-schema, so it cannot be") || r.stderr.contains("hostile-schema, so it cannot be"),
+                r.stdout.contains("hostile-schema, so it cannot be")
+                    || r.stderr.contains("hostile-schema, so it cannot be"),
                 "archive \(extra): \(r.stdout.prefix(3000)) \(r.stderr)")
         }
     }
@@ -150,7 +153,9 @@ struct HostileSchemaCommandTests {
         let tmp = try TempDir()
         // About 145 million steps to evaluate the index for every row, three times the budget.
         let source = try Self.costly(tmp, rows: 5000)
-        #expect(UntrustedDatabase.budget(forBytes: UntrustedDatabase.storeBytes(source.path)) == UntrustedDatabase.minimumSteps)
+        #expect(
+            UntrustedDatabase.budget(forBytes: UntrustedDatabase.storeBytes(source.path))
+                == UntrustedDatabase.minimumSteps)
         let check = USM.run(["check", "--store", source.path, "--json"])
         #expect(check.status == 2 && check.stdout.contains("hostile-schema") && check.stdout.contains("SQLite steps"))
         let out = try H.folder(tmp, "out/o.sqlite")

@@ -118,7 +118,8 @@ struct SalvageSchemaMemoryTests {
         try queue.write { db in
             for i in 0..<definitions {
                 try db.execute(
-                    sql: "CREATE TABLE ZNOTE\(i) (Z_PK INTEGER PRIMARY KEY, ZTEXT VARCHAR DEFAULT '\(String(repeating: "x", count: bytes))')"
+                    sql:
+                        "CREATE TABLE ZNOTE\(i) (Z_PK INTEGER PRIMARY KEY, ZTEXT VARCHAR DEFAULT '\(String(repeating: "x", count: bytes))')"
                 )
             }
         }

@@ -220,7 +220,8 @@ public struct BundleWriter {
                             reason: hostile.map {
                                 "hostile-schema, so it cannot be \(options.content.rawValue); left out: \($0.message)"
                             }
-                                ?? "could not be read as Core Data, so it cannot be \(options.content.rawValue); left out")
+                                ?? "could not be read as Core Data, so it cannot be \(options.content.rawValue); left out"
+                        )
                     )
                     continue
                 }
