@@ -34,7 +34,8 @@ enum USM {
         return url
     }()
 
-    /// Runs one command in `directory` (its current folder). `answers` are typed at the prompt (which then counts as a terminal).
+    /// Runs one command in `directory` (its current folder). Output is not a terminal, so lines stay
+    /// whole unless `environment` names `COLUMNS` (the test process's own is not read). `answers` are typed at the prompt (which then counts as a terminal).
     static func run(
         _ arguments: [String], environment extra: [String: String] = [:], hooks: PlanExecutor.Hooks = .none,
         answers: [String]? = nil, outputFailure: USMError? = nil, in directory: URL = USM.directory
@@ -46,7 +47,8 @@ enum USM {
         let status = USMRepairCommand.execute(arguments, out: out.append, err: err.append) { command, output in
             let terminal = Terminal(
                 colors: false, progress: false, interactive: answers != nil, out: out.append, err: err.append,
-                readAnswer: { remaining.isEmpty ? nil : remaining.removeFirst() }, outputFailure: { outputFailure })
+                readAnswer: { remaining.isEmpty ? nil : remaining.removeFirst() }, outputFailure: { outputFailure },
+                width: output.json ? nil : TerminalWidth.columns(environment: extra) { nil })
             var context = CommandContext(
                 terminal: terminal, output: output, command: command.commandPath, environment: env,
                 executable: CLI.binary,
