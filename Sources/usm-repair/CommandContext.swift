@@ -158,7 +158,10 @@ struct CommandContext {
             },
             text: { report, terminal in
                 if let text { return text(report, terminal) }
-                ReportPrinter(terminal: terminal, verbose: output.verbose, quiet: output.quiet).print(report)
+                ReportPrinter(
+                    terminal: terminal, verbose: output.verbose, quiet: output.quiet,
+                    currentDirectory: paths.currentDirectory.path
+                ).print(report)
             }, status: { $0.exitCode }, json: { report, write in try report.writeJSON(write) })
     }
 

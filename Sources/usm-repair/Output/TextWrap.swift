@@ -69,7 +69,7 @@ enum TextWrap {
         var column = lead + 2
         if chars.count > lead + 1, chars[lead] == "-", chars[lead + 1] == " " {
             column = lead + 2
-        } else if let gap = lastGap(chars, from: lead, before: 24) {
+        } else if let gap = lastGap(chars, from: lead, before: 30) {
             column = gap
         } else if lead == 0, let colon = chars.prefix(16).firstIndex(of: ":"), colon + 1 < chars.count,
             chars[colon + 1] == " "
