@@ -26,7 +26,7 @@ extension USMCommand {
         try Scratch.$current.withValue(context.scratch) {
             try ChildProcess.$standardErrorSink.withValue(
                 context.childStandardError.map(ChildProcess.StandardErrorSink.init)
-            ) { try run(context) }
+            ) { try ProgressNote.$sink.withValue(context.terminal.noteSink()) { try run(context) } }
         }
     }
 

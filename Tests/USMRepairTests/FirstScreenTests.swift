@@ -202,3 +202,43 @@ extension FirstScreenTests {
         #expect(captured == "digraph x { a -> b; c -> d; }\n")
     }
 }
+
+extension FirstScreenTests {
+    @Test(
+        "check speaks while it checks: each piece of integrity_check, then the invariants; nothing without a terminal")
+    func checkProgress() throws {
+        let tmp = try TempDir()
+        let paths = try FixtureContainer.write(to: tmp.path("c"), BundleTests.inside)
+        let r = USM.run(["check", "--container", paths.root.path], progress: true)
+        #expect(r.stderr.contains("UbiquityStore.sqlite: integrity_check: 1 of "), "\(r.stderr)")
+        #expect(r.stderr.contains("(every page)") && r.stderr.contains("(ZITEM)"), "\(r.stderr)")
+        #expect(r.stderr.contains("keys, relationships, duplicates, external data"), "\(r.stderr)")
+        let quiet = USM.run(["check", "--container", paths.root.path])
+        #expect(!quiet.stderr.contains("integrity_check"), "\(quiet.stderr)")
+    }
+
+    @Test("a changing command speaks: planning, the rows of a build as they go, the verification")
+    func operationProgress() throws {
+        let tmp = try TempDir()
+        var options = BundleTests.inside
+        options.cloud.books = 6000
+        options.cloud.walOnlyBooks = 0
+        let paths = try FixtureContainer.write(to: tmp.path("c"), options)
+        let dry = USM.run(["rebuild", "--from", "local", "--container", paths.root.path, "--dry-run"], progress: true)
+        #expect(dry.stderr.contains("planning rebuild --from local: reading the stores"), "\(dry.stderr)")
+        #expect(dry.stderr.contains("planning: comparing every object of "), "\(dry.stderr)")
+        let r = USM.run(
+            ["migrate", "cloud-to-local", "--merge", "--container", paths.root.path, "--yes"], progress: true)
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        #expect(r.stderr.contains("verifying the new store: integrity_check"), "\(r.stderr)")
+        // Rows counted as they go in, not one jump per entity: several counts inside the Book table.
+        let counts = r.stderr.components(separatedBy: "building: ").dropFirst().compactMap {
+            Int($0.prefix { $0.isNumber })
+        }
+        let total = counts.max() ?? 0
+        #expect(total > 6000, "\(counts)")
+        let steps = Array(Set(counts)).sorted()
+        let widest = zip(steps, steps.dropFirst()).map { $1 - $0 }.max() ?? total
+        #expect(widest < 3000, "the 6,000 books come in ranges, not at once: \(steps)")
+    }
+}

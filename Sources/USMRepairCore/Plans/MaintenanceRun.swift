@@ -108,11 +108,13 @@ public struct MaintenanceRun {
     /// Plans (recovering first what a kill left pending, unless `dryRun`, which refuses then) and
     /// returns the plan with the report of the layout it was made on.
     public func plan(dryRun: Bool) throws -> Prepared {
+        ProgressNote.say("planning \(maintenance.command): reading the layout")
         var layout = try Layout.discover(options, records: executor.records)
         try Snapshot.refuseInside(executor.snapshotDirectory, protected: layout.folders, why: "a folder of the layout")
         let recovered = try executor.recoverBeforePlanning(in: layout.planRoots, dryRun: dryRun)
         // One read of the layout plans it, unless recovery has just changed the files.
         if !recovered.isEmpty { layout = try Layout.discover(options, records: executor.records) }
+        ProgressNote.say("planning \(maintenance.command): reading the stores")
         let prepared = try Planner.prepare(
             layout, maintenance, strategies: strategies, consent: consent, records: executor.records, model: model)
         var result = Prepared(

@@ -178,6 +178,13 @@ final class Terminal {
         writeErr("\r\u{1B}[K\(text.prefix(100))")
     }
 
+    /// Where the core's phase notes (`ProgressNote`) go: the progress line, nil when progress is not shown.
+    func noteSink() -> ProgressNote.Sink? {
+        guard progressEnabled else { return nil }
+        let write = writeErr
+        return { text in write("\r\u{1B}[K" + Self.escape(String(text.prefix(100)))) }
+    }
+
     /// A progress line of rows copied (`building: 1200 of 5000 rows copied`), for a migration's
     /// strategy to call from wherever it runs; nothing when progress is not shown.
     func rowCounter(_ what: String) -> @Sendable (Int64, Int64) -> Void {
