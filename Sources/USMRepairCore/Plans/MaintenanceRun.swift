@@ -119,6 +119,15 @@ public struct MaintenanceRun {
             layout, maintenance, strategies: strategies, consent: consent, records: executor.records, model: model)
         var result = Prepared(
             plan: prepared.plan, report: prepared.report, roots: prepared.layout.planRoots, recovered: recovered)
+        // A store another process has open: the run refuses it (exit 5); a dry run says so now.
+        if dryRun {
+            for store in prepared.plan.stores {
+                guard let busy = StoreLocks.busy(StoreFileSet(main: URL(fileURLWithPath: store))) else { continue }
+                result.notes.append(
+                    "\(busy.path) is in use: \(busy.reason)\(busy.pid.map { " (process \($0))" } ?? ""): running this plan now would refuse (exit 5); quit the app first"
+                )
+            }
+        }
         // A Mac app works on these very files while it runs: refused (exit 5), or said in a dry run.
         if let bundleID = options.macApp, !prepared.plan.isNoOp {
             if dryRun {
