@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Testing
 import TestSupport
 @testable import USMRepairCore
@@ -98,5 +99,46 @@ struct SmallOnesTests {
                 $0.contains("running this plan now would refuse (exit 5)")
             },
             "\(dry.stdout.prefix(2000))")
+    }
+}
+
+extension SmallOnesTests {
+    @Test("the redacted bundle is no larger than the full one; its redaction map is a private file beside it")
+    func redactionMap() throws {
+        let tmp = try TempDir()
+        let paths = try FixtureContainer.write(to: tmp.path("c/Notes.xcappdata"))
+        try FixtureStore.mutate(paths.localStore, "UPDATE ZAUTHOR SET ZNAME = 'Ada Lovelace' WHERE Z_PK IN (1, 2)")
+        let full = USM.run(["archive", "--container", paths.root.path, "-o", tmp.path("full.tar.zst").path, "--json"])
+        let red = USM.run([
+            "archive", "--container", paths.root.path, "--redact", "-o", tmp.path("red.tar.zst").path, "--json",
+        ])
+        #expect(full.status == 0 && red.status == 0, "\(red.stderr)")
+        let fullBytes = full.json["bytes"] as? Int ?? 0
+        let redBytes = red.json["bytes"] as? Int ?? .max
+        #expect(redBytes <= fullBytes, "redacted \(redBytes) bytes, full \(fullBytes)")
+        #expect(full.json["redactionMap"] is NSNull)
+        let mapPath = try #require(red.json["redactionMap"] as? String)
+        #expect(mapPath == tmp.path("red.tar.zst").path + ".redaction-map.jsonl")
+        let mode = try FileManager.default.attributesOfItem(atPath: mapPath)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        // The engineer finds the token of the value the customer names, and it is what the bundle holds.
+        let lines = try String(contentsOfFile: mapPath, encoding: .utf8).split(separator: "\n").map {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: String] ?? [:]
+        }
+        #expect(
+            lines.first?["bundle"] == "red.tar.zst" && lines.first?["bundleSHA256"] == red.json["sha256"] as? String)
+        let token = try #require(lines.first { $0["text"] == "Ada Lovelace" }?["token"])
+        #expect(lines.filter { $0["text"] == "Ada Lovelace" }.count == 1, "one token for equal values")
+        #expect(USM.run(["restore", tmp.path("red.tar.zst").path, "--to", tmp.path("back").path]).status == 0)
+        let local = tmp.path("back/container/AppData/Library/Application Support/UbiquityStore.sqlite")
+        let names = try DatabaseQueue(path: local.path).read { db in
+            try String.fetchAll(db, sql: "SELECT ZNAME FROM ZAUTHOR WHERE Z_PK IN (1, 2)")
+        }
+        #expect(names == [token, token])
+        #expect(try Data(contentsOf: tmp.path("red.tar.zst")).range(of: Data("Lovelace".utf8)) == nil)
+        let text = USM.run([
+            "archive", "--container", paths.root.path, "--redact", "-o", tmp.path("red2.tar.zst").path,
+        ])
+        #expect(text.stdout.contains("Redaction map (private, 0600; keep it, never send it): "), "\(text.stdout)")
     }
 }
