@@ -109,6 +109,13 @@ extension Planner {
             return nil
         }
         if merge {
+            // Models that differ where an entity-by-entity merge cannot follow: refused now, dry
+            // run and run alike, before any snapshot.
+            if let problem = comparison.mergeProblem, strategy.id ?? StrategyRegistry.defaultID == "copy-entities" {
+                throw USMError.schemaMismatch(
+                    path: local.files.main.path,
+                    detail: "the models of the local store and \(label) differ: \(problem); nothing can be merged")
+            }
             let total = comparison.totalB
             if total == 0 {
                 b.notes.append("\(label) holds no objects: nothing to merge")
