@@ -44,3 +44,67 @@ struct MergeIdentityTests {
         #expect(Self.snapshots(tmp.path("snaps")).isEmpty, "\(Self.snapshots(tmp.path("snaps")))")
     }
 }
+
+extension MergeIdentityTests {
+    /// Copies `n` tags of the store at `url` (new keys above every existing one): `n` duplicates.
+    static func duplicateTags(_ url: URL, _ n: Int) throws {
+        try FixtureStore.mutate(
+            url,
+            """
+            INSERT INTO ZTAG (Z_PK, Z_ENT, Z_OPT, ZNAME)
+              SELECT Z_PK + 100000, Z_ENT, Z_OPT, ZNAME FROM ZTAG ORDER BY Z_PK LIMIT \(n);
+            UPDATE Z_PRIMARYKEY SET Z_MAX = (SELECT MAX(Z_PK) FROM ZTAG) WHERE Z_NAME = 'Tag';
+            """)
+    }
+
+    static func duplicateProblems(_ json: [String: Any], store: String) -> [String: Int] {
+        let stores = json["stores"] as? [[String: Any]] ?? []
+        var found: [String: Int] = [:]
+        for s in stores where (s["path"] as? String)?.hasSuffix(store) == true {
+            for p in s["problems"] as? [[String: Any]] ?? [] where p["code"] as? String == "duplicate-objects" {
+                found[p["subject"] as? String ?? "?"] = p["count"] as? Int
+            }
+        }
+        return found
+    }
+
+    @Test("status reports duplicate-objects per entity with advice whose dry run holds: dedupe for the local store")
+    func statusLocal() throws {
+        let f = try Fixture()
+        let clean = try f.run(["status", "--json"])
+        let already = Self.duplicateProblems(clean.json, store: "UbiquityStore.sqlite")
+        try Self.duplicateTags(f.paths.localStore, 3)
+        let r = try f.run(["status", "--json"])
+        let found = Self.duplicateProblems(r.json, store: "UbiquityStore.sqlite")
+        #expect(found["Tag"] == (already["Tag"] ?? 0) + 3, "\(found) \(r.stdout)")
+        let actions = r.json["actions"] as? [[String: Any]] ?? []
+        let dedupe = actions.first { ($0["command"] as? [String])?.dropFirst().first == "dedupe" }
+        #expect(dedupe?["dryRun"] as? String == "accepted", "\(actions)")
+        #expect((dedupe?["command"] as? [String])?.contains("--dry-run") == true)
+        // The advice's command removes them: status then reports none.
+        let args = Array((dedupe?["command"] as? [String] ?? []).dropFirst().filter { $0 != "--dry-run" })
+        #expect(USM.run(args + ["--yes", "--snapshot-dir", f.tmp.path("snaps").path]).status == 0)
+        let after = try f.run(["status", "--json"])
+        #expect(Self.duplicateProblems(after.json, store: "UbiquityStore.sqlite").isEmpty)
+        #expect(
+            !((after.json["actions"] as? [[String: Any]]) ?? []).contains {
+                ($0["command"] as? [String])?.dropFirst().first == "dedupe"
+            })
+    }
+
+    @Test("status: duplicates in the active cloud copy are advised through the local store (migrate, dedupe, rebuild)")
+    func statusCloud() throws {
+        let f = try Fixture()
+        let copy = f.paths.cloudStore(f.options.activeUUID)
+        try Self.duplicateTags(copy, 2)
+        let r = try f.run(["status", "--json"])
+        #expect((Self.duplicateProblems(r.json, store: copy.lastPathComponent)["Tag"] ?? 0) >= 2, "\(r.stdout)")
+        let actions = r.json["actions"] as? [[String: Any]] ?? []
+        let route = actions.first { ($0["text"] as? String)?.contains("rebuild --from local") == true }
+        #expect(route?["dryRun"] as? String == "accepted", "\(actions)")
+        #expect(
+            (route?["command"] as? [String])?.starts(with: ["usm-repair", "migrate", "cloud-to-local"]) == true,
+            "\(String(describing: route))")
+        #expect((route?["text"] as? String)?.contains("dedupe") == true)
+    }
+}

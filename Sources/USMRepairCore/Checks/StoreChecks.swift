@@ -247,6 +247,9 @@ enum StoreChecks {
         return problems
     }
 
+    /// `status` looks for duplicated objects in stores of at most this many objects (`check` in every store).
+    public static let statusDuplicateLimit = 250_000
+
     /// Objects stored more than once (`ObjectIdentity`), per entity, with the command that removes them.
     static func duplicateProblems(_ db: Database, schema: CoreDataSchema, path: String) throws -> [Problem] {
         let identity = try ObjectIdentity.classify(

@@ -81,15 +81,8 @@ public struct DedupeOperation {
         try Snapshot.refuseInside(
             executor.snapshotDirectory, protected: [store.directory], why: "the folder this command changes")
         _ = try executor.recoverBeforePlanning(in: [replacement.root], dryRun: request.dryRun)
-        // Counted on a private copy: what goes, before anything is written.
-        let scratch = try TemporaryDirectory(prefix: "usm-repair-dedupe")
-        defer { scratch.remove() }
-        progress("reading \(store.main.path)")
-        let captured = try MigrationEngine.capture(store, into: scratch.url.appendingPathComponent("c"), role: "store")
-        let before = Dictionary(
-            captured.report.entities.filter { !$0.system }.map { ($0.name, $0.rows) }, uniquingKeysWith: +)
-        progress("finding duplicates")
-        let removed = try Self.count(captured.copy, keys: request.keys, newest: request.newest)
+        progress("reading \(store.main.path), finding duplicates")
+        let (before, removed) = try Self.preview(store, keys: request.keys, newest: request.newest)
         var report = DedupeReport(
             store: store.main.path, dryRun: request.dryRun, noOp: removed.isEmpty, changed: false,
             keep: request.newest ? "newest" : "oldest", before: before, removed: removed, snapshot: nil)
@@ -139,6 +132,24 @@ public struct DedupeOperation {
         report.snapshot = result.snapshot
         report.notes += result.leftovers.map(MaintenanceRun.leftoverNote)
         return report
+    }
+
+    /// What `dedupe` would remove from `store`, per entity, counted on a private copy (nothing of
+    /// the store is written): the dry run's answer, and the check of the advice that proposes it.
+    public static func preview(_ store: StoreFileSet, keys: [String] = []) throws -> [String: Int] {
+        try preview(store, keys: keys, newest: false).removed
+    }
+
+    /// Objects per entity now, and what would go.
+    static func preview(_ store: StoreFileSet, keys: [String], newest: Bool) throws -> (
+        before: [String: Int], removed: [String: Int]
+    ) {
+        let scratch = try TemporaryDirectory(prefix: "usm-repair-dedupe")
+        defer { scratch.remove() }
+        let captured = try MigrationEngine.capture(store, into: scratch.url.appendingPathComponent("c"), role: "store")
+        let before = Dictionary(
+            captured.report.entities.filter { !$0.system }.map { ($0.name, $0.rows) }, uniquingKeysWith: +)
+        return (before, try count(captured.copy, keys: keys, newest: newest))
     }
 
     /// Removes the duplicates of the store at `url`; returns what was removed.

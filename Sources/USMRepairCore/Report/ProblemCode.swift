@@ -184,7 +184,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
         case .cachedUUIDWithoutMarker:
             "the preferences cache a StoreUUID but no StoreUUID marker exists: the app loads the cached store, then drops the cache and seeds a new cloud store from the local store (4.7c)"
         case .duplicateObjects:
-            "objects stored more than once (same entity, attributes and to-one targets; `check` only): usm-repair dedupe removes them"
+            "objects stored more than once (same entity, attributes and to-one targets; `check`, and `status` in stores of up to 250,000 objects): usm-repair dedupe removes them"
         case .dataElsewhere:
             "the app will show an empty or nearly empty store at its next launch while another store here holds the data (the local store, another account's copy, another store's copy)"
         case .nominalStoreFile:
