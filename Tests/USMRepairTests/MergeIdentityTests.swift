@@ -108,3 +108,27 @@ extension MergeIdentityTests {
         #expect((route?["text"] as? String)?.contains("dedupe") == true)
     }
 }
+
+extension MergeIdentityTests {
+    static func matchedOf(_ json: [String: Any]) -> [String: Int]? {
+        let stores = (json["ledger"] as? [String: Any])?["stores"] as? [[String: Any]] ?? []
+        return stores.first { $0["fate"] as? String == "merged" }?["matched"] as? [String: Int]
+    }
+
+    @Test("the ledger of a merge says per entity how many incoming objects were matched (plan, report, text)")
+    func ledgerMatched() throws {
+        let f = try Fixture()
+        let dry = try f.run(["migrate", "cloud-to-local", "--merge", "--dry-run", "--json"])
+        #expect(dry.status == 0, "\(dry.stderr)")
+        let planned = try #require(Self.matchedOf(dry.json), "\(dry.stdout)")
+        #expect((planned["Shelf"] ?? 0) > 0, "\(planned)")
+        let text = try f.run(["migrate", "cloud-to-local", "--merge", "--dry-run"])
+        #expect(text.stdout.contains("matched (already there, not copied again): ") && text.stdout.contains("Shelf "))
+        let run = try OperationTests.apply(f, ["migrate", "cloud-to-local", "--merge"])
+        #expect(Self.matchedOf(run) == planned.filter { $0.value > 0 }, "\(String(describing: Self.matchedOf(run)))")
+        // Other stores say null; --allow-duplicates matches nothing.
+        let g = try Fixture()
+        let copied = try g.run(["migrate", "cloud-to-local", "--merge", "--allow-duplicates", "--dry-run", "--json"])
+        #expect(Self.matchedOf(copied.json) == [:], "\(copied.stdout)")
+    }
+}

@@ -131,6 +131,7 @@ extension Planner {
                     "\(comparison.matchedCount) of the \(total) objects of \(label) are already in the local store (\(Self.list(comparison.matchedInA))): they are not copied again, their relationships are joined to the local objects (--allow-duplicates copies them anyway)"
                 )
             }
+            if !consent.allowDuplicates { b.matched[local.files.main.path] = comparison.matchedInA }
             var after = localCounts?.entities ?? [:]
             for (name, n) in sourceCounts?.entities ?? [:] {
                 after[name, default: 0] += n - (consent.allowDuplicates ? 0 : (comparison.matchedInA[name] ?? 0))

@@ -246,6 +246,7 @@ public struct Planner {
                     now: now,
                     after: afterCounts, detail: fate.detail)
                 store.salvage = b.salvaged[path]
+                if fate.fate == .merged { store.matched = b.matched[path] ?? [:] }
                 stores.append(store)
             } else if entry.role == .local
                 ? [before.store, shown.store].contains("local") || before.store == "new" || shown.store == "new"
