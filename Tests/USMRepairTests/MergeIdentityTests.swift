@@ -132,3 +132,26 @@ extension MergeIdentityTests {
         #expect(Self.matchedOf(copied.json) == [:], "\(copied.stdout)")
     }
 }
+
+extension MergeIdentityTests {
+    @Test(
+        "rebuild --from cloud --merge: the local store keeps its objects, gains the cloud's once, and seeds the new store"
+    )
+    func rebuildFromCloudMerge() throws {
+        let f = try Fixture()
+        let refused = try f.run(["rebuild", "--from", "cloud", "--dry-run"])
+        #expect(refused.status == 8 && refused.stderr.contains("rebuild --from cloud --merge"), "\(refused.stderr)")
+        let local = try DataFirstTests.localRows(f)
+        let dry = try f.run(["rebuild", "--from", "cloud", "--merge", "--dry-run", "--json"])
+        #expect(dry.status == 0, "\(dry.stderr)")
+        let matched = try #require(Self.matchedOf(dry.json), "\(dry.stdout)")
+        let json = try OperationTests.apply(f, ["rebuild", "--from", "cloud", "--merge"])
+        #expect(Self.matchedOf(json) == matched.filter { $0.value > 0 })
+        let after = try DataFirstTests.localRows(f)
+        for (name, n) in local { #expect((after[name] ?? 0) >= n, "\(name): \(after) \(local)") }
+        #expect(after.values.reduce(0, +) > local.values.reduce(0, +))
+        #expect(OperationTests.state(json) != nil)
+        #expect(try f.run(["rebuild", "--from", "local", "--merge"]).status == 64)
+        #expect(try f.run(["rebuild", "--from", "cloud", "--merge", "--replace"]).status == 64)
+    }
+}
