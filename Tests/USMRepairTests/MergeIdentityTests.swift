@@ -155,3 +155,38 @@ extension MergeIdentityTests {
         #expect(try f.run(["rebuild", "--from", "cloud", "--merge", "--replace"]).status == 64)
     }
 }
+
+extension MergeIdentityTests {
+    @Test("dedupe keeps order: a removed copy's ordered to-many (one-to-many, many-to-many) comes after the survivor's")
+    func dedupeOrdered() throws {
+        let tmp = try TempDir()
+        let url = try IdentityTests.store(tmp)
+        // Shelf 100 is a copy of shelf 1 and holds items 1 and 5 (positions between shelf 1's);
+        // book 100 (a copy of book 3) holds tag 2 at position 6, before book 3's tags 1 and 3.
+        try FixtureStore.mutate(
+            url,
+            """
+            INSERT INTO ZSHELF SELECT 100, Z_ENT, Z_OPT, ZNAME FROM ZSHELF WHERE Z_PK = 1;
+            UPDATE ZITEM SET ZSHELF = 100 WHERE Z_PK IN (1, 5);
+            INSERT INTO Z_1TAGS VALUES (100, 2, 6);
+            """)
+        let before = try DatabaseQueue(path: url.path).read { (db: Database) throws in
+            try Int.fetchAll(db, sql: "SELECT Z_PK FROM ZITEM WHERE ZSHELF = 1 ORDER BY Z_FOK_SHELF")
+        }
+        #expect(try IdentityTests.dedupe(url)["Shelf"] == 1)
+        let queue = try DatabaseQueue(path: url.path)
+        try queue.read { (db: Database) throws in
+            #expect(
+                try Int.fetchAll(db, sql: "SELECT Z_PK FROM ZITEM WHERE ZSHELF = 1 ORDER BY Z_FOK_SHELF, Z_PK")
+                    == before + [1, 5])
+            #expect(
+                try Int.fetchAll(db, sql: "SELECT COUNT(DISTINCT Z_FOK_SHELF) = COUNT(*) FROM ZITEM WHERE ZSHELF = 1")
+                    == [1], "no two items at one position")
+            let rows = try Row.fetchAll(db, sql: "SELECT * FROM Z_1TAGS WHERE Z_1ITEMS = 3")
+            #expect(
+                try Int.fetchAll(db, sql: "SELECT Z_6TAGS FROM Z_1TAGS WHERE Z_1ITEMS = 3 ORDER BY Z_FOK_1ITEMS")
+                    == [1, 3, 2], "\(rows)")
+        }
+        try queue.close()
+    }
+}
