@@ -69,7 +69,7 @@ public enum Maintenance: Sendable, Codable, Equatable {
             "migrate cloud-to-local" + (merge ? " --merge" : "") + (salvage != nil ? " --salvage" : "")
         case let .rebuildFromLocal(_, _, asMigrate, salvage):
             (asMigrate ? "migrate local-to-cloud" : "rebuild --from local") + (salvage != nil ? " --salvage" : "")
-        case .rebuildFromCloud: "rebuild --from cloud"
+        case let .rebuildFromCloud(_, _, _, _, merge): "rebuild --from cloud" + (merge ? " --merge" : "")
         case .rebuildInApp: "rebuild --from cloud --in-app"
         case .switchActive: "switch"
         case let .setCloud(enabled): "cloud \(enabled ? "enable" : "disable")"
