@@ -190,3 +190,39 @@ extension MergeIdentityTests {
         try queue.close()
     }
 }
+
+extension MergeIdentityTests {
+    @Test("dedupe removes a removed copy's external-data file only when nothing else names it")
+    func dedupeExternalData() throws {
+        let tmp = try TempDir()
+        let url = tmp.path("s/S.sqlite")
+        try FileManager.default.createDirectory(at: tmp.path("s"), withIntermediateDirectories: true)
+        try FileManager.default.moveItem(at: try IdentityTests.store(tmp), to: url)
+        let support = tmp.path("s/.S_SUPPORT/_EXTERNAL_DATA")
+        try FileManager.default.createDirectory(at: support, withIntermediateDirectories: true)
+        let kept = "11111111-1111-4111-8111-111111111111"
+        let own = "22222222-2222-4222-8222-222222222222"
+        for name in [kept, own] { try Data(name.utf8).write(to: support.appendingPathComponent(name)) }
+        func reference(_ name: String) -> String {
+            "x'02" + Data(name.utf8).map { String(format: "%02x", $0) }.joined() + "00'"
+        }
+        // Books 3, 100 and 101 share a title (one group by --key Book=title): 3 and 101 name one
+        // file, 100 its own.
+        try FixtureStore.mutate(
+            url,
+            """
+            UPDATE ZITEM SET ZCOVER = \(reference(kept)) WHERE Z_PK IN (3, 101);
+            UPDATE ZITEM SET ZCOVER = \(reference(own)) WHERE Z_PK = 100;
+            """)
+        let run = USM.run([
+            "dedupe", "--store", url.path, "--key", "Book=title", "--yes", "--json", "--snapshot-dir",
+            tmp.path("snaps").path,
+        ])
+        #expect(run.status == 0 && (run.json["removed"] as? [String: Int])?["Book"] == 2, "\(run.stdout)\(run.stderr)")
+        #expect(
+            FileManager.default.fileExists(atPath: support.appendingPathComponent(kept).path), "still named by book 3")
+        #expect(
+            !FileManager.default.fileExists(atPath: support.appendingPathComponent(own).path), "named by nothing now")
+        #expect(try Migrate.check(url).errors.isEmpty)
+    }
+}

@@ -114,7 +114,24 @@ public struct DedupeOperation {
             var migration = try engine.build(
                 source: StoreFileSet(main: URL(fileURLWithPath: build.source)), staged: staged, shownAs: store,
                 strategy: "ios", options: options, mode: .overwrite)
+            let referenced = try Self.externalReferences(staged)
             let done = try Self.count(staged, keys: request.keys, newest: request.newest)
+            // External-data files of removed copies go, unless another object still names them.
+            let stagedFiles = StoreFileSet(main: staged)
+            for (kind, name) in try referenced.subtracting(Self.externalReferences(staged)).compactMap({
+                reference -> (ExternalData.Kind, String)? in
+                let parts = reference.split(separator: "/", maxSplits: 1).map(String.init)
+                guard parts.count == 2 else { return nil }
+                return (parts[0] == "fbf" ? .fileBackedFuture : .externalStorage, parts[1])
+            }) {
+                let file = kind.directory(stagedFiles).appendingPathComponent(name)
+                guard FileStatus.lookup(file.path)?.kind == .file else { continue }
+                do {
+                    try FileManager.default.removeItem(at: file)
+                } catch {
+                    throw USMError.writeFailed(path: file.path, reason: error.localizedDescription)
+                }
+            }
             let check = try StagedStore.open(staged)
             let integrity = try check.read { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") }
             try check.close()
@@ -150,6 +167,25 @@ public struct DedupeOperation {
         let before = Dictionary(
             captured.report.entities.filter { !$0.system }.map { ($0.name, $0.rows) }, uniquingKeysWith: +)
         return (before, try count(captured.copy, keys: keys, newest: newest))
+    }
+
+    /// The external-data files the store at `url` names (`ext/<name>`, `fbf/<name>`).
+    static func externalReferences(_ url: URL) throws -> Set<String> {
+        let queue = try StagedStore.open(url, readonly: true)
+        defer { try? queue.close() }
+        do {
+            return try queue.read { db in
+                var names: Set<String> = []
+                try ExternalData.references(db, schema: try CoreDataSchema.readMain(db)) { reference, _ in
+                    names.insert((reference.kind == .fileBackedFuture ? "fbf/" : "ext/") + reference.name)
+                }
+                return names
+            }
+        } catch let error as USMError {
+            throw error
+        } catch {
+            throw StagedStore.wrapWrite(error, path: url)
+        }
     }
 
     /// Removes the duplicates of the store at `url`; returns what was removed.
