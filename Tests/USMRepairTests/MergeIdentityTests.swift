@@ -226,3 +226,23 @@ extension MergeIdentityTests {
         #expect(try Migrate.check(url).errors.isEmpty)
     }
 }
+
+extension MergeIdentityTests {
+    @Test(
+        "the model's uniqueness constraint is a key by itself: incoming objects with a code already there are matched")
+    func constraintKeys() throws {
+        let tmp = try TempDir()
+        let source = tmp.path("A.sqlite")
+        let destination = tmp.path("d/B.sqlite")
+        try FileManager.default.createDirectory(at: tmp.path("d"), withIntermediateDirectories: true)
+        try MergeFixture.write(to: source, .a, prefix: "same")
+        try MergeFixture.write(to: destination, .b, prefix: "same")
+        // Same codes (Item.code is unique), other titles: the same objects by the constraint.
+        try FixtureStore.mutate(source, "UPDATE ZITEM SET ZTITLE = ZTITLE || ' (edited)'")
+        let report = try Migrate.run(source, destination, mode: .merge, snapshots: tmp.path("snapshots"))
+        #expect(report.matched["Book"] == 5 && report.matched["Magazine"] == 2, "\(report.matched)")
+        let (rows, errors, _) = try Migrate.check(destination)
+        #expect(errors.isEmpty, "\(errors)")
+        #expect(rows["Book"] == 5 && rows["Magazine"] == 2, "\(rows)")
+    }
+}

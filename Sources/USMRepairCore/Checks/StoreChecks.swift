@@ -259,7 +259,7 @@ enum StoreChecks {
                     database: "main", schema: schema,
                     keys: schema.toOneKeys + (try SchemaFacts.inferredKeys(db, schema: schema)),
                     indexed: try SchemaFacts.indexedKeyColumns(db, schema: schema))
-            ])
+            ], keys: try ObjectIdentity.constraintKeys(db, schema: schema))
         defer { try? identity.drop(db) }
         return try identity.duplicates(db).sorted { $0.key < $1.key }.map { name, n in
             Problem(

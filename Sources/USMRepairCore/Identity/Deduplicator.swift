@@ -22,7 +22,7 @@ struct Deduplicator {
                 .init(
                     database: "main", schema: schema, keys: toOne,
                     indexed: try SchemaFacts.indexedKeyColumns(db, schema: schema))
-            ], keys: keys)
+            ], keys: try ObjectIdentity.constraintKeys(db, schema: schema, explicit: keys))
         let removed = try identity.duplicates(db)
         guard !removed.isEmpty else {
             try identity.drop(db)

@@ -68,6 +68,47 @@ struct ObjectIdentity {
         return result
     }
 
+    /// The model's uniqueness constraints as identity keys (entity name → attribute columns), for
+    /// every entity a constraint covers (sub-entities inherit their parent's): from the model (the
+    /// store's model cache or `--model`) and from the store's own `Z_<Entity>_UNIQUE_<…>` indexes,
+    /// which is how Core Data writes them. An entity `explicit` names (`--key`) keeps that key.
+    static func constraintKeys(
+        _ db: Database, schema: CoreDataSchema, schemaName: String = "main", explicit: [String: [String]] = [:]
+    ) throws -> [String: [String]] {
+        var own: [String: [String]] = [:]
+        for entity in schema.model?.entities ?? [] {
+            guard let table = schema.userEntities.first(where: { $0.name == entity.name })?.table,
+                let constraint = entity.uniquenessConstraints.first(where: { properties in
+                    !properties.isEmpty
+                        && properties.allSatisfy { schema.table(table, hasColumn: "Z" + $0.uppercased()) }
+                })
+            else { continue }
+            own[entity.name] = constraint.map { "Z" + $0.uppercased() }
+        }
+        for index in try SchemaFacts.read(db, schema: schema, schemaName: schemaName).indexes.values.joined()
+        where index.unique && index.name.hasPrefix("Z_") {
+            guard let range = index.name.range(of: "_UNIQUE_") else { continue }
+            let name = String(index.name[index.name.index(index.name.startIndex, offsetBy: 2)..<range.lowerBound])
+            guard own[name] == nil, schema.userEntities.contains(where: { $0.name == name && $0.table == index.table }),
+                !index.columns.isEmpty, index.columns.allSatisfy({ $0.hasPrefix("Z") && !$0.hasPrefix("Z_") })
+            else { continue }
+            own[name] = index.columns
+        }
+        var keys = explicit
+        for entity in schema.userEntities where keys[entity.name] == nil {
+            // The nearest ancestor's constraint (or its own).
+            var current: CoreDataSchema.Entity? = entity
+            while let e = current {
+                if let columns = own[e.name] {
+                    keys[entity.name] = columns
+                    break
+                }
+                current = e.superNumber == 0 ? nil : schema.entity(e.superNumber)
+            }
+        }
+        return keys
+    }
+
     /// Computes the classes of every user object of every side into temporary tables.
     /// `keys`: entity name → the attribute columns identifying it.
     static func classify(_ db: Database, sides: [Side], keys: [String: [String]] = [:]) throws -> ObjectIdentity {

@@ -181,7 +181,9 @@ public struct EntityCopy {
                         database: "src", schema: source, keys: sourceKeys,
                         indexed: try SchemaFacts.indexedKeyColumns(db, schema: source, schemaName: "src"),
                         entityMap: entMap),
-                ])
+                ],
+                // The destination model's uniqueness constraints say which objects are the same.
+                keys: try ObjectIdentity.constraintKeys(db, schema: destination, schemaName: "main"))
             result.matched = try identity.matched(db, side: 1)
             for plan in plans.values.sorted(by: { $0.table < $1.table }) where plan.hadRows {
                 let temp = "usm_remap_\(remap.count)"

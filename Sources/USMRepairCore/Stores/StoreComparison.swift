@@ -113,7 +113,7 @@ public struct StoreComparison: Sendable, Equatable {
                             keys: sideB.schema.toOneKeys
                                 + (try SchemaFacts.inferredKeys(db, schema: sideB.schema, schemaName: "b")),
                             indexed: try SchemaFacts.indexedKeyColumns(db, schema: sideB.schema, schemaName: "b")),
-                    ])
+                    ], keys: try ObjectIdentity.constraintKeys(db, schema: sideA.schema, schemaName: "a"))
                 let matched = try identity.matched(db, side: 1).filter { $0.value > 0 }
                 try identity.drop(db)
                 try db.execute(sql: "DETACH DATABASE a")
