@@ -15,14 +15,10 @@ struct Deduplicator {
     /// Removed objects per entity.
     func run(_ db: Database) throws -> [String: Int] {
         let schema = try CoreDataSchema.readMain(db)
-        let toOne = schema.toOneKeys + (try SchemaFacts.inferredKeys(db, schema: schema))
         let identity = try ObjectIdentity.classify(
-            db,
-            sides: [
-                .init(
-                    database: "main", schema: schema, keys: toOne,
-                    indexed: try SchemaFacts.indexedKeyColumns(db, schema: schema))
-            ], keys: try ObjectIdentity.constraintKeys(db, schema: schema, explicit: keys))
+            db, sides: [try .of(db, schema: schema)],
+            keys: try ObjectIdentity.constraintKeys(db, schema: schema, explicit: keys))
+        let toOne = identity.sides[0].keys
         let removed = try identity.duplicates(db)
         guard !removed.isEmpty else {
             try identity.drop(db)

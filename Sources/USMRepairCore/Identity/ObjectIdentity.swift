@@ -24,6 +24,18 @@ struct ObjectIdentity {
         let keys: [CoreDataSchema.ToOneKey]
         let indexed: [String: Set<String>]
         var entityMap: [Int: Int]?
+
+        /// The side of the store attached as `database`: its declared and inferred to-one keys
+        /// and its indexed key columns read from it.
+        static func of(_ db: Database, schema: CoreDataSchema, database: String = "main", entityMap: [Int: Int]? = nil)
+            throws -> Side
+        {
+            Side(
+                database: database, schema: schema,
+                keys: schema.toOneKeys + (try SchemaFacts.inferredKeys(db, schema: schema, schemaName: database)),
+                indexed: try SchemaFacts.indexedKeyColumns(db, schema: schema, schemaName: database),
+                entityMap: entityMap)
+        }
     }
 
     /// One table of the first side with its counterpart per side.
@@ -260,13 +272,16 @@ struct ObjectIdentity {
 
     /// Per first-side entity name: objects of side `side` that side 0 already holds.
     func matched(_ db: Database, side: Int) throws -> [String: Int] {
+        try countByEntity(db) { t in
+            "SELECT s.ent AS ent, COUNT(*) AS n FROM temp.\(t) s WHERE s.side = \(side) AND EXISTS (SELECT 1 FROM temp.\(t) d WHERE d.cls = s.cls AND d.side = 0) GROUP BY s.ent"
+        }
+    }
+
+    /// Sums `(ent, n)` rows of a query over each table's classes (`sql` given its temp table) by entity name.
+    private func countByEntity(_ db: Database, _ sql: (String) -> String) throws -> [String: Int] {
         var result: [String: Int] = [:]
         for table in tables {
-            for row in try Row.fetchAll(
-                db,
-                sql:
-                    "SELECT s.ent AS ent, COUNT(*) AS n FROM temp.\(table.temp) s WHERE s.side = \(side) AND EXISTS (SELECT 1 FROM temp.\(table.temp) d WHERE d.cls = s.cls AND d.side = 0) GROUP BY s.ent"
-            ) {
+            for row in try Row.fetchAll(db, sql: sql(table.temp)) {
                 guard let ent = Int.fromDatabaseValue(row["ent"] as DatabaseValue),
                     let name = sides[0].schema.entity(ent)?.name
                 else { continue }
@@ -292,20 +307,9 @@ struct ObjectIdentity {
 
     /// Per entity name: objects of side 0 that are copies of another object of side 0.
     func duplicates(_ db: Database) throws -> [String: Int] {
-        var result: [String: Int] = [:]
-        for table in tables {
-            for row in try Row.fetchAll(
-                db,
-                sql:
-                    "SELECT ent, COUNT(*) AS n FROM temp.\(table.temp) o WHERE side = 0 AND EXISTS (SELECT 1 FROM temp.\(table.temp) d WHERE d.cls = o.cls AND d.side = 0 AND d.pk < o.pk) GROUP BY ent"
-            ) {
-                guard let ent = Int.fromDatabaseValue(row["ent"] as DatabaseValue),
-                    let name = sides[0].schema.entity(ent)?.name
-                else { continue }
-                result[name, default: 0] += Int.fromDatabaseValue(row["n"] as DatabaseValue) ?? 0
-            }
+        try countByEntity(db) { t in
+            "SELECT ent, COUNT(*) AS n FROM temp.\(t) o WHERE side = 0 AND EXISTS (SELECT 1 FROM temp.\(t) d WHERE d.cls = o.cls AND d.side = 0 AND d.pk < o.pk) GROUP BY ent"
         }
-        return result
     }
 
     /// Fills `temp.<name>(pk INTEGER PRIMARY KEY, keep)` for `table`: each side-0 object that is a

@@ -103,16 +103,8 @@ public struct StoreComparison: Sendable, Equatable {
                 let identity = try ObjectIdentity.classify(
                     db,
                     sides: [
-                        .init(
-                            database: "a", schema: sideA.schema,
-                            keys: sideA.schema.toOneKeys
-                                + (try SchemaFacts.inferredKeys(db, schema: sideA.schema, schemaName: "a")),
-                            indexed: try SchemaFacts.indexedKeyColumns(db, schema: sideA.schema, schemaName: "a")),
-                        .init(
-                            database: "b", schema: sideB.schema,
-                            keys: sideB.schema.toOneKeys
-                                + (try SchemaFacts.inferredKeys(db, schema: sideB.schema, schemaName: "b")),
-                            indexed: try SchemaFacts.indexedKeyColumns(db, schema: sideB.schema, schemaName: "b")),
+                        try .of(db, schema: sideA.schema, database: "a"),
+                        try .of(db, schema: sideB.schema, database: "b"),
                     ], keys: try ObjectIdentity.constraintKeys(db, schema: sideA.schema, schemaName: "a"))
                 let matched = try identity.matched(db, side: 1).filter { $0.value > 0 }
                 try identity.drop(db)
