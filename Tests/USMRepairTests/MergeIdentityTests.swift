@@ -246,3 +246,36 @@ extension MergeIdentityTests {
         #expect(rows["Book"] == 5 && rows["Magazine"] == 2, "\(rows)")
     }
 }
+
+extension MergeIdentityTests {
+    @Test("dedupe keeps persistent history consistent: a change recorded for a removed copy names its survivor")
+    func dedupeHistory() throws {
+        let tmp = try TempDir()
+        let url = tmp.path("S.sqlite")
+        var o = FixtureStore.Options()
+        o.history = true
+        try FixtureStore.write(to: url, o)
+        try MergeIdentityTests.duplicateTags(url, 1)
+        let copy = try DatabaseQueue(path: url.path).read { (db: Database) throws in
+            try Int.fetchOne(db, sql: "SELECT MAX(Z_PK) FROM ZTAG") ?? 0
+        }
+        try FixtureStore.mutate(
+            url,
+            "INSERT INTO ACHANGE (Z_PK, Z_ENT, Z_OPT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID) VALUES (9000, 16001, 1, 0, 6, \(copy), 1)"
+        )
+        #expect(try IdentityTests.dedupe(url)["Tag", default: 0] >= 1)
+        let queue = try DatabaseQueue(path: url.path)
+        try queue.read { (db: Database) throws in
+            let named = try Int.fetchOne(db, sql: "SELECT ZENTITYPK FROM ACHANGE WHERE Z_PK = 9000")
+            #expect(named != copy, "the removed copy is named no more")
+            #expect(try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM ZTAG WHERE Z_PK = ?", arguments: [named]) == 1)
+            #expect(
+                try Int.fetchOne(
+                    db,
+                    sql:
+                        "SELECT COUNT(*) FROM ACHANGE c WHERE c.ZENTITY = 6 AND NOT EXISTS (SELECT 1 FROM ZTAG t WHERE t.Z_PK = c.ZENTITYPK)"
+                ) == 0)
+        }
+        try queue.close()
+    }
+}

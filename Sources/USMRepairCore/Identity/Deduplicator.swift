@@ -80,6 +80,20 @@ struct Deduplicator {
                 )
             }
         }
+        // Persistent history: a change recorded for a removed copy names its survivor, which now
+        // stands for it (no change row names an object that is gone).
+        for history in schema.historyTables
+        where schema.table(history, hasColumn: "ZENTITY") && schema.table(history, hasColumn: "ZENTITYPK") {
+            for (table, temp) in removals {
+                let ents = schema.entities.filter { $0.table == table }.map { String($0.number) }.joined(separator: ",")
+                guard !ents.isEmpty else { continue }
+                try db.execute(
+                    sql: """
+                        UPDATE main.\(history.sqlIdentifier) SET ZENTITYPK = (SELECT r.keep FROM temp.\(temp) r WHERE r.pk = ZENTITYPK)
+                        WHERE ZENTITY IN (\(ents)) AND ZENTITYPK IN (SELECT pk FROM temp.\(temp))
+                        """)
+            }
+        }
         for (table, temp) in removals.sorted(by: { $0.key < $1.key }) {
             try db.execute(sql: "DELETE FROM main.\(table.sqlIdentifier) WHERE Z_PK IN (SELECT pk FROM temp.\(temp))")
             try db.execute(sql: "DROP TABLE temp.\(temp)")
