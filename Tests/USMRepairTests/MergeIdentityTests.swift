@@ -279,3 +279,48 @@ extension MergeIdentityTests {
         try queue.close()
     }
 }
+
+extension MergeIdentityTests {
+    @Test("a merge keeps order: incoming objects of a matched parent's ordered to-many come after its own")
+    func mergeOrdered() throws {
+        let tmp = try TempDir()
+        let source = tmp.path("A.sqlite")
+        let destination = tmp.path("d/B.sqlite")
+        try FileManager.default.createDirectory(at: tmp.path("d"), withIntermediateDirectories: true)
+        try MergeFixture.write(to: source, .a, prefix: "same")
+        try MergeFixture.write(to: destination, .b, prefix: "same")
+        // Two new books on shelf 1 of the source, placed before its other items.
+        try FixtureStore.mutate(
+            source,
+            """
+            INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZAUTHOR, ZSHELF, Z_FOK_SHELF, ZTITLE, ZCODE)
+              SELECT 5000, 2, 1, (SELECT MIN(Z_PK) FROM ZAUTHOR), (SELECT MIN(Z_PK) FROM ZSHELF), 1, 'new first', 'code-new-1';
+            INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZAUTHOR, ZSHELF, Z_FOK_SHELF, ZTITLE, ZCODE)
+              SELECT 5001, 2, 1, (SELECT MIN(Z_PK) FROM ZAUTHOR), (SELECT MIN(Z_PK) FROM ZSHELF), 2, 'new second', 'code-new-2';
+            UPDATE Z_PRIMARYKEY SET Z_MAX = 5001 WHERE Z_ENT IN (1, 2, 3);
+            """)
+        let shelf = try DatabaseQueue(path: destination.path).read { (db: Database) throws in
+            try Int.fetchOne(
+                db, sql: "SELECT Z_PK FROM ZSHELF WHERE ZNAME = (SELECT ZNAME FROM ZSHELF ORDER BY Z_PK LIMIT 1)") ?? 0
+        }
+        let before = try DatabaseQueue(path: destination.path).read { (db: Database) throws in
+            try String.fetchAll(
+                db, sql: "SELECT ZTITLE FROM ZITEM WHERE ZSHELF = ? ORDER BY Z_FOK_SHELF", arguments: [shelf])
+        }
+        let sourceShelf = try DatabaseQueue(path: source.path).read { (db: Database) throws in
+            try String.fetchOne(db, sql: "SELECT ZNAME FROM ZSHELF ORDER BY Z_PK LIMIT 1")
+        }
+        let report = try Migrate.run(source, destination, mode: .merge, snapshots: tmp.path("snapshots"))
+        #expect(report.matched["Shelf"] == 2, "\(report.matched)")
+        let queue = try DatabaseQueue(path: destination.path)
+        try queue.read { (db: Database) throws in
+            let target =
+                try Int.fetchOne(db, sql: "SELECT Z_PK FROM ZSHELF WHERE ZNAME = ?", arguments: [sourceShelf]) ?? 0
+            let titles = try String.fetchAll(
+                db, sql: "SELECT ZTITLE FROM ZITEM WHERE ZSHELF = ? ORDER BY Z_FOK_SHELF, Z_PK", arguments: [target])
+            let old = target == shelf ? before : Array(titles.dropLast(2))
+            #expect(titles == old + ["new first", "new second"], "\(titles)")
+        }
+        try queue.close()
+    }
+}

@@ -368,6 +368,29 @@ public struct EntityCopy {
             }
         }
 
+        // 5b. Ordered to-many (`Z_FOK_<REL>` beside the key): incoming objects of a parent the
+        // destination already held (matched) come after its own objects, in their own order.
+        for key in destinationKeys {
+            guard let temp = remap[key.destinationTable], let plan = byDestinationTable[key.table] else { continue }
+            let order = "Z_FOK_" + key.column.dropFirst()
+            guard destination.table(key.table, hasColumn: order) else { continue }
+            let t = key.table.sqlIdentifier
+            let k = key.column.sqlIdentifier
+            let o = order.sqlIdentifier
+            let off = plan.offset
+            try exec(
+                """
+                CREATE TEMP TABLE usm_ordered AS
+                  SELECT n.Z_PK AS id, (SELECT IFNULL(MAX(c.\(o)), 0) FROM main.\(t) c WHERE c.\(k) = n.\(k) AND c.Z_PK <= \(off))
+                    + ROW_NUMBER() OVER (PARTITION BY n.\(k) ORDER BY n.\(o), n.Z_PK) AS pos
+                  FROM main.\(t) n WHERE n.Z_PK > \(off) AND n.\(k) IN (SELECT dst_pk FROM temp.\(temp))
+                """, &result)
+            try exec(
+                "UPDATE main.\(t) SET \(o) = (SELECT u.pos FROM temp.usm_ordered u WHERE u.id = main.\(t).Z_PK) WHERE Z_PK IN (SELECT id FROM temp.usm_ordered)",
+                &result)
+            try exec("DROP TABLE temp.usm_ordered", &result)
+        }
+
         // 6. Many-to-many join rows.
         for join in source.joinTables {
             guard join.columns.allSatisfy({ entMap[$0.entity] != nil }) else {
