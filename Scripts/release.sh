@@ -44,9 +44,10 @@ else
   echo "release: not root (or no unshare): skipped running with $toolchain_lib hidden; ldd lists no Swift library" >&2
 fi
 
-# 3. The man page, with argument-parser's plugin (on the debug build: the text is the same).
+# 3. The man page, with argument-parser's plugin (on the debug build: the text is the same), made
+#    usm-repair's by Scripts/man-page.sh (no groff warnings, a real EXIT STATUS, SEE ALSO).
 swift package generate-manual --configuration debug --date "$version_date" --authors "the usm-repair authors" >&2
-cp .build/plugins/GenerateManual/outputs/usm-repair/usm-repair.1 "$work/usm-repair.1"
+bash Scripts/man-page.sh "$bin" .build/plugins/GenerateManual/outputs/usm-repair/usm-repair.1 > "$work/usm-repair.1"
 
 # 4. The prefix tree: binary, recipes, man page, completions, documentation.
 bash Scripts/stage.sh "$bin" "$out" --man "$work/usm-repair.1"

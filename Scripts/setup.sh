@@ -3,12 +3,12 @@
 # the C libraries (libarchive, SQLite, zlib headers, pkg-config) and the reference tools the
 # tests and benchmarks compare against (sqlite3, bsdtar, GNU time), strace (the tests walk every
 # kill and failure point of the changing commands with its fault injection), and python3 (the example
-# migration plugin and the migrate benchmark's store generator), and graphviz (the README renders `status --graph` with dot).
+# migration plugin and the migrate benchmark's store generator), graphviz (the README renders `status --graph` with dot), and groff-base (a test reads the man page with groff -ww).
 set -euo pipefail
 
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for pkg in libarchive-dev libsqlite3-dev zlib1g-dev libzstd-dev pkg-config sqlite3 libarchive-tools time zstd unzip tar python3 strace graphviz; do
+for pkg in libarchive-dev libsqlite3-dev zlib1g-dev libzstd-dev pkg-config sqlite3 libarchive-tools time zstd unzip tar python3 strace graphviz groff-base; do
   have_pkg "$pkg" || need+=("$pkg")
 done
 

@@ -3,7 +3,7 @@
 #
 #   PREFIX/bin/usm-repair
 #   PREFIX/share/usm-repair/recipes/           the recipes (found relative to the binary: ../share/usm-repair/recipes)
-#   PREFIX/share/man/man1/usm-repair.1         the man page, when one is given (--man FILE)
+#   PREFIX/share/man/man1/usm-repair.1         the man page: docs/usm-repair.1, or the one given (--man FILE)
 #   PREFIX/share/bash-completion/completions/usm-repair
 #   PREFIX/share/zsh/site-functions/_usm-repair
 #   PREFIX/share/fish/vendor_completions.d/usm-repair.fish
@@ -22,7 +22,7 @@ fi
 bin_in=$1
 prefix=$2
 shift 2
-man=""
+man="$(cd "$(dirname "$0")/.." && pwd)/docs/usm-repair.1"
 while [ $# -gt 0 ]; do
   case "$1" in
     --man) man=$2; shift 2 ;;
@@ -50,9 +50,8 @@ install -m 644 "$repo/docs/usm-behaviour.md" "$prefix/share/doc/usm-repair/docs/
 "$bin" --generate-completion-script zsh > "$prefix/share/zsh/site-functions/_usm-repair"
 "$bin" --generate-completion-script fish > "$prefix/share/fish/vendor_completions.d/usm-repair.fish"
 
-if [ -n "$man" ]; then
-  install -m 644 "$man" "$prefix/share/man/man1/usm-repair.1"
-fi
+[ -f "$man" ] || { echo "stage: no man page at $man" >&2; exit 1; }
+install -m 644 "$man" "$prefix/share/man/man1/usm-repair.1"
 
 # The staged binary finds its recipes with no checkout and no USM_REPAIR_RECIPES.
 found=$(cd / && env -u USM_REPAIR_RECIPES "$bin" strategies --json | grep -c "$prefix/share/usm-repair/recipes/" || true)

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -123,4 +124,10 @@ int usm_spawn(const char *path, char *const argv[], char *const envp[], const ch
     posix_spawn_file_actions_destroy(&actions);
     if (rc == 0) *pid = child;
     return rc;
+}
+
+int usm_terminal_columns(int fd) {
+    struct winsize size;
+    if (ioctl(fd, TIOCGWINSZ, &size) != 0) return 0;
+    return (int)size.ws_col;
 }

@@ -26,7 +26,7 @@ extension USMCommand {
         try Scratch.$current.withValue(context.scratch) {
             try ChildProcess.$standardErrorSink.withValue(
                 context.childStandardError.map(ChildProcess.StandardErrorSink.init)
-            ) { try run(context) }
+            ) { try ProgressNote.$sink.withValue(context.terminal.noteSink()) { try run(context) } }
         }
     }
 
@@ -158,7 +158,10 @@ struct CommandContext {
             },
             text: { report, terminal in
                 if let text { return text(report, terminal) }
-                ReportPrinter(terminal: terminal, verbose: output.verbose, quiet: output.quiet).print(report)
+                ReportPrinter(
+                    terminal: terminal, verbose: output.verbose, quiet: output.quiet,
+                    currentDirectory: paths.currentDirectory.path
+                ).print(report)
             }, status: { $0.exitCode }, json: { report, write in try report.writeJSON(write) })
     }
 

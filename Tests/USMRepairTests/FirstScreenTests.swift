@@ -155,3 +155,90 @@ extension FirstScreenTests {
         #expect(StatusGraph.quote("a\"b\\c\nd\u{1}") == "\"a\\\"b\\\\c\\nd\\\\x01\"")
     }
 }
+
+extension FirstScreenTests {
+    @Test("status on the shipped example at 80 columns: the verdict and a command within 24 lines, no line over 80")
+    func firstScreenAtEightyColumns() {
+        let r = USM.run(["status", "--container", ExampleContainerTests.root.path], environment: ["COLUMNS": "80"])
+        #expect(r.status == 1)
+        let lines = r.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+        let screen = lines.prefix(24).joined(separator: "\n")
+        #expect(screen.hasPrefix("status: 3 of 3 store(s) present"), "\(screen)")
+        #expect(screen.contains("error   active-store-marked-corrupt"), "\(screen)")
+        #expect(screen.contains("Next: If the mark is a false alarm: usm-repair corruption clear"), "\(screen)")
+        #expect(lines.allSatisfy { $0.count <= 80 }, "\(lines.filter { $0.count > 80 })")
+        // Whole lines without COLUMNS (not a terminal: for grep), and JSON never wrapped.
+        let whole = USM.run(["status", "--container", ExampleContainerTests.root.path])
+        #expect(whole.stdout.split(separator: "\n").contains { $0.count > 120 })
+        let json = USM.run(
+            ["status", "--container", ExampleContainerTests.root.path, "--json"], environment: ["COLUMNS": "80"])
+        let plainJSON = USM.run(["status", "--container", ExampleContainerTests.root.path, "--json"])
+        #expect(json.json["summary"] != nil && json.stdout == plainJSON.stdout)
+    }
+
+    @Test("wrapping: continuations under the value, paths broken after a slash, colours take no column")
+    func wrapping() {
+        #expect(TextWrap.wrap("short", width: 10) == ["short"])
+        #expect(
+            TextWrap.wrap("Container:    one two three four", width: 30) == [
+                "Container:    one two three", "              four",
+            ])
+        #expect(TextWrap.wrap("  - alpha beta gamma", width: 14) == ["  - alpha beta", "    gamma"])
+        #expect(TextWrap.wrap("Next: aaaa bbbb cccc", width: 12) == ["Next: aaaa", "      bbbb", "      cccc"])
+        #expect(
+            TextWrap.wrap("  local     ok  /aaaa/bbbb/cccc/dddd.sqlite", width: 34)
+                == ["  local     ok  /aaaa/bbbb/cccc/", "                dddd.sqlite"])
+        #expect(
+            TextWrap.wrap("x " + String(repeating: "y", count: 20), width: 10) == [
+                "x", "  " + String(repeating: "y", count: 20),
+            ])
+        var captured = ""
+        let terminal = Terminal(
+            colors: true, progress: false, interactive: false, out: { captured += $0 }, err: { _ in }, width: 16)
+        terminal.out(terminal.paint("status:", .bold) + " abc def")
+        #expect(captured == "\u{1B}[1mstatus:\u{1B}[0m abc def\n", "painted text measures by what shows")
+        captured = ""
+        terminal.outWhole("digraph x { a -> b; c -> d; }")
+        #expect(captured == "digraph x { a -> b; c -> d; }\n")
+    }
+}
+
+extension FirstScreenTests {
+    @Test(
+        "check speaks while it checks: each piece of integrity_check, then the invariants; nothing without a terminal")
+    func checkProgress() throws {
+        let tmp = try TempDir()
+        let paths = try FixtureContainer.write(to: tmp.path("c"), BundleTests.inside)
+        let r = USM.run(["check", "--container", paths.root.path], progress: true)
+        #expect(r.stderr.contains("UbiquityStore.sqlite: integrity_check: 1 of "), "\(r.stderr)")
+        #expect(r.stderr.contains("(every page)") && r.stderr.contains("(ZITEM)"), "\(r.stderr)")
+        #expect(r.stderr.contains("keys, relationships, duplicates, external data"), "\(r.stderr)")
+        let quiet = USM.run(["check", "--container", paths.root.path])
+        #expect(!quiet.stderr.contains("integrity_check"), "\(quiet.stderr)")
+    }
+
+    @Test("a changing command speaks: planning, the rows of a build as they go, the verification")
+    func operationProgress() throws {
+        let tmp = try TempDir()
+        var options = BundleTests.inside
+        options.cloud.books = 6000
+        options.cloud.walOnlyBooks = 0
+        let paths = try FixtureContainer.write(to: tmp.path("c"), options)
+        let dry = USM.run(["rebuild", "--from", "local", "--container", paths.root.path, "--dry-run"], progress: true)
+        #expect(dry.stderr.contains("planning rebuild --from local: reading the stores"), "\(dry.stderr)")
+        #expect(dry.stderr.contains("planning: comparing every object of "), "\(dry.stderr)")
+        let r = USM.run(
+            ["migrate", "cloud-to-local", "--merge", "--container", paths.root.path, "--yes"], progress: true)
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        #expect(r.stderr.contains("verifying the new store: integrity_check"), "\(r.stderr)")
+        // Rows counted as they go in, not one jump per entity: several counts inside the Book table.
+        let counts = r.stderr.components(separatedBy: "building: ").dropFirst().compactMap {
+            Int($0.prefix { $0.isNumber })
+        }
+        let total = counts.max() ?? 0
+        #expect(total > 6000, "\(counts)")
+        let steps = Array(Set(counts)).sorted()
+        let widest = zip(steps, steps.dropFirst()).map { $1 - $0 }.max() ?? total
+        #expect(widest < 3000, "the 6,000 books come in ranges, not at once: \(steps)")
+    }
+}

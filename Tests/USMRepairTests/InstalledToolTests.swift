@@ -49,6 +49,7 @@ struct InstalledToolTests {
             "bin/usm-repair", "share/doc/usm-repair/README.md", "share/doc/usm-repair/docs/usm-behaviour.md",
             "share/doc/usm-repair/CHANGELOG.md", "share/bash-completion/completions/usm-repair",
             "share/zsh/site-functions/_usm-repair", "share/fish/vendor_completions.d/usm-repair.fish",
+            "share/man/man1/usm-repair.1",
         ] {
             #expect(fm.fileExists(atPath: prefix.appendingPathComponent(file).path), "\(file)")
         }
@@ -170,5 +171,33 @@ struct InstalledToolTests {
         let text = try String(contentsOf: doc, encoding: .utf8)
         for row in 1...13 { #expect(text.contains("| E\(row) |"), "E\(row) in docs/usm-behaviour.md") }
         #expect(text.contains("4.7") && text.contains("7.1"), "the steps the messages cite")
+    }
+}
+
+extension InstalledToolTests {
+    @Test("the man page: no groff warning, a real EXIT STATUS with every code, SEE ALSO, every command named")
+    func manPage() throws {
+        let page = Self.packageRoot.appendingPathComponent("docs/usm-repair.1")
+        let groff = try Launcher.run(
+            URL(fileURLWithPath: "/usr/bin/env"), ["groff", "-mandoc", "-Tutf8", "-ww", "-z", page.path])
+        #expect(groff.status == 0 && groff.stderr.isEmpty, "groff warns: \(groff.stderr.prefix(2000))")
+        let text = try String(contentsOf: page, encoding: .utf8)
+        #expect(!text.contains(".Ex -std"), "the plugin's generic exit status is replaced")
+        #expect(text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().allSatisfy { !$0.isEmpty })
+        let exit = try #require(text.range(of: ".Sh \"EXIT STATUS\""))
+        let seeAlso = try #require(text.range(of: ".Sh \"SEE ALSO\""))
+        let section = text[exit.upperBound..<seeAlso.lowerBound]
+        for status in ExitStatus.allCases {
+            #expect(
+                section.contains(".It \(status.rawValue)\n(\(status.name))"), "EXIT STATUS lacks \(status.rawValue)")
+        }
+        #expect(text[seeAlso.upperBound...].contains(".Xr sqlite3 1"))
+        var names: [String] = []
+        for type in USMRepairCommand.configuration.subcommands {
+            if let name = type.configuration.commandName { names.append(name) }
+        }
+        #expect(names.count > 10)
+        let missing = names.filter { !text.contains("\n.It Em \($0)\n") }
+        #expect(missing.isEmpty, "the page does not name \(missing)")
     }
 }

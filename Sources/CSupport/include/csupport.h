@@ -29,4 +29,8 @@ void usm_release_freed_memory(void);
    stdout the given descriptors, its stderr `stderr_fd` (-1: inherited). Returns 0 and the pid, or an errno value. */
 int usm_spawn(const char *path, char *const argv[], char *const envp[], const char *cwd, int stdin_fd, int stdout_fd, int stderr_fd, int *pid);
 
+/* The width in columns of the terminal on `fd` (TIOCGWINSZ), or 0 when `fd` is not a terminal or
+   the terminal does not say. */
+int usm_terminal_columns(int fd);
+
 #endif

@@ -71,6 +71,8 @@ public struct ArchiveResult: Sendable, Encodable {
     public let undecodableNames: [String]
     /// The size estimated before writing, when `--max-size` asked for one.
     @NullEncoded public var estimatedBytes: Int64?
+    /// With `--redact`: the private file beside the bundle mapping each token to its value (0600).
+    @NullEncoded public var redactionMap: String?
     public let exitCode: Int32
     public let exitStatus: String
 
@@ -81,8 +83,9 @@ public struct ArchiveResult: Sendable, Encodable {
         output: String, sidecar: String, sha256: String, bytes: Int64, format: String, content: String,
         personalData: Bool,
         entries: Int, contentBytes: Int64, stores: Int, skipped: [BundleSkip], skippedCount: Int, unreadable: Int,
-        undecodableNames: [String], estimatedBytes: Int64?
+        undecodableNames: [String], estimatedBytes: Int64?, redactionMap: String? = nil
     ) {
+        self.redactionMap = redactionMap
         self.output = output
         self.sidecar = sidecar
         self.sha256 = sha256

@@ -51,6 +51,9 @@ public struct RestoreResult: Sendable, Encodable {
     @NullEncoded public var snapshot: String?
     /// Entries in the bundle after its manifest.
     public let entries: Int
+    /// The `status` command, as an argument list, for what was restored (`usm-repair status
+    /// --container DIR/container --cloud-dir DIR/cloud`...); empty when the roots name nothing it reads.
+    public var status: [String] = []
     /// Bytes of file content written (0 in a dry run).
     public let bytes: Int64
     /// What is worth knowing (usm-repair's own folders it could not remove).
@@ -97,9 +100,11 @@ public struct BundleRestorer {
                 let path = target.appendingPathComponent(root.name).path
                 return RestoreResult.Root(name: root.name, path: path, replaced: FileStatus.lookup(path) != nil)
             }
-            return RestoreResult(
+            var result = RestoreResult(
                 archive: options.archive.path, dryRun: true, to: target.path, roots: planned, snapshot: nil,
                 entries: first.entries, bytes: 0)
+            result.status = Self.statusCommand(planned, stores: first.manifest.stores)
+            return result
         }
         if FileStatus.resolve(target.path) == nil {
             try Folders.create(target.path, mode: 0o755, purpose: "cannot create the folder to restore into")
@@ -128,6 +133,7 @@ public struct BundleRestorer {
             },
             snapshot: result.snapshot, entries: result.extracted.entries, bytes: result.extracted.bytes)
         restored.notes = result.leftovers.map(MaintenanceRun.leftoverNote)
+        restored.status = Self.statusCommand(restored.roots, stores: first.manifest.stores)
         return restored
     }
 
@@ -315,4 +321,36 @@ public struct BundleRestorer {
         }
         return size
     }
+
+    /// `usm-repair status` for the roots put in place: the container (or app folder, document,
+    /// store) with the ubiquity container and preferences beside it as flags, since they no longer
+    /// lie where discovery looks.
+    static func statusCommand(_ roots: [RestoreResult.Root], stores: [BundleStore]) -> [String] {
+        func path(_ name: String) -> String? { roots.first { $0.name == name }?.path }
+        var arguments = ["usm-repair", "status"]
+        if let container = path("container") {
+            arguments += ["--container", container]
+        } else if let document = path("document") {
+            arguments += ["--document", document]
+        } else if let store = path("store") {
+            // The store root is the store's folder; the manifest names the main file under it.
+            guard let main = stores.first(where: { $0.path.hasPrefix("store/") }) else { return [] }
+            return arguments + ["--store", (store as NSString).appendingPathComponent(String(main.path.dropFirst(6)))]
+        } else if let app = path("app") {
+            arguments += ["--app-dir", app]
+        } else {
+            return []
+        }
+        if let cloud = path("cloud") { arguments += ["--cloud-dir", cloud] }
+        if path("container") == nil, let folder = path("preferences"),
+            let plist = (try? FileManager.default.contentsOfDirectory(atPath: folder))?.filter({
+                $0.hasSuffix(".plist")
+            })
+            .sorted().first
+        {
+            arguments += ["--prefs", (folder as NSString).appendingPathComponent(plist)]
+        }
+        return arguments
+    }
+
 }

@@ -58,7 +58,8 @@ public struct BundleWriter {
         Memory.releaseFreed()
 
         // 3 and 5. Every store entry, with its hash and any transformation.
-        let redactor = Redactor()
+        let mapFile = scratch.url.appendingPathComponent("redaction-map.sqlite")
+        let redactor = Redactor(map: options.content == .redacted ? mapFile : nil)
         let (storeRecords, redactedStores) = try storeEntries(
             inventory: inventory, captures: captures, status: status, catalog: catalog, redactor: redactor,
             scratch: scratch.url,
@@ -108,6 +109,10 @@ public struct BundleWriter {
             catalog: catalog, manifest: manifestFile, output: output, format: options.format, maxSize: options.maxSize,
             overwrite: options.overwrite, contentBytes: contentBytes, progress: progress)
         let sidecar = URL(fileURLWithPath: output.path + ".sha256")
+        // The redaction map beside the bundle, private: the engineer's, never sent.
+        let redactionMap =
+            options.content == .redacted && FileStatus.lookup(mapFile.path) != nil
+            ? try Self.writeRedactionMap(from: mapFile, beside: output, bundleSHA256: written.sha256) : nil
         var listed: [BundleSkip] = []
         try catalog.forEachSkipped(limit: ArchiveResult.skippedListed) { listed += $0 }
         let counts = try catalog.skippedCounts()
@@ -118,7 +123,69 @@ public struct BundleWriter {
             contentBytes: contentBytes, stores: storeRecords.count, skipped: listed, skippedCount: counts.all,
             unreadable: counts.unreadable,
             undecodableNames: layout.problems.filter { $0.code == .undecodableName }.compactMap(\.subject),
-            estimatedBytes: estimate)
+            estimatedBytes: estimate, redactionMap: redactionMap?.path)
+    }
+
+    /// Writes the tokens of a redacted bundle and the values they stand for to
+    /// `<bundle>.redaction-map.jsonl`, mode 0600, as one JSON object a line: a header naming the
+    /// bundle, then `{"token": "redacted:1", "text": "…"}` or `{"token": …, "blob": "<base64>"}`
+    /// (as `sos clean` keeps its map: so a value the customer names can be found in the bundle).
+    static func writeRedactionMap(from map: URL, beside output: URL, bundleSHA256: String) throws -> URL {
+        let destination = URL(fileURLWithPath: output.path + ".redaction-map.jsonl")
+        let scratch = Scratch.current
+        let (partial, fd) = try scratch.makeFile(
+            in: output.deletingLastPathComponent(),
+            name: ".\(destination.lastPathComponent).partial-\(UUID().uuidString.prefix(8))", mode: 0o600)
+        do {
+            _ = fchmod(fd, 0o600)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            var buffer = Data()
+            func flush() throws {
+                try buffer.withUnsafeBytes { try FileSync.writeAll(fd, $0, path: partial.path) }
+                buffer.removeAll(keepingCapacity: true)
+            }
+            let header: [String: String] = [
+                "format": "usm-repair-redaction-map", "formatVersion": "1", "bundle": output.lastPathComponent,
+                "bundleSHA256": bundleSHA256,
+                "note": "private: the values the bundle's tokens stand for; keep it, never send it with the bundle",
+            ]
+            buffer += try encoder.encode(header) + Data("\n".utf8)
+            var config = Configuration()
+            config.readonly = true
+            let queue = try DatabaseQueue(path: map.path, configuration: config)
+            defer { try? queue.close() }
+            try queue.read { db in
+                let rows = try Row.fetchCursor(db, sql: "SELECT token, kind, value FROM redaction ORDER BY token")
+                while let row = try rows.next() {
+                    let token = "redacted:" + String(row["token"] as Int64)
+                    let value: DatabaseValue = row["value"]
+                    var line = ["token": token]
+                    switch value.storage {
+                    case let .string(text): line["text"] = text
+                    case let .blob(data): line["blob"] = data.base64EncodedString()
+                    default: continue
+                    }
+                    buffer += try encoder.encode(line) + Data("\n".utf8)
+                    if buffer.count > 1 << 20 { try flush() }
+                }
+            }
+            try flush()
+            _ = fsync(fd)
+        } catch {
+            close(fd)
+            scratch.release(partial)
+            throw USMError.wrap(error)
+        }
+        close(fd)
+        do {
+            try AtomicRename.replace(destination, with: partial.url, overwrite: true)
+        } catch {
+            scratch.release(partial)
+            throw USMError.wrap(error)
+        }
+        scratch.forget(partial)
+        return destination
     }
 
     // MARK: - Steps

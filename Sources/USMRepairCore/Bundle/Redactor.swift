@@ -6,12 +6,21 @@ import GRDB
 /// `archive --metadata-only`. Both work on a fresh SQLite copy (`VACUUM INTO` from the captured
 /// store), so the user's files are never opened for writing and no old value survives in a free page.
 struct Redactor: Sendable {
-    /// The key of the keyed hash: random per bundle and never stored, so values cannot be
-    /// confirmed by hashing guesses, yet equal values stay equal within the bundle.
+    /// The key of the keyed hash of external-data files (and of values when there is no map):
+    /// random per bundle and never stored, so a file cannot be confirmed by hashing guesses.
     let keyBytes: Data
+    /// The redaction map, a SQLite file in the bundle's private scratch folder shared by every
+    /// store of the bundle: each distinct text or blob value gets the next token
+    /// (`redacted:1`, `redacted:2`...), so equal values stay equal across the bundle's stores,
+    /// the stand-ins are short (a redacted store is no larger than the store), and the engineer
+    /// can find the value a customer names (`BundleWriter` writes the map beside the bundle, 0600).
+    let map: URL?
 
-    /// A redactor with a fresh random key.
-    init() { keyBytes = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) } }
+    /// A redactor with a fresh random key; `map`: where the tokens are kept (nil: keyed hashes).
+    init(map: URL? = nil) {
+        keyBytes = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }
+        self.map = map
+    }
 
     private var key: SymmetricKey { SymmetricKey(data: keyBytes) }
 
@@ -25,15 +34,13 @@ struct Redactor: Sendable {
     static let keptTables: Set<String> = ["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"]
 
     static let method = """
-        Every TEXT and BLOB value in every table of the store (entity, join, history and CloudKit \
-        tables, and any table Core Data does not list, such as a removed entity's) was \
-        replaced by HMAC-SHA256 under a random key made for this bundle and not stored: text by \
-        "redacted:" and 32 hex digits, blobs by the 32-byte digest. Equal values stay equal, so \
-        unique constraints, keys and relationships hold; integers, reals, Z_PK, Z_ENT, Z_OPT, \
-        foreign keys, Z_PRIMARYKEY, Z_METADATA and Z_MODELCACHE are kept. External-data references \
-        (0x02 + UUID) are kept and each external file's content is replaced by the digest of it. \
-        The store was rewritten with VACUUM (secure_delete on) in rollback-journal mode, so no old \
-        value remains in it and it needs no -wal.
+        Every TEXT and BLOB value of every table but Z_PRIMARYKEY, Z_METADATA and Z_MODELCACHE was \
+        replaced by a token, "redacted:" and a number: equal values by equal tokens across the \
+        bundle, numbered in the order first met, blobs as the token's bytes; keys, relationships \
+        and unique constraints hold. Integers, reals and external-data references are kept; each \
+        external file's content is its keyed digest. The map from token to value is a private \
+        file beside the bundle, not in it. The store was rewritten by VACUUM with secure_delete \
+        on, in rollback-journal mode: no old value remains in it.
         """
 
     /// Writes a redacted copy of the store open at `source` to `destination`.
@@ -49,7 +56,18 @@ struct Redactor: Sendable {
         var total = 0
         try queue.writeWithoutTransaction { db in
             db.add(function: function)
+            db.add(function: Self.externalReference)
             try db.execute(sql: "PRAGMA secure_delete = ON")
+            if let map {
+                // The tool's own attach (outside any transaction), detached before the VACUUM.
+                try UntrustedDatabase.attaching(db) {
+                    try db.execute(sql: "ATTACH DATABASE ? AS usm_map", arguments: [map.path])
+                }
+                try db.execute(
+                    sql:
+                        "CREATE TABLE IF NOT EXISTS usm_map.redaction (token INTEGER PRIMARY KEY, kind TEXT NOT NULL, value NOT NULL, UNIQUE (kind, value))"
+                )
+            }
             try db.inTransaction {
                 let triggers = try StoreRewrite.dropTriggers(db, path: destination.path)
                 let schema = try CoreDataSchema.read(db)
@@ -79,10 +97,25 @@ struct Redactor: Sendable {
                     var touched: [String] = []
                     for column in columns {
                         let q = column.sqlIdentifier
-                        try db.execute(
-                            sql:
-                                "UPDATE \(table.sqlIdentifier) SET \(q) = usm_redact(\(q)) WHERE typeof(\(q)) IN ('text', 'blob')"
-                        )
+                        let t = table.sqlIdentifier
+                        if map != nil {
+                            // Tokens for the values not yet in the map (BINARY comparison: the map's
+                            // column on the left), then each value replaced by its token.
+                            let redactable = "typeof(\(q)) IN ('text', 'blob') AND usm_external(\(q)) = 0"
+                            try db.execute(
+                                sql:
+                                    "INSERT OR IGNORE INTO usm_map.redaction (kind, value) SELECT typeof(\(q)), \(q) FROM main.\(t) WHERE \(redactable)"
+                            )
+                            try db.execute(
+                                sql: """
+                                    UPDATE main.\(t) SET \(q) = (SELECT CASE m.kind WHEN 'text' THEN 'redacted:' || m.token \
+                                    ELSE CAST('redacted:' || m.token AS BLOB) END FROM usm_map.redaction AS m \
+                                    WHERE m.kind = typeof(\(t).\(q)) AND m.value = \(t).\(q)) WHERE \(redactable)
+                                    """)
+                        } else {
+                            try db.execute(
+                                sql: "UPDATE \(t) SET \(q) = usm_redact(\(q)) WHERE typeof(\(q)) IN ('text', 'blob')")
+                        }
                         if db.changesCount > 0 {
                             touched.append(column)
                             total += db.changesCount
@@ -98,10 +131,17 @@ struct Redactor: Sendable {
                 try StoreRewrite.restoreTriggers(db, triggers, path: destination.path)
                 return .commit
             }
+            if map != nil { try db.execute(sql: "DETACH DATABASE usm_map") }
             // VACUUM attaches its own temporary database.
             try UntrustedDatabase.attaching(db) { try db.execute(sql: "VACUUM") }
         }
         return Result(tables: tables, values: total)
+    }
+
+    /// `usm_external(v)`: 1 for an external-data reference (kept as it is), else 0.
+    static let externalReference = DatabaseFunction("usm_external", argumentCount: 1, pure: true) { values in
+        if case let .blob(data) = values[0].storage, ExternalData.referencedName(data) != nil { return 1 }
+        return 0
     }
 
     /// The digest that stands in for an external-data file's content, read in blocks.

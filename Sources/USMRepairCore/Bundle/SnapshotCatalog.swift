@@ -26,6 +26,21 @@ public enum SnapshotCatalog {
 
         /// The time it was taken: the manifest's, else the file's modification time.
         let taken: Date
+
+        /// The container it belongs to (`--group-by container`): whose data its name says
+        /// (`<command>-<whose>-<UTC time>-<random>.tar.zst`: the download's folder name, the Mac
+        /// app's bundle ID, the preferences' domain, the store's name), else all its folders.
+        public var container: String {
+            let name = FileSystemPath.lastComponent(path)
+            let slug = String((command ?? "").lowercased().map { $0.isLetter || $0.isNumber ? $0 : "-" })
+            // Without the time and random parts (`-20261121T101500Z-1a2b3c4d.tar.zst`).
+            let parts = name.split(separator: "-", omittingEmptySubsequences: false)
+            if !slug.isEmpty, name.hasPrefix(slug + "-"), parts.count >= 3 {
+                let stem = parts.dropLast(2).joined(separator: "-")
+                if stem.count > slug.count + 1 { return String(stem.dropFirst(slug.count + 1)) }
+            }
+            return layout.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "\n")
+        }
     }
 
     /// The snapshots in `folder` (`*.tar.zst`), oldest first; none when the folder does not exist.
@@ -67,10 +82,28 @@ public enum SnapshotCatalog {
 
     /// The snapshots to prune among `entries`: those taken before `now - olderThan` (when given)
     /// and not among the newest `keep` (when given). Files that are not snapshots are never chosen.
-    public static func select(_ entries: [Entry], olderThan: TimeInterval?, keep: Int?, now: Date = Date()) -> [Entry] {
+    /// `byContainer` (`--group-by container`): `keep` counts per container (the folder a snapshot
+    /// goes back to), as restic's `forget --group-by paths` does, so one busy container cannot push
+    /// out the last snapshots of another.
+    public static func select(
+        _ entries: [Entry], olderThan: TimeInterval?, keep: Int?, byContainer: Bool = false, now: Date = Date()
+    ) -> [Entry] {
         let snapshots = entries.filter { $0.problem == nil }
         var chosen = snapshots
-        if let keep { chosen = Array(snapshots.dropLast(max(0, keep))) }
+        if let keep {
+            if byContainer {
+                var newest: [String: Int] = [:]
+                var kept = Set<String>()
+                for entry in snapshots.reversed() {
+                    let count = newest[entry.container, default: 0]
+                    if count < keep { kept.insert(entry.path) }
+                    newest[entry.container] = count + 1
+                }
+                chosen = snapshots.filter { !kept.contains($0.path) }
+            } else {
+                chosen = Array(snapshots.dropLast(max(0, keep)))
+            }
+        }
         if let olderThan { chosen = chosen.filter { $0.taken < now.addingTimeInterval(-olderThan) } }
         return chosen
     }

@@ -67,6 +67,15 @@ public struct Inspection: Sendable {
             report.document = entry.document
             report.uuid = entry.uuid
             report.cloudVersion = entry.cloudVersion
+            // Another process with the store open (the app runs): said now, not only when a run refuses.
+            if depth != .light, report.exists, let busy = StoreLocks.busy(entry.files), !busy.path.hasSuffix("-journal")
+            {
+                report.problems.append(
+                    Problem(
+                        .storeInUse,
+                        "\(busy.reason)\(busy.pid.map { " (process \($0))" } ?? ""): quit the app before changing it",
+                        subject: busy.path))
+            }
             for index in report.problems.indices { report.problems[index].store = entry.files.main.path }
             stores.append(report)
         }

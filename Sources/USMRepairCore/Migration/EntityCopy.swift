@@ -32,6 +32,10 @@ public struct CopyMap: Sendable, Equatable {
 /// source keys move above the destination's `Z_MAX`, and every reference moves with them.
 /// `Z_ENT` numbers are matched by entity name. Persistent-history and CloudKit tables are not copied.
 public struct EntityCopy {
+    /// The fewest rows a statement copies when a table is copied in ranges for the progress line
+    /// (a table is cut in ranges of at least a fiftieth of all rows).
+    static let progressChunk: Int64 = 1_000
+
     /// What was copied.
     public struct Result: Sendable {
         /// Rows copied per destination entity name.
@@ -338,8 +342,33 @@ public struct EntityCopy {
                 sql =
                     "INSERT INTO main.\(plan.table.sqlIdentifier) (\(targets.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM src.\(plan.sourceTable.sqlIdentifier) s WHERE \(filter)"
             }
-            try exec(sql, &result)
-            copiedRows += rows(plan.sourceTable)
+            let tableRows = rows(plan.sourceTable)
+            let chunk = max(Self.progressChunk, totalRows / 50)
+            if identical || tableRows <= chunk {
+                try exec(sql, &result)
+            } else {
+                // In ranges of Z_PK, so that the progress line moves as the rows go in (the same
+                // rows, one statement a range, one transaction; a page copy stays one statement).
+                let bounds = try Row.fetchOne(
+                    db,
+                    sql:
+                        "SELECT MIN(Z_PK) AS lo, MAX(Z_PK) AS hi FROM src.\(plan.sourceTable.sqlIdentifier) WHERE Z_ENT IN (\(sourceEntities))"
+                )
+                let low = bounds.flatMap { Int64.fromDatabaseValue($0["lo"] as DatabaseValue) } ?? 0
+                let high = bounds.flatMap { Int64.fromDatabaseValue($0["hi"] as DatabaseValue) } ?? 0
+                var start = low
+                var done: Int64 = 0
+                repeat {
+                    let (end, overflow) = start.addingReportingOverflow(chunk)
+                    let range = overflow ? " AND s.Z_PK >= \(start)" : " AND s.Z_PK >= \(start) AND s.Z_PK < \(end)"
+                    try exec(sql + range, &result)
+                    done += Int64(db.changesCount)
+                    session.job.progress(copiedRows + min(done, tableRows), totalRows)
+                    start = end
+                    if overflow { break }
+                } while start <= high
+            }
+            copiedRows += tableRows
             session.job.progress(copiedRows, totalRows)
             for note in columns.notes where !result.notes.contains(note) { result.notes.append(note) }
             for row in counted[plan.sourceTable] ?? [] {

@@ -268,6 +268,7 @@ public struct MigrationEngine: Sendable {
         lap("identity", into: &report)
 
         // 4. Verification, then the finished form: WAL in the header, no sidecars.
+        ProgressNote.say("verifying the new store: integrity_check, every invariant, rows and digests")
         let verifier = MigrationVerifier(
             source: sourceSide, destination: destinationSide, policy: description.rows, outcome: outcome,
             keepUbiquity: options.keepUbiquityMetadata)

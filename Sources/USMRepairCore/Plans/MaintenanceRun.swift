@@ -108,15 +108,26 @@ public struct MaintenanceRun {
     /// Plans (recovering first what a kill left pending, unless `dryRun`, which refuses then) and
     /// returns the plan with the report of the layout it was made on.
     public func plan(dryRun: Bool) throws -> Prepared {
+        ProgressNote.say("planning \(maintenance.command): reading the layout")
         var layout = try Layout.discover(options, records: executor.records)
         try Snapshot.refuseInside(executor.snapshotDirectory, protected: layout.folders, why: "a folder of the layout")
         let recovered = try executor.recoverBeforePlanning(in: layout.planRoots, dryRun: dryRun)
         // One read of the layout plans it, unless recovery has just changed the files.
         if !recovered.isEmpty { layout = try Layout.discover(options, records: executor.records) }
+        ProgressNote.say("planning \(maintenance.command): reading the stores")
         let prepared = try Planner.prepare(
             layout, maintenance, strategies: strategies, consent: consent, records: executor.records, model: model)
         var result = Prepared(
             plan: prepared.plan, report: prepared.report, roots: prepared.layout.planRoots, recovered: recovered)
+        // A store another process has open: the run refuses it (exit 5); a dry run says so now.
+        if dryRun {
+            for store in prepared.plan.stores {
+                guard let busy = StoreLocks.busy(StoreFileSet(main: URL(fileURLWithPath: store))) else { continue }
+                result.notes.append(
+                    "\(busy.path) is in use: \(busy.reason)\(busy.pid.map { " (process \($0))" } ?? ""): running this plan now would refuse (exit 5); quit the app first"
+                )
+            }
+        }
         // A Mac app works on these very files while it runs: refused (exit 5), or said in a dry run.
         if let bundleID = options.macApp, !prepared.plan.isNoOp {
             if dryRun {

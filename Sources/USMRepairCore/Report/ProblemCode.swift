@@ -75,6 +75,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
     case undecodableName = "undecodable-name"
     case duplicateObjects = "duplicate-objects"
     case hostileSchema = "hostile-schema"
+    case storeInUse = "store-in-use"
 
     /// How much a problem of this kind matters.
     public var severity: Problem.Severity {
@@ -97,7 +98,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
             .markerVersionIgnored, .corruptionMarkerIgnored, .cachedUUIDOtherVersion, .cachedUUIDAmbiguous,
             .severalCopies,
             .cloudContainerUnconfirmed, .cachedUUIDWithoutMarker, .dataElsewhere, .seedCopySidecar,
-            .ubiquityTablesInLocalStore, .duplicateObjects:
+            .ubiquityTablesInLocalStore, .duplicateObjects, .storeInUse:
             .warning
         case .walHeaderWithoutWal, .cloudContainerMissing, .cachedUUIDSeveralKeys:
             .info
@@ -183,6 +184,8 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
             "cached StoreUUIDs of several container paths disagree; the download says which device it came from, and that device reads its own key"
         case .cachedUUIDWithoutMarker:
             "the preferences cache a StoreUUID but no StoreUUID marker exists: the app loads the cached store, then drops the cache and seeds a new cloud store from the local store (4.7c)"
+        case .storeInUse:
+            "another process has the store open or locked (the app runs): what status reads may change under it, and changing commands refuse it (exit 5) until the app is quit"
         case .duplicateObjects:
             "objects stored more than once (same entity, attributes and to-one targets; `check`, and `status` in stores of up to 250,000 objects): usm-repair dedupe removes them"
         case .dataElsewhere:

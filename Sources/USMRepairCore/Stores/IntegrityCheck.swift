@@ -21,8 +21,11 @@ enum IntegrityCheck {
 
     /// Runs the split check on `first` and `second`, two connections to the same store (the first
     /// also reads the list of tables). Returns `["ok"]` or the problems found (at most `maxLines`).
-    static func run(_ first: DatabaseQueue, _ second: DatabaseQueue) throws -> [String] {
-        let pieces = WorkList(try first.read { db in try plan(db) })
+    /// `note` hears each piece as a worker takes it (`integrity_check: 3 of 12 (ZBOOK)`).
+    static func run(
+        _ first: DatabaseQueue, _ second: DatabaseQueue, note: @escaping ProgressNote.Sink = { _ in }
+    ) throws -> [String] {
+        let pieces = WorkList(try first.read { db in try plan(db) }, note: note)
         let other = Background { try work(second, pieces) }
         let mine = Result { try work(first, pieces) }
         let theirs = Result { try other.value() }
@@ -93,14 +96,30 @@ enum IntegrityCheck {
 
 /// The statements not yet taken by a worker, shared by both.
 private final class WorkList: Sendable {
-    private let items: Mutex<[String]>
+    private let items: Mutex<(left: [String], taken: Int)>
+    private let count: Int
+    private let note: ProgressNote.Sink
 
-    init(_ items: [String]) {
-        self.items = Mutex(items)
+    init(_ items: [String], note: @escaping ProgressNote.Sink = { _ in }) {
+        self.items = Mutex((items, 0))
+        count = items.count
+        self.note = note
     }
 
     /// Takes the next statement, or nil when every one has been taken.
     func next() -> String? {
-        items.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+        let taken = items.withLock { state -> (String, Int)? in
+            guard !state.left.isEmpty else { return nil }
+            state.taken += 1
+            return (state.left.removeFirst(), state.taken)
+        }
+        guard let (sql, index) = taken else { return nil }
+        let prefix = "PRAGMA integrity_check("
+        let what =
+            sql.hasPrefix(prefix)
+            ? String(sql.dropFirst(prefix.count).dropLast()).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+            : "every page"
+        note("integrity_check: \(index) of \(count) (\(what))")
+        return sql
     }
 }

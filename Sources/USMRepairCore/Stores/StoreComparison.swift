@@ -41,6 +41,8 @@ public struct StoreComparison: Sendable, Equatable {
     /// Compares the stores `a` and `b`.
     /// - Throws: `sourceDamaged`/`notCoreData`... when either cannot be read as a Core Data store.
     public static func compare(_ a: StoreFileSet, _ b: StoreFileSet) throws -> StoreComparison {
+        ProgressNote.say(
+            "planning: comparing every object of \(a.main.lastPathComponent) with \(b.main.lastPathComponent)")
         let scratch = try TemporaryDirectory(prefix: "usm-repair-compare")
         defer { scratch.remove() }
         let sideA = try MigrationEngine.capture(a, into: scratch.url.appendingPathComponent("a"), role: "store")

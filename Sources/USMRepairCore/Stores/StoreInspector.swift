@@ -204,8 +204,11 @@ public struct StoreInspector: Sendable {
             let second = depth == .check ? try DatabaseQueue(path: copy.path, configuration: checkConfig) : nil
             defer { try? second?.close() }
             let scope = depth == .status ? quickCheckTables : nil
+            let name = files.main.lastPathComponent
+            let sink = ProgressNote.current
+            let note: ProgressNote.Sink = { sink("\(name): \($0)") }
             let integrity = Background { () throws -> [String] in
-                if let second { return try IntegrityCheck.run(checker, second) }
+                if let second { return try IntegrityCheck.run(checker, second, note: note) }
                 if let scope { return try IntegrityCheck.quickCheck(checker, tables: scope) }
                 return try checker.read { db in try String.fetchAll(db, sql: "PRAGMA \(pragma)(20)") }
             }
@@ -323,6 +326,7 @@ public struct StoreInspector: Sendable {
             return
         }
         if depth == .check {
+            ProgressNote.say("\(files.main.lastPathComponent): keys, relationships, duplicates, external data")
             report.problems += try StoreChecks.toOneProblems(db, schema: schema)
             report.problems += try StoreChecks.joinProblems(db, schema: schema)
         }

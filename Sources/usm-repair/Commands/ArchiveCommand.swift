@@ -88,6 +88,11 @@ struct ArchiveCommand: USMCommand {
                     "Wrote \(result.output) (\(result.format), \(result.bytes) bytes, \(result.entries) entries, \(result.stores) stores)"
                 )
                 terminal.out("SHA-256 \(result.sha256) in \(result.sidecar)")
+                if let map = result.redactionMap {
+                    terminal.out(
+                        "Redaction map (private, 0600; keep it, never send it): \(map): the value each token stands for"
+                    )
+                }
                 if output.verbose {
                     for skip in result.skipped { terminal.out("  left out: \(skip.path): \(skip.reason)") }
                     if result.skippedCount > result.skipped.count {

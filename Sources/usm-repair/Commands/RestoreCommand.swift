@@ -122,6 +122,12 @@ struct RestoreCommand: USMCommand {
                 } else {
                     terminal.out("\(result.entries) entries, \(result.bytes) bytes, verified against the manifest")
                 }
+                if !result.status.isEmpty {
+                    let command = result.status.map(ShellWords.quote).joined(separator: " ")
+                    terminal.out(
+                        terminal.paint("Next:", .bold)
+                            + " \(result.dryRun ? "after it, " : "")see what was restored: \(command)")
+                }
             })
     }
 

@@ -13,6 +13,7 @@ struct SnapshotsCommand: ParsableCommand {
               usm-repair snapshots --json
               usm-repair snapshots prune --older-than 30d --dry-run
               usm-repair snapshots prune --keep 10 --yes
+              usm-repair snapshots prune --keep 3 --group-by container --yes
             """,
         subcommands: [SnapshotsListCommand.self, SnapshotsPruneCommand.self],
         defaultSubcommand: SnapshotsListCommand.self)
@@ -96,6 +97,7 @@ struct SnapshotsPruneCommand: USMCommand {
             Examples:
               usm-repair snapshots prune --older-than 30d --dry-run
               usm-repair snapshots prune --keep 10 --yes
+              usm-repair snapshots prune --keep 3 --group-by container --yes
               usm-repair snapshots prune --older-than 12w --keep 3 --yes --json
             """)
 
@@ -109,6 +111,12 @@ struct SnapshotsPruneCommand: USMCommand {
     @Option(
         name: .customLong("keep"), help: ArgumentHelp("Keep the newest N snapshots (remove the rest).", valueName: "n"))
     var keep: Int?
+    @Option(
+        name: .customLong("group-by"),
+        help: ArgumentHelp(
+            "With --keep: keep the newest N of each container (whose data the snapshot's name says: the download, Mac app, preferences or store), not of all.",
+            valueName: "container"))
+    var groupBy: String?
     @Flag(name: .customLong("dry-run"), help: "List what would be removed and remove nothing.")
     var dryRun = false
     @Flag(name: [.short, .customLong("yes")], help: "Remove without asking (needed when stdin is not a terminal).")
@@ -123,6 +131,12 @@ struct SnapshotsPruneCommand: USMCommand {
             throw ValidationError("--older-than takes a number with m, h, d or w (e.g. 30d), not '\(olderThan)'")
         }
         if let keep, keep < 0 { throw ValidationError("--keep takes 0 or more") }
+        if let groupBy, groupBy != "container" {
+            throw ValidationError("--group-by takes 'container', not '\(groupBy)'")
+        }
+        if groupBy != nil, keep == nil {
+            throw ValidationError("--group-by container counts --keep per container: give --keep N")
+        }
     }
 
     struct Pruned: Encodable {
@@ -145,7 +159,8 @@ struct SnapshotsPruneCommand: USMCommand {
             { terminal in
                 let entries = try SnapshotCatalog.list(dir)
                 let chosen = SnapshotCatalog.select(
-                    entries, olderThan: olderThan.flatMap(SnapshotCatalog.duration), keep: keep)
+                    entries, olderThan: olderThan.flatMap(SnapshotCatalog.duration), keep: keep,
+                    byContainer: groupBy == "container")
                 let snapshots = entries.filter { $0.problem == nil }.count
                 let result = Pruned(
                     folder: dir.path, dryRun: dryRun, removed: chosen, bytes: chosen.reduce(0) { $0 + $1.bytes },

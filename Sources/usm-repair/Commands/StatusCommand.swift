@@ -44,7 +44,7 @@ struct StatusCommand: USMCommand {
         let inspection = Inspection(options: layout.options(context.paths), depth: .status)
         guard graph else { return try context.report(inspection) }
         try context.report(inspection) { report, terminal in
-            for line in StatusGraph.dot(report).split(separator: "\n") { terminal.out(String(line)) }
+            for line in StatusGraph.dot(report).split(separator: "\n") { terminal.outWhole(String(line)) }
         }
     }
 }

@@ -6,6 +6,26 @@ struct ReportPrinter {
     let terminal: Terminal
     let verbose: Bool
     let quiet: Bool
+    /// The folder the command runs in: paths under it print relative to it, as typed (full with
+    /// `--verbose`, and always in JSON), so `--container Examples/Demo.xcappdata` reads back as such.
+    var currentDirectory: String? = nil
+
+    /// One line of the report, paths under the current folder shown relative to it.
+    private func out(_ line: String = "") {
+        guard !verbose, let cwd = currentDirectory else { return terminal.out(line) }
+        terminal.out(Self.relative(line, to: cwd))
+    }
+
+    /// `text` with every path that starts with `folder/` (at the start, after a space, `(`, `=` or a
+    /// quote) made relative to `folder`.
+    static func relative(_ text: String, to folder: String) -> String {
+        let base = folder.hasSuffix("/") ? String(folder.dropLast()) : folder
+        guard !base.isEmpty, text.contains(base + "/") else { return text }
+        let pattern = "(?<=^|[\\s(='\"])" + NSRegularExpression.escapedPattern(for: base + "/")
+        guard let regex = try? NSRegularExpression(pattern: pattern) else { return text }
+        return regex.stringByReplacingMatches(
+            in: text, range: NSRange(text.startIndex..., in: text), withTemplate: "")
+    }
 
     func print(_ report: StatusReport) {
         if quiet {
@@ -17,30 +37,30 @@ struct ReportPrinter {
         if layout.mode == "layout" { printVerdict(report) }
         if layout.mode == "layout" {
             printLayout(report)
-            terminal.out()
+            out()
         }
         for document in layout.documents {
-            terminal.out(
+            out(
                 "Document:     \(document.path) (\(document.storeContent)\(document.contentName.map { ", ubiquitous content \($0)" } ?? ""))"
             )
         }
-        terminal.out(terminal.paint("Stores", .bold))
-        if report.stores.isEmpty { terminal.out("  (none)") }
+        out(terminal.paint("Stores", .bold))
+        if report.stores.isEmpty { out("  (none)") }
         for store in report.stores { printStore(store, report) }
 
         let all = report.allProblems
         if !all.isEmpty {
-            terminal.out()
-            terminal.out(terminal.paint("Problems", .bold))
+            out()
+            out(terminal.paint("Problems", .bold))
             for problem in all { line(for: problem, indent: "  ") }
         }
         if !report.advice.isEmpty {
-            terminal.out()
-            terminal.out(terminal.paint("Next", .bold))
-            for advice in report.advice { terminal.out("  - \(advice)") }
+            out()
+            out(terminal.paint("Next", .bold))
+            for advice in report.advice { out("  - \(advice)") }
         }
-        terminal.out()
-        terminal.out(summaryLine(report))
+        out()
+        out(summaryLine(report))
     }
 
     /// `status: 3 of 3 store(s) present, ...`: the report in one line (first and last).
@@ -56,20 +76,20 @@ struct ReportPrinter {
     /// The first lines: the summary, the most severe problems (three at most), and the first
     /// advice that repairs something (after the bundle to take first), or the first advice.
     private func printVerdict(_ report: StatusReport) {
-        terminal.out(terminal.paint(summaryLine(report), .bold))
+        out(terminal.paint(summaryLine(report), .bold))
         let severe =
             report.allProblems.filter { $0.severity == .error && !$0.ignored }
             + report.allProblems.filter { $0.severity == .warning && !$0.ignored }
         for problem in severe.prefix(3) { line(for: problem, indent: "  ") }
-        if severe.count > 3 { terminal.out("  (\(severe.count - 3) more under Problems)") }
+        if severe.count > 3 { out("  (\(severe.count - 3) more under Problems)") }
         // A command that runs as things are (advice that explains a refusal says "not as things are").
         let repair = report.advice.first {
             $0.contains("usm-repair ") && !$0.contains("usm-repair archive") && !$0.contains("not as things are")
         }
         if let first = repair ?? report.advice.first {
-            terminal.out(terminal.paint("Next:", .bold) + " \(first)")
+            out(terminal.paint("Next:", .bold) + " \(first)")
         }
-        terminal.out()
+        out()
     }
 
     /// A path as shown to a person: relative to the container when it lies in it (full paths with
@@ -81,31 +101,31 @@ struct ReportPrinter {
 
     private func printLayout(_ report: StatusReport) {
         let layout = report.layout
-        if let container = layout.container { terminal.out("Container:    \(container)") }
+        if let container = layout.container { out("Container:    \(container)") }
         if let mac = layout.macApp {
-            terminal.out(
+            out(
                 "Mac app:      \(mac.bundleID) in \(mac.home) (\(mac.sandboxed ? "sandboxed" : "not sandboxed"))")
-            terminal.out("App folder:   \(layout.appDir ?? "(not found)")")
-            terminal.out(
+            out("App folder:   \(layout.appDir ?? "(not found)")")
+            out(
                 "              \(mac.appFolder.path == layout.appDir ? "found: " : "looked for: ")\(mac.appFolder.how)")
-            terminal.out("Preferences:  \(layout.preferences ?? "(not found)")")
-            terminal.out(
+            out("Preferences:  \(layout.preferences ?? "(not found)")")
+            out(
                 "              \(mac.preferences.path == layout.preferences ? "found: " : "looked for: ")\(mac.preferences.how)"
             )
-            terminal.out("Cloud folder: \(layout.cloudDir ?? "(not found)")")
-            terminal.out(
+            out("Cloud folder: \(layout.cloudDir ?? "(not found)")")
+            out(
                 "              \(mac.cloudFolder.path == layout.cloudDir ? "found: " : "looked for: ")\(mac.cloudFolder.how)"
             )
-            for note in mac.notes { terminal.out("              note: \(note)") }
+            for note in mac.notes { out("              note: \(note)") }
         } else {
-            terminal.out("App folder:   \(layout.appDir.map { shown($0, report) } ?? "(not found)")")
-            terminal.out(
+            out("App folder:   \(layout.appDir.map { shown($0, report) } ?? "(not found)")")
+            out(
                 "Cloud folder: \(layout.cloudDir ?? "(not given: the ubiquity container lies outside the app's sandbox; --cloud-dir)")"
             )
         }
         let cloud = report.cloudEnabled.map { $0 ? terminal.paint("on", .green) : "off" } ?? "unknown"
         let source = layout.preferences.map { " (USMCloudEnabledKey in \($0))" } ?? " (no preferences file)"
-        terminal.out("iCloud:       \(cloud)\(report.cloudEnabled == nil ? source : "")")
+        out("iCloud:       \(cloud)\(report.cloudEnabled == nil ? source : "")")
         if let active = report.activeStore {
             var facts = ["cloud version \(active.cloudVersion)"]
             if let marker = active.marker { facts.append(marker) }
@@ -117,17 +137,17 @@ struct ReportPrinter {
             facts.append(
                 active.exists ? "\(active.copies) copy\(active.copies == 1 ? "" : "ies") here" : "no copy here")
             if active.content { facts.append("logs present") }
-            terminal.out(
+            out(
                 "Active store: \(active.uuid.isEmpty ? "\"\" (empty)" : active.uuid.debugDescription.dropFirst().dropLast()) (\(facts.joined(separator: ", ")))"
             )
         } else {
-            terminal.out("Active store: none")
+            out("Active store: none")
         }
         if let corruption = report.corruption {
             let note =
                 corruption.affectsActiveStore
                 ? terminal.paint("ACTIVE STORE MARKED CORRUPT", .red) : "not the active store (ignored)"
-            terminal.out("Corruption:   \(corruption.uuid) in \(corruption.marker): \(note)")
+            out("Corruption:   \(corruption.uuid) in \(corruption.marker): \(note)")
         }
         for store in layout.cloudStores {
             let copies = store.copies.count
@@ -138,17 +158,17 @@ struct ReportPrinter {
                 facts.append("no logs")
             }
             if !store.markers.isEmpty { facts.append(store.markers.joined(separator: ", ")) }
-            terminal.out("Cloud store:  \(store.uuid) (\(facts.joined(separator: "; ")))")
+            out("Cloud store:  \(store.uuid) (\(facts.joined(separator: "; ")))")
         }
         if let next = report.nextLaunch {
-            terminal.out("Next launch:  \(terminal.paint(next.summary, .bold))\(next.state.map { " (\($0))" } ?? "")")
-            for item in next.then { terminal.out("              then \(item)") }
-            for unknown in next.unknowns { terminal.out("              unknown: \(unknown)") }
-            if next.dependsOnDelegate { terminal.out("              (the app's delegate can change this outcome)") }
+            out("Next launch:  \(terminal.paint(next.summary, .bold))\(next.state.map { " (\($0))" } ?? "")")
+            for item in next.then { out("              then \(item)") }
+            for unknown in next.unknowns { out("              unknown: \(unknown)") }
+            if next.dependsOnDelegate { out("              (the app's delegate can change this outcome)") }
             if verbose {
-                for step in next.reasoning { terminal.out("              \(step)") }
-                for assumption in next.assumptions { terminal.out("              assumes \(assumption)") }
-                if let other = next.withoutAccount { terminal.out("              \(other)") }
+                for step in next.reasoning { out("              \(step)") }
+                for assumption in next.assumptions { out("              assumes \(assumption)") }
+                if let other = next.withoutAccount { out("              \(other)") }
             }
         }
     }
@@ -165,7 +185,7 @@ struct ReportPrinter {
             case .missing: terminal.paint("missing", .dim)
             case .damaged, .notCoreData, .unreadable: terminal.paint(store.health.rawValue, .red)
             }
-        terminal.out(
+        out(
             "  \(role.padding(toLength: 9, withPad: " ", startingAt: 0)) \(health)  \(shown(store.path, report))")
         if let copy = store.copy {
             var where_ = ["peer \(copy.peer)", "content \(copy.contentName)", "account \(copy.account)"]
@@ -175,11 +195,11 @@ struct ReportPrinter {
             if let opens = store.opens {
                 where_.append(opens ? "the copy the app opens" : "not the copy the app opens")
             }
-            terminal.out("            " + where_.joined(separator: ", "))
+            out("            " + where_.joined(separator: ", "))
         } else if store.location == .nominal {
-            terminal.out("            a plain file at the nominal store URL (ignored by Core Data on iOS 7+)")
+            out("            a plain file at the nominal store URL (ignored by Core Data on iOS 7+)")
         } else if store.location == .nosync {
-            terminal.out("            an iOS 6 cloud store (CloudStore.nosync)")
+            out("            an iOS 6 cloud store (CloudStore.nosync)")
         }
         guard store.exists, store.metadata != nil || store.objects > 0 else { return }
         let userEntities = store.entities.filter { !$0.system }
@@ -192,14 +212,14 @@ struct ReportPrinter {
         facts.append(store.walPresent ? "-wal present" : "no -wal")
         if store.ubiquityMetadata { facts.append("iCloud metadata") }
         if store.externalDataFiles > 0 { facts.append("\(store.externalDataFiles) external data files") }
-        terminal.out("            " + facts.joined(separator: ", "))
+        out("            " + facts.joined(separator: ", "))
         if verbose {
             for entity in store.entities {
                 let parent = entity.parent.map { " : \($0)" } ?? ""
-                terminal.out("              \(entity.name)\(parent)  \(entity.rows)")
+                out("              \(entity.name)\(parent)  \(entity.rows)")
             }
             for file in store.files {
-                terminal.out("              [\(file.member)] \(file.path) (\(file.kind), \(bytes(file.size)))")
+                out("              [\(file.member)] \(file.path) (\(file.kind), \(bytes(file.size)))")
             }
         }
     }
@@ -213,7 +233,7 @@ struct ReportPrinter {
             }
         let store = problem.store.map { " [\(URL(fileURLWithPath: $0).lastPathComponent)]" } ?? ""
         let ignored = problem.ignored ? " (ignored)" : ""
-        terminal.out("\(indent)\(tag) \(problem.code.rawValue)\(store)\(ignored): \(problem.message)")
+        out("\(indent)\(tag) \(problem.code.rawValue)\(store)\(ignored): \(problem.message)")
     }
 
     private func bytes(_ n: Int64) -> String {

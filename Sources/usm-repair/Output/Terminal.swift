@@ -21,6 +21,8 @@ final class Terminal {
 
     let colors: Bool
     let progressEnabled: Bool
+    /// The width lines of text are wrapped to (`TerminalWidth`); nil: lines stay whole.
+    let width: Int?
     /// True when a person can answer a question on stdin.
     let interactive: Bool
     private let writeOut: Sink
@@ -34,9 +36,11 @@ final class Terminal {
 
     init(
         colors: Bool, progress: Bool, interactive: Bool, out: @escaping Sink, err: @escaping ErrorSink,
-        readAnswer: @escaping () -> String? = { nil }, outputFailure: @escaping () -> USMError? = { nil }
+        readAnswer: @escaping () -> String? = { nil }, outputFailure: @escaping () -> USMError? = { nil },
+        width: Int? = nil
     ) {
         self.colors = colors
+        self.width = width
         progressEnabled = progress
         self.interactive = interactive
         writeOut = out
@@ -54,7 +58,12 @@ final class Terminal {
             interactive: isatty(STDIN_FILENO) == 1,
             out: { StandardStream.output.write($0) },
             err: { StandardStream.error.write($0) },
-            readAnswer: { readLine() }, outputFailure: { StandardStream.output.failure })
+            readAnswer: { readLine() }, outputFailure: { StandardStream.output.failure },
+            width: json
+                ? nil
+                : TerminalWidth.columns(environment: env) {
+                    isatty(STDOUT_FILENO) == 1 ? TerminalWidth.ofTerminal(STDOUT_FILENO) ?? 80 : nil
+                })
     }
 
     enum Style: String {
@@ -73,8 +82,13 @@ final class Terminal {
         colors ? "\(escapeMarker)[\(style.rawValue)m\(text)\(escapeMarker)[0m" : text
     }
 
-    /// One line of text on stdout, control characters escaped.
+    /// One line of text on stdout, control characters escaped, wrapped to `width`.
     func out(_ line: String = "") {
+        writeOut(render(line, wrap: true) + "\n")
+    }
+
+    /// One line of text on stdout, control characters escaped, never wrapped (a DOT graph).
+    func outWhole(_ line: String) {
         writeOut(render(line) + "\n")
     }
 
@@ -93,8 +107,13 @@ final class Terminal {
         writeOut(text + "\n")
     }
 
-    private func render(_ line: String) -> String {
-        let escaped = Self.escape(line)
+    private func render(_ line: String, wrap: Bool = false) -> String {
+        var escaped = Self.escape(line)
+        if wrap, let width {
+            let marker = escapeMarker
+            escaped = TextWrap.wrap(escaped, width: width) { Self.removingColours($0, marker: marker) }
+                .joined(separator: "\n")
+        }
         return colors ? escaped.replacingOccurrences(of: escapeMarker, with: "\u{1B}") : escaped
     }
 
@@ -128,6 +147,19 @@ final class Terminal {
         }
     }
 
+    /// `text` without the colour escapes `paint` put in (marker, `[`, digits, `m`): what takes columns.
+    private static func removingColours(_ text: Substring, marker: String) -> String {
+        guard text.contains(marker.first ?? " ") else { return String(text) }
+        var out = ""
+        var rest = text
+        while let range = rest.range(of: marker) {
+            out += rest[..<range.lowerBound]
+            rest = rest[range.upperBound...]
+            if let end = rest.firstIndex(of: "m") { rest = rest[rest.index(after: end)...] }
+        }
+        return out + rest
+    }
+
     private static func hex(_ value: UInt32, _ width: Int) -> String {
         let digits = String(value, radix: 16)
         return String(repeating: "0", count: max(0, width - digits.count)) + digits
@@ -144,6 +176,13 @@ final class Terminal {
     func progressLine(_ text: String) {
         guard progressEnabled else { return }
         writeErr("\r\u{1B}[K\(text.prefix(100))")
+    }
+
+    /// Where the core's phase notes (`ProgressNote`) go: the progress line, nil when progress is not shown.
+    func noteSink() -> ProgressNote.Sink? {
+        guard progressEnabled else { return nil }
+        let write = writeErr
+        return { text in write("\r\u{1B}[K" + Self.escape(String(text.prefix(100)))) }
     }
 
     /// A progress line of rows copied (`building: 1200 of 5000 rows copied`), for a migration's

@@ -34,10 +34,13 @@ enum USM {
         return url
     }()
 
-    /// Runs one command in `directory` (its current folder). `answers` are typed at the prompt (which then counts as a terminal).
+    /// Runs one command in `directory` (its current folder). `progress`: stderr counts as a
+    /// terminal (the progress lines are captured). Output is not a terminal, so lines stay
+    /// whole unless `environment` names `COLUMNS` (the test process's own is not read). `answers` are typed at the prompt (which then counts as a terminal).
     static func run(
         _ arguments: [String], environment extra: [String: String] = [:], hooks: PlanExecutor.Hooks = .none,
-        answers: [String]? = nil, outputFailure: USMError? = nil, in directory: URL = USM.directory
+        answers: [String]? = nil, outputFailure: USMError? = nil, in directory: URL = USM.directory,
+        progress: Bool = false
     ) -> CLI.Result {
         let out = Capture()
         let err = Capture()
@@ -45,8 +48,9 @@ enum USM {
         var remaining = answers ?? []
         let status = USMRepairCommand.execute(arguments, out: out.append, err: err.append) { command, output in
             let terminal = Terminal(
-                colors: false, progress: false, interactive: answers != nil, out: out.append, err: err.append,
-                readAnswer: { remaining.isEmpty ? nil : remaining.removeFirst() }, outputFailure: { outputFailure })
+                colors: false, progress: progress, interactive: answers != nil, out: out.append, err: err.append,
+                readAnswer: { remaining.isEmpty ? nil : remaining.removeFirst() }, outputFailure: { outputFailure },
+                width: output.json ? nil : TerminalWidth.columns(environment: extra) { nil })
             var context = CommandContext(
                 terminal: terminal, output: output, command: command.commandPath, environment: env,
                 executable: CLI.binary,
