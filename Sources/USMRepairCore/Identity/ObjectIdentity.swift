@@ -107,15 +107,19 @@ struct ObjectIdentity {
             own[name] = index.columns
         }
         var keys = explicit
+        guard !own.isEmpty else { return keys }
         for entity in schema.userEntities where keys[entity.name] == nil {
-            // The nearest ancestor's constraint (or its own).
+            // The nearest ancestor's constraint (or its own); a damaged Z_SUPER chain (a cycle, an
+            // absurd depth) is followed 64 steps at most.
             var current: CoreDataSchema.Entity? = entity
-            while let e = current {
+            var steps = 0
+            while let e = current, steps < 64 {
                 if let columns = own[e.name] {
                     keys[entity.name] = columns
                     break
                 }
-                current = e.superNumber == 0 ? nil : schema.entity(e.superNumber)
+                steps += 1
+                current = e.superNumber == 0 || e.superNumber == e.number ? nil : schema.entity(e.superNumber)
             }
         }
         return keys
