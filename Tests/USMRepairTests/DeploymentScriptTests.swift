@@ -130,4 +130,37 @@ struct DeploymentScriptTests {
             try snapshots.sorted().map { try TreeSnapshot(folder.appendingPathComponent($0)) } == trees,
             "the second run changed nothing")
     }
+
+    @Test("--merge merges the containers holding local data (it refused them before): objects on both sides once")
+    func merge() throws {
+        let tmp = try TempDir()
+        let folder = tmp.path("containers")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        var locals: [String: URL] = [:]
+        for name in ["Keeps", "AlsoKeeps"] {
+            var o = FixtureContainer.Options()
+            o.cloudLocation = .none
+            let paths = try FixtureContainer.write(to: folder.appendingPathComponent("\(name).xcappdata"), o)
+            locals[name] = paths.localStore
+        }
+        let env = ["USM_REPAIR": CLI.binary.path]
+        let command = "\(OutOfSpaceTests.quoted(Self.script.path)) \(OutOfSpaceTests.quoted(folder.path)) --merge"
+        let run1 = try CLI.shell(command, in: tmp.url, environment: env)
+        let one = Self.outcomes(run1.stdout)
+        for name in locals.keys.sorted() {
+            #expect(one[name]?.0 == "done" && one[name]?.1 == 20, "\(name): \(run1.stdout)")
+            let report =
+                try JSONSerialization.jsonObject(
+                    with: Data(contentsOf: folder.appendingPathComponent("\(name).report.json"))) as? [String: Any]
+            let stores = (report?["ledger"] as? [String: Any])?["stores"] as? [[String: Any]] ?? []
+            let matched = stores.first { $0["fate"] as? String == "merged" }?["matched"] as? [String: Int] ?? [:]
+            #expect(matched.values.reduce(0, +) > 0, "objects on both sides are matched: \(stores)")
+            let check = USM.run(["dedupe", "--store", locals[name]!.path, "--dry-run", "--json"])
+            #expect(check.json["noOp"] as? Bool == true, "no object twice after the merge: \(check.stdout)")
+        }
+        #expect(run1.status == 0)
+        let run2 = try CLI.shell(command, in: tmp.url, environment: env)
+        let two = Self.outcomes(run2.stdout)
+        #expect(locals.keys.allSatisfy { two[$0]?.0 == "nothing to do" }, "\(run2.stdout)")
+    }
 }

@@ -57,6 +57,36 @@ struct ExampleContainerTests {
         #expect(text.stdout.contains("6 entities, 20 objects, 12 history rows, store UUID"), "\(text.stdout)")
         #expect(text.stdout.contains("6 entities, 18 objects, store UUID"), "\(text.stdout)")
     }
+
+    @Test(
+        "the README's walk-through: migrate cloud-to-local --merge on the example, no --allow-duplicates, no duplicates after"
+    )
+    func mergeWalkThrough() throws {
+        let tmp = try TempDir()
+        for name in ["Demo.xcappdata", "Mobile Documents"] {
+            try TreeCopy.copy(
+                CLITests.packageRoot.appendingPathComponent("Examples/\(name)"),
+                to: tmp.url.appendingPathComponent(name))
+        }
+        let container = tmp.path("Demo.xcappdata").path
+        let dry = USM.run(["migrate", "cloud-to-local", "--merge", "--container", container, "--dry-run"])
+        #expect(dry.status == 0, "\(dry.stderr)")
+        let lines = dry.stdout.split(separator: "\n").map(String.init)
+        let start = try #require(lines.firstIndex { $0.hasPrefix("The app shows") })
+        let end = try #require(lines.firstIndex { $0.hasPrefix("  1. snapshot") })
+        let ledger = lines[start..<end].joined(separator: "\n")
+        #expect(ledger.contains("matched (already there, not copied again): Magazine 3, Shelf 2"), "\(ledger)")
+        let readme = try String(contentsOf: CLITests.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        #expect(readme.contains(ledger), "the README shows the ledger as printed:\n\(ledger)")
+        let run = USM.run([
+            "migrate", "cloud-to-local", "--merge", "--container", container, "--yes", "--json", "--snapshot-dir",
+            tmp.path("snaps").path,
+        ])
+        #expect(run.status == 0, "\(run.stderr)")
+        let dedupe = USM.run(["dedupe", "--container", container, "--dry-run", "--json"])
+        #expect(dedupe.status == 0 && dedupe.json["noOp"] as? Bool == true, "\(dedupe.stdout)\(dedupe.stderr)")
+        #expect((dedupe.json["before"] as? [String: Int])?.values.reduce(0, +) == 33)
+    }
 }
 
 /// The second example, on which the README's walk-through runs start to finish:

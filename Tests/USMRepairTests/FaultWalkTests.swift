@@ -96,6 +96,8 @@ struct FaultWalk {
                     arguments: ["salvage", "{copy}", "{local}", "--overwrite"],
                     recover: ["recover", "--store", "{local}"]),
                 Command(arguments: ["dedupe", "--store", "{local}"], recover: ["recover", "--store", "{local}"]),
+                Command(arguments: ["migrate", "cloud-to-local", "--merge"]),
+                Command(arguments: ["rebuild", "--from", "cloud", "--merge"]),
                 Command(
                     arguments: ["rebuild", "--from", "local", "--salvage", "--discard-cloud"], damaged: "{local}"),
                 Command(arguments: ["migrate", "cloud-to-local", "--salvage", "--replace"], damaged: "{copy}"),

@@ -52,7 +52,8 @@ public struct Inspection: Sendable {
 
     /// Runs it on a layout already discovered.
     func run(layout: Layout, progress: (Int, Int, String) -> Void = { _, _, _ in }) throws -> StatusReport {
-        let inspector = StoreInspector(depth: depth)
+        var inspector = StoreInspector(depth: depth)
+        inspector.findsDuplicates = depth == .status
         let full = StoreInspector(depth: .status)
         var stores: [StoreReport] = []
         for (i, entry) in layout.stores.enumerated() {

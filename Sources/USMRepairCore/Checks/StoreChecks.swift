@@ -247,16 +247,13 @@ enum StoreChecks {
         return problems
     }
 
+    /// `status` looks for duplicated objects in stores of at most this many objects (`check` in every store).
+    public static let statusDuplicateLimit = 250_000
+
     /// Objects stored more than once (`ObjectIdentity`), per entity, with the command that removes them.
     static func duplicateProblems(_ db: Database, schema: CoreDataSchema, path: String) throws -> [Problem] {
         let identity = try ObjectIdentity.classify(
-            db,
-            sides: [
-                .init(
-                    database: "main", schema: schema,
-                    keys: schema.toOneKeys + (try SchemaFacts.inferredKeys(db, schema: schema)),
-                    indexed: try SchemaFacts.indexedKeyColumns(db, schema: schema))
-            ])
+            db, sides: [try .of(db, schema: schema)], keys: try ObjectIdentity.constraintKeys(db, schema: schema))
         defer { try? identity.drop(db) }
         return try identity.duplicates(db).sorted { $0.key < $1.key }.map { name, n in
             Problem(

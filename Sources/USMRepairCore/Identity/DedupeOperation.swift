@@ -81,15 +81,8 @@ public struct DedupeOperation {
         try Snapshot.refuseInside(
             executor.snapshotDirectory, protected: [store.directory], why: "the folder this command changes")
         _ = try executor.recoverBeforePlanning(in: [replacement.root], dryRun: request.dryRun)
-        // Counted on a private copy: what goes, before anything is written.
-        let scratch = try TemporaryDirectory(prefix: "usm-repair-dedupe")
-        defer { scratch.remove() }
-        progress("reading \(store.main.path)")
-        let captured = try MigrationEngine.capture(store, into: scratch.url.appendingPathComponent("c"), role: "store")
-        let before = Dictionary(
-            captured.report.entities.filter { !$0.system }.map { ($0.name, $0.rows) }, uniquingKeysWith: +)
-        progress("finding duplicates")
-        let removed = try Self.count(captured.copy, keys: request.keys, newest: request.newest)
+        progress("reading \(store.main.path), finding duplicates")
+        let (before, removed) = try Self.preview(store, keys: request.keys, newest: request.newest)
         var report = DedupeReport(
             store: store.main.path, dryRun: request.dryRun, noOp: removed.isEmpty, changed: false,
             keep: request.newest ? "newest" : "oldest", before: before, removed: removed, snapshot: nil)
@@ -121,7 +114,24 @@ public struct DedupeOperation {
             var migration = try engine.build(
                 source: StoreFileSet(main: URL(fileURLWithPath: build.source)), staged: staged, shownAs: store,
                 strategy: "ios", options: options, mode: .overwrite)
+            let referenced = try Self.externalReferences(staged)
             let done = try Self.count(staged, keys: request.keys, newest: request.newest)
+            // External-data files of removed copies go, unless another object still names them.
+            let stagedFiles = StoreFileSet(main: staged)
+            for (kind, name) in try referenced.subtracting(Self.externalReferences(staged)).compactMap({
+                reference -> (ExternalData.Kind, String)? in
+                let parts = reference.split(separator: "/", maxSplits: 1).map(String.init)
+                guard parts.count == 2 else { return nil }
+                return (parts[0] == "fbf" ? .fileBackedFuture : .externalStorage, parts[1])
+            }) {
+                let file = kind.directory(stagedFiles).appendingPathComponent(name)
+                guard FileStatus.lookup(file.path)?.kind == .file else { continue }
+                do {
+                    try FileManager.default.removeItem(at: file)
+                } catch {
+                    throw USMError.writeFailed(path: file.path, reason: error.localizedDescription)
+                }
+            }
             let check = try StagedStore.open(staged)
             let integrity = try check.read { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") }
             try check.close()
@@ -139,6 +149,43 @@ public struct DedupeOperation {
         report.snapshot = result.snapshot
         report.notes += result.leftovers.map(MaintenanceRun.leftoverNote)
         return report
+    }
+
+    /// What `dedupe` would remove from `store`, per entity, counted on a private copy (nothing of
+    /// the store is written): the dry run's answer, and the check of the advice that proposes it.
+    public static func preview(_ store: StoreFileSet, keys: [String] = []) throws -> [String: Int] {
+        try preview(store, keys: keys, newest: false).removed
+    }
+
+    /// Objects per entity now, and what would go.
+    static func preview(_ store: StoreFileSet, keys: [String], newest: Bool) throws -> (
+        before: [String: Int], removed: [String: Int]
+    ) {
+        let scratch = try TemporaryDirectory(prefix: "usm-repair-dedupe")
+        defer { scratch.remove() }
+        let captured = try MigrationEngine.capture(store, into: scratch.url.appendingPathComponent("c"), role: "store")
+        let before = Dictionary(
+            captured.report.entities.filter { !$0.system }.map { ($0.name, $0.rows) }, uniquingKeysWith: +)
+        return (before, try count(captured.copy, keys: keys, newest: newest))
+    }
+
+    /// The external-data files the store at `url` names (`ext/<name>`, `fbf/<name>`).
+    static func externalReferences(_ url: URL) throws -> Set<String> {
+        let queue = try StagedStore.open(url, readonly: true)
+        defer { try? queue.close() }
+        do {
+            return try queue.read { db in
+                var names: Set<String> = []
+                try ExternalData.references(db, schema: try CoreDataSchema.readMain(db)) { reference, _ in
+                    names.insert((reference.kind == .fileBackedFuture ? "fbf/" : "ext/") + reference.name)
+                }
+                return names
+            }
+        } catch let error as USMError {
+            throw error
+        } catch {
+            throw StagedStore.wrapWrite(error, path: url)
+        }
     }
 
     /// Removes the duplicates of the store at `url`; returns what was removed.

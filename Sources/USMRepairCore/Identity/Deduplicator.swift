@@ -15,14 +15,10 @@ struct Deduplicator {
     /// Removed objects per entity.
     func run(_ db: Database) throws -> [String: Int] {
         let schema = try CoreDataSchema.readMain(db)
-        let toOne = schema.toOneKeys + (try SchemaFacts.inferredKeys(db, schema: schema))
         let identity = try ObjectIdentity.classify(
-            db,
-            sides: [
-                .init(
-                    database: "main", schema: schema, keys: toOne,
-                    indexed: try SchemaFacts.indexedKeyColumns(db, schema: schema))
-            ], keys: keys)
+            db, sides: [try .of(db, schema: schema)],
+            keys: try ObjectIdentity.constraintKeys(db, schema: schema, explicit: keys))
+        let toOne = identity.sides[0].keys
         let removed = try identity.duplicates(db)
         guard !removed.isEmpty else {
             try identity.drop(db)
@@ -35,15 +31,23 @@ struct Deduplicator {
             removals[table.table] = temp
         }
         try identity.drop(db)
-        // To-one references to a removed copy lead to its survivor.
+        // To-one references to a removed copy lead to its survivor; in an ordered to-many
+        // (`Z_FOK_<REL>` beside the key) they come after the survivor's own, in their order.
         for key in toOne {
             guard let temp = removals[key.destinationTable] else { continue }
             let c = key.column.sqlIdentifier
+            let order = "Z_FOK_" + key.column.dropFirst()
+            let ordered = schema.table(key.table, hasColumn: order)
+            if ordered {
+                try Self.noteMoves(
+                    db, table: key.table, rowid: "Z_PK", column: key.column, order: order, removals: temp)
+            }
             try db.execute(
                 sql: """
                     UPDATE main.\(key.table.sqlIdentifier) SET \(c) = (SELECT r.keep FROM temp.\(temp) r WHERE r.pk = \(c))
                     WHERE \(c) IN (SELECT pk FROM temp.\(temp))
                     """)
+            if ordered { try Self.appendMoves(db, table: key.table, rowid: "Z_PK", column: key.column, order: order) }
         }
         // Many-to-many pairs move to the survivor; a pair it already has is not repeated.
         for join in schema.joinTables {
@@ -51,11 +55,21 @@ struct Deduplicator {
                 guard let table = schema.entity(column.entity)?.table, let temp = removals[table] else { continue }
                 let c = column.column.sqlIdentifier
                 let j = join.name.sqlIdentifier
+                // An ordered many-to-many keeps the list of each object in `Z_FOK_<column>`.
+                let order = "Z_FOK_" + column.column.dropFirst(2)
+                let ordered = join.orderColumns.contains(order)
+                if ordered {
+                    try Self.noteMoves(
+                        db, table: join.name, rowid: "rowid", column: column.column, order: order, removals: temp)
+                }
                 try db.execute(
                     sql: """
                         UPDATE OR IGNORE main.\(j) SET \(c) = (SELECT r.keep FROM temp.\(temp) r WHERE r.pk = \(c))
                         WHERE \(c) IN (SELECT pk FROM temp.\(temp))
                         """)
+                if ordered {
+                    try Self.appendMoves(db, table: join.name, rowid: "rowid", column: column.column, order: order)
+                }
                 // Pairs the survivor already had (the update was ignored), and repeats in a table
                 // without a key over its pair.
                 try db.execute(sql: "DELETE FROM main.\(j) WHERE \(c) IN (SELECT pk FROM temp.\(temp))")
@@ -66,11 +80,58 @@ struct Deduplicator {
                 )
             }
         }
+        // Persistent history: a change recorded for a removed copy names its survivor, which now
+        // stands for it (no change row names an object that is gone).
+        for history in schema.historyTables
+        where schema.table(history, hasColumn: "ZENTITY") && schema.table(history, hasColumn: "ZENTITYPK") {
+            for (table, temp) in removals {
+                let ents = schema.entities.filter { $0.table == table }.map { String($0.number) }.joined(separator: ",")
+                guard !ents.isEmpty else { continue }
+                try db.execute(
+                    sql: """
+                        UPDATE main.\(history.sqlIdentifier) SET ZENTITYPK = (SELECT r.keep FROM temp.\(temp) r WHERE r.pk = ZENTITYPK)
+                        WHERE ZENTITY IN (\(ents)) AND ZENTITYPK IN (SELECT pk FROM temp.\(temp))
+                        """)
+            }
+        }
         for (table, temp) in removals.sorted(by: { $0.key < $1.key }) {
             try db.execute(sql: "DELETE FROM main.\(table.sqlIdentifier) WHERE Z_PK IN (SELECT pk FROM temp.\(temp))")
             try db.execute(sql: "DROP TABLE temp.\(temp)")
         }
         _ = try Counters.raise(db)
         return removed
+    }
+
+    /// Before `column` of `table` is moved from removed copies to their survivors: the rows that
+    /// move, the copy they came from and their position (`temp.usm_moves`).
+    static func noteMoves(_ db: Database, table: String, rowid: String, column: String, order: String, removals: String)
+        throws
+    {
+        try db.execute(
+            sql: """
+                DROP TABLE IF EXISTS temp.usm_moves;
+                CREATE TEMP TABLE usm_moves (id INTEGER PRIMARY KEY, origin INTEGER, parent INTEGER, pos INTEGER);
+                INSERT INTO temp.usm_moves SELECT c.\(rowid), c.\(column.sqlIdentifier), r.keep, c.\(order.sqlIdentifier)
+                  FROM main.\(table.sqlIdentifier) c JOIN temp.\(removals) r ON r.pk = c.\(column.sqlIdentifier);
+                """)
+    }
+
+    /// After the move: the moved rows still there come after the survivor's own rows, copy by copy
+    /// in key order, each copy's rows in their old order (positions are sparse: only order counts).
+    static func appendMoves(_ db: Database, table: String, rowid: String, column: String, order: String) throws {
+        let t = table.sqlIdentifier
+        let o = order.sqlIdentifier
+        try db.execute(
+            sql: """
+                CREATE TEMP TABLE usm_moved AS
+                  SELECT m.id AS id, (SELECT IFNULL(MAX(c.\(o)), 0) FROM main.\(t) c
+                                      WHERE c.\(column.sqlIdentifier) = m.parent AND c.\(rowid) NOT IN (SELECT id FROM temp.usm_moves))
+                    + ROW_NUMBER() OVER (PARTITION BY m.parent ORDER BY m.origin, m.pos, m.id) AS pos
+                  FROM temp.usm_moves m;
+                UPDATE main.\(t) SET \(o) = (SELECT n.pos FROM temp.usm_moved n WHERE n.id = main.\(t).\(rowid))
+                  WHERE \(rowid) IN (SELECT id FROM temp.usm_moved);
+                DROP TABLE temp.usm_moved;
+                DROP TABLE temp.usm_moves;
+                """)
     }
 }

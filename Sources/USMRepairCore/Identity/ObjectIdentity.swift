@@ -24,6 +24,18 @@ struct ObjectIdentity {
         let keys: [CoreDataSchema.ToOneKey]
         let indexed: [String: Set<String>]
         var entityMap: [Int: Int]?
+
+        /// The side of the store attached as `database`: its declared and inferred to-one keys
+        /// and its indexed key columns read from it.
+        static func of(_ db: Database, schema: CoreDataSchema, database: String = "main", entityMap: [Int: Int]? = nil)
+            throws -> Side
+        {
+            Side(
+                database: database, schema: schema,
+                keys: schema.toOneKeys + (try SchemaFacts.inferredKeys(db, schema: schema, schemaName: database)),
+                indexed: try SchemaFacts.indexedKeyColumns(db, schema: schema, schemaName: database),
+                entityMap: entityMap)
+        }
     }
 
     /// One table of the first side with its counterpart per side.
@@ -66,6 +78,51 @@ struct ObjectIdentity {
             result[entity.name, default: []] += columns
         }
         return result
+    }
+
+    /// The model's uniqueness constraints as identity keys (entity name → attribute columns), for
+    /// every entity a constraint covers (sub-entities inherit their parent's): from the model (the
+    /// store's model cache or `--model`) and from the store's own `Z_<Entity>_UNIQUE_<…>` indexes,
+    /// which is how Core Data writes them. An entity `explicit` names (`--key`) keeps that key.
+    static func constraintKeys(
+        _ db: Database, schema: CoreDataSchema, schemaName: String = "main", explicit: [String: [String]] = [:]
+    ) throws -> [String: [String]] {
+        var own: [String: [String]] = [:]
+        for entity in schema.model?.entities ?? [] {
+            guard let table = schema.userEntities.first(where: { $0.name == entity.name })?.table,
+                let constraint = entity.uniquenessConstraints.first(where: { properties in
+                    !properties.isEmpty
+                        && properties.allSatisfy { schema.table(table, hasColumn: "Z" + $0.uppercased()) }
+                })
+            else { continue }
+            own[entity.name] = constraint.map { "Z" + $0.uppercased() }
+        }
+        for index in try SchemaFacts.read(db, schema: schema, schemaName: schemaName).indexes.values.joined()
+        where index.unique && index.name.hasPrefix("Z_") {
+            guard let range = index.name.range(of: "_UNIQUE_") else { continue }
+            let name = String(index.name[index.name.index(index.name.startIndex, offsetBy: 2)..<range.lowerBound])
+            guard own[name] == nil, schema.userEntities.contains(where: { $0.name == name && $0.table == index.table }),
+                !index.columns.isEmpty, index.columns.allSatisfy({ $0.hasPrefix("Z") && !$0.hasPrefix("Z_") })
+            else { continue }
+            own[name] = index.columns
+        }
+        var keys = explicit
+        guard !own.isEmpty else { return keys }
+        for entity in schema.userEntities where keys[entity.name] == nil {
+            // The nearest ancestor's constraint (or its own); a damaged Z_SUPER chain (a cycle, an
+            // absurd depth) is followed 64 steps at most.
+            var current: CoreDataSchema.Entity? = entity
+            var steps = 0
+            while let e = current, steps < 64 {
+                if let columns = own[e.name] {
+                    keys[entity.name] = columns
+                    break
+                }
+                steps += 1
+                current = e.superNumber == 0 || e.superNumber == e.number ? nil : schema.entity(e.superNumber)
+            }
+        }
+        return keys
     }
 
     /// Computes the classes of every user object of every side into temporary tables.
@@ -226,13 +283,16 @@ struct ObjectIdentity {
 
     /// Per first-side entity name: objects of side `side` that side 0 already holds.
     func matched(_ db: Database, side: Int) throws -> [String: Int] {
+        try countByEntity(db) { t in
+            "SELECT s.ent AS ent, COUNT(*) AS n FROM temp.\(t) s WHERE s.side = \(side) AND EXISTS (SELECT 1 FROM temp.\(t) d WHERE d.cls = s.cls AND d.side = 0) GROUP BY s.ent"
+        }
+    }
+
+    /// Sums `(ent, n)` rows of a query over each table's classes (`sql` given its temp table) by entity name.
+    private func countByEntity(_ db: Database, _ sql: (String) -> String) throws -> [String: Int] {
         var result: [String: Int] = [:]
         for table in tables {
-            for row in try Row.fetchAll(
-                db,
-                sql:
-                    "SELECT s.ent AS ent, COUNT(*) AS n FROM temp.\(table.temp) s WHERE s.side = \(side) AND EXISTS (SELECT 1 FROM temp.\(table.temp) d WHERE d.cls = s.cls AND d.side = 0) GROUP BY s.ent"
-            ) {
+            for row in try Row.fetchAll(db, sql: sql(table.temp)) {
                 guard let ent = Int.fromDatabaseValue(row["ent"] as DatabaseValue),
                     let name = sides[0].schema.entity(ent)?.name
                 else { continue }
@@ -258,20 +318,9 @@ struct ObjectIdentity {
 
     /// Per entity name: objects of side 0 that are copies of another object of side 0.
     func duplicates(_ db: Database) throws -> [String: Int] {
-        var result: [String: Int] = [:]
-        for table in tables {
-            for row in try Row.fetchAll(
-                db,
-                sql:
-                    "SELECT ent, COUNT(*) AS n FROM temp.\(table.temp) o WHERE side = 0 AND EXISTS (SELECT 1 FROM temp.\(table.temp) d WHERE d.cls = o.cls AND d.side = 0 AND d.pk < o.pk) GROUP BY ent"
-            ) {
-                guard let ent = Int.fromDatabaseValue(row["ent"] as DatabaseValue),
-                    let name = sides[0].schema.entity(ent)?.name
-                else { continue }
-                result[name, default: 0] += Int.fromDatabaseValue(row["n"] as DatabaseValue) ?? 0
-            }
+        try countByEntity(db) { t in
+            "SELECT ent, COUNT(*) AS n FROM temp.\(t) o WHERE side = 0 AND EXISTS (SELECT 1 FROM temp.\(t) d WHERE d.cls = o.cls AND d.side = 0 AND d.pk < o.pk) GROUP BY ent"
         }
-        return result
     }
 
     /// Fills `temp.<name>(pk INTEGER PRIMARY KEY, keep)` for `table`: each side-0 object that is a

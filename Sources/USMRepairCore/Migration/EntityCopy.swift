@@ -112,42 +112,12 @@ public struct EntityCopy {
         }
 
         // 1. Entities by name; every copied source hierarchy lands in one destination table.
-        var plans: [String: TablePlan] = [:]
-        var entMap: [Int: Int] = [:]
-        for entity in source.userEntities {
-            guard map.includes(entity.name) else {
-                result.leftOut.append("\(entity.name): left out by the recipe's only/except")
-                continue
-            }
-            guard let sourceTable = entity.table else { continue }
-            let name = map.rename[entity.name] ?? entity.name
-            guard let target = destination.userEntities.first(where: { $0.name == name }), let table = target.table
-            else {
-                throw USMError.schemaMismatch(
-                    path: session.job.destination.path, detail: "entity \(name) has no table in the destination")
-            }
-            if let existing = plans[sourceTable], existing.table != table {
-                throw USMError.schemaMismatch(
-                    path: session.job.destination.path,
-                    detail:
-                        "the source keeps \(entity.name) in \(sourceTable) with entities the destination keeps in \(existing.table)"
-                )
-            }
-            entMap[entity.number] = target.number
-            var plan =
-                plans[sourceTable]
-                ?? TablePlan(sourceTable: sourceTable, table: table, entities: [:], offset: 0, hadRows: false)
-            plan.entities[entity.number] = target.number
-            plans[sourceTable] = plan
-        }
+        let mapping = try Self.mapping(
+            source: source, destination: destination, map: map, path: session.job.destination.path)
+        var plans = mapping.plans
+        let entMap = mapping.entMap
+        result.leftOut += mapping.leftOut
         let tableMap = plans.mapValues(\.table)
-        if Set(plans.values.map(\.table)).count != plans.count {
-            throw USMError.schemaMismatch(
-                path: session.job.destination.path,
-                detail:
-                    "two source hierarchies map into one destination table (\(plans.values.map(\.table).sorted().joined(separator: ", ")))"
-            )
-        }
         // System tables: persistent history is not copied (Core Data records the app's own
         // changes from here on); CloudKit mirroring rows are carried with the objects they name
         // where keys stay as they are, and otherwise left out only when the user names the loss.
@@ -215,7 +185,9 @@ public struct EntityCopy {
                         database: "src", schema: source, keys: sourceKeys,
                         indexed: try SchemaFacts.indexedKeyColumns(db, schema: source, schemaName: "src"),
                         entityMap: entMap),
-                ])
+                ],
+                // The destination model's uniqueness constraints say which objects are the same.
+                keys: try ObjectIdentity.constraintKeys(db, schema: destination, schemaName: "main"))
             result.matched = try identity.matched(db, side: 1)
             for plan in plans.values.sorted(by: { $0.table < $1.table }) where plan.hadRows {
                 let temp = "usm_remap_\(remap.count)"
@@ -425,6 +397,29 @@ public struct EntityCopy {
             }
         }
 
+        // 5b. Ordered to-many (`Z_FOK_<REL>` beside the key): incoming objects of a parent the
+        // destination already held (matched) come after its own objects, in their own order.
+        for key in destinationKeys {
+            guard let temp = remap[key.destinationTable], let plan = byDestinationTable[key.table] else { continue }
+            let order = "Z_FOK_" + key.column.dropFirst()
+            guard destination.table(key.table, hasColumn: order) else { continue }
+            let t = key.table.sqlIdentifier
+            let k = key.column.sqlIdentifier
+            let o = order.sqlIdentifier
+            let off = plan.offset
+            try exec(
+                """
+                CREATE TEMP TABLE usm_ordered AS
+                  SELECT n.Z_PK AS id, (SELECT IFNULL(MAX(c.\(o)), 0) FROM main.\(t) c WHERE c.\(k) = n.\(k) AND c.Z_PK <= \(off))
+                    + ROW_NUMBER() OVER (PARTITION BY n.\(k) ORDER BY n.\(o), n.Z_PK) AS pos
+                  FROM main.\(t) n WHERE n.Z_PK > \(off) AND n.\(k) IN (SELECT dst_pk FROM temp.\(temp))
+                """, &result)
+            try exec(
+                "UPDATE main.\(t) SET \(o) = (SELECT u.pos FROM temp.usm_ordered u WHERE u.id = main.\(t).Z_PK) WHERE Z_PK IN (SELECT id FROM temp.usm_ordered)",
+                &result)
+            try exec("DROP TABLE temp.usm_ordered", &result)
+        }
+
         // 6. Many-to-many join rows.
         for join in source.joinTables {
             guard join.columns.allSatisfy({ entMap[$0.entity] != nil }) else {
@@ -433,18 +428,12 @@ public struct EntityCopy {
             }
             let translated = join.columns.map {
                 (
-                    column: renumber($0.column, prefix: "Z_", entMap), entity: entMap[$0.entity] ?? $0.entity,
+                    column: Self.renumber($0.column, prefix: "Z_", entMap), entity: entMap[$0.entity] ?? $0.entity,
                     sourceEntity: $0.entity, source: $0.column
                 )
             }
-            let wanted = Set(translated.map(\.column))
-            guard let target = destination.joinTables.first(where: { Set($0.columns.map(\.column)) == wanted }) else {
-                throw USMError.schemaMismatch(
-                    path: session.job.destination.path,
-                    detail:
-                        "the many-to-many table \(join.name) has no counterpart with columns \(wanted.sorted().joined(separator: ", "))"
-                )
-            }
+            let target = try Self.joinTarget(
+                join, destination: destination, entMap: entMap, path: session.job.destination.path)
             var targets: [String] = []
             var values: [String] = []
             var filters: [String] = []
@@ -462,7 +451,7 @@ public struct EntityCopy {
                 }
             }
             for order in join.orderColumns {
-                let name = renumber(order, prefix: "Z_FOK_", entMap)
+                let name = Self.renumber(order, prefix: "Z_FOK_", entMap)
                 guard (destination.tables[target.name] ?? []).contains(where: { $0.name == name }) else { continue }
                 targets.append(name.sqlIdentifier)
                 values.append("j.\(order.sqlIdentifier)")
@@ -541,13 +530,124 @@ public struct EntityCopy {
         return result
     }
 
+    /// Source hierarchies onto destination tables, entities by name (`map` renames and leaves out).
+    /// - Throws: `schemaMismatch` naming `path` when an entity has no table in the destination, or
+    ///   hierarchies do not land one table onto one table.
+    static func mapping(source: CoreDataSchema, destination: CoreDataSchema, map: CopyMap, path: String) throws -> (
+        plans: [String: TablePlan], entMap: [Int: Int], leftOut: [String]
+    ) {
+        var plans: [String: TablePlan] = [:]
+        var entMap: [Int: Int] = [:]
+        var leftOut: [String] = []
+        for entity in source.userEntities {
+            guard map.includes(entity.name) else {
+                leftOut.append("\(entity.name): left out by the recipe's only/except")
+                continue
+            }
+            guard let sourceTable = entity.table else { continue }
+            let name = map.rename[entity.name] ?? entity.name
+            guard let target = destination.userEntities.first(where: { $0.name == name }), let table = target.table
+            else {
+                throw USMError.schemaMismatch(path: path, detail: "entity \(name) has no table in the destination")
+            }
+            if let existing = plans[sourceTable], existing.table != table {
+                throw USMError.schemaMismatch(
+                    path: path,
+                    detail:
+                        "the source keeps \(entity.name) in \(sourceTable) with entities the destination keeps in \(existing.table)"
+                )
+            }
+            entMap[entity.number] = target.number
+            var plan =
+                plans[sourceTable]
+                ?? TablePlan(sourceTable: sourceTable, table: table, entities: [:], offset: 0, hadRows: false)
+            plan.entities[entity.number] = target.number
+            plans[sourceTable] = plan
+        }
+        if Set(plans.values.map(\.table)).count != plans.count {
+            throw USMError.schemaMismatch(
+                path: path,
+                detail:
+                    "two source hierarchies map into one destination table (\(plans.values.map(\.table).sorted().joined(separator: ", ")))"
+            )
+        }
+        return (plans, entMap, leftOut)
+    }
+
+    /// The destination's many-to-many table taking the source's `join` (columns renumbered).
+    static func joinTarget(
+        _ join: CoreDataSchema.JoinTable, destination: CoreDataSchema, entMap: [Int: Int], path: String
+    )
+        throws -> CoreDataSchema.JoinTable
+    {
+        let wanted = Set(join.columns.map { renumber($0.column, prefix: "Z_", entMap) })
+        guard let target = destination.joinTables.first(where: { Set($0.columns.map(\.column)) == wanted }) else {
+            throw USMError.schemaMismatch(
+                path: path,
+                detail:
+                    "the many-to-many table \(join.name) has no counterpart with columns \(wanted.sorted().joined(separator: ", "))"
+            )
+        }
+        return target
+    }
+
+    /// Whether the rows of `source` can go into `destination` at all, from their schemas alone:
+    /// what the copy would refuse half-way (`schemaMismatch`), said before anything is written —
+    /// a merge is refused while planning, dry run and run alike, never after a snapshot.
+    /// - Throws: `schemaMismatch` naming `path`.
+    public static func preflight(
+        source: CoreDataSchema, destination: CoreDataSchema, map: CopyMap = .identity, path: String
+    ) throws {
+        let (plans, entMap, _) = try mapping(source: source, destination: destination, map: map, path: path)
+        for join in source.joinTables where join.columns.allSatisfy({ entMap[$0.entity] != nil }) {
+            _ = try joinTarget(join, destination: destination, entMap: entMap, path: path)
+        }
+        for plan in plans.values.sorted(by: { $0.table < $1.table }) {
+            let sourceColumns = Dictionary(
+                (source.tables[plan.sourceTable] ?? []).map { ($0.name, $0.type) }, uniquingKeysWith: { a, _ in a })
+            for column in destination.tables[plan.table] ?? [] where column.name != "Z_PK" && column.name != "Z_ENT" {
+                guard let type = sourceColumns[column.name], SQLName.affinity(type) != SQLName.affinity(column.type)
+                else { continue }
+                // A key column is translated, not copied: its declared type does not matter.
+                if source.toOneKeys.contains(where: { $0.table == plan.sourceTable && $0.column == column.name })
+                    || SchemaFacts.isEntityColumnName(column.name, in: plan.table, schema: destination)
+                {
+                    continue
+                }
+                throw USMError.schemaMismatch(
+                    path: path,
+                    detail:
+                        "\(plan.table).\(column.name) is \(column.type) in the destination but \(type) in the source")
+            }
+        }
+    }
+
+    /// `preflight` for two store file sets, read through private copies (the schema and the
+    /// bookkeeping tables only: quick to read whatever the stores' size).
+    public static func preflight(source: StoreFileSet, destination: StoreFileSet, model: ManagedObjectModel? = nil)
+        throws
+    {
+        let scratch = try TemporaryDirectory(prefix: "usm-repair-preflight")
+        defer { scratch.remove() }
+        let from = try MigrationEngine.capture(
+            source, into: scratch.url.appendingPathComponent("s"), role: "source", model: model, readsRows: false)
+        let into = try MigrationEngine.capture(
+            destination, into: scratch.url.appendingPathComponent("d"), role: "destination", readsRows: false)
+        do {
+            try preflight(source: from.schema, destination: into.schema, path: destination.main.path)
+        } catch let USMError.schemaMismatch(path, detail) {
+            throw USMError.schemaMismatch(
+                path: path, detail: "the models of the two stores differ: \(detail); nothing can be merged")
+        }
+    }
+
     private func exec(_ sql: String, _ result: inout Result) throws {
         result.sql.append(sql)
         try db.execute(sql: sql)
     }
 
     /// `Z_<n>REST` → `Z_<map[n]>REST` (join tables and their columns are named after entity numbers).
-    func renumber(_ name: String, prefix: String, _ entMap: [Int: Int]) -> String {
+    static func renumber(_ name: String, prefix: String, _ entMap: [Int: Int]) -> String {
         guard name.hasPrefix(prefix) else { return name }
         let rest = name.dropFirst(prefix.count)
         let digits = rest.prefix { $0.isNumber }

@@ -53,8 +53,11 @@ public struct Ledger: Sendable, Codable, Equatable {
         /// A damaged store read by salvage (`--salvage`): what it keeps and loses, counted at
         /// planning; null for every other store.
         public var salvage: Salvage? = nil
+        /// A merge's destination: per entity, the incoming objects it already holds (same identity),
+        /// which are not copied again; null for every other store.
+        public var matched: [String: Int]? = nil
 
-        enum CodingKeys: String, CodingKey { case path, label, fate, now, after, detail, salvage }
+        enum CodingKeys: String, CodingKey { case path, label, fate, now, after, detail, salvage, matched }
 
         // Every key always present (`salvage: null`), as in every JSON report; decoding takes a
         // plan written before the key existed.
@@ -67,6 +70,7 @@ public struct Ledger: Sendable, Codable, Equatable {
             try c.encode(_after, forKey: .after)
             try c.encode(detail, forKey: .detail)
             try c.encode(NullEncoded(wrappedValue: salvage), forKey: .salvage)
+            try c.encode(NullEncoded(wrappedValue: matched), forKey: .matched)
         }
     }
 

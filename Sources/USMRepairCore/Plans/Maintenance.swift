@@ -21,7 +21,8 @@ public enum Maintenance: Sendable, Codable, Equatable {
     case rebuildFromLocal(
         keepOld: Bool, withOlderMarkers: Bool, asMigrate: Bool = false, salvage: SalvageChoice? = nil)
     /// The active cloud store's data into the local store, then as `rebuildFromLocal`.
-    case rebuildFromCloud(strategy: StrategyChoice, copy: CopyChoice, keepOld: Bool, withOlderMarkers: Bool)
+    case rebuildFromCloud(
+        strategy: StrategyChoice, copy: CopyChoice, keepOld: Bool, withOlderMarkers: Bool, merge: Bool = false)
     /// The active store marked corrupt so that the app rebuilds it from its own copy 30 s after launch.
     case rebuildInApp(copy: CopyChoice)
     /// Another cloud store made active.
@@ -68,7 +69,7 @@ public enum Maintenance: Sendable, Codable, Equatable {
             "migrate cloud-to-local" + (merge ? " --merge" : "") + (salvage != nil ? " --salvage" : "")
         case let .rebuildFromLocal(_, _, asMigrate, salvage):
             (asMigrate ? "migrate local-to-cloud" : "rebuild --from local") + (salvage != nil ? " --salvage" : "")
-        case .rebuildFromCloud: "rebuild --from cloud"
+        case let .rebuildFromCloud(_, _, _, _, merge): "rebuild --from cloud" + (merge ? " --merge" : "")
         case .rebuildInApp: "rebuild --from cloud --in-app"
         case .switchActive: "switch"
         case let .setCloud(enabled): "cloud \(enabled ? "enable" : "disable")"
@@ -226,8 +227,8 @@ extension Maintenance {
             if keepOld { words.append("--keep-old") }
             if older { words.append("--with-older-markers") }
             salvageFlags(salvage)
-        case let .rebuildFromCloud(strategy, copy, keepOld, older):
-            words = ["rebuild", "--from", "cloud"]
+        case let .rebuildFromCloud(strategy, copy, keepOld, older, merge):
+            words = ["rebuild", "--from", "cloud"] + (merge ? ["--merge"] : [])
             copyFlags(copy)
             strategyFlags(strategy)
             if keepOld { words.append("--keep-old") }

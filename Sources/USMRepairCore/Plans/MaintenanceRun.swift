@@ -189,6 +189,9 @@ public struct MaintenanceRun {
                     updated.stores[index].after?.entities.keys ?? [:].keys)
                 updated.stores[index].after = Ledger.Counts(
                     names.isEmpty ? actual : actual.filter { names.contains($0.key) })
+                if updated.stores[index].matched != nil, let build = result.builds[updated.stores[index].path] {
+                    updated.stores[index].matched = build.matched.filter { $0.value > 0 }
+                }
             }
             ledger = updated
         }

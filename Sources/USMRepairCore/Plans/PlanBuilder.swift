@@ -23,6 +23,8 @@ struct PlanBuilder {
     var fates: [String: (fate: Ledger.Fate, detail: String, after: Ledger.Counts?)] = [:]
     /// What salvage keeps of each damaged store the plan reads with `--salvage` (by main file path).
     var salvaged: [String: Ledger.Salvage] = [:]
+    /// A merge's destination (by main file path): incoming objects it already holds, per entity.
+    var matched: [String: [String: Int]] = [:]
     private var counter = 0
 
     init(layout: Layout, operation: String) {

@@ -109,6 +109,13 @@ extension Planner {
             return nil
         }
         if merge {
+            // Models that differ where an entity-by-entity merge cannot follow: refused now, dry
+            // run and run alike, before any snapshot.
+            if let problem = comparison.mergeProblem, strategy.id ?? StrategyRegistry.defaultID == "copy-entities" {
+                throw USMError.schemaMismatch(
+                    path: local.files.main.path,
+                    detail: "the models of the local store and \(label) differ: \(problem); nothing can be merged")
+            }
             let total = comparison.totalB
             if total == 0 {
                 b.notes.append("\(label) holds no objects: nothing to merge")
@@ -124,6 +131,7 @@ extension Planner {
                     "\(comparison.matchedCount) of the \(total) objects of \(label) are already in the local store (\(Self.list(comparison.matchedInA))): they are not copied again, their relationships are joined to the local objects (--allow-duplicates copies them anyway)"
                 )
             }
+            if !consent.allowDuplicates { b.matched[local.files.main.path] = comparison.matchedInA }
             var after = localCounts?.entities ?? [:]
             for (name, n) in sourceCounts?.entities ?? [:] {
                 after[name, default: 0] += n - (consent.allowDuplicates ? 0 : (comparison.matchedInA[name] ?? 0))
@@ -246,8 +254,12 @@ extension Planner {
 
     /// `rebuild --from cloud`: the active store's data migrated into the local store (the old one is
     /// in the snapshot), then as `--from local`. Next launch: a new cloud store holding the cloud data.
+    /// With `merge` (`--merge`), the cloud store's objects are merged into the local store as
+    /// `migrate cloud-to-local --merge` does (objects already there matched, not copied twice), and
+    /// the new cloud store is seeded from the result: the local store's own objects stay too.
     func rebuildFromCloud(
-        _ b: inout PlanBuilder, strategy: StrategyChoice, copy: CopyChoice, keepOld: Bool, withOlderMarkers: Bool
+        _ b: inout PlanBuilder, strategy: StrategyChoice, copy: CopyChoice, keepOld: Bool, withOlderMarkers: Bool,
+        merge: Bool = false
     ) throws {
         let cloud = try requireCloud("rebuild --from cloud", "its markers decide what the app does")
         guard let local else { throw USMError.preconditionFailed("no app folder was given (--app-dir or --container)") }
@@ -260,16 +272,29 @@ extension Planner {
             return
         }
         let source = try healthyActiveCopy(nil, copy)
-        let strategy = try strategies.resolve(
-            strategy, defaultID: StrategyChoice.appDefault(for: source, merge: false), merge: false)
+        var strategy = try strategies.resolve(
+            strategy, defaultID: StrategyChoice.appDefault(for: source, merge: merge), merge: merge)
+        if merge, consent.allowDuplicates { strategy.allowDuplicates = true }
         let label = "cloud store \(source.uuid ?? "?")"
+        if merge, localExists, strategy.dropCloudKit != true {
+            let mirrored = (reports[source.files.main.path]?.entities ?? [])
+                .filter { $0.system && ($0.table ?? "").uppercased().hasPrefix("ANSCK") && $0.rows > 0 }
+                .map { (table: $0.table ?? $0.name, rows: $0.rows) }
+            if !mirrored.isEmpty {
+                throw EntityCopy.cloudKitRefusal(
+                    mirrored, why: "in a merge the objects' keys move, so these rows cannot come along")
+            }
+        }
         if let expected = try incoming(
-            from: source, label: label, strategy: strategy, merge: false, command: "migrate cloud-to-local", b: &b)
+            from: source, label: label, strategy: strategy, merge: merge, command: "rebuild --from cloud", b: &b)
         {
+            let merging = merge && localExists
             try b.buildLocal(
-                from: source.files, local: local.files, strategy: strategy, merge: false, expected: expected,
+                from: source.files, local: local.files, strategy: strategy, merge: merging, expected: expected,
                 sourceLabel: label,
-                "the active cloud store's data into a new local store (\(strategy.id ?? "")), its iCloud metadata stripped: the seed of the new cloud store"
+                merging
+                    ? "the active cloud store's data merged into the local store (\(strategy.id ?? ""), objects already there matched, not copied twice), its iCloud metadata stripped: the seed of the new cloud store"
+                    : "the active cloud store's data into a new local store (\(strategy.id ?? "")), its iCloud metadata stripped: the seed of the new cloud store"
             )
         } else {
             try b.checkpointLocal(

@@ -162,8 +162,9 @@ public struct Planner {
             try migrateCloudToLocal(&b, uuid: uuid, strategy: strategy, merge: merge, copy: copy, salvage: salvage)
         case let .rebuildFromLocal(keepOld, older, asMigrate, salvage):
             try rebuildFromLocal(&b, keepOld: keepOld, withOlderMarkers: older, asMigrate: asMigrate, salvage: salvage)
-        case let .rebuildFromCloud(strategy, copy, keepOld, older):
-            try rebuildFromCloud(&b, strategy: strategy, copy: copy, keepOld: keepOld, withOlderMarkers: older)
+        case let .rebuildFromCloud(strategy, copy, keepOld, older, merge):
+            try rebuildFromCloud(
+                &b, strategy: strategy, copy: copy, keepOld: keepOld, withOlderMarkers: older, merge: merge)
         case let .rebuildInApp(copy):
             try rebuildInApp(&b, copy: copy)
         case let .switchActive(uuid):
@@ -246,6 +247,7 @@ public struct Planner {
                     now: now,
                     after: afterCounts, detail: fate.detail)
                 store.salvage = b.salvaged[path]
+                if fate.fate == .merged { store.matched = b.matched[path] ?? [:] }
                 stores.append(store)
             } else if entry.role == .local
                 ? [before.store, shown.store].contains("local") || before.store == "new" || shown.store == "new"

@@ -54,6 +54,10 @@ public struct StoreMigration {
             guard FileStatus.lookup(destination.main.path) != nil else {
                 throw USMError.notFound(path: destination.main.path, what: "destination store to merge into")
             }
+            // Models that differ where the merge cannot follow: refused while planning, before a snapshot.
+            if (request.choice.id ?? request.strategy) == StrategyRegistry.defaultID {
+                try EntityCopy.preflight(source: source, destination: destination, model: request.options.model)
+            }
         } else if exists && request.mode == .create {
             throw USMError.destinationExists(path: destination.main.path)
         }

@@ -19,6 +19,9 @@ public enum Advice {
         public var goal: String?
         /// The command as typed in `text`, as an argument list (nil when the sentence names none).
         public var argv: [String]?
+        /// For a changing command that is not a `Maintenance` request (`dedupe`): its dry run,
+        /// answering whether it would change something (a refusal throws).
+        public var dryRun: (@Sendable () throws -> Bool)?
 
         init(_ text: String) {
             self.text = text
@@ -85,6 +88,22 @@ public enum Advice {
         let pending = !PlanExecutor.pending(in: layout.planRoots).isEmpty
         var lines: [Action] = []
         for suggestion in suggestions {
+            if let dryRun = suggestion.dryRun {
+                if pending { continue }
+                do {
+                    if try dryRun() { lines.append(Action(suggestion, dryRun: "accepted")) }
+                } catch {
+                    guard let goal = suggestion.goal else { continue }
+                    let reason = (error as? USMError)?.message ?? String(describing: error)
+                    lines.append(
+                        Action(
+                            suggestion, dryRun: "refused",
+                            text:
+                                "\(goal): not as things are, since `\(suggestion.argv?.dropFirst().joined(separator: " ") ?? "")` refuses: \(reason)"
+                        ))
+                }
+                continue
+            }
             guard let command = suggestion.command else {
                 lines.append(Action(suggestion, dryRun: nil))
                 continue
@@ -276,6 +295,34 @@ public enum Advice {
                     "The local store still carries iCloud metadata; Core Data will treat it as tied to an iCloud account."
                 )
             }
+            if let duplicates = Self.duplicates(store) {
+                let what = "The \(label) holds \(duplicates) (same entity, attributes and to-one targets)"
+                if store.role == .local || layout.isSingleStore {
+                    // dedupe removes them from the local store (or the store given) itself.
+                    let files = StoreFileSet(main: URL(fileURLWithPath: store.path))
+                    let typed = [
+                        "usm-repair dedupe",
+                        layout.isSingleStore ? "--store \(ShellWords.quote(store.path))" : flags, "--dry-run",
+                    ].filter { !$0.isEmpty }.joined(separator: " ")
+                    var suggestion = Suggestion(
+                        "\(what). Removing them, every relationship of a copy joined to the object kept: \(typed)")
+                    suggestion.goal = "\(what). Removing them"
+                    suggestion.dryRun = { try !DedupeOperation.preview(files).isEmpty }
+                    advice.append(suggestion)
+                } else if store.active == true {
+                    // A cloud store's copy is rebuilt from its logs: the route goes through the local store.
+                    propose(
+                        "\(what). Core Data rebuilds a cloud store's copy from its logs, so they go through the local store: bring its objects there (iCloud is then off)",
+                        .migrateCloudToLocal(
+                            uuid: nil, strategy: StrategyChoice(), merge: localExists, copy: CopyChoice()),
+                        consent: DataConsent(),
+                        then:
+                            "; then \(typed("dedupe")) removes them, and \(typed("rebuild --from local")) shares the result"
+                    )
+                } else {
+                    say("\(what); it is not the store the app opens.")
+                }
+            }
             if storeCodes.contains(.ubiquityTablesInLocalStore) {
                 say(
                     "The local store holds Core Data's iCloud bookkeeping tables (Y_UB*), the sync state of the copy it was made from. To write it anew without them, copy its file set aside and run: usm-repair migrate-store COPY \(ShellWords.quote(store.path)) --overwrite --recipe strip-ubiquity"
@@ -296,6 +343,15 @@ public enum Advice {
             say("All invariants hold.")
         }
         return advice
+    }
+
+    /// "N objects stored more than once (3 Book, 2 Tag)" from a store's `duplicate-objects` problems, or nil.
+    static func duplicates(_ store: StoreReport) -> String? {
+        let found = store.problems.filter { $0.code == .duplicateObjects }
+        guard !found.isEmpty else { return nil }
+        let total = found.reduce(0) { $0 + ($1.count ?? 0) }
+        let each = found.map { "\($0.count ?? 0) \($0.subject ?? "?")" }.joined(separator: ", ")
+        return "\(total) objects stored more than once (\(each))"
     }
 
     /// The ways to show the customer the data another store here holds (a `data-elsewhere`

@@ -187,7 +187,7 @@ public enum ProblemCode: String, Sendable, CaseIterable, Codable {
         case .storeInUse:
             "another process has the store open or locked (the app runs): what status reads may change under it, and changing commands refuse it (exit 5) until the app is quit"
         case .duplicateObjects:
-            "objects stored more than once (same entity, attributes and to-one targets; `check` only): usm-repair dedupe removes them"
+            "objects stored more than once (same entity, attributes and to-one targets; `check`, and `status` in stores of up to 250,000 objects): usm-repair dedupe removes them"
         case .dataElsewhere:
             "the app will show an empty or nearly empty store at its next launch while another store here holds the data (the local store, another account's copy, another store's copy)"
         case .nominalStoreFile:

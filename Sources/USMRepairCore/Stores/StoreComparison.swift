@@ -29,6 +29,9 @@ public struct StoreComparison: Sendable, Equatable {
     public let storeUUIDB: String?
     /// What A's metadata says its data came from.
     public let provenanceA: [Provenance.Entry]
+    /// Why B's objects cannot be merged into A entity by entity (`EntityCopy.preflight`: their
+    /// models differ where a merge cannot follow), or nil.
+    public var mergeProblem: String? = nil
 
     public var lostCount: Int { missingFromB.values.reduce(0, +) }
     public var duplicateCount: Int { presentInA.values.reduce(0, +) }
@@ -45,6 +48,12 @@ public struct StoreComparison: Sendable, Equatable {
         let sideA = try MigrationEngine.capture(a, into: scratch.url.appendingPathComponent("a"), role: "store")
         let sideB = try MigrationEngine.capture(b, into: scratch.url.appendingPathComponent("b"), role: "store")
         let digestB = try Provenance.digest(ofCopy: sideB.copy, schema: sideB.schema)
+        var mergeProblem: String?
+        do {
+            try EntityCopy.preflight(source: sideB.schema, destination: sideA.schema, path: a.main.path)
+        } catch let USMError.schemaMismatch(_, detail) {
+            mergeProblem = detail
+        }
         let queue = try StagedStore.open(scratch.url.appendingPathComponent("hashes.sqlite"))
         defer { try? queue.close() }
         do {
@@ -96,17 +105,9 @@ public struct StoreComparison: Sendable, Equatable {
                 let identity = try ObjectIdentity.classify(
                     db,
                     sides: [
-                        .init(
-                            database: "a", schema: sideA.schema,
-                            keys: sideA.schema.toOneKeys
-                                + (try SchemaFacts.inferredKeys(db, schema: sideA.schema, schemaName: "a")),
-                            indexed: try SchemaFacts.indexedKeyColumns(db, schema: sideA.schema, schemaName: "a")),
-                        .init(
-                            database: "b", schema: sideB.schema,
-                            keys: sideB.schema.toOneKeys
-                                + (try SchemaFacts.inferredKeys(db, schema: sideB.schema, schemaName: "b")),
-                            indexed: try SchemaFacts.indexedKeyColumns(db, schema: sideB.schema, schemaName: "b")),
-                    ])
+                        try .of(db, schema: sideA.schema, database: "a"),
+                        try .of(db, schema: sideB.schema, database: "b"),
+                    ], keys: try ObjectIdentity.constraintKeys(db, schema: sideA.schema, schemaName: "a"))
                 let matched = try identity.matched(db, side: 1).filter { $0.value > 0 }
                 try identity.drop(db)
                 try db.execute(sql: "DETACH DATABASE a")
@@ -115,7 +116,8 @@ public struct StoreComparison: Sendable, Equatable {
                     objectsA: objectsA, objectsB: objectsB, missingFromB: missing, presentInA: present,
                     matchedInA: matched,
                     digestB: digestB,
-                    storeUUIDB: sideB.report.storeUUID, provenanceA: Provenance.entries(inPlist: sideA.plist))
+                    storeUUIDB: sideB.report.storeUUID, provenanceA: Provenance.entries(inPlist: sideA.plist),
+                    mergeProblem: mergeProblem)
             }
         } catch let error as USMError {
             throw error

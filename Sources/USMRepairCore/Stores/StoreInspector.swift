@@ -27,6 +27,9 @@ public struct StoreInspector: Sendable {
     /// the whole store: for a reader that reads nothing else (the `none` strategy reads the schema
     /// and three bookkeeping tables). Nil: the whole store.
     let quickCheckTables: [String]?
+    /// At `.status` depth, look for duplicated objects too (stores of up to
+    /// `StoreChecks.statusDuplicateLimit` objects): the `status` command's report, not a capture's.
+    var findsDuplicates = false
 
     /// Creates an inspector.
     public init(depth: Depth, cacheSizeKiB: Int = 2048) {
@@ -326,9 +329,14 @@ public struct StoreInspector: Sendable {
             ProgressNote.say("\(files.main.lastPathComponent): keys, relationships, duplicates, external data")
             report.problems += try StoreChecks.toOneProblems(db, schema: schema)
             report.problems += try StoreChecks.joinProblems(db, schema: schema)
-            if schema.entityTables.allSatisfy({ StoreChecks.isWellShaped($0, schema) }) {
-                report.problems += try StoreChecks.duplicateProblems(db, schema: schema, path: files.main.path)
-            }
+        }
+        // Duplicates: always in check; in status up to a size where the grouping stays cheap.
+        if depth == .check || (findsDuplicates && report.objects <= StoreChecks.statusDuplicateLimit),
+            schema.entityTables.allSatisfy({ StoreChecks.isWellShaped($0, schema) })
+        {
+            report.problems += try StoreChecks.duplicateProblems(db, schema: schema, path: files.main.path)
+        }
+        if depth == .check {
             report.problems += try external.problems(db, schema: schema)
         }
     }

@@ -16,7 +16,9 @@ struct RebuildCommand: USMCommand {
             store is refused; with --salvage it is replaced by a store built from every row salvage can \
             read of it (the damaged file set goes into the snapshot; the dry run counts what is lost).
             --from cloud: first the active cloud store's data into a new local store (a strategy; the old \
-            local store is kept in the snapshot), then as --from local: the new cloud store holds the cloud data.
+            local store is kept in the snapshot), then as --from local: the new cloud store holds the cloud data. \
+            With --merge the cloud store's data is merged into the local store instead (objects already \
+            there matched, not copied twice; --allow-duplicates copies them): the new cloud store holds both.
             --from cloud --in-app: the active store marked corrupt instead, so that the app rebuilds it \
             from its own copy 30 s after launch (E9; depends on the app's delegate; the local store is untouched).
 
@@ -48,6 +50,12 @@ struct RebuildCommand: USMCommand {
         name: .customLong("in-app"),
         help: "With --from cloud: mark the active store corrupt so that the app rebuilds it itself.")
     var inApp = false
+    @Flag(
+        name: .customLong("merge"),
+        help:
+            "With --from cloud: merge the cloud store's data into the local store (its own objects stay; objects already there are matched, not copied twice)."
+    )
+    var merge = false
     @Flag(name: .customLong("keep-old"), help: "Keep the old cloud store's logs and this device's copies.")
     var keepOld = false
     @Flag(
@@ -69,7 +77,11 @@ struct RebuildCommand: USMCommand {
                 )
             }
         }
-        if data.allowDuplicates { throw ValidationError("--allow-duplicates goes with migrate cloud-to-local --merge") }
+        if merge, from != .cloud || inApp { throw ValidationError("--merge goes with rebuild --from cloud") }
+        if merge, data.replace { throw ValidationError("--replace and --merge cannot be used together") }
+        if data.allowDuplicates, !merge {
+            throw ValidationError("--allow-duplicates goes with --merge (rebuild --from cloud, migrate cloud-to-local)")
+        }
         if data.replace, from != .cloud || inApp {
             throw ValidationError("--replace goes with rebuild --from cloud (which replaces the local store)")
         }
@@ -88,7 +100,8 @@ struct RebuildCommand: USMCommand {
             case (.cloud, true): .rebuildInApp(copy: copy.choice)
             case (.cloud, false):
                 .rebuildFromCloud(
-                    strategy: strategy.choice, copy: copy.choice, keepOld: keepOld, withOlderMarkers: withOlderMarkers)
+                    strategy: strategy.choice, copy: copy.choice, keepOld: keepOld, withOlderMarkers: withOlderMarkers,
+                    merge: merge)
             }
         var context = context
         context.model = try strategy.loadedModel()

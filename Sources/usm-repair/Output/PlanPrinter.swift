@@ -98,6 +98,12 @@ struct PlanPrinter {
                 return shown > 0 ? "\(name) \(Ledger.grouped(shown))" : nil
             }
             if !parts.isEmpty { terminal.out("    " + parts.joined(separator: ", ")) }
+            if let matched = store.matched?.filter({ $0.value > 0 }), !matched.isEmpty {
+                terminal.out(
+                    "    matched (already there, not copied again): "
+                        + matched.sorted { $0.key < $1.key }.map { "\($0.key) \(Ledger.grouped($0.value))" }.joined(
+                            separator: ", "))
+            }
         }
     }
 
