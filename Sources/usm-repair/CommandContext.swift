@@ -167,7 +167,7 @@ struct CommandContext {
 
     /// Plans a maintenance operation, prints the plan, asks (or needs `--yes`), runs it, prints the result.
     func runOperation(
-        _ maintenance: Maintenance, layout: LayoutFlags, plan flags: PlanFlags, data: DataConsent = DataConsent()
+        _ maintenance: Maintenance, layout: LayoutFlags, plan flags: ChangeFlags, data: DataConsent = DataConsent()
     ) throws {
         var operation = MaintenanceRun(
             options: layout.options(paths), maintenance: maintenance,

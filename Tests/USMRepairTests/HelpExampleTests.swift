@@ -169,6 +169,8 @@ struct HelpExampleTests {
             }
             _ = try ModelFileTests.writeModel(in: tmp.url)
             try fm.createDirectory(at: tmp.path("home/Cases/4711/jo/Library"), withIntermediateDirectories: true)
+            // The store `recover --store ~/Cases/4711/Local.sqlite` names (recover is a changing command).
+            try FixtureStore.write(to: tmp.path("home/Cases/4711/Local.sqlite"))
             // The Mac app the --mac-app examples name: its preferences in each home they search
             // (a bundle ID that matches nothing is not found, 66).
             for library in ["home/Library", "home/Cases/4711/jo/Library"] {

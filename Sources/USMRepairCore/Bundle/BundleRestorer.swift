@@ -58,8 +58,15 @@ public struct RestoreResult: Sendable, Encodable {
     public let bytes: Int64
     /// What is worth knowing (usm-repair's own folders it could not remove).
     public var notes: [String] = []
-    public let exitCode = 0
-    public let exitStatus = "ok"
+    /// The code the process exits with (20 with `--detailed-exitcode`: a restore writes).
+    public private(set) var exitCode: Int32 = 0
+    public private(set) var exitStatus = "ok"
+
+    /// Records the code the process exits with.
+    public mutating func exit(_ status: ExitStatus) {
+        exitCode = status.rawValue
+        exitStatus = status.name
+    }
 }
 
 /// Puts a bundle (or a snapshot) into a folder (`restore --to DIR`), as a plan run by

@@ -56,7 +56,8 @@ public struct MigrationReport: Sendable, Encodable {
     }
 
     /// The JSON schema version.
-    public let schemaVersion = 1
+    /// 2: `steps[].reason` (was `why`), as every changing command's steps.
+    public let schemaVersion = 2
     /// The command that wrote the report.
     public let command = "migrate-store"
     /// The strategy id.

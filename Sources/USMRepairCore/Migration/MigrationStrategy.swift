@@ -199,6 +199,13 @@ public struct MigrationStep: Sendable, Encodable, Equatable {
         self.why = why
         self.sql = sql
     }
+
+    /// `reason` in JSON, as every changing command's `steps[]` (issue 30; `why` until schema 2).
+    enum CodingKeys: String, CodingKey {
+        case action
+        case why = "reason"
+        case sql
+    }
 }
 
 /// A change to the metadata dictionary (`Z_METADATA.Z_PLIST`) a strategy asks for; applied by

@@ -316,6 +316,20 @@ public struct PlanExecutor {
         return try recoverPending(in: roots, allowed: roots)
     }
 
+    /// What `recover` would do in `roots`, changing nothing (`recover --dry-run`): each pending
+    /// operation this machine recorded, as finished (committed) or undone; one it did not write is
+    /// refused (`untrustedOperation`) as the run refuses it. A folder killed before its journal
+    /// is only removed by the run, as it is not reported by it either.
+    public func pendingRecoveries(roots: [Plan.Root]) throws -> [Recovery] {
+        try Self.pending(in: roots).compactMap { folder in
+            if isUnjournaled(folder, in: roots) { return nil }
+            let pending = try PendingOperation.load(folder, allowed: roots, records: records)
+            return Recovery(
+                operation: pending.plan.operation, id: pending.plan.id,
+                outcome: pending.committed ? .finished : .undone, journal: folder.path)
+        }
+    }
+
     /// Before planning in `roots`: a pending operation refuses a dry run (`interruptedOperation`,
     /// or `untrustedOperation` for one this machine did not write), and is otherwise finished or
     /// undone first. Returns what was recovered.

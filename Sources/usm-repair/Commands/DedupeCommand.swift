@@ -42,23 +42,7 @@ struct DedupeCommand: USMCommand {
         help: ArgumentHelp("Which copy survives: oldest or newest (by key order).", valueName: "which"))
     var keep: String = "oldest"
 
-    @Flag(name: .customLong("dry-run"), help: "Count the duplicates and change nothing.")
-    var dryRun = false
-
-    @Flag(name: [.short, .customLong("yes")], help: "Do not ask before changing the store.")
-    var yes = false
-
-    @Flag(
-        name: .customLong("detailed-exitcode"), help: "Exit 20 when files were changed, 0 when there was nothing to do."
-    )
-    var detailedExitCode = false
-
-    @Option(
-        name: .customLong("snapshot-dir"),
-        help: ArgumentHelp(
-            "Where the snapshot of the store goes (default $XDG_STATE_HOME/usm-repair/snapshots).", valueName: "dir"),
-        completion: .directory)
-    var snapshotDir: String?
+    @OptionGroup(title: "Plan") var plan: ChangeFlags
 
     @OptionGroup(title: "Output") var output: OutputFlags
 
@@ -74,13 +58,12 @@ struct DedupeCommand: USMCommand {
                 let operation = DedupeOperation(
                     request: DedupeRequest(store: store, keys: keys, newest: keep == "newest", dryRun: true),
                     engine: MigrationEngine(registry: context.strategies),
-                    executor: context.executor(
-                        snapshotDirectory: snapshotDir.map { context.paths.url($0, directory: true) }))
+                    executor: context.executor(snapshotDirectory: plan.snapshotDirectory(context.paths)))
                 var preview = try operation.run(progress: { terminal.progressLine($0) })
-                preview.detailed(detailedExitCode)
-                if dryRun || preview.noOp { return preview }
+                preview.detailed(plan.detailedExitCode)
+                if plan.dryRun || preview.noOp { return preview }
                 try context.consent(
-                    yes: yes, terminal: terminal,
+                    yes: plan.yes, terminal: terminal,
                     unattended: "dedupe changes files: run it with --yes (see what goes with --dry-run)",
                     question: "Remove these duplicates? A snapshot is taken first."
                 ) { Self.print(preview, terminal) }
@@ -89,7 +72,7 @@ struct DedupeCommand: USMCommand {
                 var report = try DedupeOperation(
                     request: request, engine: operation.engine, executor: operation.executor
                 ).run(progress: { terminal.progressLine($0) })
-                report.detailed(detailedExitCode)
+                report.detailed(plan.detailedExitCode)
                 return report
             },
             text: { report, terminal in
@@ -101,7 +84,7 @@ struct DedupeCommand: USMCommand {
                 }
                 Self.print(report, terminal)
             },
-            status: { report in detailedExitCode && report.changed ? .applied : .ok })
+            status: { report in plan.status(changed: report.changed) })
     }
 
     /// The store: `--store FILE`, or the layout's local store. A cloud copy is refused.

@@ -46,7 +46,7 @@ struct DeleteContainerCommand: USMCommand {
             \(operationExitCodes)
             """)
     @OptionGroup(title: "Layout") var layout: LayoutFlags
-    @OptionGroup(title: "Plan") var plan: PlanFlags
+    @OptionGroup(title: "Plan") var plan: ChangeFlags
     @OptionGroup(title: "Output") var output: OutputFlags
     @Flag(name: .customLong("local-only"), help: "Keep the container; remove only this device's copies and the cache.")
     var localOnly = false
@@ -75,7 +75,7 @@ struct DeleteCloudStoreCommand: USMCommand {
             """)
     @OptionGroup(title: "Layout") var layout: LayoutFlags
     @OptionGroup(title: "Copy") var copy: CopyFlags
-    @OptionGroup(title: "Plan") var plan: PlanFlags
+    @OptionGroup(title: "Plan") var plan: ChangeFlags
     @OptionGroup(title: "Output") var output: OutputFlags
     @Option(
         name: .customLong("uuid"),
@@ -109,7 +109,7 @@ struct DeleteLocalStoreCommand: USMCommand {
             \(operationExitCodes)
             """)
     @OptionGroup(title: "Layout") var layout: LayoutFlags
-    @OptionGroup(title: "Plan") var plan: PlanFlags
+    @OptionGroup(title: "Plan") var plan: ChangeFlags
     @OptionGroup(title: "Output") var output: OutputFlags
 
     func run(_ context: CommandContext) throws {

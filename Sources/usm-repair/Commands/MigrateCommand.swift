@@ -39,7 +39,7 @@ struct MigrateCloudToLocalCommand: USMCommand {
     @OptionGroup(title: "Layout") var layout: LayoutFlags
     @OptionGroup(title: "Strategy") var strategy: StrategyFlags
     @OptionGroup(title: "Copy") var copy: CopyFlags
-    @OptionGroup(title: "Plan") var plan: PlanFlags
+    @OptionGroup(title: "Plan") var plan: ChangeFlags
     @OptionGroup(title: "Data") var data: DataFlags
     @OptionGroup(title: "Salvage") var salvage: SalvageFlags
     @OptionGroup(title: "Output") var output: OutputFlags
@@ -89,7 +89,7 @@ struct MigrateLocalToCloudCommand: USMCommand {
             \(operationExitCodes)
             """)
     @OptionGroup(title: "Layout") var layout: LayoutFlags
-    @OptionGroup(title: "Plan") var plan: PlanFlags
+    @OptionGroup(title: "Plan") var plan: ChangeFlags
     @OptionGroup(title: "Salvage") var salvage: SalvageFlags
     @OptionGroup(title: "Output") var output: OutputFlags
     @Flag(name: .customLong("keep-old"), help: "Keep the old cloud store's logs and this device's copies.")

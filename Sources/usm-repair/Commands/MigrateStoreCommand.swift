@@ -52,9 +52,6 @@ struct MigrateStoreCommand: USMCommand {
         help: "With --into: copy objects DST already holds (by default they are matched, not copied twice).")
     var allowDuplicates = false
 
-    @Flag(name: .customLong("dry-run"), help: "Print the plan (steps and their SQL) and change nothing.")
-    var dryRun = false
-
     @Flag(
         name: .customLong("keep-ubiquity-metadata"),
         help: "Keep com.apple.coredata.ubiquity.* keys in the result's metadata.")
@@ -72,23 +69,7 @@ struct MigrateStoreCommand: USMCommand {
         ))
     var newIdentity = false
 
-    @Flag(
-        name: .customLong("detailed-exitcode"),
-        help: ArgumentHelp(
-            "Exit 20 when files were changed (or, with --dry-run, would be) and 0 when there was nothing to do (refusals and failures keep their codes)."
-        ))
-    var detailedExitCode = false
-
-    @Flag(name: [.short, .customLong("yes")], help: "Do not ask before replacing DST.")
-    var yes = false
-
-    @Option(
-        name: .customLong("snapshot-dir"),
-        help: ArgumentHelp(
-            "Where the snapshot of a replaced or merged-into DST goes (default $XDG_STATE_HOME/usm-repair/snapshots).",
-            valueName: "dir"),
-        completion: .directory)
-    var snapshotDir: String?
+    @OptionGroup(title: "Plan") var plan: ChangeFlags
 
     @OptionGroup(title: "Output") var output: OutputFlags
 
@@ -114,17 +95,17 @@ struct MigrateStoreCommand: USMCommand {
             destination: destinationFiles,
             strategy: choice.id
                 ?? (choice.recipe != nil || choice.plugin != nil ? "manual" : StrategyRegistry.defaultID),
-            mode: into ? .merge : overwrite ? .overwrite : .create, options: options, dryRun: dryRun)
+            mode: into ? .merge : overwrite ? .overwrite : .create, options: options, dryRun: plan.dryRun)
         let migration = StoreMigration(
             request: request, engine: MigrationEngine(registry: context.strategies),
-            executor: context.executor(snapshotDirectory: snapshotDir.map { context.paths.url($0, directory: true) }))
+            executor: context.executor(snapshotDirectory: plan.snapshotDirectory(context.paths)))
         try context.perform(
             { terminal in
                 try context.consentToReplace(
-                    destinationFiles, overwrite: overwrite, dryRun: dryRun, yes: yes, terminal: terminal)
+                    destinationFiles, overwrite: overwrite, dryRun: plan.dryRun, yes: plan.yes, terminal: terminal)
                 var report = try migration.run(progress: { terminal.progressLine($0) })
                 // A migration always writes a store (a dry run would).
-                if detailedExitCode { report.exitStatus = .applied }
+                report.exitStatus = plan.status(changed: true)
                 return report
             },
             text: { report, terminal in

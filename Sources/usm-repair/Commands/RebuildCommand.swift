@@ -38,7 +38,7 @@ struct RebuildCommand: USMCommand {
     @OptionGroup(title: "Layout") var layout: LayoutFlags
     @OptionGroup(title: "Strategy") var strategy: StrategyFlags
     @OptionGroup(title: "Copy") var copy: CopyFlags
-    @OptionGroup(title: "Plan") var plan: PlanFlags
+    @OptionGroup(title: "Plan") var plan: ChangeFlags
     @OptionGroup(title: "Data") var data: DataFlags
     @OptionGroup(title: "Salvage") var salvage: SalvageFlags
     @OptionGroup(title: "Output") var output: OutputFlags

@@ -58,50 +58,29 @@ struct RestoreCommand: USMCommand {
         completion: .directory)
     var to: String?
 
-    @Flag(
-        name: .customLong("dry-run"),
-        help: "Verify the archive and print what would be put back and removed; change nothing.")
-    var dryRun = false
-
-    @Flag(name: [.short, .customLong("yes")], help: "Run without asking (what is replaced is snapshotted first).")
-    var yes = false
-
-    @Flag(
-        name: .customLong("detailed-exitcode"),
-        help: ArgumentHelp(
-            "Exit 20 when files were changed (or, with --dry-run, would be) and 0 when there was nothing to do (refusals and failures keep their codes)."
-        ))
-    var detailedExitCode = false
-
-    @Option(
-        name: .customLong("snapshot-dir"),
-        help: ArgumentHelp(
-            "Where to keep the snapshot of what is replaced (default $XDG_STATE_HOME/usm-repair/snapshots or ~/.local/state/usm-repair/snapshots).",
-            valueName: "dir"),
-        completion: .directory)
-    var snapshotDir: String?
+    @OptionGroup(title: "Plan") var plan: ChangeFlags
 
     @OptionGroup(title: "Output") var output: OutputFlags
 
-    private func snapshotDirectory(_ context: CommandContext) -> URL? {
-        snapshotDir.map { context.paths.url($0, directory: true) }
-    }
+    private func snapshotDirectory(_ context: CommandContext) -> URL? { plan.snapshotDirectory(context.paths) }
 
     func run(_ context: CommandContext) throws {
         guard let to else { return try undo(context) }
         let snapshotDirectory = snapshotDirectory(context)
         let options = RestoreOptions(
             archive: context.paths.url(archive, tilde: false),
-            target: context.paths.url(to, directory: true, tilde: false), yes: yes,
-            snapshotDirectory: snapshotDirectory, dryRun: dryRun)
+            target: context.paths.url(to, directory: true, tilde: false), yes: plan.yes,
+            snapshotDirectory: snapshotDirectory, dryRun: plan.dryRun)
         let verbose = output.verbose && !output.json
         try context.perform(
             { terminal in
                 // --verbose: every entry as it is written into the private folder.
-                try BundleRestorer(options: options).run(
+                var result = try BundleRestorer(options: options).run(
                     executor: context.executor(snapshotDirectory: snapshotDirectory), confirm: context.confirm,
                     onEntry: verbose ? { terminal.out("extracted: \($0)") } : nil,
                     progress: { terminal.progressLine($0) })
+                result.exit(plan.status(changed: !result.roots.isEmpty))
+                return result
             },
             text: { result, terminal in
                 guard !output.quiet || result.dryRun else { return }
@@ -128,7 +107,7 @@ struct RestoreCommand: USMCommand {
                         terminal.paint("Next:", .bold)
                             + " \(result.dryRun ? "after it, " : "")see what was restored: \(command)")
                 }
-            })
+            }, status: { ExitStatus(rawValue: $0.exitCode) ?? .ok })
     }
 
     /// The snapshot back in place, as a journaled plan.
@@ -137,18 +116,18 @@ struct RestoreCommand: USMCommand {
         try context.perform(
             { terminal -> SnapshotUndo.Report in
                 let executor = context.executor(snapshotDirectory: snapshotDirectory(context))
-                let prepared = try SnapshotUndo.prepare(snapshot: url, dryRun: dryRun, executor: executor)
+                let prepared = try SnapshotUndo.prepare(snapshot: url, dryRun: plan.dryRun, executor: executor)
                 let preview = SnapshotUndo.report(
                     prepared.plan, paths: prepared.paths, archive: url, result: nil, recovered: prepared.recovered,
                     dryRun: true)
-                let applied = detailedExitCode && !prepared.plan.isNoOp
-                if dryRun || prepared.plan.isNoOp {
+                let applied = plan.detailedExitCode && !prepared.plan.isNoOp
+                if plan.dryRun || prepared.plan.isNoOp {
                     var preview = preview
                     if applied { preview.exit(.applied) }
                     return preview
                 }
                 try context.consent(
-                    yes: yes, terminal: terminal,
+                    yes: plan.yes, terminal: terminal,
                     unattended:
                         "restore puts the snapshot back in place: run it with --yes (see the plan with --dry-run)",
                     question: "Put the snapshot back? What is there now is snapshotted first."

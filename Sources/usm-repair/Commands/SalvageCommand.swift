@@ -56,11 +56,6 @@ struct SalvageCommand: USMCommand {
     var model: String?
 
     @Flag(
-        name: .customLong("dry-run"),
-        help: "Read SRC and report what would be salvaged; write nothing but a private temporary copy.")
-    var dryRun = false
-
-    @Flag(
         name: .customLong("keep-ubiquity-metadata"),
         help: "Keep com.apple.coredata.ubiquity.* keys in the result's metadata.")
     var keepUbiquityMetadata = false
@@ -70,23 +65,7 @@ struct SalvageCommand: USMCommand {
         help: "Replace an existing DST (snapshotted first; needs --yes or a yes at the prompt).")
     var overwrite = false
 
-    @Flag(
-        name: .customLong("detailed-exitcode"),
-        help: ArgumentHelp(
-            "Exit 20 when files were changed (or, with --dry-run, would be) and 0 when there was nothing to do (refusals and failures keep their codes)."
-        ))
-    var detailedExitCode = false
-
-    @Flag(name: [.short, .customLong("yes")], help: "Do not ask before replacing DST.")
-    var yes = false
-
-    @Option(
-        name: .customLong("snapshot-dir"),
-        help: ArgumentHelp(
-            "Where the snapshot of a replaced DST goes (default $XDG_STATE_HOME/usm-repair/snapshots).",
-            valueName: "dir"),
-        completion: .directory)
-    var snapshotDir: String?
+    @OptionGroup(title: "Plan") var plan: ChangeFlags
 
     @OptionGroup(title: "Output") var output: OutputFlags
 
@@ -98,17 +77,16 @@ struct SalvageCommand: USMCommand {
             source: files(source), destination: destinationFiles, schemaFrom: schemaFrom.map(files),
             model: try model.map { try ModelFile.load(context.paths.url($0)) },
             overwrite: overwrite,
-            keepUbiquityMetadata: keepUbiquityMetadata, dryRun: dryRun)
+            keepUbiquityMetadata: keepUbiquityMetadata, dryRun: plan.dryRun)
         let operation = SalvageOperation(
             request: request, engine: MigrationEngine(registry: context.strategies),
-            executor: context.executor(
-                snapshotDirectory: snapshotDir.map { context.paths.url($0, directory: true) }))
+            executor: context.executor(snapshotDirectory: plan.snapshotDirectory(context.paths)))
         try context.perform(
             { terminal in
                 try context.consentToReplace(
-                    destinationFiles, overwrite: overwrite, dryRun: dryRun, yes: yes, terminal: terminal)
+                    destinationFiles, overwrite: overwrite, dryRun: plan.dryRun, yes: plan.yes, terminal: terminal)
                 var report = try operation.run(progress: { terminal.progressLine($0) })
-                report.applied = detailedExitCode
+                report.applied = plan.detailedExitCode
                 return report
             },
             text: { report, terminal in

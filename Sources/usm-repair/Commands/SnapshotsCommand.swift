@@ -19,7 +19,7 @@ struct SnapshotsCommand: ParsableCommand {
         defaultSubcommand: SnapshotsListCommand.self)
 }
 
-/// The folder flag both subcommands take.
+/// The folder flag of `snapshots list` (`prune`, a changing command, takes `ChangeFlags`' own).
 struct SnapshotFolderFlags: ParsableArguments {
     @Option(
         name: .customLong("snapshot-dir"),
@@ -29,7 +29,7 @@ struct SnapshotFolderFlags: ParsableArguments {
     var snapshotDir: String?
 
     func folder(_ context: CommandContext) -> URL {
-        snapshotDir.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath, isDirectory: true) }
+        snapshotDir.map { context.paths.url($0, directory: true) }
             ?? context.stateFolder.appendingPathComponent("snapshots", isDirectory: true)
     }
 }
@@ -101,7 +101,7 @@ struct SnapshotsPruneCommand: USMCommand {
               usm-repair snapshots prune --older-than 12w --keep 3 --yes --json
             """)
 
-    @OptionGroup(title: "Snapshots") var folder: SnapshotFolderFlags
+    @OptionGroup(title: "Plan") var plan: ChangeFlags
     @Option(
         name: .customLong("older-than"),
         help: ArgumentHelp(
@@ -117,10 +117,6 @@ struct SnapshotsPruneCommand: USMCommand {
             "With --keep: keep the newest N of each container (whose data the snapshot's name says: the download, Mac app, preferences or store), not of all.",
             valueName: "container"))
     var groupBy: String?
-    @Flag(name: .customLong("dry-run"), help: "List what would be removed and remove nothing.")
-    var dryRun = false
-    @Flag(name: [.short, .customLong("yes")], help: "Remove without asking (needed when stdin is not a terminal).")
-    var yes = false
     @OptionGroup(title: "Output") var output: OutputFlags
 
     func validate() throws {
@@ -149,12 +145,15 @@ struct SnapshotsPruneCommand: USMCommand {
         let bytes: Int64
         /// How many snapshots stay.
         let kept: Int
-        let exitCode = 0
-        let exitStatus = "ok"
+        /// The code the process exits with (20 with `--detailed-exitcode` when snapshots went).
+        var exitCode: Int32 = 0
+        var exitStatus = "ok"
     }
 
     func run(_ context: CommandContext) throws {
-        let dir = folder.folder(context)
+        let dir =
+            plan.snapshotDirectory(context.paths)
+            ?? context.stateFolder.appendingPathComponent("snapshots", isDirectory: true)
         try context.perform(
             { terminal in
                 let entries = try SnapshotCatalog.list(dir)
@@ -162,12 +161,13 @@ struct SnapshotsPruneCommand: USMCommand {
                     entries, olderThan: olderThan.flatMap(SnapshotCatalog.duration), keep: keep,
                     byContainer: groupBy == "container")
                 let snapshots = entries.filter { $0.problem == nil }.count
+                let status = plan.status(changed: !chosen.isEmpty)
                 let result = Pruned(
-                    folder: dir.path, dryRun: dryRun, removed: chosen, bytes: chosen.reduce(0) { $0 + $1.bytes },
-                    kept: snapshots - chosen.count)
-                if dryRun || chosen.isEmpty { return result }
+                    folder: dir.path, dryRun: plan.dryRun, removed: chosen, bytes: chosen.reduce(0) { $0 + $1.bytes },
+                    kept: snapshots - chosen.count, exitCode: status.rawValue, exitStatus: status.name)
+                if plan.dryRun || chosen.isEmpty { return result }
                 try context.consent(
-                    yes: yes, terminal: terminal,
+                    yes: plan.yes, terminal: terminal,
                     unattended:
                         "snapshots prune removes snapshots (and the undo they hold): run it with --yes (see what goes with --dry-run)",
                     question: "Remove these \(chosen.count) snapshot(s)? Their operations can no longer be undone."
@@ -185,7 +185,7 @@ struct SnapshotsPruneCommand: USMCommand {
                 terminal.out(
                     "\(result.dryRun ? "Dry run: would remove" : "Removed") \(result.removed.count) snapshot(s), \(SnapshotsPrinter.size(result.bytes)); \(result.kept) kept in \(result.folder)"
                 )
-            })
+            }, status: { ExitStatus(rawValue: $0.exitCode) ?? .ok })
     }
 }
 

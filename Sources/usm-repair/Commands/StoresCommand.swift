@@ -111,35 +111,51 @@ struct RecoverCommand: USMCommand {
               usm-repair recover --container Notes.xcappdata --cloud-dir C
               usm-repair recover --store ~/Cases/4711/Local.sqlite
 
-            Exit codes: 0 recovered (or nothing to recover); 3 refused (an operation folder this machine \
+            --dry-run lists what would be finished or undone and changes nothing.
+
+            Exit codes: 0 recovered (or nothing to recover; 20 with --detailed-exitcode when \
+            something was, or with --dry-run would be); 3 refused (an operation folder this machine \
             did not write, or a recovery conflict); 4 the operation also works in a ubiquity container \
             not given; 6 another run holds the folders; 64 usage; 66 not found; 74 I/O error.
             """)
     @OptionGroup(title: "Layout") var layout: LayoutFlags
+    // Recovery puts back or finishes what an operation's journal names: it asks nothing (every
+    // changing command recovers first by itself) and takes no snapshot, so --yes and
+    // --snapshot-dir are accepted as on every changing command and change nothing here.
+    @OptionGroup(title: "Plan") var plan: ChangeFlags
     @OptionGroup(title: "Output") var output: OutputFlags
 
     struct Report: Encodable {
         let schemaVersion = 1
         let command = "recover"
+        let dryRun: Bool
+        /// What was (or, in a dry run, would be) finished or undone.
         let recovered: [PlanExecutor.Recovery]
-        let exitCode = 0
-        let exitStatus = "ok"
+        let exitCode: Int32
+        let exitStatus: String
     }
 
     func run(_ context: CommandContext) throws {
         try context.perform(
             { _ in
-                let executor = context.executor(snapshotDirectory: nil)
+                let executor = context.executor(snapshotDirectory: plan.snapshotDirectory(context.paths))
                 let layout = try Layout.discover(self.layout.options(context.paths), records: executor.records)
-                return Report(recovered: try executor.recover(roots: layout.planRoots))
+                let recovered =
+                    plan.dryRun
+                    ? try executor.pendingRecoveries(roots: layout.planRoots)
+                    : try executor.recover(roots: layout.planRoots)
+                let status = plan.status(changed: !recovered.isEmpty)
+                return Report(
+                    dryRun: plan.dryRun, recovered: recovered, exitCode: status.rawValue, exitStatus: status.name)
             },
             text: { report, terminal in
                 if report.recovered.isEmpty { terminal.out("Nothing to recover.") }
                 for r in report.recovered {
-                    terminal.out(
-                        "\(r.operation): \(r.outcome == .undone ? "undone (the files are as before it)" : "finished (the files are as it leaves them)")"
-                    )
+                    let outcome =
+                        r.outcome == .undone
+                        ? "undone (the files are as before it)" : "finished (the files are as it leaves them)"
+                    terminal.out("\(r.operation): \(report.dryRun ? "would be " : "")\(outcome)")
                 }
-            })
+            }, status: { ExitStatus(rawValue: $0.exitCode) ?? .ok })
     }
 }

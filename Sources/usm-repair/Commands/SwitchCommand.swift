@@ -21,7 +21,7 @@ struct SwitchCommand: USMCommand {
     @Argument(help: ArgumentHelp("The store UUID to make active.", valueName: "uuid"))
     var uuid: String
     @OptionGroup(title: "Layout") var layout: LayoutFlags
-    @OptionGroup(title: "Plan") var plan: PlanFlags
+    @OptionGroup(title: "Plan") var plan: ChangeFlags
     @OptionGroup(title: "Output") var output: OutputFlags
 
     func run(_ context: CommandContext) throws {
@@ -49,7 +49,7 @@ struct CloudCommand: USMCommand {
     @Argument(help: ArgumentHelp("enable or disable.", valueName: "setting"))
     var setting: Setting
     @OptionGroup(title: "Layout") var layout: LayoutFlags
-    @OptionGroup(title: "Plan") var plan: PlanFlags
+    @OptionGroup(title: "Plan") var plan: ChangeFlags
     @OptionGroup(title: "Output") var output: OutputFlags
 
     func run(_ context: CommandContext) throws {
@@ -79,7 +79,7 @@ struct CorruptionCommand: USMCommand {
     @Argument(help: ArgumentHelp("For mark: the store to mark (default: the active store).", valueName: "uuid"))
     var uuid: String?
     @OptionGroup(title: "Layout") var layout: LayoutFlags
-    @OptionGroup(title: "Plan") var plan: PlanFlags
+    @OptionGroup(title: "Plan") var plan: ChangeFlags
     @OptionGroup(title: "Output") var output: OutputFlags
 
     func validate() throws {

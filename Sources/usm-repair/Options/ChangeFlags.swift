@@ -2,11 +2,15 @@ import ArgumentParser
 import Foundation
 import USMRepairCore
 
-/// The flags of every command that changes files.
-struct PlanFlags: ParsableArguments {
+/// The flags of every command that changes files (issue 30: one group, declared once): the eleven
+/// operations, `migrate-store`, `salvage`, `dedupe`, `restore` (both forms), `recover` and
+/// `snapshots prune`. `--json` is `OutputFlags`', which every command has.
+struct ChangeFlags: ParsableArguments {
     @Flag(
         name: .customLong("dry-run"),
-        help: "Print the plan (every step, path and reason, and the next launch before and after) and change nothing.")
+        help:
+            "Print the plan (every step, path and reason; for the layout operations the next launch before and after) and change nothing."
+    )
     var dryRun = false
 
     @Flag(name: [.short, .customLong("yes")], help: "Run without asking (needed when stdin is not a terminal).")
@@ -15,7 +19,7 @@ struct PlanFlags: ParsableArguments {
     @Option(
         name: .customLong("snapshot-dir"),
         help: ArgumentHelp(
-            "Where the snapshot of everything changed goes (default $XDG_STATE_HOME/usm-repair/snapshots or ~/.local/state/usm-repair/snapshots; never inside the layout).",
+            "The snapshot folder: where the snapshot of everything changed goes, and the folder snapshots prune prunes (default $XDG_STATE_HOME/usm-repair/snapshots or ~/.local/state/usm-repair/snapshots; never inside the layout).",
             valueName: "dir"), completion: .directory)
     var snapshotDir: String?
 
@@ -30,6 +34,10 @@ struct PlanFlags: ParsableArguments {
     func snapshotDirectory(_ paths: PathResolver) -> URL? {
         snapshotDir.map { paths.url($0, directory: true) }
     }
+
+    /// The status a changing command exits with when it did (or, dry, would do) something:
+    /// `applied` (20) with `--detailed-exitcode`, else `ok`.
+    func status(changed: Bool) -> ExitStatus { detailedExitCode && changed ? .applied : .ok }
 }
 
 /// The losses and duplications a command may cause only when the user names them.
