@@ -26,7 +26,7 @@ extension USMCommand {
         try Scratch.$current.withValue(context.scratch) {
             try ChildProcess.$standardErrorSink.withValue(
                 context.childStandardError.map(ChildProcess.StandardErrorSink.init)
-            ) { try ProgressNote.$sink.withValue(context.terminal.noteSink()) { try run(context) } }
+            ) { try ProgressNote.withSink(context.terminal.noteSink()) { try run(context) } }
         }
     }
 

@@ -5,14 +5,34 @@
 public enum ProgressNote {
     public typealias Sink = @Sendable (String) -> Void
 
-    /// Where notes go while a command runs; nil: nowhere.
-    @TaskLocal public static var sink: Sink?
+    /// Where notes go while a command runs; nil: nowhere. Boxed, as `ChildProcess.standardErrorSink`
+    /// is: an optimised build of Swift 6.3.1 on Linux crashes in `swift_task_localValuePush` when a
+    /// task-local holding an optional closure is bound inside another binding (every command of the
+    /// release build did, at start-up; `Scripts/smoke-release.sh` catches it).
+    @TaskLocal public static var box: Box?
+
+    /// A sink as a class, so the task-local holds a plain reference.
+    public final class Box: Sendable {
+        /// Receives every note.
+        public let sink: Sink
+
+        /// Creates a box that hands each note to `sink`.
+        public init(_ sink: @escaping Sink) { self.sink = sink }
+    }
+
+    /// Runs `operation` with notes going to `sink` (nowhere when nil).
+    public static func withSink<R>(_ sink: Sink?, operation: () throws -> R) rethrows -> R {
+        try $box.withValue(sink.map(Box.init), operation: operation)
+    }
+
+    /// The sink bound here, if any.
+    public static var sink: Sink? { box?.sink }
 
     /// Says `text` (built only when someone listens).
     public static func say(_ text: @autoclosure () -> String) {
-        sink?(text())
+        box?.sink(text())
     }
 
     /// The sink bound here, for work that runs on other threads (which do not inherit it).
-    static var current: Sink { sink ?? { _ in } }
+    static var current: Sink { box?.sink ?? { _ in } }
 }
