@@ -33,14 +33,12 @@ struct Redactor: Sendable {
     /// The tables of structure, kept as they are (upper-cased).
     static let keptTables: Set<String> = ["Z_PRIMARYKEY", "Z_METADATA", "Z_MODELCACHE"]
 
+    /// The procedure in words, as the manifest's `redaction.method` says it (the README says it at
+    /// length): kept short, since a tiny store's redacted bundle must stay no larger than its full one.
     static let method = """
-        Every TEXT and BLOB value of every table but Z_PRIMARYKEY, Z_METADATA and Z_MODELCACHE was \
-        replaced by a token, "redacted:" and a number: equal values by equal tokens across the \
-        bundle, numbered in the order first met, blobs as the token's bytes; keys, relationships \
-        and unique constraints hold. Integers, reals and external-data references are kept; each \
-        external file's content is its keyed digest. The map from token to value is a private \
-        file beside the bundle, not in it. The store was rewritten by VACUUM with secure_delete \
-        on, in rollback-journal mode: no old value remains in it.
+        TEXT and BLOB values of every table but Z_PRIMARYKEY, Z_METADATA, Z_MODELCACHE replaced by \
+        tokens "redacted:N" (equal values, equal tokens; map kept by the sender); other values, keys \
+        kept; rewritten by VACUUM, secure_delete on.
         """
 
     /// Writes a redacted copy of the store open at `source` to `destination`.
