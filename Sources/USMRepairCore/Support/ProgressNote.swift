@@ -34,5 +34,8 @@ public enum ProgressNote {
     }
 
     /// The sink bound here, for work that runs on other threads (which do not inherit it).
-    static var current: Sink { box?.sink ?? { _ in } }
+    static var current: Sink {
+        guard let box else { return { _ in } }
+        return box.sink
+    }
 }
