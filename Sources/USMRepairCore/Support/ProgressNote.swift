@@ -25,9 +25,6 @@ public enum ProgressNote {
         try $box.withValue(sink.map(Box.init), operation: operation)
     }
 
-    /// The sink bound here, if any.
-    public static var sink: Sink? { box?.sink }
-
     /// Says `text` (built only when someone listens).
     public static func say(_ text: @autoclosure () -> String) {
         box?.sink(text())
