@@ -106,7 +106,7 @@ for r in $(seq 1 "$RUNS"); do
   ratio "$u" "$h" >> "$OUT/ratio"; echo >> "$OUT/ratio"
   echo "run $r: dedupe ${u}s, by hand ${h}s, ratio $(tail -n 1 "$OUT/ratio")" >&2
 done
-removed=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(d["removed"].values()), "of", sum(d["before"].values()))' "$OUT/usm.stdout")
+removed=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["details"]; print(sum(d["removed"].values()), "of", sum(d["before"].values()))' "$OUT/usm.stdout")
 rt=$(grep -v '^$' "$OUT/ratio" | median); peak=$(cut -d' ' -f2 "$OUT/usm" | sort -g | tail -n 1)
 u=$(cut -d' ' -f1 "$OUT/usm" | median); h=$(cut -d' ' -f1 "$OUT/ref" | median)
 pass() { awk -v r="$1" -v m="$2" 'BEGIN { print (r <= m) ? "PASS" : "FAIL" }'; }

@@ -165,71 +165,54 @@ struct CommandContext {
             }, status: { $0.exitCode }, json: { report, write in try report.writeJSON(write) })
     }
 
-    /// Plans a maintenance operation, prints the plan, asks (or needs `--yes`), runs it, prints the result.
+    /// Plans a maintenance operation and runs it as every change runs (`runChange`).
     func runOperation(
-        _ maintenance: Maintenance, layout: LayoutFlags, plan flags: ChangeFlags, data: DataConsent = DataConsent()
+        _ maintenance: Maintenance, layout: LayoutFlags, plan flags: ChangeFlags, snapshots: SnapshotFlags,
+        data: DataConsent = DataConsent()
     ) throws {
-        var operation = MaintenanceRun(
+        var operation = MaintenanceChange(
             options: layout.options(paths), maintenance: maintenance,
-            executor: executor(snapshotDirectory: flags.snapshotDirectory(paths)),
+            executor: executor(snapshotDirectory: snapshots.directory(paths)),
             strategies: strategyResolver, consent: data)
         operation.model = model
+        try runChange(operation, flags: flags) { report, terminal, preview in
+            guard !output.quiet || report.dryRun || preview else { return }
+            PlanPrinter(terminal: terminal, verbose: output.verbose).print(report, preview: preview)
+        }
+    }
+
+    /// The one door of every changing command: `ChangeRunner` prepares, reports a dry run, asks
+    /// (`--yes`, or the plan headed as a plan with its reasons, then the question on a terminal;
+    /// refused without one) and runs; the report is printed as JSON (`--json`) or by `text`
+    /// (`preview`: the plan shown before the question), and the process exits with the report's
+    /// `exitCode`. With `--quiet` the way back (the undo) goes to stderr; `text` decides what else.
+    /// `change` is made inside, so that what making it throws is reported like any refusal.
+    func runChange<C: Change>(
+        _ change: @autoclosure () throws -> C, flags: ChangeFlags,
+        text: @escaping (ChangeReport<C.Details>, Terminal, _ preview: Bool) -> Void
+    ) throws {
         try perform(
-            { terminal -> MaintenanceRun.Report in
-                let planned = try operation.plan(dryRun: flags.dryRun)
-                var preview = operation.report(
-                    planned.plan, before: planned.report, result: nil, after: nil, recovered: planned.recovered,
-                    dryRun: flags.dryRun,
-                    notes: planned.notes)
-                // --detailed-exitcode: a deployment script tells "done" (20) from "nothing to do" (0);
-                // the report says the code the process exits with.
-                let applied = { (report: MaintenanceRun.Report) in flags.detailedExitCode && !report.noOp }
-                if flags.dryRun || planned.plan.isNoOp {
-                    if applied(preview) { preview.exit(.applied) }
-                    return preview
+            { terminal in
+                try ChangeRunner.run(
+                    try change(), dryRun: flags.dryRun, detailedExitCode: flags.detailedExitCode,
+                    progress: { terminal.progressLine($0) }
+                ) { consent, preview in
+                    guard !flags.yes else { return }
+                    guard terminal.interactive else { throw USMError.confirmationRequired(consent.unattended) }
+                    text(try preview(), terminal, true)
+                    guard confirm(consent.question) else {
+                        throw USMError.confirmationRequired("not confirmed; nothing was changed")
+                    }
                 }
-                try consent(
-                    yes: flags.yes, terminal: terminal,
-                    unattended: "\(maintenance.command) changes files: run it with --yes (see the plan with --dry-run)",
-                    question: "Run this plan? A snapshot is taken first."
-                ) { PlanPrinter(terminal: terminal, verbose: output.verbose).print(preview, preview: true) }
-                var report = try operation.run(planned, progress: { terminal.progressLine($0) })
-                if applied(report) { report.exit(.applied) }
-                return report
             },
             text: { report, terminal in
-                guard !output.quiet || report.dryRun else {
-                    // Quiet, but never without the way back: the undo goes to stderr.
-                    if let snapshot = report.snapshot {
-                        terminal.err("to undo: usm-repair restore \(ShellWords.quote(snapshot)) --yes")
-                    }
-                    return
+                // Quiet, but never without the way back: the undo goes to stderr.
+                if output.quiet, !report.dryRun, let snapshot = report.snapshot {
+                    terminal.err("to undo: usm-repair restore \(ShellWords.quote(snapshot)) --yes")
                 }
-                PlanPrinter(terminal: terminal, verbose: output.verbose).print(report)
+                text(report, terminal, false)
             },
-            status: { report in ExitStatus(rawValue: report.exitCode) ?? .ok })
-    }
-
-    /// Consent to run a plan: `--yes`, or a yes at the prompt after `showPlan`; without a terminal
-    /// `unattended` is the refusal.
-    func consent(yes: Bool, terminal: Terminal, unattended: String, question: String, showPlan: () -> Void) throws {
-        guard !yes else { return }
-        guard terminal.interactive else { throw USMError.confirmationRequired(unattended) }
-        showPlan()
-        guard confirm(question) else { throw USMError.confirmationRequired("not confirmed; nothing was changed") }
-    }
-
-    /// Consent to replace an existing store's file set (`migrate-store --overwrite`, `salvage
-    /// --overwrite`): asked only when `overwrite` is given, it is not a dry run and DST exists.
-    func consentToReplace(
-        _ destination: StoreFileSet, overwrite: Bool, dryRun: Bool, yes: Bool, terminal: Terminal
-    ) throws {
-        guard overwrite, !dryRun, !destination.existingMembers().isEmpty else { return }
-        try consent(
-            yes: yes, terminal: terminal,
-            unattended: "\(destination.main.path) exists; replacing it needs --yes (it is snapshotted first)",
-            question: "Replace \(destination.main.path)? It is snapshotted first."
-        ) {}
+            status: { ExitStatus(rawValue: $0.exitCode) ?? .ok })
     }
 
     /// Prints an error (the envelope on stdout with `--json`, always a sentence on stderr) and

@@ -74,7 +74,7 @@ struct AdviceTests {
                 #expect(
                     r.json["noOp"] as? Bool == false,
                     "\(scenario): advised `\(words.joined(separator: " "))` changes nothing")
-                let ledger = r.json["ledger"] as? [String: Any]
+                let ledger = r.details["ledger"] as? [String: Any]
                 let shownBefore = (ledger?["before"] as? [String: Any])?["objects"] as? Int
                 let shownAfter = (ledger?["after"] as? [String: Any])?["objects"] as? Int
                 if let shownBefore, shownBefore > 0 {

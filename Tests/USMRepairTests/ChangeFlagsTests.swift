@@ -43,7 +43,8 @@ struct ChangeFlagsTests {
             let help = USMRepairCommand.helpMessage(for: command)
             guard help.contains("--dry-run") else { continue }
             changing.insert(path)
-            for flag in ["--yes", "--json", "--detailed-exitcode", "--snapshot-dir"] {
+            // recover takes no snapshot: no --snapshot-dir (ChangeEnvelopeTests.recoverFlags).
+            for flag in ["--yes", "--json", "--detailed-exitcode"] + (path == "recover" ? [] : ["--snapshot-dir"]) {
                 #expect(help.contains(flag), "\(path) lacks \(flag)")
             }
         }
@@ -97,11 +98,13 @@ struct ChangeFlagsTests {
             USM.run(["restore", snapshot, "--to", tmp.path("Case").path] + Self.flags(state.path("snaps2"))), 20,
             "restore --to")
         #expect(FileStatus.lookup(tmp.path("Case").path) == nil, "the dry run of restore --to wrote nothing")
-        Self.expectHonest(try f.run(["recover"] + Self.flags(snaps)), 0, "recover (nothing pending)")
+        Self.expectHonest(
+            try f.run(["recover", "--dry-run", "--yes", "--json", "--detailed-exitcode"]), 0,
+            "recover (nothing pending)")
         // snapshots prune: --snapshot-dir is the folder pruned; the dry run lists the one there.
         let prune = USM.run(["snapshots", "prune", "--keep", "0"] + Self.flags(snaps))
         Self.expectHonest(prune, 20, "snapshots prune")
-        #expect((prune.json["removed"] as? [Any])?.count == 1, "\(prune.stdout)")
+        #expect((prune.details["removed"] as? [Any])?.count == 1, "\(prune.stdout)")
         #expect(FileStatus.lookup(snapshot) != nil, "the dry run removed nothing")
         // The real prune: the JSON's 20 is the process's; without the flag both say 0.
         Self.expectHonest(
@@ -138,14 +141,15 @@ struct ChangeFlagsTests {
         Self.expectHonest(plain, 0, "restore --to without --detailed-exitcode")
     }
 
-    @Test("migrate-store's steps say `reason`, as every changing command's (schema 2; was `why`)")
+    @Test("migrate-store's steps say `reason`, as every changing command's (schema 3, the envelope; was `why`)")
     func stepVocabulary() throws {
         let tmp = try TempDir()
         try FixtureStore.write(to: tmp.path("S.sqlite"))
         let r = USM.run(["migrate-store", tmp.path("S.sqlite").path, tmp.path("D.sqlite").path, "--dry-run", "--json"])
         #expect(r.status == 0, "\(r.stderr)")
-        #expect(r.json["schemaVersion"] as? Int == 2)
-        let steps = try #require(r.json["steps"] as? [[String: Any]])
+        #expect(r.json["schemaVersion"] as? Int == 3)
+        // The plan's steps, and the strategy's own under details.
+        let steps = try #require(r.json["steps"] as? [[String: Any]]) + (r.details["steps"] as? [[String: Any]] ?? [])
         #expect(!steps.isEmpty)
         for step in steps {
             #expect(step["reason"] is String && step["why"] == nil, "\(step)")

@@ -11,7 +11,7 @@ struct DataFirstTests {
     typealias Fixture = OperationTests.Fixture
 
     static func error(_ r: CLI.Result) -> String? { (r.json["error"] as? [String: Any])?["code"] as? String }
-    static func ledger(_ r: CLI.Result) -> [String: Any] { r.json["ledger"] as? [String: Any] ?? [:] }
+    static func ledger(_ r: CLI.Result) -> [String: Any] { r.details["ledger"] as? [String: Any] ?? [:] }
     static func store(_ r: CLI.Result, _ label: String) -> [String: Any]? {
         (ledger(r)["stores"] as? [[String: Any]])?.first { ($0["label"] as? String)?.hasPrefix(label) == true }
     }
@@ -46,8 +46,8 @@ struct DataFirstTests {
         #expect(Self.total(local["after"]) == cloudObjects)
         let cloud = try #require(Self.store(r, "cloud store \(f.options.activeUUID)"))
         #expect(cloud["fate"] as? String == "read")
-        #expect((r.json["headline"] as? String)?.hasPrefix("The app shows cloud store") == true)
-        let rows = r.json["rows"] as? [String: [String: Int]] ?? [:]
+        #expect((r.details["headline"] as? String)?.hasPrefix("The app shows cloud store") == true)
+        let rows = r.details["rows"] as? [String: [String: Int]] ?? [:]
         #expect(
             rows[f.paths.cloudStore(f.options.activeUUID).path]?["Book"] == f.options.cloud.books
                 + f.options.cloud.walOnlyBooks, "source rows filled")
@@ -154,7 +154,7 @@ struct DataFirstTests {
         // The merge route the refusal offers: the local store then holds the cloud's objects.
         try OperationTests.apply(f, ["migrate", "cloud-to-local", "--merge", "--allow-duplicates"])
         let rebuilt = try OperationTests.apply(f, ["rebuild", "--from", "local"])
-        let after = (rebuilt["ledger"] as? [String: Any])?["after"] as? [String: Any]
+        let after = (rebuilt.details["ledger"] as? [String: Any])?["after"] as? [String: Any]
         #expect(after?["store"] as? String == "new")
         // A second run: nothing to do.
         let again = try f.run(["rebuild", "--from", "local", "--yes", "--json"])

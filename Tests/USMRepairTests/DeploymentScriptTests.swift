@@ -152,7 +152,7 @@ struct DeploymentScriptTests {
             let report =
                 try JSONSerialization.jsonObject(
                     with: Data(contentsOf: folder.appendingPathComponent("\(name).report.json"))) as? [String: Any]
-            let stores = (report?["ledger"] as? [String: Any])?["stores"] as? [[String: Any]] ?? []
+            let stores = (report?.details["ledger"] as? [String: Any])?["stores"] as? [[String: Any]] ?? []
             let matched = stores.first { $0["fate"] as? String == "merged" }?["matched"] as? [String: Int] ?? [:]
             #expect(matched.values.reduce(0, +) > 0, "objects on both sides are matched: \(stores)")
             let check = USM.run(["dedupe", "--store", locals[name]!.path, "--dry-run", "--json"])

@@ -85,7 +85,7 @@ struct ExampleContainerTests {
         #expect(run.status == 0, "\(run.stderr)")
         let dedupe = USM.run(["dedupe", "--container", container, "--dry-run", "--json"])
         #expect(dedupe.status == 0 && dedupe.json["noOp"] as? Bool == true, "\(dedupe.stdout)\(dedupe.stderr)")
-        #expect((dedupe.json["before"] as? [String: Int])?.values.reduce(0, +) == 33)
+        #expect((dedupe.details["before"] as? [String: Int])?.values.reduce(0, +) == 33)
     }
 }
 

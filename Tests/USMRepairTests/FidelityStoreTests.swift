@@ -116,7 +116,7 @@ struct FidelityStoreTests {
 
         let merged = USM.run(["migrate-store", source.path, destination.path, "--into", "--drop-cloudkit", "--json"])
         #expect(merged.status == 0, "\(merged.stderr)")
-        let leftOut = (merged.json["leftOut"] as? [String]) ?? []
+        let leftOut = (merged.details["leftOut"] as? [String]) ?? []
         #expect(
             leftOut.contains { $0.contains("ANSCKRECORDMETADATA") && $0.contains("dropped (--drop-cloudkit)") },
             "\(leftOut)")

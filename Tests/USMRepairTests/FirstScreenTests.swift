@@ -69,7 +69,7 @@ extension FirstScreenTests {
         #expect(
             dry.stdout.contains("leave the customer's view") && dry.stdout.contains("come into it"), "\(dry.stdout)")
         let run = try f.run(["delete", "container", "--yes", "--json"])
-        let headline = try #require(run.json["headline"] as? String)
+        let headline = try #require(run.details["headline"] as? String)
         #expect(headline.hasPrefix("The app showed ") && headline.contains("left the customer's view"), "\(headline)")
         #expect(Ledger.grouped(1_234_567) == "1,234,567" && Ledger.grouped(999) == "999" && Ledger.grouped(0) == "0")
         #expect(Ledger.grouped(-1000) == "-1,000")

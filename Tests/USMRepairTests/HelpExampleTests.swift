@@ -128,7 +128,9 @@ struct HelpExampleTests {
                 if changing, !args.contains("--dry-run") { args.append("--dry-run") }
                 // The examples' home is the world's.
                 if args.contains("--mac-app"), !args.contains("--home") { args += ["--home", world.home.path] }
-                if changing, path != "snapshots prune", !args.contains("--snapshot-dir"), !args.contains("--to") {
+                if changing, path != "snapshots prune", path != "recover", !args.contains("--snapshot-dir"),
+                    !args.contains("--to")
+                {
                     args += ["--snapshot-dir", world.snapshots.url.path]
                 }
                 let r = USM.run(args)

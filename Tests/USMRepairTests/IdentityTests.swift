@@ -160,12 +160,13 @@ struct IdentityTests {
         let dry = USM.run(["dedupe", "--store", url.path, "--dry-run", "--json"])
         #expect(dry.status == 0, "\(dry.stderr)")
         #expect(
-            dry.json["removed"] as? [String: Int] == ["Author": 1, "Book": 1] && dry.json["dryRun"] as? Bool == true)
+            dry.details["removed"] as? [String: Int] == ["Author": 1, "Book": 1] && dry.json["dryRun"] as? Bool == true)
         #expect(try Data(contentsOf: url) == original, "a dry run changes nothing")
         let run = USM.run(["dedupe", "--store", url.path, "--yes", "--json", "--snapshot-dir", tmp.path("snaps").path])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(
-            run.json["removed"] as? [String: Int] == ["Author": 1, "Book": 1] && run.json["changed"] as? Bool == true)
+            run.details["removed"] as? [String: Int] == ["Author": 1, "Book": 1] && run.json["changed"] as? Bool == true
+        )
         #expect(try Migrate.check(url).rows["Book"] == 6 && (try Migrate.check(url).errors.isEmpty))
         #expect(run.json["exitCode"] as? Int == 0)
         let again = USM.run(["dedupe", "--store", url.path, "--yes", "--json"])

@@ -135,7 +135,7 @@ struct JourneyTests {
             text.stdout.contains("cloud disable") && text.stdout.contains("folders: preferences "), "\(text.stdout)")
 
         let dry = USM.run(["snapshots", "prune", "--keep", "1", "--snapshot-dir", folder.path, "--dry-run", "--json"])
-        #expect((dry.json["removed"] as? [[String: Any]])?.map { $0["command"] as? String } == ["cloud disable"])
+        #expect((dry.details["removed"] as? [[String: Any]])?.map { $0["command"] as? String } == ["cloud disable"])
         #expect(
             try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".tar.zst") }.count
                 == 3)
@@ -149,9 +149,9 @@ struct JourneyTests {
         let old = USM.run([
             "snapshots", "prune", "--older-than", "30d", "--snapshot-dir", folder.path, "--yes", "--json",
         ])
-        #expect((old.json["removed"] as? [Any])?.isEmpty == true, "nothing is 30 days old")
+        #expect((old.details["removed"] as? [Any])?.isEmpty == true, "nothing is 30 days old")
         let pruned = USM.run(["snapshots", "prune", "--keep", "1", "--snapshot-dir", folder.path, "--yes", "--json"])
-        #expect(pruned.status == 0 && pruned.json["kept"] as? Int == 1, "\(pruned.stdout)")
+        #expect(pruned.status == 0 && pruned.details["kept"] as? Int == 1, "\(pruned.stdout)")
         let left = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".tar.zst") }
             .sorted()
         #expect(
@@ -166,7 +166,7 @@ struct JourneyTests {
         let all = USM.run([
             "snapshots", "prune", "--older-than", "0m", "--snapshot-dir", folder.path, "--yes", "--json",
         ])
-        #expect((all.json["removed"] as? [Any])?.count == 1)
+        #expect((all.details["removed"] as? [Any])?.count == 1)
         #expect(
             try FileManager.default.contentsOfDirectory(atPath: folder.path).filter {
                 $0.hasSuffix(".sha256") && !$0.hasPrefix("bundle.")

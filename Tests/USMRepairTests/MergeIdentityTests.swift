@@ -111,7 +111,7 @@ extension MergeIdentityTests {
 
 extension MergeIdentityTests {
     static func matchedOf(_ json: [String: Any]) -> [String: Int]? {
-        let stores = (json["ledger"] as? [String: Any])?["stores"] as? [[String: Any]] ?? []
+        let stores = (json.details["ledger"] as? [String: Any])?["stores"] as? [[String: Any]] ?? []
         return stores.first { $0["fate"] as? String == "merged" }?["matched"] as? [String: Int]
     }
 
@@ -218,7 +218,8 @@ extension MergeIdentityTests {
             "dedupe", "--store", url.path, "--key", "Book=title", "--yes", "--json", "--snapshot-dir",
             tmp.path("snaps").path,
         ])
-        #expect(run.status == 0 && (run.json["removed"] as? [String: Int])?["Book"] == 2, "\(run.stdout)\(run.stderr)")
+        #expect(
+            run.status == 0 && (run.details["removed"] as? [String: Int])?["Book"] == 2, "\(run.stdout)\(run.stderr)")
         #expect(
             FileManager.default.fileExists(atPath: support.appendingPathComponent(kept).path), "still named by book 3")
         #expect(

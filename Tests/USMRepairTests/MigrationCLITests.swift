@@ -34,17 +34,18 @@ struct MigrationCLITests {
         try FixtureStore.write(to: tmp.path("S.sqlite"))
         let r = USM.run(["migrate-store", tmp.path("S.sqlite").path, tmp.path("D.sqlite").path, "--json"])
         #expect(r.status == 0, "\(r.stderr)")
-        for key in [
-            "schemaVersion", "command", "strategy", "mode", "dryRun", "source", "destination", "snapshot", "recipe",
-            "recipeSHA256",
-            "plugin", "steps", "entities", "deduplicated", "leftOut", "notes", "verification", "durations", "exitCode",
-            "exitStatus",
-        ] {
+        for key in ChangeEnvelopeTests.envelopeKeys {
             #expect(r.json.keys.contains(key), "key \(key)")
         }
-        #expect(r.json["strategy"] as? String == "copy-entities")
+        for key in [
+            "strategy", "mode", "source", "destination", "recipe", "recipeSHA256", "plugin", "steps", "entities",
+            "deduplicated", "leftOut", "verification", "durations",
+        ] {
+            #expect(r.details.keys.contains(key), "details key \(key)")
+        }
+        #expect(r.details["strategy"] as? String == "copy-entities")
         #expect(r.json["snapshot"] is NSNull)
-        let verification = try #require(r.json["verification"] as? [String: Any])
+        let verification = try #require(r.details["verification"] as? [String: Any])
         #expect(verification["integrity"] as? String == "ok")
         #expect(verification["rows"] as? String == "equal")
         let text = USM.run(["migrate-store", tmp.path("S.sqlite").path, tmp.path("E.sqlite").path, "--strategy", "ios"])
@@ -148,7 +149,7 @@ struct MigrationCLITests {
         // In place: the old file set back where it was, the new members it did not have removed.
         let undone = USM.run(["restore", snapshot, "--yes", "--snapshot-dir", snapshots.path, "--json"])
         #expect(undone.status == 0, "\(undone.stderr)")
-        #expect(undone.json["undoes"] as? String == "migrate-store")
+        #expect(undone.details["undoes"] as? String == "migrate-store")
         #expect(try TreeSnapshot(tmp.path("dst")) == before, "the old file set in place, byte for byte")
     }
 

@@ -20,13 +20,13 @@ enum Migrate {
         let executor = PlanExecutor(
             snapshotDirectory: snapshots ?? state.appendingPathComponent("snapshots", isDirectory: true),
             records: OperationRecords(stateFolder: state))
-        return try StoreMigration(
+        let change = MigrateStoreChange(
             request: MigrationRequest(
                 source: StoreFileSet(main: source), destination: StoreFileSet(main: destination), strategy: strategy,
                 mode: mode,
                 options: options, dryRun: dryRun),
-            engine: engine, executor: executor
-        ).run()
+            engine: engine, executor: executor)
+        return try ChangeRunner.run(change, dryRun: dryRun, detailedExitCode: false) { _, _ in }.details
     }
 
     /// Rows per entity name as a fresh `check` of the store counts them, and its error-level problems.

@@ -196,9 +196,9 @@ struct ModelFileTests {
         ])
         #expect(r.status == 1, "\(r.stderr)")
         #expect(
-            Set(r.json["entitiesRestored"] as? [String] ?? []) == ["Car", "SportCar", "ExpensiveSportCar", "Person"])
-        #expect(r.json["relationships"] as? String == "model")
-        let cuts = r.json["referencesCut"] as? [[String: Any]] ?? []
+            Set(r.details["entitiesRestored"] as? [String] ?? []) == ["Car", "SportCar", "ExpensiveSportCar", "Person"])
+        #expect(r.details["relationships"] as? String == "model")
+        let cuts = r.details["referencesCut"] as? [[String: Any]] ?? []
         #expect(
             cuts.contains {
                 $0["table"] as? String == "ZCAR" && $0["column"] as? String == "ZOWNER" && ($0["rows"] as? Int ?? 0) > 0

@@ -29,7 +29,10 @@ struct OneMechanismTests {
         let executor = PlanExecutor(
             snapshotDirectory: Migrate.state.appendingPathComponent("snapshots"),
             records: OperationRecords(stateFolder: Migrate.state))
-        return try StoreMigration(request: request, engine: Migrate.engine, executor: executor).plan().plan.steps
+        return try MigrateStoreChange(request: request, engine: Migrate.engine, executor: executor).prepare(
+            dryRun: true
+        )
+        .plan.steps
     }
 
     @Test(

@@ -65,7 +65,7 @@ struct OperationTests {
         let r = try f.run(args + ["--yes", "--json"])
         #expect(r.status == 0, "\(args): \(r.stderr)\(r.stdout)", sourceLocation: sourceLocation)
         let json = r.json
-        let next = json["nextLaunch"] as? [String: Any]
+        let next = json.details["nextLaunch"] as? [String: Any]
         let predicted = next?["predicted"] as? [String: Any]
         let after = next?["after"] as? [String: Any]
         if json["noOp"] as? Bool == false {
@@ -98,7 +98,7 @@ struct OperationTests {
     }
 
     static func state(_ json: [String: Any]) -> String? {
-        ((json["nextLaunch"] as? [String: Any])?["after"] as? [String: Any])?["state"] as? String
+        ((json.details["nextLaunch"] as? [String: Any])?["after"] as? [String: Any])?["state"] as? String
     }
 
     @Test("every changing command's --dry-run prints a plan and changes no byte")
@@ -227,7 +227,7 @@ struct OperationTests {
     func rebuildInApp() throws {
         let f = try Fixture { $0.nominalFile = true }
         let json = try Self.apply(f, ["rebuild", "--from", "cloud", "--in-app"])
-        let rows = (json["nextLaunch"] as? [String: Any]).flatMap {
+        let rows = (json.details["nextLaunch"] as? [String: Any]).flatMap {
             ($0["after"] as? [String: Any])?["rows"] as? [String]
         }
         #expect(rows == ["E4", "E9"])
@@ -509,7 +509,7 @@ struct DataOperationTests {
         #expect(try TreeSnapshot(f.paths.cloudDir) == cloudSide, "the cloud side is untouched")
         #expect(try TreeSnapshot(f.paths.cloudStore(f.options.activeUUID).deletingLastPathComponent()) == copyBefore)
         // The report names the rows of the source and of the result.
-        let rows = try #require(json["rows"] as? [String: [String: Int]])
+        let rows = try #require(json.details["rows"] as? [String: [String: Int]])
         #expect(rows[f.paths.localStore.path]?["Book"] == f.options.cloud.books + f.options.cloud.walOnlyBooks)
     }
 

@@ -48,7 +48,8 @@ struct PlanGoldenTests {
             .replacingOccurrences(of: CLI.stateHome.path, with: "$STATE")
         text = text.replacingOccurrences(of: tmp.resolvingSymlinksInPath().path, with: "$TMP")
         // The plan's id names its private folders too: replaced wherever it stands.
-        if let id = (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])?["planID"] as? String,
+        if let id = ((try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])?.details["planID"])
+            as? String,
             !id.isEmpty
         {
             text = text.replacingOccurrences(of: id, with: "<plan id>")

@@ -44,7 +44,7 @@ struct SalvageAdviceTests {
         #expect(try f.snapshot() == before, "the dry run changed a byte", sourceLocation: sourceLocation)
         let r = USM.run(words.dropLast() + ["--yes", "--json"])
         #expect(r.status == 0, "`\(words.joined(separator: " "))` --yes: \(r.stderr)", sourceLocation: sourceLocation)
-        let next = r.json["nextLaunch"] as? [String: Any]
+        let next = r.details["nextLaunch"] as? [String: Any]
         let predicted = next?["predicted"] as? [String: Any]
         let after = next?["after"] as? [String: Any]
         #expect(predicted?["state"] as? String == state, "\(predicted ?? [:])", sourceLocation: sourceLocation)

@@ -56,7 +56,7 @@ struct SalvageDamageTests {
     ) throws -> Outcome {
         let r = USM.run(["salvage", damaged.path, output.path, "--json"] + extra)
         return try score(
-            Outcome(status: r.status, report: r.json), output: output, original: original, lostPages: lostPages,
+            Outcome(status: r.status, report: r.details), output: output, original: original, lostPages: lostPages,
             map: map)
     }
 

@@ -66,7 +66,7 @@ struct SalvageRepairTests {
         let r = USM.run(
             ["salvage", store.path, tmp.path("dry/\(store.lastPathComponent)").path, "--dry-run", "--json"] + extra)
         #expect([0, 1].contains(r.status), "salvage --dry-run: \(r.stderr)")
-        return r.json
+        return r.details
     }
 
     /// Objects (user entities) in a salvage report's `entities`.
@@ -154,7 +154,7 @@ struct SalvageRepairTests {
         // The run: status finds what the plan predicted (E2, seeded from the salvaged store).
         let json = try OperationTests.apply(f, ["rebuild", "--from", "local", "--salvage", "--discard-cloud"])
         #expect(OperationTests.state(json) == "E2")
-        let rows = json["rows"] as? [String: [String: Int]] ?? [:]
+        let rows = json.details["rows"] as? [String: [String: Int]] ?? [:]
         #expect(rows[f.paths.localStore.path]?.values.reduce(0, +) == readable, "the result's rows: \(rows)")
         let status = try f.status()
         let report = try #require(status.stores.first { $0.role == .local })
@@ -350,7 +350,7 @@ struct SalvageRepairTests {
             let salvaged = try f.run(args + ["--salvage", "--dry-run", "--json"])
             #expect(plain.status == 0 && salvaged.status == 0, "\(args): \(salvaged.stderr)")
             func steps(_ r: CLI.Result) -> [String] {
-                let id = r.json["planID"] as? String ?? "?"
+                let id = r.details["planID"] as? String ?? "?"
                 return (r.json["steps"] as? [[String: Any]] ?? []).map {
                     "\($0["action"] ?? "") \(($0["paths"] as? [String] ?? []).map { $0.replacingOccurrences(of: id, with: "ID") })"
                 }

@@ -30,21 +30,22 @@ struct SalvageTests {
         let support = tmp.path("out/.Library_SUPPORT/_EXTERNAL_DATA")
         #expect(try FileManager.default.contentsOfDirectory(atPath: support.path).count == o.externalCovers)
         // Its identity is the damaged store's: object URIs name Z_UUID.
-        #expect((r.json["destination"] as? [String: Any])?["storeUUID"] as? String == o.storeUUID)
-        for key in [
-            "schemaVersion", "command", "dryRun", "source", "destination", "schema", "relationships", "metadata",
-            "tables", "entities",
-            "referencesCut", "countersRaised", "entitiesRestored", "damagedPages", "damagedPageCount", "unplacedPages",
-            "unplacedRows",
-            "unreadable", "notes", "verification", "snapshot", "durations", "exitCode", "exitStatus",
-        ] {
+        #expect((r.details["destination"] as? [String: Any])?["storeUUID"] as? String == o.storeUUID)
+        for key in ChangeEnvelopeTests.envelopeKeys {
             #expect(r.json.keys.contains(key), "key \(key)")
         }
-        let source = try #require(r.json["source"] as? [String: Any])
+        for key in [
+            "source", "destination", "schema", "relationships", "metadata", "tables", "entities", "referencesCut",
+            "countersRaised", "entitiesRestored", "damagedPages", "damagedPageCount", "unplacedPages", "unplacedRows",
+            "unreadable", "verification", "durations",
+        ] {
+            #expect(r.details.keys.contains(key), "details key \(key)")
+        }
+        let source = try #require(r.details["source"] as? [String: Any])
         #expect(source["walFrames"] as? Int ?? 0 > 0)
-        #expect((r.json["verification"] as? [String: Any])?["integrity"] as? String == "ok")
+        #expect((r.details["verification"] as? [String: Any])?["integrity"] as? String == "ok")
         let entities = Dictionary(
-            uniqueKeysWithValues: (r.json["entities"] as? [[String: Any]] ?? []).map {
+            uniqueKeysWithValues: (r.details["entities"] as? [[String: Any]] ?? []).map {
                 ($0["name"] as? String ?? "", $0["rows"] as? Int ?? -1)
             })
         #expect(entities["Book"] == o.books + o.walOnlyBooks)
@@ -128,8 +129,8 @@ struct SalvageTests {
         try FileManager.default.createDirectory(at: tmp.path("out"), withIntermediateDirectories: true)
         let r = USM.run(["salvage", tmp.path("src/Library.sqlite").path, tmp.path("out/Library.sqlite").path, "--json"])
         #expect(r.status == 1, "\(r.stderr)")
-        #expect((r.json["countersRaised"] as? [String: Any])?["Author"] as? Int == 3)
-        let cuts = r.json["referencesCut"] as? [[String: Any]] ?? []
+        #expect((r.details["countersRaised"] as? [String: Any])?["Author"] as? Int == 3)
+        let cuts = r.details["referencesCut"] as? [[String: Any]] ?? []
         #expect(
             cuts.contains {
                 $0["kind"] as? String == "external-data" && $0["column"] as? String == "ZCOVER"

@@ -22,7 +22,7 @@ struct SmallOnesTests {
             "\(dry.stdout)")
         let r = USM.run(["restore", bundle.path, "--to", to.path, "--json"])
         #expect(r.status == 0, "\(r.stderr)")
-        let status = r.json["status"] as? [String] ?? []
+        let status = r.details["status"] as? [String] ?? []
         #expect(
             status == [
                 "usm-repair", "status", "--container", to.appendingPathComponent("container").path, "--cloud-dir",
@@ -39,7 +39,7 @@ struct SmallOnesTests {
         #expect(USM.run(["archive", "--store", store.path, "-o", tmp.path("s.tar.zst").path]).status == 0)
         let single = USM.run(["restore", tmp.path("s.tar.zst").path, "--to", tmp.path("rs").path, "--json"])
         #expect(
-            single.json["status"] as? [String] == [
+            single.details["status"] as? [String] == [
                 "usm-repair", "status", "--store", tmp.path("rs/store/Customer.sqlite").path,
             ], "\(single.stdout.prefix(400))")
     }
@@ -66,15 +66,15 @@ struct SmallOnesTests {
             },
             "\(entries.map { $0["createdAt"] ?? "" })")
         let all = USM.run(["snapshots", "prune", "--keep", "1", "--snapshot-dir", folder.path, "--dry-run", "--json"])
-        #expect((all.json["removed"] as? [[String: Any]])?.count == 3, "without grouping, Beta's pushes out Alpha's")
+        #expect((all.details["removed"] as? [[String: Any]])?.count == 3, "without grouping, Beta's pushes out Alpha's")
         let grouped = USM.run([
             "snapshots", "prune", "--keep", "1", "--group-by", "container", "--snapshot-dir", folder.path, "--yes",
             "--json",
         ])
         #expect(grouped.status == 0, "\(grouped.stderr)")
-        let removed = (grouped.json["removed"] as? [[String: Any]] ?? []).compactMap { $0["path"] as? String }
+        let removed = (grouped.details["removed"] as? [[String: Any]] ?? []).compactMap { $0["path"] as? String }
         #expect(removed.count == 2 && removed.allSatisfy { $0.contains("-Alpha.xcappdata-") }, "\(removed)")
-        #expect(grouped.json["kept"] as? Int == 2)
+        #expect(grouped.details["kept"] as? Int == 2)
         #expect(USM.run(["snapshots", "prune", "--group-by", "container", "--snapshot-dir", folder.path]).status == 64)
         #expect(USM.run(["snapshots", "prune", "--keep", "1", "--group-by", "host"]).status == 64)
     }

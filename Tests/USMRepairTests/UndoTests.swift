@@ -53,11 +53,11 @@ struct UndoTests {
         // A dry run prints the plan and changes nothing.
         let dry = USM.run(["restore", snapshot, "--dry-run", "--json"])
         #expect(dry.status == 0, "\(dry.stderr)")
-        #expect(dry.json["dryRun"] as? Bool == true && dry.json["inPlace"] as? Bool == true)
-        #expect(dry.json["undoes"] as? String == json["operation"] as? String)
+        #expect(dry.json["dryRun"] as? Bool == true && dry.details["inPlace"] as? Bool == true)
+        #expect(dry.details["undoes"] as? String == json["operation"] as? String)
         #expect(
-            (dry.json["restored"] as? [String])?.isEmpty == false
-                || (dry.json["removed"] as? [String])?.isEmpty == false)
+            (dry.details["restored"] as? [String])?.isEmpty == false
+                || (dry.details["removed"] as? [String])?.isEmpty == false)
         #expect(try f.snapshot() == changed, "\(command): the dry run changed nothing")
 
         // Without --yes and without a terminal: refused, nothing changed.
@@ -200,7 +200,7 @@ struct UndoTests {
         let edited = try TreeSnapshot(target)
         let over = USM.run(["restore", bundle.path, "--to", target.path, "--yes", "--json"])
         #expect(over.status == 0, "\(over.stderr)")
-        #expect(over.json["inPlace"] as? Bool == false)
+        #expect(over.details["inPlace"] as? Bool == false)
         #expect(try TreeSnapshot(target) == first)
         let snapshot = try #require(over.json["snapshot"] as? String)
         let undone = USM.run(["restore", snapshot, "--yes", "--json"])
@@ -218,7 +218,7 @@ struct UndoTests {
         #expect(dry.status == 0, "\(dry.stderr)")
         #expect(dry.json["dryRun"] as? Bool == true)
         #expect(FileStatus.lookup(target.path) == nil, "the target is not even created")
-        #expect(((dry.json["roots"] as? [[String: Any]]) ?? []).allSatisfy { $0["replaced"] as? Bool == false })
+        #expect(((dry.details["roots"] as? [[String: Any]]) ?? []).allSatisfy { $0["replaced"] as? Bool == false })
         #expect(USM.run(["restore", bundle.path, "--to", target.path]).status == 0)
         let restored = try TreeSnapshot(target)
         let again = USM.run(["restore", bundle.path, "--to", target.path, "--dry-run"])

@@ -12,23 +12,14 @@ public struct RestoreOptions: Sendable {
     public var archive: URL
     /// The folder the bundle's roots are restored into (`<to>/<root>/...`).
     public var target: URL
-    /// Replace roots that already exist (after snapshotting them).
-    public var yes: Bool
-    /// Where the snapshot of replaced roots goes; default `Snapshot.defaultDirectory()`.
-    public var snapshotDirectory: URL?
-    /// Verify and say what would be restored and replaced; write nothing.
-    public var dryRun: Bool
 
-    public init(archive: URL, target: URL, yes: Bool = false, snapshotDirectory: URL? = nil, dryRun: Bool = false) {
+    public init(archive: URL, target: URL) {
         self.archive = archive
         self.target = target
-        self.yes = yes
-        self.snapshotDirectory = snapshotDirectory
-        self.dryRun = dryRun
     }
 }
 
-/// What `restore` did; its JSON is the `restore --json` report.
+/// What `restore --to` did or would do: the `details` of its envelope (`ChangeReport`).
 public struct RestoreResult: Sendable, Encodable {
     /// One root put in place.
     public struct Root: Sendable, Encodable {
@@ -38,17 +29,12 @@ public struct RestoreResult: Sendable, Encodable {
         public let replaced: Bool
     }
 
-    public let schemaVersion = 1
-    public let command = "restore"
     public let archive: String
     /// False: the bundle went into `to` (`restore SNAPSHOT` without `--to` puts a snapshot back in place).
     public let inPlace = false
-    public let dryRun: Bool
     public let to: String
     /// The roots restored (in a dry run: that would be, `replaced` telling which exist now).
     public let roots: [Root]
-    /// The snapshot of what was replaced, null when nothing was.
-    @NullEncoded public var snapshot: String?
     /// Entries in the bundle after its manifest.
     public let entries: Int
     /// The `status` command, as an argument list, for what was restored (`usm-repair status
@@ -56,17 +42,6 @@ public struct RestoreResult: Sendable, Encodable {
     public var status: [String] = []
     /// Bytes of file content written (0 in a dry run).
     public let bytes: Int64
-    /// What is worth knowing (usm-repair's own folders it could not remove).
-    public var notes: [String] = []
-    /// The code the process exits with (20 with `--detailed-exitcode`: a restore writes).
-    public private(set) var exitCode: Int32 = 0
-    public private(set) var exitStatus = "ok"
-
-    /// Records the code the process exits with.
-    public mutating func exit(_ status: ExitStatus) {
-        exitCode = status.rawValue
-        exitStatus = status.name
-    }
 }
 
 /// Puts a bundle (or a snapshot) into a folder (`restore --to DIR`), as a plan run by
@@ -80,70 +55,111 @@ public struct RestoreResult: Sendable, Encodable {
 ///    `extract` into the operation's staging folder inside DIR (same file system), each file
 ///    checked against the manifest as it is written and every byte flushed, `retire` the roots
 ///    that exist, `install` the extracted ones, `commit`, `purge`.
-public struct BundleRestorer {
+public struct BundleRestoreChange: Change {
     public let options: RestoreOptions
+    /// Runs the plan (and recovers what a kill left pending): snapshot folder, record of operations, hooks.
+    public let executor: PlanExecutor
+    /// Called with each entry's path as it is written (`--verbose`).
+    public var onEntry: ((String) -> Void)?
 
-    public init(options: RestoreOptions) { self.options = options }
+    public init(options: RestoreOptions, executor: PlanExecutor) {
+        self.options = options
+        self.executor = executor
+    }
 
-    /// Restores with `executor`. `confirm` is asked before replacing existing folders when `yes`
-    /// is not set; `onEntry` is called with each entry's path as it is written.
-    public func run(
-        executor: PlanExecutor, confirm: (String) -> Bool = { _ in false }, onEntry: ((String) -> Void)? = nil,
-        progress: (String) -> Void = { _ in }
-    ) throws -> RestoreResult {
-        // 1. Verify: a bundle that does not match its manifest is not restored at all.
+    public var command: String { "restore" }
+
+    /// The verified archive, the plan, and what it replaces.
+    public struct Prepared {
+        public let plan: Plan
+        public let roots: [RestoreResult.Root]
+        public let entries: Int
+        public let status: [String]
+        public let recovered: [PlanExecutor.Recovery]
+        public let dryRun: Bool
+    }
+
+    /// Verifies the whole archive (a bundle that does not match its manifest is not restored at
+    /// all), checks the target and the snapshot folder, recovers what a kill left pending in the
+    /// target (a dry run refuses then) and plans.
+    public func prepare(dryRun: Bool, progress: (String) -> Void = { _ in }) throws -> Prepared {
         let scratch = try TemporaryDirectory(prefix: "usm-repair-restore")
         defer { scratch.remove() }
-        let (first, _) = try Self.verified(options.archive, scratch: scratch.url)
-
-        // 2. The target, and what would be replaced.
+        let (first, _) = try BundleRestorer.verified(options.archive, scratch: scratch.url)
         let target = options.target.standardizedFileURL
         if let status = FileStatus.resolve(target.path), status.kind != .directory {
             throw USMError.wrongKind(path: target.path, expected: "a folder (--to)")
         }
-        let roots = first.manifest.roots
-        if options.dryRun {
-            let planned = roots.map { root in
-                let path = target.appendingPathComponent(root.name).path
-                return RestoreResult.Root(name: root.name, path: path, replaced: FileStatus.lookup(path) != nil)
-            }
-            var result = RestoreResult(
-                archive: options.archive.path, dryRun: true, to: target.path, roots: planned, snapshot: nil,
-                entries: first.entries, bytes: 0)
-            result.status = Self.statusCommand(planned, stores: first.manifest.stores)
-            return result
+        let manifestRoots = first.manifest.roots
+        let roots = manifestRoots.map { root in
+            let path = target.appendingPathComponent(root.name).path
+            return RestoreResult.Root(name: root.name, path: path, replaced: FileStatus.lookup(path) != nil)
         }
-        if FileStatus.resolve(target.path) == nil {
-            try Folders.create(target.path, mode: 0o755, purpose: "cannot create the folder to restore into")
-        }
-        let existing = roots.filter { FileStatus.lookup(target.appendingPathComponent($0.name).path) != nil }
-        if !existing.isEmpty, !options.yes {
-            let names = existing.map { target.appendingPathComponent($0.name).path }.joined(separator: ", ")
-            guard confirm("Replace \(names)? A snapshot of it is taken first.") else {
-                throw USMError.confirmationRequired(
-                    "\(names) exists; restoring over it needs --yes (a snapshot of it is taken first)")
-            }
-        }
-        let replaced = existing.map { target.appendingPathComponent($0.name, isDirectory: true) }
+        let replaced = roots.filter(\.replaced).map { URL(fileURLWithPath: $0.path, isDirectory: true) }
         if !replaced.isEmpty {
             try Snapshot.refuseInside(
                 executor.snapshotDirectory, protected: replaced, why: "which this command changes")
         }
         let root = Plan.Root.folder(target)
-        _ = try executor.recoverBeforePlanning(in: [root], dryRun: false)
-        let plan = try Self.plan(archive: options.archive, roots: roots.map(\.name), target: target, root: root)
-        let result = try executor.run(plan, progress: progress, entries: onEntry)
-        var restored = RestoreResult(
-            archive: options.archive.path, dryRun: false, to: target.path,
-            roots: roots.map {
-                .init(name: $0.name, path: target.appendingPathComponent($0.name).path, replaced: existing.contains($0))
-            },
-            snapshot: result.snapshot, entries: result.extracted.entries, bytes: result.extracted.bytes)
-        restored.notes = result.leftovers.map(MaintenanceRun.leftoverNote)
-        restored.status = Self.statusCommand(restored.roots, stores: first.manifest.stores)
-        return restored
+        var recovered: [PlanExecutor.Recovery] = []
+        if FileStatus.resolve(target.path) != nil {
+            recovered = try executor.recoverBeforePlanning(in: [root], dryRun: dryRun)
+        }
+        let plan = try BundleRestorer.plan(
+            archive: options.archive, roots: manifestRoots.map(\.name), target: target, root: root)
+        return Prepared(
+            plan: plan, roots: roots, entries: first.entries,
+            status: BundleRestorer.statusCommand(roots, stores: first.manifest.stores), recovered: recovered,
+            dryRun: dryRun)
     }
 
+    /// Replacing a folder that exists is asked first; restoring into empty places is not.
+    public func consent(_ prepared: Prepared) -> ChangeConsent? {
+        let existing = prepared.roots.filter(\.replaced).map(\.path)
+        guard !existing.isEmpty else { return nil }
+        let names = existing.joined(separator: ", ")
+        return ChangeConsent(
+            unattended: "\(names) exists; restoring over it needs --yes (a snapshot of it is taken first)",
+            question: "Replace \(names)? A snapshot of it is taken first.")
+    }
+
+    func report(_ prepared: Prepared, result: PlanExecutor.Result?) -> ChangeReport<RestoreResult> {
+        let status = prepared.status.map(ShellWords.quote).joined(separator: " ")
+        return ChangeReport(
+            command: command, operation: "restore --to", dryRun: prepared.dryRun, noOp: prepared.roots.isEmpty,
+            changed: result != nil && !prepared.roots.isEmpty,
+            steps: ChangeStep.list(prepared.plan, result: result), snapshot: result?.snapshot,
+            notes: (result?.leftovers ?? []).map(ChangeNotes.leftover) + (result?.notes ?? []),
+            recovered: prepared.recovered + (result?.recovered ?? []), seconds: result?.seconds ?? 0,
+            nextStep: status.isEmpty
+                ? "the bundle's folders are under \(options.target.path)"
+                : "\(result == nil ? "after it, " : "")see what was restored: \(status)",
+            details: RestoreResult(
+                archive: options.archive.path, to: options.target.standardizedFileURL.path, roots: prepared.roots,
+                entries: result?.extracted.entries ?? prepared.entries, status: prepared.status,
+                bytes: result?.extracted.bytes ?? 0))
+    }
+
+    public func preview(_ prepared: Prepared, progress: (String) -> Void = { _ in }) -> ChangeReport<RestoreResult> {
+        report(prepared, result: nil)
+    }
+
+    /// Creates the target when missing and runs the plan.
+    public func run(_ prepared: Prepared, progress: (String) -> Void = { _ in }) throws -> ChangeReport<
+        RestoreResult
+    > {
+        let target = options.target.standardizedFileURL
+        if FileStatus.resolve(target.path) == nil {
+            try Folders.create(target.path, mode: 0o755, purpose: "cannot create the folder to restore into")
+        }
+        let result = try executor.run(prepared.plan, progress: progress, entries: onEntry)
+        return report(prepared, result: result)
+    }
+}
+
+/// Puts a bundle (or a snapshot) into a folder: the plan, the verification and the extraction
+/// that `BundleRestoreChange` and `SnapshotRestoreChange` share.
+public enum BundleRestorer {
     /// The plan of putting the roots `names` of `archive` into `target`.
     static func plan(archive: URL, roots names: [String], target: URL, root: Plan.Root) throws -> Plan {
         let id = UUID().uuidString.lowercased()

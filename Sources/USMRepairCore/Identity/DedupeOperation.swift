@@ -21,35 +21,15 @@ public struct DedupeRequest: Sendable {
     }
 }
 
-/// What `dedupe` did (or, in a dry run, would do).
+/// What `dedupe` did (or, in a dry run, would do): the `details` of its envelope (`ChangeReport`).
 public struct DedupeReport: Sendable, Encodable {
-    public var schemaVersion = 1
-    public var command = "dedupe"
     public var store: String
-    public var dryRun: Bool
-    /// Nothing to remove: nothing changed.
-    public var noOp: Bool
-    /// Files changed.
-    public var changed: Bool
     /// `oldest` or `newest`.
     public var keep: String
     /// Objects per entity before.
     public var before: [String: Int]
     /// Objects removed as duplicates, per entity (only entities with some).
     public var removed: [String: Int]
-    /// The snapshot of the store before the change (null in a dry run or when nothing changed).
-    @NullEncoded public var snapshot: String?
-    public var notes: [String] = []
-    /// The code the process exits with (20 `applied` with `--detailed-exitcode` when files changed).
-    public var exitCode = 0
-    public var exitStatus = "ok"
-
-    /// With `--detailed-exitcode`: a change is `applied` (20).
-    public mutating func detailed(_ on: Bool) {
-        let status: ExitStatus = on && changed ? .applied : .ok
-        exitCode = Int(status.rawValue)
-        exitStatus = status.name
-    }
 }
 
 /// `dedupe`: the duplicates of one store removed (`Deduplicator`) as a journaled plan, like
@@ -58,7 +38,7 @@ public struct DedupeReport: Sendable, Encodable {
 /// duplicates are removed there and the result checked; 3. `retire` the old members; 4. `install`;
 /// 5. `commit`, `purge`. Counted at planning on a private copy: the dry run says what goes, a store
 /// without duplicates is nothing to do.
-public struct DedupeOperation {
+public struct DedupeChange: Change {
     public let request: DedupeRequest
     public let engine: MigrationEngine
     public let executor: PlanExecutor
@@ -73,24 +53,29 @@ public struct DedupeOperation {
         StoreReplacement(destination: request.store, operation: "dedupe", noun: "de-duplicated store")
     }
 
-    public func run(progress: (String) -> Void = { _ in }) throws -> DedupeReport {
+    public var command: String { "dedupe" }
+
+    /// What goes, counted on a private copy, and the plan.
+    public struct Prepared {
+        public let plan: Plan
+        public let before: [String: Int]
+        public let removed: [String: Int]
+        public let recovered: [PlanExecutor.Recovery]
+        public let dryRun: Bool
+    }
+
+    /// Checks the store, recovers first what a kill left pending in its folder (a dry run
+    /// refuses then), counts the duplicates on a private copy and plans.
+    public func prepare(dryRun: Bool, progress: (String) -> Void = { _ in }) throws -> Prepared {
         let store = request.store
         guard FileStatus.lookup(store.main.path) != nil else {
             throw USMError.notFound(path: store.main.path, what: "store")
         }
         try Snapshot.refuseInside(
             executor.snapshotDirectory, protected: [store.directory], why: "the folder this command changes")
-        _ = try executor.recoverBeforePlanning(in: [replacement.root], dryRun: request.dryRun)
+        let recovered = try executor.recoverBeforePlanning(in: [replacement.root], dryRun: dryRun)
         progress("reading \(store.main.path), finding duplicates")
         let (before, removed) = try Self.preview(store, keys: request.keys, newest: request.newest)
-        var report = DedupeReport(
-            store: store.main.path, dryRun: request.dryRun, noOp: removed.isEmpty, changed: false,
-            keep: request.newest ? "newest" : "oldest", before: before, removed: removed, snapshot: nil)
-        if removed.isEmpty {
-            report.notes.append("no duplicates: nothing to do")
-            return report
-        }
-        if request.dryRun { return report }
         let plan = try replacement.plan(
             replacing: true,
             why:
@@ -103,6 +88,48 @@ public struct DedupeOperation {
             build.operation = "dedupe"
             return build
         }
+        return Prepared(plan: plan, before: before, removed: removed, recovered: recovered, dryRun: dryRun)
+    }
+
+    public func consent(_ prepared: Prepared) -> ChangeConsent? {
+        prepared.removed.isEmpty
+            ? nil
+            : ChangeConsent(
+                unattended: "dedupe changes files: run it with --yes (see what goes with --dry-run)",
+                question: "Remove these duplicates? A snapshot is taken first.")
+    }
+
+    func report(_ prepared: Prepared, removed: [String: Int], result: PlanExecutor.Result?) -> ChangeReport<
+        DedupeReport
+    > {
+        let noOp = prepared.removed.isEmpty
+        let store = request.store.main.path
+        return ChangeReport(
+            command: command, operation: request.newest ? "dedupe --keep newest" : "dedupe",
+            dryRun: prepared.dryRun, noOp: noOp,
+            changed: result != nil, steps: noOp ? [] : ChangeStep.list(prepared.plan, result: result),
+            snapshot: result?.snapshot,
+            notes: (noOp ? ["no duplicates: nothing to do"] : []) + (result?.leftovers ?? []).map(ChangeNotes.leftover),
+            recovered: prepared.recovered + (result?.recovered ?? []), seconds: result?.seconds ?? 0,
+            nextStep: noOp
+                ? "nothing to do"
+                : result == nil
+                    ? "run it without --dry-run to remove them (a snapshot is taken first)"
+                    : "the app opens \(store) as before, without the duplicates",
+            details: DedupeReport(
+                store: store, keep: request.newest ? "newest" : "oldest", before: prepared.before, removed: removed))
+    }
+
+    public func preview(_ prepared: Prepared, progress: (String) -> Void = { _ in }) -> ChangeReport<DedupeReport> {
+        report(prepared, removed: prepared.removed, result: nil)
+    }
+
+    /// Runs the plan: the engine copies the store whole into staging, the duplicates are removed
+    /// there and the result checked, then installed.
+    public func run(_ prepared: Prepared, progress: (String) -> Void = { _ in }) throws -> ChangeReport<DedupeReport> {
+        guard !prepared.removed.isEmpty else { return preview(prepared) }
+        let store = request.store
+        let plan = prepared.plan
         let request = self.request
         let engine = self.engine
         let box = Mutex<[String: Int]?>(nil)
@@ -144,11 +171,7 @@ public struct DedupeOperation {
             return migration
         })
         let result = try executor.run(plan, progress: progress)
-        report.removed = box.withLock { $0 } ?? removed
-        report.changed = true
-        report.snapshot = result.snapshot
-        report.notes += result.leftovers.map(MaintenanceRun.leftoverNote)
-        return report
+        return report(prepared, removed: box.withLock { $0 } ?? prepared.removed, result: result)
     }
 
     /// What `dedupe` would remove from `store`, per entity, counted on a private copy (nothing of

@@ -53,7 +53,7 @@ public struct MigrationRequest: Sendable {
 /// The migration engine: captures the source, runs the chosen strategy into a staged store,
 /// gives the result its identity, copies its external data and verifies it. It installs nothing:
 /// every change to the user's folders is a plan run by `PlanExecutor` (snapshot, retire, install,
-/// journal, recovery), `migrate-store` (`StoreMigration`) as much as the maintenance operations.
+/// journal, recovery), `migrate-store` (`MigrateStoreChange`) as much as the maintenance operations.
 public struct MigrationEngine: Sendable {
     /// The strategies to choose from.
     public let registry: StrategyRegistry

@@ -55,11 +55,6 @@ public struct MigrationReport: Sendable, Encodable {
         public var sidecars: [String] = []
     }
 
-    /// The JSON schema version.
-    /// 2: `steps[].reason` (was `why`), as every changing command's steps.
-    public let schemaVersion = 2
-    /// The command that wrote the report.
-    public let command = "migrate-store"
     /// The strategy id.
     public let strategy: String
     /// `create`, `merge` or `overwrite`.
@@ -119,23 +114,18 @@ public struct MigrationReport: Sendable, Encodable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case schemaVersion, command, strategy, mode, dryRun, source, destination, snapshot, recipe, recipeSHA256,
-            plugin, steps
-        case entities, deduplicated, matched, leftOut, notes, identity, countersRaised, verification, durations,
-            exitCode,
-            exitStatus
+        case strategy, mode, source, destination, recipe, recipeSHA256, plugin, steps
+        case entities, deduplicated, matched, leftOut, identity, countersRaised, verification, durations
     }
 
+    /// The `details` of `migrate-store`'s envelope (`ChangeReport`): what the envelope carries
+    /// (the command, dry run, snapshot, notes, exit code) is not repeated here.
     public func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(schemaVersion, forKey: .schemaVersion)
-        try c.encode(command, forKey: .command)
         try c.encode(strategy, forKey: .strategy)
         try c.encode(mode, forKey: .mode)
-        try c.encode(dryRun, forKey: .dryRun)
         try c.encode(source, forKey: .source)
         try c.encode(destination, forKey: .destination)
-        try c.encode(_snapshot, forKey: .snapshot)
         try c.encode(_recipe, forKey: .recipe)
         try c.encode(_recipeSHA256, forKey: .recipeSHA256)
         try c.encode(_plugin, forKey: .plugin)
@@ -144,12 +134,9 @@ public struct MigrationReport: Sendable, Encodable {
         try c.encode(deduplicated, forKey: .deduplicated)
         try c.encode(matched, forKey: .matched)
         try c.encode(leftOut, forKey: .leftOut)
-        try c.encode(notes, forKey: .notes)
         try c.encode(identity, forKey: .identity)
         try c.encode(countersRaised, forKey: .countersRaised)
         try c.encode(verification, forKey: .verification)
         try c.encode(durations, forKey: .durations)
-        try c.encode(exitStatus.rawValue, forKey: .exitCode)
-        try c.encode(exitStatus.name, forKey: .exitStatus)
     }
 }

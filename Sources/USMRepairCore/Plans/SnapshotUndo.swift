@@ -221,72 +221,82 @@ public enum SnapshotUndo {
     }
 }
 
-extension SnapshotUndo {
-    /// What `restore SNAPSHOT` (in place) did or would do; its JSON is that command's `--json` report.
-    public struct Report: Sendable, Encodable {
-        public let schemaVersion = 1
-        public let command = "restore"
+/// `restore SNAPSHOT` (in place) as a `Change`: the undo of an operation (see `SnapshotUndo`).
+public struct SnapshotRestoreChange: Change {
+    /// The snapshot put back.
+    public let archive: URL
+    /// Runs the plan (and recovers what a kill left pending): snapshot folder, record of operations, hooks.
+    public let executor: PlanExecutor
+
+    public init(archive: URL, executor: PlanExecutor) {
+        self.archive = archive
+        self.executor = executor
+    }
+
+    public var command: String { "restore" }
+
+    /// What `restore SNAPSHOT` puts back and removes: the `details` of its envelope.
+    public struct Details: Sendable, Encodable {
         /// The snapshot put back.
         public let archive: String
         /// Always true here: the snapshot goes back where it was taken (`restore --to` reports `inPlace: false`).
         public let inPlace = true
         /// The operation whose snapshot this is (`delete container`, `restore`...).
         public let undoes: String
-        public let dryRun: Bool
-        /// True when there was nothing to put back or remove.
-        public let noOp: Bool
         public let planID: String
         public let roots: [Plan.Root]
-        public let steps: [MaintenanceRun.Report.Step]
-        public let notes: [String]
         /// Items put back (files, links, whole folders) and paths removed because the operation made them.
         public let restored: [String]
         public let removed: [String]
-        /// The snapshot of what was there before the undo (null in a dry run): restoring it redoes the operation.
-        @NullEncoded public var snapshot: String?
-        /// Interrupted operations in these folders finished or undone first.
-        public let recovered: [PlanExecutor.Recovery]
-        public let seconds: Double
-        /// What to do next, in words: the folders put back go to the device as they came (see `NextStep`).
-        public let nextStep: String
-        /// The code the process exits with (20, `applied`, with `--detailed-exitcode` when files
-        /// were changed or, in a dry run, would be) and its name.
-        public var exitCode: Int32 = 0
-        public var exitStatus = "ok"
+    }
 
-        /// Sets the exit code and its name together.
-        public mutating func exit(_ status: ExitStatus) {
-            exitCode = status.rawValue
-            exitStatus = status.name
-        }
+    public struct Prepared {
+        public let plan: Plan
+        public let paths: SnapshotUndo.Paths
+        public let recovered: [PlanExecutor.Recovery]
+        public let dryRun: Bool
     }
 
     /// Plans the undo, recovering first what a kill left pending in its folders (a dry run
     /// refuses then, with `interruptedOperation`).
-    public static func prepare(snapshot archive: URL, dryRun: Bool, executor: PlanExecutor) throws
-        -> (plan: Plan, paths: Paths, recovered: [PlanExecutor.Recovery])
-    {
-        var (plan, paths) = try Self.plan(snapshot: archive)
+    public func prepare(dryRun: Bool, progress: (String) -> Void = { _ in }) throws -> Prepared {
+        var (plan, paths) = try SnapshotUndo.plan(snapshot: archive)
         let recovered = try executor.recoverBeforePlanning(in: plan.roots, dryRun: dryRun)
         // What recovery put back changes what is there now: plan again on it.
-        if !recovered.isEmpty { (plan, paths) = try Self.plan(snapshot: archive) }
-        return (plan, paths, recovered)
+        if !recovered.isEmpty { (plan, paths) = try SnapshotUndo.plan(snapshot: archive) }
+        return Prepared(plan: plan, paths: paths, recovered: recovered, dryRun: dryRun)
+    }
+
+    public func consent(_ prepared: Prepared) -> ChangeConsent? {
+        guard !prepared.plan.isNoOp else { return nil }
+        return ChangeConsent(
+            unattended: "restore puts the snapshot back in place: run it with --yes (see the plan with --dry-run)",
+            question: "Put the snapshot back? What is there now is snapshotted first.")
     }
 
     /// The report of a plan, run (`result`) or not.
-    public static func report(
-        _ plan: Plan, paths: Paths, archive: URL, result: PlanExecutor.Result?, recovered: [PlanExecutor.Recovery],
-        dryRun: Bool
-    ) -> Report {
-        let steps = MaintenanceRun.Report.Step.list(plan, result: result)
-        return Report(
-            archive: archive.path, undoes: paths.undoes, dryRun: dryRun, noOp: plan.isNoOp, planID: plan.id,
-            roots: plan.roots,
-            steps: steps,
-            notes: plan.notes + (result?.leftovers ?? []).map(MaintenanceRun.leftoverNote) + (result?.notes ?? []),
-            restored: paths.restored, removed: paths.removed, snapshot: result?.snapshot,
-            recovered: recovered + (result?.recovered ?? []), seconds: result?.seconds ?? 0,
-            nextStep: NextStep.describe(plan, options: NextStep.options(of: plan), preferencesPath: nil, dryRun: dryRun)
-        )
+    func report(_ prepared: Prepared, result: PlanExecutor.Result?) -> ChangeReport<Details> {
+        let plan = prepared.plan
+        let paths = prepared.paths
+        return ChangeReport(
+            command: command, operation: "restore", dryRun: prepared.dryRun, noOp: plan.isNoOp,
+            changed: result != nil && !plan.isNoOp,
+            steps: ChangeStep.list(plan, result: result), snapshot: result?.snapshot,
+            notes: plan.notes + (result?.leftovers ?? []).map(ChangeNotes.leftover) + (result?.notes ?? []),
+            recovered: prepared.recovered + (result?.recovered ?? []), seconds: result?.seconds ?? 0,
+            nextStep: NextStep.describe(
+                plan, options: NextStep.options(of: plan), preferencesPath: nil, dryRun: prepared.dryRun),
+            details: Details(
+                archive: archive.path, undoes: paths.undoes, planID: plan.id, roots: plan.roots,
+                restored: paths.restored, removed: paths.removed))
+    }
+
+    public func preview(_ prepared: Prepared, progress: (String) -> Void = { _ in }) -> ChangeReport<Details> {
+        report(prepared, result: nil)
+    }
+
+    public func run(_ prepared: Prepared, progress: (String) -> Void = { _ in }) throws -> ChangeReport<Details> {
+        guard !prepared.plan.isNoOp else { return report(prepared, result: nil) }
+        return report(prepared, result: try executor.run(prepared.plan, progress: progress))
     }
 }

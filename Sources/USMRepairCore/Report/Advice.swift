@@ -307,7 +307,7 @@ public enum Advice {
                     var suggestion = Suggestion(
                         "\(what). Removing them, every relationship of a copy joined to the object kept: \(typed)")
                     suggestion.goal = "\(what). Removing them"
-                    suggestion.dryRun = { try !DedupeOperation.preview(files).isEmpty }
+                    suggestion.dryRun = { try !DedupeChange.preview(files).isEmpty }
                     advice.append(suggestion)
                 } else if store.active == true {
                     // A cloud store's copy is rebuilt from its logs: the route goes through the local store.

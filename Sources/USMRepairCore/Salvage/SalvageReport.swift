@@ -77,8 +77,6 @@ public struct SalvageReport: Sendable, Encodable {
         @NullEncoded public var storeUUID: String?
     }
 
-    public let schemaVersion = 1
-    public let command = "salvage"
     public let dryRun: Bool
     public var source: Source
     public var destination: Destination
@@ -125,26 +123,22 @@ public struct SalvageReport: Sendable, Encodable {
     }
 
     /// 0 when every row was salvaged and nothing was cut, 1 when the result lacks something.
-    public var exitStatus: ExitStatus { lostAnything ? .problemsFound : applied ? .applied : .ok }
-    /// With `--detailed-exitcode`: a store was written (or, in a dry run, would be); exit 20 when
-    /// nothing was lost.
-    public var applied = false
+    public var exitStatus: ExitStatus { lostAnything ? .problemsFound : .ok }
 
     /// The most damaged pages listed one by one.
     static let pageListLimit = 200
 
     enum CodingKeys: String, CodingKey {
-        case schemaVersion, command, dryRun, source, destination, schema, relationships, metadata, tables, entities
+        case source, destination, schema, relationships, metadata, tables, entities
         case referencesCut, countersRaised, entitiesRestored, damagedPages, damagedPageCount, unplacedPages,
             unplacedRows
-        case unreadable, notes, verification, snapshot, durations, exitCode, exitStatus
+        case unreadable, verification, durations
     }
 
+    /// The `details` of `salvage`'s envelope (`ChangeReport`): what the envelope carries (the
+    /// command, dry run, snapshot, notes, exit code) is not repeated here.
     public func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(schemaVersion, forKey: .schemaVersion)
-        try c.encode(command, forKey: .command)
-        try c.encode(dryRun, forKey: .dryRun)
         try c.encode(source, forKey: .source)
         try c.encode(destination, forKey: .destination)
         try c.encode(schema, forKey: .schema)
@@ -160,11 +154,7 @@ public struct SalvageReport: Sendable, Encodable {
         try c.encode(unplacedPages, forKey: .unplacedPages)
         try c.encode(unplacedRows, forKey: .unplacedRows)
         try c.encode(unreadable, forKey: .unreadable)
-        try c.encode(notes, forKey: .notes)
         try c.encode(verification, forKey: .verification)
-        try c.encode(_snapshot, forKey: .snapshot)
         try c.encode(durations, forKey: .durations)
-        try c.encode(exitStatus.rawValue, forKey: .exitCode)
-        try c.encode(exitStatus.name, forKey: .exitStatus)
     }
 }

@@ -28,7 +28,7 @@ public struct SalvageSeed {
             let files = StoreFileSet(main: folder.appendingPathComponent(source.fileName))
             let request = SalvageRequest(
                 source: source, destination: files, schemaFrom: schemaFrom, model: model, dryRun: true)
-            let report = try SalvageOperation.salvage(request, sibling: sibling, into: files.main, progress: { _ in })
+            let report = try SalvageChange.salvage(request, sibling: sibling, into: files.main, progress: { _ in })
             let inspected = StoreInspector(depth: .status).inspect(
                 files, role: .store, confinement: Confinement(root: folder))
             if let failure = inspected.readFailure { throw failure }
@@ -74,7 +74,7 @@ public struct SalvageSeed {
         let request = SalvageRequest(
             source: StoreFileSet(main: URL(fileURLWithPath: build.source)), destination: StoreFileSet(main: staged),
             schemaFrom: schemaFrom, model: model, keepUbiquityMetadata: build.keepUbiquityMetadata)
-        return try SalvageOperation.build(
+        return try SalvageChange.build(
             request, sibling: try schemaFrom.map { try Self.sibling($0) }, engine: engine, staged: staged,
             strategy: build.strategy.id ?? StrategyRegistry.defaultID, options: options,
             mergeInto: build.mergeInto.map { StoreFileSet(main: URL(fileURLWithPath: $0)) },

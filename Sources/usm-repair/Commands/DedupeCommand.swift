@@ -44,6 +44,8 @@ struct DedupeCommand: USMCommand {
 
     @OptionGroup(title: "Plan") var plan: ChangeFlags
 
+    @OptionGroup(title: "Plan") var snapshots: SnapshotFlags
+
     @OptionGroup(title: "Output") var output: OutputFlags
 
     func validate() throws {
@@ -52,39 +54,15 @@ struct DedupeCommand: USMCommand {
     }
 
     func run(_ context: CommandContext) throws {
-        try context.perform(
-            { terminal -> DedupeReport in
-                let store = try target(context)
-                let operation = DedupeOperation(
-                    request: DedupeRequest(store: store, keys: keys, newest: keep == "newest", dryRun: true),
-                    engine: MigrationEngine(registry: context.strategies),
-                    executor: context.executor(snapshotDirectory: plan.snapshotDirectory(context.paths)))
-                var preview = try operation.run(progress: { terminal.progressLine($0) })
-                preview.detailed(plan.detailedExitCode)
-                if plan.dryRun || preview.noOp { return preview }
-                try context.consent(
-                    yes: plan.yes, terminal: terminal,
-                    unattended: "dedupe changes files: run it with --yes (see what goes with --dry-run)",
-                    question: "Remove these duplicates? A snapshot is taken first."
-                ) { Self.print(preview, terminal) }
-                var request = operation.request
-                request.dryRun = false
-                var report = try DedupeOperation(
-                    request: request, engine: operation.engine, executor: operation.executor
-                ).run(progress: { terminal.progressLine($0) })
-                report.detailed(plan.detailedExitCode)
-                return report
-            },
-            text: { report, terminal in
-                guard !output.quiet || report.dryRun else {
-                    if let snapshot = report.snapshot {
-                        terminal.err("to undo: usm-repair restore \(ShellWords.quote(snapshot)) --yes")
-                    }
-                    return
-                }
-                Self.print(report, terminal)
-            },
-            status: { report in plan.status(changed: report.changed) })
+        try context.runChange(
+            DedupeChange(
+                request: DedupeRequest(store: try target(context), keys: keys, newest: keep == "newest"),
+                engine: MigrationEngine(registry: context.strategies),
+                executor: context.executor(snapshotDirectory: snapshots.directory(context.paths))), flags: plan
+        ) { report, terminal, preview in
+            guard !output.quiet || report.dryRun || preview else { return }
+            Self.print(report, terminal, preview: preview)
+        }
     }
 
     /// The store: `--store FILE`, or the layout's local store. A cloud copy is refused.
@@ -108,20 +86,23 @@ struct DedupeCommand: USMCommand {
         return local.files
     }
 
-    static func print(_ report: DedupeReport, _ terminal: Terminal) {
+    static func print(_ envelope: ChangeReport<DedupeReport>, _ terminal: Terminal, preview: Bool = false) {
+        let report = envelope.details
+        if preview { terminal.out(terminal.paint("Plan: \(envelope.operation)", .bold)) }
         if report.removed.isEmpty {
             terminal.out("\(report.store): no duplicates; nothing to do.")
             return
         }
-        let verb = report.dryRun ? "would remove" : "removed"
+        let verb = envelope.dryRun || preview ? "would remove" : "removed"
         terminal.out(
             "\(report.store): \(verb) \(report.removed.values.reduce(0, +)) duplicated objects (keeping the \(report.keep) of each group):"
         )
         for (name, n) in report.removed.sorted(by: { $0.key < $1.key }) {
             terminal.out("  \(name): \(report.before[name] ?? 0) -> \((report.before[name] ?? 0) - n)")
         }
-        for note in report.notes { terminal.out("Note: \(note)") }
-        if let snapshot = report.snapshot {
+        if preview { PlanPrinter.printSteps(envelope.steps, reasons: true, to: terminal) }
+        for note in envelope.notes { terminal.out("Note: \(note)") }
+        if let snapshot = envelope.snapshot {
             terminal.out("To undo: usm-repair restore \(ShellWords.quote(snapshot)) --yes")
         }
     }

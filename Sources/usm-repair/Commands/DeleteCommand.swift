@@ -47,12 +47,14 @@ struct DeleteContainerCommand: USMCommand {
             """)
     @OptionGroup(title: "Layout") var layout: LayoutFlags
     @OptionGroup(title: "Plan") var plan: ChangeFlags
+    @OptionGroup(title: "Plan") var snapshots: SnapshotFlags
     @OptionGroup(title: "Output") var output: OutputFlags
     @Flag(name: .customLong("local-only"), help: "Keep the container; remove only this device's copies and the cache.")
     var localOnly = false
 
     func run(_ context: CommandContext) throws {
-        try context.runOperation(.deleteContainer(localOnly: localOnly), layout: layout, plan: plan)
+        try context.runOperation(
+            .deleteContainer(localOnly: localOnly), layout: layout, plan: plan, snapshots: snapshots)
     }
 }
 
@@ -76,6 +78,7 @@ struct DeleteCloudStoreCommand: USMCommand {
     @OptionGroup(title: "Layout") var layout: LayoutFlags
     @OptionGroup(title: "Copy") var copy: CopyFlags
     @OptionGroup(title: "Plan") var plan: ChangeFlags
+    @OptionGroup(title: "Plan") var snapshots: SnapshotFlags
     @OptionGroup(title: "Output") var output: OutputFlags
     @Option(
         name: .customLong("uuid"),
@@ -91,7 +94,7 @@ struct DeleteCloudStoreCommand: USMCommand {
     func run(_ context: CommandContext) throws {
         try context.runOperation(
             .deleteCloudStore(uuid: uuid, localOnly: localOnly, copy: copy.choice, withOlderMarkers: withOlderMarkers),
-            layout: layout, plan: plan)
+            layout: layout, plan: plan, snapshots: snapshots)
     }
 }
 
@@ -110,9 +113,10 @@ struct DeleteLocalStoreCommand: USMCommand {
             """)
     @OptionGroup(title: "Layout") var layout: LayoutFlags
     @OptionGroup(title: "Plan") var plan: ChangeFlags
+    @OptionGroup(title: "Plan") var snapshots: SnapshotFlags
     @OptionGroup(title: "Output") var output: OutputFlags
 
     func run(_ context: CommandContext) throws {
-        try context.runOperation(.deleteLocalStore, layout: layout, plan: plan)
+        try context.runOperation(.deleteLocalStore, layout: layout, plan: plan, snapshots: snapshots)
     }
 }

@@ -40,6 +40,7 @@ struct MigrateCloudToLocalCommand: USMCommand {
     @OptionGroup(title: "Strategy") var strategy: StrategyFlags
     @OptionGroup(title: "Copy") var copy: CopyFlags
     @OptionGroup(title: "Plan") var plan: ChangeFlags
+    @OptionGroup(title: "Plan") var snapshots: SnapshotFlags
     @OptionGroup(title: "Data") var data: DataFlags
     @OptionGroup(title: "Salvage") var salvage: SalvageFlags
     @OptionGroup(title: "Output") var output: OutputFlags
@@ -67,7 +68,7 @@ struct MigrateCloudToLocalCommand: USMCommand {
             .migrateCloudToLocal(
                 uuid: uuid, strategy: strategy.choice, merge: merge, copy: copy.choice,
                 salvage: salvage.choice(context.paths)),
-            layout: layout, plan: plan,
+            layout: layout, plan: plan, snapshots: snapshots,
             data: data.consent)
     }
 }
@@ -90,6 +91,7 @@ struct MigrateLocalToCloudCommand: USMCommand {
             """)
     @OptionGroup(title: "Layout") var layout: LayoutFlags
     @OptionGroup(title: "Plan") var plan: ChangeFlags
+    @OptionGroup(title: "Plan") var snapshots: SnapshotFlags
     @OptionGroup(title: "Salvage") var salvage: SalvageFlags
     @OptionGroup(title: "Output") var output: OutputFlags
     @Flag(name: .customLong("keep-old"), help: "Keep the old cloud store's logs and this device's copies.")
@@ -110,7 +112,7 @@ struct MigrateLocalToCloudCommand: USMCommand {
             .rebuildFromLocal(
                 keepOld: keepOld, withOlderMarkers: withOlderMarkers, asMigrate: true,
                 salvage: salvage.choice(context.paths)), layout: layout,
-            plan: plan,
+            plan: plan, snapshots: snapshots,
             data: DataConsent(discardCloud: discardCloud))
     }
 }

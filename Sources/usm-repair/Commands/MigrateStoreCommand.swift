@@ -71,6 +71,8 @@ struct MigrateStoreCommand: USMCommand {
 
     @OptionGroup(title: "Plan") var plan: ChangeFlags
 
+    @OptionGroup(title: "Plan") var snapshots: SnapshotFlags
+
     @OptionGroup(title: "Output") var output: OutputFlags
 
     func validate() throws {
@@ -89,27 +91,18 @@ struct MigrateStoreCommand: USMCommand {
         options.newIdentity = newIdentity
         options.allowDuplicates = allowDuplicates
         options.model = try strategy.loadedModel()
-        let destinationFiles = StoreFileSet(main: context.paths.url(destination))
         let request = MigrationRequest(
             source: StoreFileSet(main: context.paths.url(source)),
-            destination: destinationFiles,
+            destination: StoreFileSet(main: context.paths.url(destination)),
             strategy: choice.id
                 ?? (choice.recipe != nil || choice.plugin != nil ? "manual" : StrategyRegistry.defaultID),
             mode: into ? .merge : overwrite ? .overwrite : .create, options: options, dryRun: plan.dryRun)
-        let migration = StoreMigration(
+        let migration = MigrateStoreChange(
             request: request, engine: MigrationEngine(registry: context.strategies),
-            executor: context.executor(snapshotDirectory: plan.snapshotDirectory(context.paths)))
-        try context.perform(
-            { terminal in
-                try context.consentToReplace(
-                    destinationFiles, overwrite: overwrite, dryRun: plan.dryRun, yes: plan.yes, terminal: terminal)
-                var report = try migration.run(progress: { terminal.progressLine($0) })
-                // A migration always writes a store (a dry run would).
-                report.exitStatus = plan.status(changed: true)
-                return report
-            },
-            text: { report, terminal in
-                MigrationPrinter(terminal: terminal, verbose: output.verbose, quiet: output.quiet).print(report)
-            }, status: { $0.exitStatus })
+            executor: context.executor(snapshotDirectory: snapshots.directory(context.paths)))
+        try context.runChange(migration, flags: plan) { report, terminal, preview in
+            guard !output.quiet || preview else { return }
+            MigrationPrinter(terminal: terminal, verbose: output.verbose).print(report, preview: preview)
+        }
     }
 }

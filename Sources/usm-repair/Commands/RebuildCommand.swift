@@ -39,6 +39,7 @@ struct RebuildCommand: USMCommand {
     @OptionGroup(title: "Strategy") var strategy: StrategyFlags
     @OptionGroup(title: "Copy") var copy: CopyFlags
     @OptionGroup(title: "Plan") var plan: ChangeFlags
+    @OptionGroup(title: "Plan") var snapshots: SnapshotFlags
     @OptionGroup(title: "Data") var data: DataFlags
     @OptionGroup(title: "Salvage") var salvage: SalvageFlags
     @OptionGroup(title: "Output") var output: OutputFlags
@@ -105,6 +106,6 @@ struct RebuildCommand: USMCommand {
             }
         var context = context
         context.model = try strategy.loadedModel()
-        try context.runOperation(maintenance, layout: layout, plan: plan, data: data.consent)
+        try context.runOperation(maintenance, layout: layout, plan: plan, snapshots: snapshots, data: data.consent)
     }
 }

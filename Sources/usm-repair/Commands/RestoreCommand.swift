@@ -60,90 +60,56 @@ struct RestoreCommand: USMCommand {
 
     @OptionGroup(title: "Plan") var plan: ChangeFlags
 
+    @OptionGroup(title: "Plan") var snapshots: SnapshotFlags
+
     @OptionGroup(title: "Output") var output: OutputFlags
 
-    private func snapshotDirectory(_ context: CommandContext) -> URL? { plan.snapshotDirectory(context.paths) }
-
     func run(_ context: CommandContext) throws {
-        guard let to else { return try undo(context) }
-        let snapshotDirectory = snapshotDirectory(context)
-        let options = RestoreOptions(
-            archive: context.paths.url(archive, tilde: false),
-            target: context.paths.url(to, directory: true, tilde: false), yes: plan.yes,
-            snapshotDirectory: snapshotDirectory, dryRun: plan.dryRun)
-        let verbose = output.verbose && !output.json
-        try context.perform(
-            { terminal in
-                // --verbose: every entry as it is written into the private folder.
-                var result = try BundleRestorer(options: options).run(
-                    executor: context.executor(snapshotDirectory: snapshotDirectory), confirm: context.confirm,
-                    onEntry: verbose ? { terminal.out("extracted: \($0)") } : nil,
-                    progress: { terminal.progressLine($0) })
-                result.exit(plan.status(changed: !result.roots.isEmpty))
-                return result
-            },
-            text: { result, terminal in
-                guard !output.quiet || result.dryRun else { return }
-                for root in result.roots {
-                    if result.dryRun {
-                        terminal.out("Would \(root.replaced ? "replace" : "restore") \(root.path)")
-                    } else {
-                        terminal.out("\(root.replaced ? "Replaced" : "Restored") \(root.path)")
-                    }
-                }
-                if let snapshot = result.snapshot {
-                    terminal.out("What was replaced is in \(snapshot) (usm-repair restore it to undo)")
-                }
-                for note in result.notes { terminal.out("Note: \(note)") }
-                if result.dryRun {
-                    terminal.out(
-                        "\(result.entries) entries verified against the manifest. Dry run: nothing was changed.")
+        let executor = context.executor(snapshotDirectory: snapshots.directory(context.paths))
+        guard let to else {
+            // The snapshot back in place, as a journaled plan.
+            let change = SnapshotRestoreChange(archive: context.paths.url(archive), executor: executor)
+            return try context.runChange(change, flags: plan) { report, terminal, preview in
+                guard !output.quiet || report.dryRun || preview else { return }
+                UndoPrinter(terminal: terminal, verbose: output.verbose).print(report, preview: preview)
+            }
+        }
+        var change = BundleRestoreChange(
+            options: RestoreOptions(
+                archive: context.paths.url(archive, tilde: false),
+                target: context.paths.url(to, directory: true, tilde: false)),
+            executor: executor)
+        // --verbose: every entry as it is written into the private folder.
+        if output.verbose && !output.json {
+            let terminal = context.terminal
+            change.onEntry = { terminal.out("extracted: \($0)") }
+        }
+        try context.runChange(change, flags: plan) { report, terminal, preview in
+            guard !output.quiet || report.dryRun || preview else { return }
+            let result = report.details
+            let dry = report.dryRun || preview
+            if preview { terminal.out(terminal.paint("Plan: \(report.operation)", .bold)) }
+            for root in result.roots {
+                if dry {
+                    terminal.out("Would \(root.replaced ? "replace" : "restore") \(root.path)")
                 } else {
-                    terminal.out("\(result.entries) entries, \(result.bytes) bytes, verified against the manifest")
+                    terminal.out("\(root.replaced ? "Replaced" : "Restored") \(root.path)")
                 }
-                if !result.status.isEmpty {
-                    let command = result.status.map(ShellWords.quote).joined(separator: " ")
-                    terminal.out(
-                        terminal.paint("Next:", .bold)
-                            + " \(result.dryRun ? "after it, " : "")see what was restored: \(command)")
-                }
-            }, status: { ExitStatus(rawValue: $0.exitCode) ?? .ok })
-    }
-
-    /// The snapshot back in place, as a journaled plan.
-    private func undo(_ context: CommandContext) throws {
-        let url = context.paths.url(archive)
-        try context.perform(
-            { terminal -> SnapshotUndo.Report in
-                let executor = context.executor(snapshotDirectory: snapshotDirectory(context))
-                let prepared = try SnapshotUndo.prepare(snapshot: url, dryRun: plan.dryRun, executor: executor)
-                let preview = SnapshotUndo.report(
-                    prepared.plan, paths: prepared.paths, archive: url, result: nil, recovered: prepared.recovered,
-                    dryRun: true)
-                let applied = plan.detailedExitCode && !prepared.plan.isNoOp
-                if plan.dryRun || prepared.plan.isNoOp {
-                    var preview = preview
-                    if applied { preview.exit(.applied) }
-                    return preview
-                }
-                try context.consent(
-                    yes: plan.yes, terminal: terminal,
-                    unattended:
-                        "restore puts the snapshot back in place: run it with --yes (see the plan with --dry-run)",
-                    question: "Put the snapshot back? What is there now is snapshotted first."
-                ) {
-                    UndoPrinter(terminal: terminal, verbose: output.verbose).print(preview)
-                }
-                let result = try executor.run(prepared.plan, progress: { terminal.progressLine($0) })
-                var report = SnapshotUndo.report(
-                    prepared.plan, paths: prepared.paths, archive: url, result: result, recovered: prepared.recovered,
-                    dryRun: false)
-                if applied { report.exit(.applied) }
-                return report
-            },
-            text: { report, terminal in
-                guard !output.quiet || report.dryRun else { return }
-                UndoPrinter(terminal: terminal, verbose: output.verbose).print(report)
-            }, status: { ExitStatus(rawValue: $0.exitCode) ?? .ok })
+            }
+            if preview { PlanPrinter.printSteps(report.steps, reasons: true, to: terminal) }
+            if let snapshot = report.snapshot {
+                terminal.out("What was replaced is in \(snapshot) (usm-repair restore it to undo)")
+            }
+            for note in report.notes { terminal.out("Note: \(note)") }
+            if preview { return }
+            if report.dryRun {
+                terminal.out("\(result.entries) entries verified against the manifest. Dry run: nothing was changed.")
+            } else {
+                terminal.out("\(result.entries) entries, \(result.bytes) bytes, verified against the manifest")
+            }
+            if !result.status.isEmpty {
+                terminal.out(terminal.paint("Next:", .bold) + " \(report.nextStep)")
+            }
+        }
     }
 }

@@ -67,30 +67,24 @@ struct SalvageCommand: USMCommand {
 
     @OptionGroup(title: "Plan") var plan: ChangeFlags
 
+    @OptionGroup(title: "Plan") var snapshots: SnapshotFlags
+
     @OptionGroup(title: "Output") var output: OutputFlags
 
     func run(_ context: CommandContext) throws {
         // Every path flag through the one resolver (`~`, relative to the working folder).
         func files(_ path: String) -> StoreFileSet { StoreFileSet(main: context.paths.url(path)) }
-        let destinationFiles = files(destination)
         let request = SalvageRequest(
-            source: files(source), destination: destinationFiles, schemaFrom: schemaFrom.map(files),
+            source: files(source), destination: files(destination), schemaFrom: schemaFrom.map(files),
             model: try model.map { try ModelFile.load(context.paths.url($0)) },
             overwrite: overwrite,
             keepUbiquityMetadata: keepUbiquityMetadata, dryRun: plan.dryRun)
-        let operation = SalvageOperation(
+        let salvage = SalvageChange(
             request: request, engine: MigrationEngine(registry: context.strategies),
-            executor: context.executor(snapshotDirectory: plan.snapshotDirectory(context.paths)))
-        try context.perform(
-            { terminal in
-                try context.consentToReplace(
-                    destinationFiles, overwrite: overwrite, dryRun: plan.dryRun, yes: plan.yes, terminal: terminal)
-                var report = try operation.run(progress: { terminal.progressLine($0) })
-                report.applied = plan.detailedExitCode
-                return report
-            },
-            text: { report, terminal in
-                SalvagePrinter(terminal: terminal, verbose: output.verbose, quiet: output.quiet).print(report)
-            }, status: { $0.exitStatus })
+            executor: context.executor(snapshotDirectory: snapshots.directory(context.paths)))
+        try context.runChange(salvage, flags: plan) { report, terminal, preview in
+            SalvagePrinter(terminal: terminal, verbose: output.verbose, quiet: output.quiet).print(
+                report, preview: preview)
+        }
     }
 }

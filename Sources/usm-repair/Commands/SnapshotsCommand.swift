@@ -102,6 +102,8 @@ struct SnapshotsPruneCommand: USMCommand {
             """)
 
     @OptionGroup(title: "Plan") var plan: ChangeFlags
+
+    @OptionGroup(title: "Plan") var snapshots: SnapshotFlags
     @Option(
         name: .customLong("older-than"),
         help: ArgumentHelp(
@@ -135,57 +137,28 @@ struct SnapshotsPruneCommand: USMCommand {
         }
     }
 
-    struct Pruned: Encodable {
-        let schemaVersion = 1
-        let command = "snapshots prune"
-        let folder: String
-        let dryRun: Bool
-        /// The snapshots removed (or, in a dry run, that would be).
-        let removed: [SnapshotCatalog.Entry]
-        let bytes: Int64
-        /// How many snapshots stay.
-        let kept: Int
-        /// The code the process exits with (20 with `--detailed-exitcode` when snapshots went).
-        var exitCode: Int32 = 0
-        var exitStatus = "ok"
-    }
-
     func run(_ context: CommandContext) throws {
-        let dir =
-            plan.snapshotDirectory(context.paths)
+        let folder =
+            snapshots.directory(context.paths)
             ?? context.stateFolder.appendingPathComponent("snapshots", isDirectory: true)
-        try context.perform(
-            { terminal in
-                let entries = try SnapshotCatalog.list(dir)
-                let chosen = SnapshotCatalog.select(
-                    entries, olderThan: olderThan.flatMap(SnapshotCatalog.duration), keep: keep,
-                    byContainer: groupBy == "container")
-                let snapshots = entries.filter { $0.problem == nil }.count
-                let status = plan.status(changed: !chosen.isEmpty)
-                let result = Pruned(
-                    folder: dir.path, dryRun: plan.dryRun, removed: chosen, bytes: chosen.reduce(0) { $0 + $1.bytes },
-                    kept: snapshots - chosen.count, exitCode: status.rawValue, exitStatus: status.name)
-                if plan.dryRun || chosen.isEmpty { return result }
-                try context.consent(
-                    yes: plan.yes, terminal: terminal,
-                    unattended:
-                        "snapshots prune removes snapshots (and the undo they hold): run it with --yes (see what goes with --dry-run)",
-                    question: "Remove these \(chosen.count) snapshot(s)? Their operations can no longer be undone."
-                ) {
-                    for entry in chosen { SnapshotsPrinter.print(entry, to: terminal) }
-                }
-                _ = try SnapshotCatalog.remove(chosen)
-                return result
-            },
-            text: { result, terminal in
-                guard !output.quiet else { return }
-                for entry in result.removed {
-                    terminal.out("\(result.dryRun ? "would remove" : "removed"): \(entry.path)")
-                }
-                terminal.out(
-                    "\(result.dryRun ? "Dry run: would remove" : "Removed") \(result.removed.count) snapshot(s), \(SnapshotsPrinter.size(result.bytes)); \(result.kept) kept in \(result.folder)"
-                )
-            }, status: { ExitStatus(rawValue: $0.exitCode) ?? .ok })
+        let change = PruneChange(
+            folder: folder, olderThan: olderThan.flatMap(SnapshotCatalog.duration), keep: keep,
+            byContainer: groupBy == "container")
+        try context.runChange(change, flags: plan) { report, terminal, preview in
+            let result = report.details
+            if preview {
+                terminal.out(terminal.paint("Plan: \(report.operation)", .bold))
+                for entry in result.removed { SnapshotsPrinter.print(entry, to: terminal) }
+                return
+            }
+            guard !output.quiet else { return }
+            for entry in result.removed {
+                terminal.out("\(report.dryRun ? "would remove" : "removed"): \(entry.path)")
+            }
+            terminal.out(
+                "\(report.dryRun ? "Dry run: would remove" : "Removed") \(result.removed.count) snapshot(s), \(SnapshotsPrinter.size(result.bytes)); \(result.kept) kept in \(result.folder)"
+            )
+        }
     }
 }
 

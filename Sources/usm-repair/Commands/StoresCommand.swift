@@ -119,43 +119,35 @@ struct RecoverCommand: USMCommand {
             not given; 6 another run holds the folders; 64 usage; 66 not found; 74 I/O error.
             """)
     @OptionGroup(title: "Layout") var layout: LayoutFlags
-    // Recovery puts back or finishes what an operation's journal names: it asks nothing (every
-    // changing command recovers first by itself) and takes no snapshot, so --yes and
-    // --snapshot-dir are accepted as on every changing command and change nothing here.
+    // Recovery puts back or finishes what an operation's journal names. It asks nothing: it only
+    // completes or undoes an operation consented to when it ran (every changing command recovers
+    // first by itself), so --yes is accepted, as by every changing command, and there is never a
+    // question to answer. It takes no snapshot (the interrupted operation's own is the way back),
+    // so it has no --snapshot-dir.
     @OptionGroup(title: "Plan") var plan: ChangeFlags
     @OptionGroup(title: "Output") var output: OutputFlags
+    @Option(name: .customLong("snapshot-dir"), help: .hidden) var snapshotDir: String?
 
-    struct Report: Encodable {
-        let schemaVersion = 1
-        let command = "recover"
-        let dryRun: Bool
-        /// What was (or, in a dry run, would be) finished or undone.
-        let recovered: [PlanExecutor.Recovery]
-        let exitCode: Int32
-        let exitStatus: String
+    func validate() throws {
+        if snapshotDir != nil {
+            throw ValidationError(
+                "recover takes no snapshot (it finishes or undoes an operation whose snapshot was taken when it ran): drop --snapshot-dir"
+            )
+        }
     }
 
     func run(_ context: CommandContext) throws {
-        try context.perform(
-            { _ in
-                let executor = context.executor(snapshotDirectory: plan.snapshotDirectory(context.paths))
-                let layout = try Layout.discover(self.layout.options(context.paths), records: executor.records)
-                let recovered =
-                    plan.dryRun
-                    ? try executor.pendingRecoveries(roots: layout.planRoots)
-                    : try executor.recover(roots: layout.planRoots)
-                let status = plan.status(changed: !recovered.isEmpty)
-                return Report(
-                    dryRun: plan.dryRun, recovered: recovered, exitCode: status.rawValue, exitStatus: status.name)
-            },
-            text: { report, terminal in
-                if report.recovered.isEmpty { terminal.out("Nothing to recover.") }
-                for r in report.recovered {
-                    let outcome =
-                        r.outcome == .undone
-                        ? "undone (the files are as before it)" : "finished (the files are as it leaves them)"
-                    terminal.out("\(r.operation): \(report.dryRun ? "would be " : "")\(outcome)")
-                }
-            }, status: { ExitStatus(rawValue: $0.exitCode) ?? .ok })
+        try context.runChange(
+            RecoverChange(options: layout.options(context.paths), executor: context.executor(snapshotDirectory: nil)),
+            flags: plan
+        ) { report, terminal, _ in
+            if report.recovered.isEmpty { terminal.out("Nothing to recover.") }
+            for r in report.recovered {
+                let outcome =
+                    r.outcome == .undone
+                    ? "undone (the files are as before it)" : "finished (the files are as it leaves them)"
+                terminal.out("\(r.operation): \(report.dryRun ? "would be " : "")\(outcome)")
+            }
+        }
     }
 }

@@ -22,10 +22,11 @@ struct SwitchCommand: USMCommand {
     var uuid: String
     @OptionGroup(title: "Layout") var layout: LayoutFlags
     @OptionGroup(title: "Plan") var plan: ChangeFlags
+    @OptionGroup(title: "Plan") var snapshots: SnapshotFlags
     @OptionGroup(title: "Output") var output: OutputFlags
 
     func run(_ context: CommandContext) throws {
-        try context.runOperation(.switchActive(uuid: uuid), layout: layout, plan: plan)
+        try context.runOperation(.switchActive(uuid: uuid), layout: layout, plan: plan, snapshots: snapshots)
     }
 }
 
@@ -50,10 +51,12 @@ struct CloudCommand: USMCommand {
     var setting: Setting
     @OptionGroup(title: "Layout") var layout: LayoutFlags
     @OptionGroup(title: "Plan") var plan: ChangeFlags
+    @OptionGroup(title: "Plan") var snapshots: SnapshotFlags
     @OptionGroup(title: "Output") var output: OutputFlags
 
     func run(_ context: CommandContext) throws {
-        try context.runOperation(.setCloud(enabled: setting == .enable), layout: layout, plan: plan)
+        try context.runOperation(
+            .setCloud(enabled: setting == .enable), layout: layout, plan: plan, snapshots: snapshots)
     }
 }
 
@@ -80,6 +83,7 @@ struct CorruptionCommand: USMCommand {
     var uuid: String?
     @OptionGroup(title: "Layout") var layout: LayoutFlags
     @OptionGroup(title: "Plan") var plan: ChangeFlags
+    @OptionGroup(title: "Plan") var snapshots: SnapshotFlags
     @OptionGroup(title: "Output") var output: OutputFlags
 
     func validate() throws {
@@ -90,6 +94,7 @@ struct CorruptionCommand: USMCommand {
 
     func run(_ context: CommandContext) throws {
         try context.runOperation(
-            action == .mark ? .markCorruption(uuid: uuid) : .clearCorruption, layout: layout, plan: plan)
+            action == .mark ? .markCorruption(uuid: uuid) : .clearCorruption, layout: layout, plan: plan,
+            snapshots: snapshots)
     }
 }

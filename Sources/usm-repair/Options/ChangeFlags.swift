@@ -4,7 +4,8 @@ import USMRepairCore
 
 /// The flags of every command that changes files (issue 30: one group, declared once): the eleven
 /// operations, `migrate-store`, `salvage`, `dedupe`, `restore` (both forms), `recover` and
-/// `snapshots prune`. `--json` is `OutputFlags`', which every command has.
+/// `snapshots prune`, all run by `CommandContext.runChange`. `--json` is `OutputFlags`', which
+/// every command has; `--snapshot-dir` is `SnapshotFlags`', of every one that snapshots.
 struct ChangeFlags: ParsableArguments {
     @Flag(
         name: .customLong("dry-run"),
@@ -16,13 +17,6 @@ struct ChangeFlags: ParsableArguments {
     @Flag(name: [.short, .customLong("yes")], help: "Run without asking (needed when stdin is not a terminal).")
     var yes = false
 
-    @Option(
-        name: .customLong("snapshot-dir"),
-        help: ArgumentHelp(
-            "The snapshot folder: where the snapshot of everything changed goes, and the folder snapshots prune prunes (default $XDG_STATE_HOME/usm-repair/snapshots or ~/.local/state/usm-repair/snapshots; never inside the layout).",
-            valueName: "dir"), completion: .directory)
-    var snapshotDir: String?
-
     @Flag(
         name: .customLong("detailed-exitcode"),
         help: ArgumentHelp(
@@ -30,14 +24,23 @@ struct ChangeFlags: ParsableArguments {
         ))
     var detailedExitCode = false
 
+}
+
+/// `--snapshot-dir`, of every changing command that takes a snapshot (all but `recover`, which
+/// finishes or undoes an operation whose snapshot was taken when it ran) and of `snapshots prune`,
+/// whose folder it is.
+struct SnapshotFlags: ParsableArguments {
+    @Option(
+        name: .customLong("snapshot-dir"),
+        help: ArgumentHelp(
+            "The snapshot folder: where the snapshot of everything changed goes, and the folder snapshots prune prunes (default $XDG_STATE_HOME/usm-repair/snapshots or ~/.local/state/usm-repair/snapshots; never inside the layout).",
+            valueName: "dir"), completion: .directory)
+    var snapshotDir: String?
+
     /// `--snapshot-dir`, nil for the default (the state folder's `snapshots`).
-    func snapshotDirectory(_ paths: PathResolver) -> URL? {
+    func directory(_ paths: PathResolver) -> URL? {
         snapshotDir.map { paths.url($0, directory: true) }
     }
-
-    /// The status a changing command exits with when it did (or, dry, would do) something:
-    /// `applied` (20) with `--detailed-exitcode`, else `ok`.
-    func status(changed: Bool) -> ExitStatus { detailedExitCode && changed ? .applied : .ok }
 }
 
 /// The losses and duplications a command may cause only when the user names them.

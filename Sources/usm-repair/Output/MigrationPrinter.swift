@@ -5,16 +5,23 @@ import USMRepairCore
 struct MigrationPrinter {
     let terminal: Terminal
     let verbose: Bool
-    let quiet: Bool
 
-    func print(_ report: MigrationReport) {
-        guard !quiet else { return }
-        if report.dryRun {
-            terminal.out("Plan (\(report.strategy), \(report.mode)); nothing was changed:")
-            for (i, step) in report.steps.enumerated() {
-                terminal.out("  \(i + 1). \(step.action)")
-                terminal.out(terminal.paint("     why: \(step.why)", .dim))
-                for sql in step.sql { terminal.out("     SQL: \(sql)") }
+    /// - Parameter preview: the plan shown before the consent question (headed as a plan).
+    func print(_ envelope: ChangeReport<MigrationReport>, preview: Bool = false) {
+        let report = envelope.details
+        if envelope.dryRun || preview {
+            terminal.out(
+                "Plan (\(report.strategy), \(report.mode))\(envelope.dryRun ? "; nothing was changed" : ""):")
+            // The strategy's own steps, then what the plan does around them (snapshot, install).
+            var shown: [(String, String, [String])] = report.steps.map { ($0.action, $0.why, $0.sql) }
+            for step in envelope.steps where step.action == "snapshot" || step.action == "install" {
+                let path = step.action == "snapshot" ? report.destination.path : (step.paths.last ?? "")
+                shown.append(("\(step.action) \(path)", step.reason, []))
+            }
+            for (i, step) in shown.enumerated() {
+                terminal.out("  \(i + 1). \(step.0)")
+                terminal.out(terminal.paint("     why: \(step.1)", .dim))
+                for sql in step.2 { terminal.out("     SQL: \(sql)") }
             }
         } else {
             terminal.out(
@@ -61,11 +68,11 @@ struct MigrationPrinter {
         for line in report.leftOut { terminal.out("Left out: \(line)") }
         // Notes say what a person must know (values not copied, keys moved, files left behind):
         // never only with --verbose.
-        for line in report.notes { terminal.out("Note: \(line)") }
+        for line in envelope.notes { terminal.out("Note: \(line)") }
         for problem in report.verification.inherited {
             terminal.out("Inherited from the source: \(problem.code.rawValue): \(problem.message)")
         }
-        if let snapshot = report.snapshot {
+        if let snapshot = envelope.snapshot {
             terminal.out(
                 "The old destination is in \(snapshot); usm-repair restore \(snapshot) --to DIR puts its file set back under DIR/\(URL(fileURLWithPath: report.destination.path).deletingLastPathComponent().lastPathComponent)/"
             )

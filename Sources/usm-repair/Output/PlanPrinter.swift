@@ -8,11 +8,11 @@ struct PlanPrinter {
 
     /// - Parameter preview: the plan shown before the consent question: headed as a plan, with every
     ///   step's reason, and nothing a run would say (snapshot, next step).
-    func print(_ report: MaintenanceRun.Report, preview: Bool = false) {
+    func print(_ report: MaintenanceChange.Report, preview: Bool = false) {
         if report.noOp {
             terminal.out("\(report.operation): nothing to do, the end state already holds")
             for note in report.notes { terminal.out("  - \(note)") }
-            if let next = report.nextLaunch.before {
+            if let next = report.details.nextLaunch.before {
                 terminal.out("Next launch:  \(next.summary)\(next.state.map { " (\($0))" } ?? "")")
             }
             terminal.out("Next step:    \(report.nextStep)")
@@ -22,12 +22,12 @@ struct PlanPrinter {
             terminal.out("Recovered an interrupted \(recovery.operation): \(recovery.outcome)")
         }
         terminal.out(terminal.paint("\(report.dryRun || preview ? "Plan" : "Done"): \(report.operation)", .bold))
-        if let ledger = report.ledger {
+        if let ledger = report.details.ledger {
             terminal.out(terminal.paint(ledger.headline(done: report.changed && !preview), .bold))
             Self.printLedger(ledger, to: terminal)
         }
         Self.printSteps(report.steps, reasons: verbose || report.dryRun || preview, to: terminal)
-        let next = report.nextLaunch
+        let next = report.details.nextLaunch
         if let before = next.before {
             terminal.out("Next launch before: \(before.summary)\(before.state.map { " (\($0))" } ?? "")")
         }
@@ -44,7 +44,7 @@ struct PlanPrinter {
             for note in report.notes { terminal.out("  - \(note)") }
         }
         if verbose {
-            for (path, rows) in report.rows.sorted(by: { $0.key < $1.key }) {
+            for (path, rows) in report.details.rows.sorted(by: { $0.key < $1.key }) {
                 terminal.out(
                     "Rows in \(path): "
                         + rows.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
@@ -108,15 +108,16 @@ struct PlanPrinter {
     }
 
     /// One line per step (the path it acts on, its time once run), and its reason when asked.
-    static func printSteps(_ steps: [MaintenanceRun.Report.Step], reasons: Bool, to terminal: Terminal) {
+    static func printSteps(_ steps: [ChangeStep], reasons: Bool, to terminal: Terminal) {
         for step in steps {
-            let action = step.action.rawValue.padding(toLength: 18, withPad: " ", startingAt: 0)
+            let action = step.action.padding(toLength: 18, withPad: " ", startingAt: 0)
             let where_: String =
-                switch step.action {
+                switch Plan.Action.Kind(rawValue: step.action) {
                 case .retire, .checkpoint, .build, .writePreferences: " " + (step.paths.first ?? "")
                 case .install: " " + (step.paths.last ?? "")
                 case .writeMarker: " " + (step.paths.first.map { URL(fileURLWithPath: $0).lastPathComponent } ?? "")
                 case .snapshot, .extract, .commit, .purge: ""
+                case nil: step.paths.first.map { " " + $0 } ?? ""
                 }
             let time = step.seconds.map { String(format: " (%.2f s)", $0) } ?? ""
             terminal.out(String(format: "%3d. ", step.index) + action + where_ + time)
@@ -130,7 +131,10 @@ struct UndoPrinter {
     let terminal: Terminal
     let verbose: Bool
 
-    func print(_ report: SnapshotUndo.Report) {
+    /// - Parameter preview: the plan shown before the consent question: headed as a plan, with
+    ///   every step's reason, and nothing a run would say.
+    func print(_ report: ChangeReport<SnapshotRestoreChange.Details>, preview: Bool = false) {
+        let details = report.details
         for recovery in report.recovered {
             terminal.out("Recovered an interrupted \(recovery.operation): \(recovery.outcome)")
         }
@@ -138,15 +142,17 @@ struct UndoPrinter {
             terminal.out("restore: nothing to put back or remove")
             return
         }
+        let planned = report.dryRun || preview
         terminal.out(
-            terminal.paint("\(report.dryRun ? "Plan" : "Done"): undo `\(report.undoes)` from \(report.archive)", .bold))
-        PlanPrinter.printSteps(report.steps, reasons: verbose || report.dryRun, to: terminal)
-        for path in report.restored { terminal.out("\(report.dryRun ? "Would put back" : "Put back"): \(path)") }
-        for path in report.removed { terminal.out("\(report.dryRun ? "Would remove" : "Removed"): \(path)") }
+            terminal.paint("\(planned ? "Plan" : "Done"): undo `\(details.undoes)` from \(details.archive)", .bold))
+        PlanPrinter.printSteps(report.steps, reasons: verbose || planned, to: terminal)
+        for path in details.restored { terminal.out("\(planned ? "Would put back" : "Put back"): \(path)") }
+        for path in details.removed { terminal.out("\(planned ? "Would remove" : "Removed"): \(path)") }
         if !report.notes.isEmpty {
             terminal.out("Notes")
             for note in report.notes { terminal.out("  - \(note)") }
         }
+        if preview { return }
         if let snapshot = report.snapshot {
             terminal.out("Snapshot of what was there: \(snapshot) (restore it to redo)")
         }

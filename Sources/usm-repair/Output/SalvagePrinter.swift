@@ -7,19 +7,26 @@ struct SalvagePrinter {
     let verbose: Bool
     let quiet: Bool
 
-    func print(_ report: SalvageReport) {
+    /// - Parameter preview: the plan shown before the consent question (headed as a plan, with
+    ///   every step's reason, then what the salvage would keep and lose).
+    func print(_ envelope: ChangeReport<SalvageReport>, preview: Bool = false) {
+        let report = envelope.details
         let source = report.source
+        if preview {
+            terminal.out(terminal.paint("Plan: \(envelope.operation)", .bold))
+            PlanPrinter.printSteps(envelope.steps, reasons: true, to: terminal)
+        }
         if !quiet {
             terminal.out(
-                report.dryRun
-                    ? "Dry run: \(source.path) read; nothing was written at \(report.destination.path)"
+                envelope.dryRun || preview
+                    ? "\(preview ? "Would salvage" : "Dry run"): \(source.path) read; nothing was written at \(report.destination.path)"
                     : "Salvaged \(source.path) -> \(report.destination.path)")
             terminal.out(
                 "Source: \(source.pages) pages of \(source.pageSize) bytes, \(source.pagesRead) read; header \(source.header); \(source.walFrames) -wal pages applied; \(source.freePages) free pages\(source.freelistComplete ? "" : " (freelist incomplete)")\(source.pointerMap ? "; pointer map used" : "")"
             )
             terminal.out(
                 "Schema from \(report.schema); relationships from \(report.relationships); metadata \(report.metadata)")
-            if !report.dryRun {
+            if !envelope.dryRun && !preview {
                 let v = report.verification
                 terminal.out(
                     "Store UUID \(report.destination.storeUUID ?? "none"); verified: integrity \(v.integrity), rows \(v.rows), \(v.digestsCompared) content digests equal, \(v.externalDataFiles) external-data files"
@@ -72,14 +79,14 @@ struct SalvagePrinter {
             )
         }
         for line in report.unreadable { terminal.out("Not read: \(line)") }
-        for line in report.notes where verbose || !quiet { terminal.out("Note: \(line)") }
+        for line in envelope.notes where verbose || !quiet { terminal.out("Note: \(line)") }
         for problem in report.verification.inherited {
             terminal.out("Inherited: \(problem.code.rawValue): \(problem.message)")
         }
-        if let snapshot = report.snapshot {
+        if let snapshot = envelope.snapshot {
             terminal.out("The old destination is in \(snapshot); usm-repair restore \(snapshot) --yes puts it back")
         }
-        if !quiet {
+        if !quiet, !preview {
             terminal.out(
                 report.lostAnything
                     ? "Something was lost or cut (exit 1): the lines above say what." : "Nothing was lost.")

@@ -90,6 +90,9 @@ enum CLI {
         var json: [String: Any] {
             (try? JSONSerialization.jsonObject(with: Data(stdout.utf8))) as? [String: Any] ?? [:]
         }
+
+        /// A changing command's own part of its JSON envelope (`details`).
+        var details: [String: Any] { json["details"] as? [String: Any] ?? [:] }
     }
 
     /// The executable: `USM_REPAIR_BIN`, or `usm-repair` next to the test bundle.
@@ -163,4 +166,9 @@ enum CLI {
         if let path = environment["PATH"] { env["PATH"] = path }
         return try Launcher.run(URL(fileURLWithPath: "/bin/sh"), ["-c", script], environment: env, in: directory)
     }
+}
+
+extension Dictionary where Key == String, Value == Any {
+    /// A changing command's own part of its JSON envelope (`details`).
+    var details: [String: Any] { self["details"] as? [String: Any] ?? [:] }
 }

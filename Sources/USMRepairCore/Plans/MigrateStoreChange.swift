@@ -11,8 +11,7 @@ import Foundation
 /// 3. `retire` — DST's old members, when it exists;
 /// 4. `install` — the staged main file and its external-data folder;
 /// 5. `commit`, `purge`.
-public struct StoreMigration {
-    /// What a dry run or a run answers: the engine's report, with the plan's snapshot and timings.
+public struct MigrateStoreChange: Change {
     public let request: MigrationRequest
     public let engine: MigrationEngine
     /// The executor (snapshot folder, record of operations, hooks); its builder is this migration's.
@@ -32,10 +31,26 @@ public struct StoreMigration {
     /// The folder the plan works in: DST's.
     public var root: Plan.Root { replacement.root }
 
+    public var command: String { "migrate-store" }
+
+    /// The plan with what it was made on.
+    public struct Prepared {
+        public let plan: Plan
+        /// Interrupted operations finished or undone before planning.
+        public let recovered: [PlanExecutor.Recovery]
+        /// Planned for a dry run.
+        public let dryRun: Bool
+        /// When planning began (the report's `durations.total`).
+        let started: Date
+        /// DST exists and is replaced (`--overwrite`): asked first.
+        let replacing: Bool
+    }
+
     /// Checks the request and plans it; recovers first what a kill left pending in DST's folder
     /// (a dry run refuses then, exit 7).
     /// - Throws: `usage`, `notFound`, `destinationExists`, `unknownStrategy`, `recipeInvalid`...
-    public func plan() throws -> (plan: Plan, recovered: [PlanExecutor.Recovery]) {
+    public func prepare(dryRun: Bool, progress: (String) -> Void = { _ in }) throws -> Prepared {
+        let started = Date()
         let source = request.source
         let destination = request.destination
         let merge = request.mode == .merge
@@ -72,31 +87,59 @@ public struct StoreMigration {
                 mergeInto: merge ? destination.main.path : nil,
                 keepUbiquityMetadata: request.options.keepUbiquityMetadata)
         }
-        return (plan, recovered)
+        return Prepared(
+            plan: plan, recovered: recovered, dryRun: dryRun, started: started,
+            replacing: request.mode == .overwrite && exists)
     }
 
-    /// Plans and (unless `dryRun`) runs; returns the engine's report of the build, with the
-    /// snapshot, the install's duration and the total.
-    public func run(progress: (String) -> Void = { _ in }) throws -> MigrationReport {
-        let started = Date()
-        let (plan, _) = try plan()
+    public func consent(_ prepared: Prepared) -> ChangeConsent? {
+        guard prepared.replacing else { return nil }
+        let path = request.destination.main.path
+        return ChangeConsent(
+            unattended: "\(path) exists; replacing it needs --yes (it is snapshotted first)",
+            question: "Replace \(path)? It is snapshotted first.")
+    }
+
+    /// The envelope around the engine's report.
+    func report(_ prepared: Prepared, _ details: MigrationReport, result: PlanExecutor.Result?) -> ChangeReport<
+        MigrationReport
+    > {
+        var details = details
+        details.durations["total"] = Date().timeIntervalSince(prepared.started)
+        let destination = request.destination.main.path
+        return ChangeReport(
+            command: command,
+            operation: [
+                "migrate-store", request.mode == .merge ? "--into" : request.mode == .overwrite ? "--overwrite" : nil,
+            ]
+            .compactMap { $0 }.joined(separator: " "), dryRun: prepared.dryRun,
+            noOp: false, changed: result != nil,
+            steps: ChangeStep.list(prepared.plan, result: result), snapshot: result?.snapshot,
+            notes: details.notes + (result?.leftovers ?? []).map(ChangeNotes.leftover),
+            recovered: prepared.recovered + (result?.recovered ?? []),
+            seconds: details.durations["total"] ?? 0,
+            nextStep: result == nil
+                ? "run it without --dry-run to build, verify and install \(destination)"
+                : "the app opens \(destination) as it opens any store of its model; usm-repair check \(ShellWords.quote(destination)) checks it",
+            status: details.exitStatus, details: details)
+    }
+
+    /// What the run would build: the engine's preview (its steps, the rows it would copy).
+    public func preview(_ prepared: Prepared, progress: (String) -> Void = { _ in }) throws -> ChangeReport<
+        MigrationReport
+    > {
         let merge = request.mode == .merge
-        if request.dryRun {
-            var report = try engine.preview(
-                source: request.source, shownAs: request.destination, strategy: request.choice.id ?? request.strategy,
-                options: request.options, mergeInto: merge ? request.destination : nil, mode: request.mode)
-            for step in plan.steps {
-                switch step.action {
-                case .snapshot:
-                    report.steps.append(MigrationStep("snapshot \(request.destination.main.path)", why: step.reason))
-                case let .install(_, path, false):
-                    report.steps.append(MigrationStep("install \(path)", why: step.reason))
-                default: break
-                }
-            }
-            report.durations["total"] = Date().timeIntervalSince(started)
-            return report
-        }
+        let details = try engine.preview(
+            source: request.source, shownAs: request.destination, strategy: request.choice.id ?? request.strategy,
+            options: request.options, mergeInto: merge ? request.destination : nil, mode: request.mode)
+        return report(prepared, details, result: nil)
+    }
+
+    /// Runs the plan: the engine builds and verifies the staged store, the executor installs it.
+    public func run(_ prepared: Prepared, progress: (String) -> Void = { _ in }) throws -> ChangeReport<
+        MigrationReport
+    > {
+        let plan = prepared.plan
         let engine = self.engine
         let request = self.request
         let executor = self.executor.with(builder: { build in
@@ -112,13 +155,11 @@ public struct StoreMigration {
                 mergeInto: build.mergeInto.map { StoreFileSet(main: URL(fileURLWithPath: $0)) }, mode: request.mode)
         })
         let result = try executor.run(plan, progress: progress)
-        guard var report = result.builds[request.destination.main.path] else {
+        guard var details = result.builds[request.destination.main.path] else {
             throw USMError.unexpected("the migration's plan ran without building \(request.destination.main.path)")
         }
-        report.snapshot = result.snapshot
-        report.notes += result.leftovers.map(MaintenanceRun.leftoverNote)
-        report.durations["install"] = StoreReplacement.installSeconds(plan, result)
-        report.durations["total"] = Date().timeIntervalSince(started)
-        return report
+        details.snapshot = result.snapshot
+        details.durations["install"] = StoreReplacement.installSeconds(plan, result)
+        return report(prepared, details, result: result)
     }
 }

@@ -1,33 +1,10 @@
 import Foundation
 
-/// A maintenance operation from request to result, for the commands and for scripts using the
-/// core: recover what a kill left pending, plan, (optionally) run, and inspect the result.
-public struct MaintenanceRun {
-    /// What an operation reports; its JSON is the `--json` output of every changing command.
-    public struct Report: Sendable, Encodable {
-        /// One step of the plan, for people and scripts.
-        public struct Step: Sendable, Encodable {
-            public let index: Int
-            public let action: Plan.Action.Kind
-            /// The paths it touches (source → destination for moves).
-            public let paths: [String]
-            public let reason: String
-            /// For a `build` step, the strategy (`ios`, `copy-entities`, `manual`, `none`); else null.
-            @NullEncoded public var strategy: String?
-            /// Seconds it took (null in a dry run).
-            @NullEncoded public var seconds: Double?
-        }
-
-        public let schemaVersion = 1
-        /// The command's path, without flags (`rebuild`, `delete container`).
-        public let command: String
-        /// The operation with the flags that choose it (`rebuild --from local`).
-        public let operation: String
-        public let dryRun: Bool
-        /// True when the end state already held: nothing was (or would be) changed.
-        public let noOp: Bool
-        /// True when this run changed files (never in a dry run or a no-op).
-        public let changed: Bool
+/// A maintenance operation (the eleven `Maintenance` cases) as a `Change`: recover what a kill
+/// left pending, plan, (optionally) run, and inspect the result.
+public struct MaintenanceChange: Change {
+    /// The operation's own part of the report (`details`).
+    public struct Details: Sendable, Encodable {
         /// What the plan does to the customer's data: every store it reads or touches, objects
         /// per entity now and after, where the data goes, and what the app shows before and after.
         @NullEncoded public var ledger: Ledger?
@@ -35,31 +12,14 @@ public struct MaintenanceRun {
         @NullEncoded public var headline: String?
         public let planID: String
         public let roots: [Plan.Root]
-        public let steps: [Step]
-        public let notes: [String]
-        /// The snapshot `restore` puts back (null in a dry run or a no-op).
-        @NullEncoded public var snapshot: String?
         /// Rows per entity of every store written (by path): before (the source) and after.
         public let rows: [String: [String: Int]]
         /// The next launch before the operation, predicted after it, and (after a run) found by `status` on the result.
         public let nextLaunch: NextLaunchChange
-        /// Interrupted operations finished or undone before this one.
-        public let recovered: [PlanExecutor.Recovery]
-        public let seconds: Double
-        /// What to do next, in words: which folder goes back to the device and how, and what must
-        /// be changed on the customer's Mac instead (the ubiquity container). See `NextStep`.
-        public let nextStep: String
-        /// The code the process exits with (20, `applied`, with `--detailed-exitcode` when files
-        /// were changed or, in a dry run, would be) and its name.
-        public var exitCode: Int32 = 0
-        public var exitStatus = "ok"
-
-        /// Sets the exit code and its name together.
-        public mutating func exit(_ status: ExitStatus) {
-            exitCode = status.rawValue
-            exitStatus = status.name
-        }
     }
+
+    /// What an operation reports: the one envelope with the operation's details.
+    public typealias Report = ChangeReport<Details>
 
     /// The next launch around an operation.
     public struct NextLaunchChange: Sendable, Encodable {
@@ -101,13 +61,27 @@ public struct MaintenanceRun {
         public let roots: [Plan.Root]
         /// Interrupted operations finished or undone before planning.
         public let recovered: [PlanExecutor.Recovery]
+        /// Planned for a dry run.
+        public let dryRun: Bool
         /// What planning found outside the files (a Mac app running now, in a dry run).
         public var notes: [String] = []
     }
 
+    public func preview(_ prepared: Prepared, progress: (String) -> Void = { _ in }) -> Report {
+        report(
+            prepared.plan, before: prepared.report, result: nil, after: nil, recovered: prepared.recovered,
+            dryRun: prepared.dryRun, notes: prepared.notes)
+    }
+
+    public func consent(_ prepared: Prepared) -> ChangeConsent? {
+        prepared.plan.isNoOp ? nil : .plan(maintenance.command)
+    }
+
+    public var command: String { maintenance.commandPath }
+
     /// Plans (recovering first what a kill left pending, unless `dryRun`, which refuses then) and
     /// returns the plan with the report of the layout it was made on.
-    public func plan(dryRun: Bool) throws -> Prepared {
+    public func prepare(dryRun: Bool, progress: (String) -> Void = { _ in }) throws -> Prepared {
         ProgressNote.say("planning \(maintenance.command): reading the layout")
         var layout = try Layout.discover(options, records: executor.records)
         try Snapshot.refuseInside(executor.snapshotDirectory, protected: layout.folders, why: "a folder of the layout")
@@ -118,7 +92,8 @@ public struct MaintenanceRun {
         let prepared = try Planner.prepare(
             layout, maintenance, strategies: strategies, consent: consent, records: executor.records, model: model)
         var result = Prepared(
-            plan: prepared.plan, report: prepared.report, roots: prepared.layout.planRoots, recovered: recovered)
+            plan: prepared.plan, report: prepared.report, roots: prepared.layout.planRoots, recovered: recovered,
+            dryRun: dryRun)
         // A store another process has open: the run refuses it (exit 5); a dry run says so now.
         if dryRun {
             for store in prepared.plan.stores {
@@ -144,7 +119,7 @@ public struct MaintenanceRun {
     }
 
     /// Runs a plan and inspects the result.
-    public func run(_ prepared: Prepared, progress: (String) -> Void = { _ in }) throws -> Report {
+    public func run(_ prepared: Prepared, progress: (String) -> Void) throws -> Report {
         let plan = prepared.plan
         let before = prepared.report
         let recovered = prepared.recovered
@@ -170,6 +145,7 @@ public struct MaintenanceRun {
         dryRun: Bool, notes extra: [String] = []
     ) -> Report {
         let steps = Report.Step.list(plan, result: result)
+        let changed = result != nil && !plan.isNoOp
         var rows: [String: [String: Int]] = [:]
         for (path, counted) in result?.rows ?? [:] { rows[path] = counted }
         for step in plan.steps {
@@ -197,48 +173,27 @@ public struct MaintenanceRun {
         }
         return Report(
             command: maintenance.commandPath, operation: plan.operation, dryRun: dryRun, noOp: plan.isNoOp,
-            changed: result != nil && !plan.isNoOp, ledger: ledger,
-            headline: ledger?.headline(done: result != nil && !plan.isNoOp), planID: plan.id,
-            roots: plan.roots,
-            steps: steps,
-            notes: plan.notes + extra + Self.buildNotes(result) + (result?.leftovers ?? []).map(Self.leftoverNote)
+            changed: changed, steps: steps, snapshot: result?.snapshot,
+            notes: plan.notes + extra + Self.buildNotes(result) + (result?.leftovers ?? []).map(ChangeNotes.leftover)
                 + (result?.notes ?? []),
-            snapshot: result?.snapshot, rows: rows,
-            nextLaunch: NextLaunchChange(
-                before: plan.nextLaunchBefore, predicted: plan.nextLaunchAfter, after: after?.nextLaunch),
             recovered: recovered, seconds: result?.seconds ?? 0,
             nextStep: NextStep.describe(
                 plan, options: options, preferencesPath: before.layout.preferences.map { URL(fileURLWithPath: $0) },
-                dryRun: dryRun))
+                dryRun: dryRun),
+            details: Details(
+                ledger: ledger, headline: ledger?.headline(done: changed), planID: plan.id, roots: plan.roots,
+                rows: rows,
+                nextLaunch: NextLaunchChange(
+                    before: plan.nextLaunchBefore, predicted: plan.nextLaunchAfter, after: after?.nextLaunch)))
     }
 }
 
-extension MaintenanceRun {
+extension MaintenanceChange {
     /// What the migration engine said about each store it built (counters raised, what was left
     /// out and why), named by the store's final path.
     static func buildNotes(_ result: PlanExecutor.Result?) -> [String] {
         (result?.builds ?? [:]).sorted { $0.key < $1.key }.flatMap { path, build in
             (build.notes + build.leftOut).map { "\(URL(fileURLWithPath: path).lastPathComponent): \($0)" }
-        }
-    }
-
-    /// The note for a lock file or empty private folder of usm-repair's that could not be removed.
-    public static func leftoverNote(_ leftover: String) -> String {
-        "usm-repair could not remove its own lock or empty folder \(leftover); the change is complete, and the next usm-repair run in this folder (recover, status's advice) removes it"
-    }
-}
-
-extension MaintenanceRun.Report.Step {
-    /// The steps of `plan` for a report, numbered from 1, with their times when it ran.
-    static func list(_ plan: Plan, result: PlanExecutor.Result?) -> [Self] {
-        let timings = Dictionary((result?.steps ?? []).map { ($0.index, $0.seconds) }, uniquingKeysWith: { a, _ in a })
-        return plan.steps.enumerated().map { index, step in
-            var strategy: String?
-            if case let .build(build) = step.action { strategy = build.strategy.id }
-            return Self(
-                index: index + 1, action: step.action.kind, paths: step.action.paths, reason: step.reason,
-                strategy: strategy,
-                seconds: timings[index])
         }
     }
 }

@@ -40,7 +40,7 @@ public struct SalvageRequest: Sendable {
 /// 2. `build` — salvage, the Core Data pass, the engine's staging and verification;
 /// 3. `retire` — DST's old members; 4. `install` — the staged main file and `_SUPPORT` folder;
 /// 5. `commit`, `purge`. A kill at any instant is finished or undone by `recover --store DST`.
-public struct SalvageOperation {
+public struct SalvageChange: Change {
     public let request: SalvageRequest
     public let engine: MigrationEngine
     public let executor: PlanExecutor
@@ -59,17 +59,31 @@ public struct SalvageOperation {
     /// The folder the plan works in: DST's.
     public var root: Plan.Root { replacement.root }
 
+    public var command: String { "salvage" }
+
+    /// The plan with what it was made on.
+    public struct Prepared {
+        public let plan: Plan
+        /// Interrupted operations finished or undone before planning.
+        public let recovered: [PlanExecutor.Recovery]
+        public let dryRun: Bool
+        /// DST exists and is replaced (`--overwrite`): asked first.
+        let replacing: Bool
+        let started: Date
+    }
+
     /// Checks the request and plans it; recovers first what a kill left pending in DST's folder
     /// (a dry run refuses then, exit 7).
     /// - Throws: `usage` (SRC is DST), `notFound`, `destinationExists`, `interruptedOperation`...
-    public func plan() throws -> Plan {
+    public func prepare(dryRun: Bool, progress: (String) -> Void = { _ in }) throws -> Prepared {
+        let started = Date()
         let request = self.request
         let replacement = self.replacement
-        _ = try replacement.prepare(
+        let recovered = try replacement.prepare(
             source: request.source,
             sameStore:
                 "the source and the destination are the same store; salvage never writes over the damaged store",
-            executor: executor, dryRun: request.dryRun,
+            executor: executor, dryRun: dryRun,
             also: {
                 if let sibling = request.schemaFrom, FileStatus.lookup(sibling.main.path) == nil {
                     throw USMError.notFound(path: sibling.main.path, what: "--schema-from store")
@@ -77,7 +91,7 @@ public struct SalvageOperation {
             })
         let replacing = !request.destination.existingMembers().isEmpty
         if replacing, !request.overwrite { throw USMError.destinationExists(path: request.destination.main.path) }
-        return try replacement.plan(
+        let plan = try replacement.plan(
             replacing: replacing,
             why:
                 "every intact row of the damaged file set is read into a private store, made consistent, then staged and verified by the migration engine",
@@ -87,28 +101,67 @@ public struct SalvageOperation {
                 source: request.source.main.path, staged: staged, strategy: StrategyChoice(id: "ios"), mergeInto: nil,
                 keepUbiquityMetadata: request.keepUbiquityMetadata, operation: "salvage")
         }
+        return Prepared(plan: plan, recovered: recovered, dryRun: dryRun, replacing: replacing, started: started)
     }
 
-    /// Plans and (unless a dry run) runs; returns the report.
-    public func run(progress: (String) -> Void = { _ in }) throws -> SalvageReport {
-        let started = Date()
-        let plan = try plan()
-        let request = self.request
-        let engine = self.engine
-        let sibling = try request.schemaFrom.map { files -> SiblingSchema in
+    public func consent(_ prepared: Prepared) -> ChangeConsent? {
+        guard prepared.replacing else { return nil }
+        let path = request.destination.main.path
+        return ChangeConsent(
+            unattended: "\(path) exists; replacing it needs --yes (it is snapshotted first)",
+            question: "Replace \(path)? It is snapshotted first.")
+    }
+
+    /// The envelope around salvage's report.
+    func report(_ prepared: Prepared, _ details: SalvageReport, result: PlanExecutor.Result?) -> ChangeReport<
+        SalvageReport
+    > {
+        var details = details
+        details.durations["total"] = Date().timeIntervalSince(prepared.started)
+        let destination = request.destination.main.path
+        return ChangeReport(
+            command: command, operation: request.overwrite ? "salvage --overwrite" : "salvage",
+            dryRun: prepared.dryRun, noOp: false, changed: result != nil,
+            steps: ChangeStep.list(prepared.plan, result: result), snapshot: result?.snapshot,
+            notes: details.notes + (result?.leftovers ?? []).map(ChangeNotes.leftover),
+            recovered: prepared.recovered + (result?.recovered ?? []),
+            seconds: details.durations["total"] ?? 0,
+            nextStep: result == nil
+                ? "run it without --dry-run to build, verify and install \(destination)"
+                : "usm-repair check \(ShellWords.quote(destination)) checks the salvaged store; the lines above say what was lost",
+            status: details.exitStatus, details: details)
+    }
+
+    /// The schema sibling (`--schema-from`), read.
+    private func sibling() throws -> SiblingSchema? {
+        try request.schemaFrom.map { files -> SiblingSchema in
             let scratch = try TemporaryDirectory(prefix: "usm-repair-sibling")
             defer { scratch.remove() }
             return try SiblingSchema.read(files, scratch: scratch.url)
         }
-        if request.dryRun {
-            let scratch = try TemporaryDirectory(prefix: "usm-repair-salvage")
-            defer { scratch.remove() }
-            var report = try Self.salvage(
-                request, sibling: sibling, into: scratch.url.appendingPathComponent(request.destination.fileName),
-                progress: progress)
-            report.durations["total"] = Date().timeIntervalSince(started)
-            return report
-        }
+    }
+
+    /// What the run would salvage: salvage's reader into a private scratch store (nothing at DST).
+    public func preview(_ prepared: Prepared, progress: (String) -> Void = { _ in }) throws -> ChangeReport<
+        SalvageReport
+    > {
+        let scratch = try TemporaryDirectory(prefix: "usm-repair-salvage")
+        defer { scratch.remove() }
+        let details = try Self.salvage(
+            request, sibling: try sibling(), into: scratch.url.appendingPathComponent(request.destination.fileName),
+            progress: progress)
+        return report(prepared, details, result: nil)
+    }
+
+    /// Runs the plan: salvage, the Core Data pass and the engine build the staged store; the
+    /// executor installs it.
+    public func run(_ prepared: Prepared, progress: (String) -> Void = { _ in }) throws -> ChangeReport<
+        SalvageReport
+    > {
+        let plan = prepared.plan
+        let request = self.request
+        let engine = self.engine
+        let sibling = try sibling()
         let box = Mutex<SalvageReport?>(nil)
         let executor = self.executor.with(builder: { build in
             var options = MigrationOptions(keepUbiquityMetadata: build.keepUbiquityMetadata)
@@ -119,14 +172,12 @@ public struct SalvageOperation {
             return migration
         })
         let result = try executor.run(plan, progress: progress)
-        guard var report = box.withLock({ $0 }) else {
+        guard var details = box.withLock({ $0 }) else {
             throw USMError.unexpected("the salvage plan ran without building \(request.destination.main.path)")
         }
-        report.snapshot = result.snapshot
-        report.notes += result.leftovers.map(MaintenanceRun.leftoverNote)
-        report.durations["install"] = StoreReplacement.installSeconds(plan, result)
-        report.durations["total"] = Date().timeIntervalSince(started)
-        return report
+        details.snapshot = result.snapshot
+        details.durations["install"] = StoreReplacement.installSeconds(plan, result)
+        return report(prepared, details, result: result)
     }
 
     /// Salvages `request.source` into a private store and has the migration engine build, verify
