@@ -57,7 +57,7 @@ public struct MigrateStoreChange: Change {
         let replacement = self.replacement
         let recovered = try replacement.prepare(
             source: source, sameStore: "the source and the destination are the same store", executor: executor,
-            dryRun: request.dryRun,
+            dryRun: dryRun,
             also: {
                 _ = try engine.registry.resolve(
                     request.choice, defaultID: request.strategy, merge: merge,

@@ -111,7 +111,9 @@ struct RecoverCommand: USMCommand {
               usm-repair recover --container Notes.xcappdata --cloud-dir C
               usm-repair recover --store ~/Cases/4711/Local.sqlite
 
-            --dry-run lists what would be finished or undone and changes nothing.
+            --dry-run lists what would be finished or undone and changes nothing. Recovery asks \
+            nothing (it completes or undoes an operation consented to when it ran; --yes is \
+            accepted, with nothing to answer) and takes no snapshot (--snapshot-dir is refused).
 
             Exit codes: 0 recovered (or nothing to recover; 20 with --detailed-exitcode when \
             something was, or with --dry-run would be); 3 refused (an operation folder this machine \
