@@ -493,15 +493,18 @@ public struct EntityCopy {
                 let t = target.name.sqlIdentifier
                 let p = list.list.sqlIdentifier
                 let o = list.order.sqlIdentifier
+                // Positions already after the object's own (all of them) stay as they are.
                 try exec(
                     """
                     CREATE TEMP TABLE usm_ordered AS
-                      SELECT n.rowid AS id, (SELECT IFNULL(MAX(c.\(o)), 0) FROM main.\(t) c WHERE c.\(p) = n.\(p) AND c.rowid <= \(lastBefore))
-                        + ROW_NUMBER() OVER (PARTITION BY n.\(p) ORDER BY n.\(o), n.rowid) AS pos
-                      FROM main.\(t) n WHERE n.rowid > \(lastBefore) AND n.\(p) IN (SELECT dst_pk FROM temp.\(list.remap))
+                      SELECT id, base + ROW_NUMBER() OVER (PARTITION BY parent ORDER BY o, id) AS pos,
+                        MIN(o) OVER (PARTITION BY parent) AS low, base
+                      FROM (SELECT n.rowid AS id, n.\(p) AS parent, n.\(o) AS o,
+                              (SELECT IFNULL(MAX(c.\(o)), 0) FROM main.\(t) c WHERE c.\(p) = n.\(p) AND c.rowid <= \(lastBefore)) AS base
+                            FROM main.\(t) n WHERE n.rowid > \(lastBefore) AND n.\(p) IN (SELECT dst_pk FROM temp.\(list.remap)))
                     """, &result)
                 try exec(
-                    "UPDATE main.\(t) SET \(o) = (SELECT u.pos FROM temp.usm_ordered u WHERE u.id = main.\(t).rowid) WHERE rowid IN (SELECT id FROM temp.usm_ordered)",
+                    "UPDATE main.\(t) SET \(o) = (SELECT u.pos FROM temp.usm_ordered u WHERE u.id = main.\(t).rowid) WHERE rowid IN (SELECT id FROM temp.usm_ordered WHERE low IS NULL OR low <= base)",
                     &result)
                 try exec("DROP TABLE temp.usm_ordered", &result)
             }
