@@ -339,7 +339,8 @@ extension MergeIdentityTests {
                 try String.fetchOne(
                     db, sql: "SELECT name FROM pragma_table_info('\(join)') WHERE name GLOB 'Z_[0-9]*ITEMS'") ?? "?"
             let order = "Z_FOK_" + items.dropFirst(2)
-            let from = "FROM \(join) j JOIN ZITEM i ON i.Z_PK = j.\(items) JOIN ZTAG g ON g.Z_PK = j.Z_6TAGS WHERE i.ZCODE = ?"
+            let from =
+                "FROM \(join) j JOIN ZITEM i ON i.Z_PK = j.\(items) JOIN ZTAG g ON g.Z_PK = j.Z_6TAGS WHERE i.ZCODE = ?"
             let tags = try String.fetchAll(
                 db, sql: "SELECT g.ZNAME \(from) ORDER BY j.\(order), g.ZNAME", arguments: [code])
             let distinct =
@@ -372,9 +373,10 @@ extension MergeIdentityTests {
                 """)
             let before = try Self.orderedTags(destination, code: "code-same-1")
             #expect(before.tags == ["same tag 1", "same tag 3"], "\(before)")
-            #expect(try Self.orderedTags(source, code: "code-same-1").tags == [
-                "same tag new", "same tag 2", "same tag 1", "same tag 3",
-            ])
+            #expect(
+                try Self.orderedTags(source, code: "code-same-1").tags == [
+                    "same tag new", "same tag 2", "same tag 1", "same tag 3",
+                ])
             if viaCLI {
                 let run = USM.run([
                     "migrate-store", source.path, destination.path, "--into", "--json", "--snapshot-dir",

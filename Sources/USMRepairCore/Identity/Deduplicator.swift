@@ -124,7 +124,9 @@ struct Deduplicator {
     /// then a pair cannot be there twice.
     static func uniquePair(_ db: Database, table: String, columns: [String]) throws -> Bool {
         let wanted = Set(columns.map { $0.uppercased() })
-        for index in try Row.fetchAll(db, sql: "SELECT name, \"unique\" AS u FROM pragma_index_list(?)", arguments: [table]) {
+        for index in try Row.fetchAll(
+            db, sql: "SELECT name, \"unique\" AS u FROM pragma_index_list(?)", arguments: [table])
+        {
             guard (index["u"] as Int?) == 1, let name = index["name"] as String? else { continue }
             let names = try String.fetchAll(
                 db, sql: "SELECT name FROM pragma_index_info(?) WHERE name IS NOT NULL", arguments: [name])

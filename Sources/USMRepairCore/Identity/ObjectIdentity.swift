@@ -340,7 +340,8 @@ struct ObjectIdentity {
     /// Returns them per entity name.
     func writeRemovals(_ db: Database, table: String, newest: Bool, into name: String) throws -> [String: Int] {
         guard let t = tables.first(where: { $0.table == table }) else { return [:] }
-        try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS \(name) (pk INTEGER PRIMARY KEY, keep INTEGER, ent INTEGER)")
+        try db.execute(
+            sql: "CREATE TEMP TABLE IF NOT EXISTS \(name) (pk INTEGER PRIMARY KEY, keep INTEGER, ent INTEGER)")
         try db.execute(sql: "INSERT OR IGNORE INTO temp.\(name) (pk, keep, ent) \(copies(t.temp, newest: newest))")
         var result: [String: Int] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT ent, COUNT(*) AS n FROM temp.\(name) GROUP BY ent") {
