@@ -69,6 +69,7 @@ struct DedupeCommand: USMCommand {
                 ) { Self.print(preview, terminal) }
                 var request = operation.request
                 request.dryRun = false
+                request.counted = (preview.before, preview.removed)
                 var report = try DedupeOperation(
                     request: request, engine: operation.engine, executor: operation.executor
                 ).run(progress: { terminal.progressLine($0) })
