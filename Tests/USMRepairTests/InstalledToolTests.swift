@@ -47,6 +47,7 @@ struct InstalledToolTests {
         }
         for file in [
             "bin/usm-repair", "share/doc/usm-repair/README.md", "share/doc/usm-repair/docs/usm-behaviour.md",
+            "share/doc/usm-repair/docs/commands.md",
             "share/doc/usm-repair/CHANGELOG.md", "share/bash-completion/completions/usm-repair",
             "share/zsh/site-functions/_usm-repair", "share/fish/vendor_completions.d/usm-repair.fish",
             "share/man/man1/usm-repair.1",
