@@ -86,7 +86,7 @@ struct FaultWalk {
     /// Every changing command, or those whose description contains `USM_FAULT_WALK_ONLY` (to walk one).
     static let commands: [Command] = {
         let all =
-            DataFirstTests.everyCommand.map { Command(arguments: $0) } + [
+            DataSafetyTests.everyCommand.map { Command(arguments: $0) } + [
                 Command(arguments: ["rebuild", "--from", "local", "--discard-cloud"], undo: true),
                 Command(arguments: ["migrate", "cloud-to-local", "--replace"], undo: true),
                 Command(

@@ -5,9 +5,11 @@ import TestSupport
 @testable import USMRepairCore
 
 /// Issue 31's slips a person makes at the first screen: a mistyped subcommand, a bundle ID that
-/// matches nothing, a recipe name that is not found, and what `status --help` says about exit 1.
-@Suite("first screen: slips")
-struct FirstScreenTests {
+/// matches nothing, a recipe name that is not found, and what `status --help` says about exit 1;
+/// then the text a person reads: the ledger, advice, the DOT graph, wrapping at 80 columns, progress.
+/// (Origin: issue 31, "what a person reads first"; the file was FirstScreenTests.)
+@Suite("text output: slips, ledger, advice, graph, wrapping, progress")
+struct TextOutputTests {
     @Test("a mistyped subcommand gets 'did you mean', at the root and in a group; 64")
     func didYouMean() {
         let r = USM.run(["stauts", "--container", "/nowhere"])
@@ -55,7 +57,7 @@ struct FirstScreenTests {
     }
 }
 
-extension FirstScreenTests {
+extension TextOutputTests {
     @Test("the ledger shows both sides per entity, what leaves the view and what comes in, past tense after a run")
     func ledgerBothSides() throws {
         let f = try OperationTests.Fixture()
@@ -76,7 +78,7 @@ extension FirstScreenTests {
     }
 }
 
-extension FirstScreenTests {
+extension TextOutputTests {
     @Test(
         "status leads with its verdict: the summary, the most severe problems, what to run; paths relative to the container"
     )
@@ -97,7 +99,7 @@ extension FirstScreenTests {
     }
 }
 
-extension FirstScreenTests {
+extension TextOutputTests {
     @Test("advice a script can act on: each item's command as an argument list, why, and its dry run's verdict")
     func actions() throws {
         let f = try OperationTests.Fixture { $0.corruptedUUID = $0.activeUUID }
@@ -128,7 +130,7 @@ extension FirstScreenTests {
     }
 }
 
-extension FirstScreenTests {
+extension TextOutputTests {
     @Test("status --graph prints the container as DOT: stores, copies, markers, preferences, the next launch's edge")
     func graph() throws {
         let f = try OperationTests.Fixture { $0.corruptedUUID = $0.activeUUID }
@@ -156,7 +158,7 @@ extension FirstScreenTests {
     }
 }
 
-extension FirstScreenTests {
+extension TextOutputTests {
     @Test("status on the shipped example at 80 columns: the verdict and a command within 24 lines, no line over 80")
     func firstScreenAtEightyColumns() {
         let r = USM.run(["status", "--container", ExampleContainerTests.root.path], environment: ["COLUMNS": "80"])
@@ -243,7 +245,7 @@ extension FirstScreenTests {
     }
 }
 
-extension FirstScreenTests {
+extension TextOutputTests {
     @Test(
         "check speaks while it checks: each piece of integrity_check, then the invariants; nothing without a terminal")
     func checkProgress() throws {
