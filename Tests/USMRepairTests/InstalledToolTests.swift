@@ -160,7 +160,7 @@ struct InstalledToolTests {
 
     @Test("no text a user sees points at a file outside the repository")
     func noOutsideReferences() throws {
-        let readme = try String(contentsOf: Self.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try Documentation.text()
         #expect(!readme.contains("../shared"), "the README names a file outside the repository")
         #expect(!readme.contains("/work/"))
         for command in HelpExampleTests.commands() {
