@@ -96,6 +96,9 @@ timed() { # timed FILE CMD...: appends "seconds peak_kib" to FILE
 usm_side() {
   rm -rf "$RUN/usm" "$RUN/snaps"; copyset "$SRC" "$RUN/usm"; sync
   timed "$OUT/usm" "$BIN" dedupe --store "$RUN/usm/Bench.sqlite" --yes --json --snapshot-dir "$RUN/snaps"
+  # The dry run alone (untimed): its count is the `preview` phase of the run above.
+  rm -rf "$RUN/dry"; copyset "$SRC" "$RUN/dry"
+  "$BIN" dedupe --store "$RUN/dry/Bench.sqlite" --dry-run --json >"$OUT/dry.stdout" 2>/dev/null || true
 }
 ref_side() { rm -rf "$RUN/ref"; mkdir -p "$RUN/ref"; sync; timed "$OUT/ref" bash -c 'by_hand "$1"' _ "$RUN/ref"; }
 
@@ -115,6 +118,15 @@ echo "objects: $OBJECTS ($removed removed as duplicates by dedupe); $(nproc) cor
 printf '%-8s %11s %9s %7s %7s %9s %11s\n' case usm-repair "by hand" ratio target "peak MiB" "RSS target"
 printf '%-8s %10.3fs %8.3fs %7s %7s %9.1f %11s\n' dedupe "$u" "$h" "$rt" "$(pass "$rt" "$TARGET_RATIO")" \
   "$(awk -v k="$peak" 'BEGIN { print k / 1024 }')" "$(pass "$peak" $((TARGET_MIB * 1024)))"
+# Where the last run of usm-repair spent its time (its --json `durations`; the dry run it makes
+# first is the run's `preview`, the rest of the wall time is that dry run and start-up).
+python3 - "$OUT/usm.stdout" "$OUT/dry.stdout" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])).get("durations", {})
+dry = json.load(open(sys.argv[2])).get("durations", {}) if len(sys.argv) > 2 else {}
+parts = [f"preview (dry run) {dry.get('preview', 0):.2f}s"] + [f"{k} {v:.2f}s" for k, v in sorted(d.items()) if k != "preview" and v >= 0.005]
+print("phases of the last run:", ", ".join(parts))
+PY
 rm -rf "$RUN"
 if [[ $ENFORCE -eq 1 ]] && { [[ $(pass "$rt" "$TARGET_RATIO") == FAIL ]] || [[ $(pass "$peak" $((TARGET_MIB * 1024))) == FAIL ]]; }; then exit 1; fi
 exit 0

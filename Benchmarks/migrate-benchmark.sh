@@ -6,7 +6,9 @@
 #   copy-entities  vs  INSERT INTO t SELECT * FROM src.t into an empty clone + integrity_check
 #   merge (--into a store of N/2 objects) vs the hand-written SQL merge below + integrity_check
 #   none           absolute seconds against 0.2 s (it needs the schema, not the rows)
+#   dry-run        `migrate-store SRC DST --dry-run` vs PRAGMA quick_check of a copy of the source (<= 1.5x)
 # Target: usm-repair / by hand <= 1.0 for the first three; peak RSS of every usm-repair run <= 64 MiB.
+# usm-repair runs with USM_REPAIR_TIMINGS=1: the last run's phases of each case are printed.
 # Each run alternates the two sides (by hand first in odd runs, usm-repair first in even ones); the
 # ratio of each row is taken within a run, and the median of the runs is reported.
 #
@@ -27,6 +29,8 @@ WORK="${TMPDIR:-/tmp}"
 WORK="${WORK%/}/usm-migrate-bench"
 TARGET_RATIO=1.0
 TARGET_NONE=0.2
+TARGET_DRY=1.5
+export USM_REPAIR_TIMINGS=1
 TARGET_MIB=64
 die() { echo "error: $*" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
@@ -117,6 +121,11 @@ by_hand() {
   t0=$EPOCHREALTIME
   case "$case" in
     ios) sqlite3 "$dir/src/Bench.sqlite" ".backup '$dir/out.sqlite'"; result="$dir/out.sqlite" ;;
+    dry) # what a dry run is measured against: quick_check of the store it reads (no result to check)
+      [[ "$(sqlite3 "$dir/src/Bench.sqlite" 'PRAGMA quick_check')" == ok ]] || { echo "quick_check failed" >&2; return 1; }
+      t1=$EPOCHREALTIME
+      awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f 0\n", b - a }' >> "$OUT/$case.parts"
+      return 0 ;;
     copy) sqlite3 "$dir/clone.sqlite" "$COPY_SQL"; result="$dir/clone.sqlite" ;;
     merge) sqlite3 "$dir/Bench.sqlite" "$MERGE_SQL"; result="$dir/Bench.sqlite" ;;
   esac
@@ -132,7 +141,7 @@ export OUT
 prepare() {
   rm -rf "$3" "$RUN/snapshots"; mkdir -p "$3"
   case "$1:$2" in
-    ref:ios) copyset "$SRC" "$3/src" ;;
+    ref:ios|ref:dry) copyset "$SRC" "$3/src" ;;
     ref:copy) sqlite3 "$3/clone.sqlite" < "$OUT/schema.sql" ;;
     ref:merge) copyset "$WORK/dst/Bench.sqlite" "$3" ;;
     usm:merge) copyset "$WORK/dst/Bench.sqlite" "$3" ;;
@@ -156,15 +165,17 @@ usm() { # usm CASE DIR: the usm-repair side
     copy) timed "$OUT/copy.usm" "$BIN" migrate-store "$SRC" "$2/Bench.sqlite" --strategy copy-entities --json ;;
     merge) timed "$OUT/merge.usm" "$BIN" migrate-store "$SRC" "$2/Bench.sqlite" --into --snapshot-dir "$RUN/snapshots" --json ;;
     none) timed "$OUT/none.usm" "$BIN" migrate-store "$SRC" "$2/Bench.sqlite" --strategy none --json ;;
+    dry) timed "$OUT/dry.usm" "$BIN" migrate-store "$SRC" "$2/Bench.sqlite" --dry-run --json ;;
   esac
-  python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["durations"]; print(" ".join("%s %.3f" % (k, d[k]) for k in ("capture","strategy","identity","verify","install","total") if k in d))' \
+  cp "$OUT/$1.usm.stderr" "$OUT/$1.timings"
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])).get("durations") or {}; print(" ".join("%s %.3f" % (k, d[k]) for k in ("capture","strategy","identity","verify","install","total") if k in d))' \
     "$OUT/$1.usm.stdout" >> "$OUT/$1.phases"
 }
 ref() { timed "$OUT/$1.ref" bash -c 'by_hand "$1" "$2"' _ "$1" "$2"; }
 
 cat "$SRC" "$SRC-wal" "$WORK/dst/Bench.sqlite" >/dev/null   # warm the cache for both sides alike
 for r in $(seq 1 "$RUNS"); do
-  for c in ios copy merge; do
+  for c in ios copy merge dry; do
     if (( r % 2 == 1 )); then
       prepare ref "$c" "$RUN/ref"; ref "$c" "$RUN/ref"
       prepare usm "$c" "$RUN/usm"; usm "$c" "$RUN/usm"
@@ -195,22 +206,23 @@ echo
 echo "objects: $OBJECTS in the source (+1000 only in its -wal), $((OBJECTS / 2)) in the merge destination; $(nproc) cores;"
 echo "$RUNS alternating run(s), medians; ratio = median of the per-run ratios; usm-repair $("$BIN" --version 2>/dev/null || echo '?')"
 printf '%-15s %11s %11s %7s %12s %9s %12s\n' case usm-repair "by hand" ratio target "peak MiB" "RSS target"
-for c in ios copy merge; do
-  name=$c; [[ $c == copy ]] && name=copy-entities
-  rt=$(median < "$OUT/$c.ratio"); p=$(peak "$OUT/$c.usm"); v=$(verdict "$rt" "$TARGET_RATIO"); vm=$(verdict "$p" $((TARGET_MIB * 1024)))
+for c in ios copy merge dry; do
+  name=$c; [[ $c == copy ]] && name=copy-entities; tg=$TARGET_RATIO
+  [[ $c == dry ]] && { name=dry-run; tg=$TARGET_DRY; }
+  rt=$(median < "$OUT/$c.ratio"); p=$(peak "$OUT/$c.usm"); v=$(verdict "$rt" "$tg"); vm=$(verdict "$p" $((TARGET_MIB * 1024)))
   [[ $v == PASS && $vm == PASS ]] || FAIL=1
-  printf '%-15s %10ss %10ss %7s %12s %9s %12s\n' "$name" "$(col "$OUT/$c.usm" 1)" "$(col "$OUT/$c.ref" 1)" "$rt" "<=$TARGET_RATIO $v" "$(mib "$p")" "<=$TARGET_MIB $vm"
+  printf '%-15s %10ss %10ss %7s %12s %9s %12s\n' "$name" "$(col "$OUT/$c.usm" 1)" "$(col "$OUT/$c.ref" 1)" "$rt" "<=$tg $v" "$(mib "$p")" "<=$TARGET_MIB $vm"
 done
 n=$(col "$OUT/none.usm" 1); p=$(peak "$OUT/none.usm"); v=$(verdict "$n" "$TARGET_NONE"); vm=$(verdict "$p" $((TARGET_MIB * 1024)))
 [[ $v == PASS && $vm == PASS ]] || FAIL=1
 printf '%-15s %10ss %11s %7s %12s %9s %12s\n' none "$n" - - "<=${TARGET_NONE}s $v" "$(mib "$p")" "<=$TARGET_MIB $vm"
 echo
 echo "by hand, parts (s, medians): the work, then PRAGMA integrity_check of its result; peak MiB of sqlite3:"
-for c in ios copy merge; do
+for c in ios copy merge dry; do
   printf '  %-6s work %s  integrity_check %s  peak %s\n' "$c" "$(col "$OUT/$c.parts" 1)" "$(col "$OUT/$c.parts" 2)" "$(mib "$(peak "$OUT/$c.ref")")"
 done
 echo "usm-repair phases (s, medians of the runs), from --json durations:"
-for c in ios copy merge none; do
+for c in ios copy merge none dry; do
   python3 - "$OUT/$c.phases" "$c" <<'EOF'
 import statistics, sys
 runs = [dict(zip(l.split()[::2], map(float, l.split()[1::2]))) for l in open(sys.argv[1]) if l.strip()]
@@ -218,6 +230,10 @@ keys = [k for k in ("capture", "strategy", "identity", "verify", "install", "tot
 print("  %-6s " % sys.argv[2] + "  ".join("%s %.3f" % (k, statistics.median(r[k] for r in runs)) for k in keys))
 EOF
 done
-echo "summary: ios=$(median < "$OUT/ios.ratio") copy=$(median < "$OUT/copy.ratio") merge=$(median < "$OUT/merge.ratio") none=${n}s peak_mib=$(mib "$(cat "$OUT"/*.usm | cut -d' ' -f2 | sort -g | tail -n 1)")"
+echo "usm-repair's own phases (s, last run; USM_REPAIR_TIMINGS=1 on stderr):"
+for c in ios copy merge none dry; do
+  printf '  %s:\n' "$c"; sed -n 's/^timing: /    /p' "$OUT/$c.timings" 2>/dev/null || true
+done
+echo "summary: ios=$(median < "$OUT/ios.ratio") copy=$(median < "$OUT/copy.ratio") merge=$(median < "$OUT/merge.ratio") dry=$(median < "$OUT/dry.ratio") none=${n}s peak_mib=$(mib "$(cat "$OUT"/*.usm | cut -d' ' -f2 | sort -g | tail -n 1)")"
 [[ $ENFORCE -eq 1 && $FAIL -eq 1 ]] && exit 1
 exit 0

@@ -7,7 +7,7 @@
 #   PREFIX/share/bash-completion/completions/usm-repair
 #   PREFIX/share/zsh/site-functions/_usm-repair
 #   PREFIX/share/fish/vendor_completions.d/usm-repair.fish
-#   PREFIX/share/doc/usm-repair/               README.md, CHANGELOG.md, LICENSE, docs/usm-behaviour.md
+#   PREFIX/share/doc/usm-repair/               README.md, CHANGELOG.md, LICENSE, docs/*.md (the README links them)
 #
 # Copy the tree over a prefix to install it (`sudo cp -R PREFIX/. /usr/local/`), or run
 # PREFIX/bin/usm-repair where it is: it needs nothing outside PREFIX but the system's C libraries.
@@ -43,7 +43,7 @@ install -m 644 "$repo"/Recipes/*.json "$repo"/Recipes/*.md "$prefix/share/usm-re
 
 # Documentation the help and messages refer to.
 install -m 644 "$repo/README.md" "$repo/CHANGELOG.md" "$repo/LICENSE" "$prefix/share/doc/usm-repair/"
-install -m 644 "$repo/docs/usm-behaviour.md" "$prefix/share/doc/usm-repair/docs/"
+install -m 644 "$repo"/docs/*.md "$prefix/share/doc/usm-repair/docs/"
 
 # Shell completions, from the staged binary itself (recipe names are completed by asking it).
 "$bin" --generate-completion-script bash > "$prefix/share/bash-completion/completions/usm-repair"

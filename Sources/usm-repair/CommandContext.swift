@@ -26,7 +26,10 @@ extension USMCommand {
         try Scratch.$current.withValue(context.scratch) {
             try ChildProcess.$standardErrorSink.withValue(
                 context.childStandardError.map(ChildProcess.StandardErrorSink.init)
-            ) { try ProgressNote.withSink(context.terminal.noteSink()) { try run(context) } }
+            ) {
+                // Each store is captured once per command: the plan's comparison and the build share it.
+                try ProgressNote.withSink(context.terminal.noteSink()) { try CaptureCache.scope { try run(context) } }
+            }
         }
     }
 

@@ -113,7 +113,7 @@ struct CLITests {
 
     @Test("the README documents every command, exit code and problem code")
     func readme() throws {
-        let readme = try String(contentsOf: Self.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try Documentation.text()
         for code in ProblemCode.allCases {
             #expect(
                 readme.contains("| `\(code.rawValue)` | \(code.severity.rawValue) |"),

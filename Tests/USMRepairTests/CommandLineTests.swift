@@ -22,7 +22,7 @@ struct CommandLineTests {
 
     /// Every `usm-repair ...` line in the code blocks of those sections, in README order.
     static func readmeExamples() throws -> [String] {
-        let readme = try String(contentsOf: CLITests.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try Documentation.text()
         var lines: [String] = []
         var inSection = false
         var inCode = false
@@ -412,7 +412,7 @@ struct CommandLineTests {
                 break
             }
         }
-        let readme = try String(contentsOf: CLITests.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try Documentation.text()
         let row = try #require(readme.split(separator: "\n").first { $0.hasPrefix("| `error.code` |") })
         for sample in samples { #expect(row.contains("`\(sample.code)`"), "error code \(sample.code)") }
         let changelog = try String(

@@ -96,11 +96,14 @@ struct CorpusTests {
     }
 
     @Test(
-        "bundles of real stores: byte-identical round trip, and redacted copies that still pass check",
+        "bundles of real stores: byte-identical round trip, redacted copies that still pass check, and a redacted bundle no larger than the full one",
         arguments: Corpus.stores())
-    func bundles(store: URL) throws {
+    func bundles(source: URL) throws {
         let tmp = try TempDir()
-        let folder = store.deletingLastPathComponent()
+        // A copy: a corpus store is never opened in place.
+        let folder = tmp.path("source")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let store = try Corpus.copy(source, into: folder)
         let before = try TreeSnapshot(folder)
         let full = tmp.path("full.tar.zst")
         #expect(USM.run(["archive", "--store", store.path, "-o", full.path, "-q"]).status == 0)
@@ -124,6 +127,10 @@ struct CorpusTests {
             }.isEmpty,
             "\(report.stores[0].problems)")
         #expect(report.stores[0].objects == original.stores[0].objects, "rows kept")
+        // issue 31: removing the values never makes the bundle larger, on every corpus store.
+        let fullBytes = try #require(FileStatus.lookup(full.path)?.size)
+        let redactedBytes = try #require(FileStatus.lookup(redacted.path)?.size)
+        #expect(redactedBytes <= fullBytes, "\(store.lastPathComponent): redacted \(redactedBytes) > full \(fullBytes)")
         #expect(try TreeSnapshot(folder) == before)
     }
 }

@@ -100,8 +100,7 @@ struct DeploymentScriptTests {
         }
         if full != nil {
             // The README shows this very output.
-            let readme = try String(
-                contentsOf: CLITests.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+            let readme = try Documentation.text()
             #expect(readme.contains(run1.stdout), "README's sample output:\n\(run1.stdout)")
         }
         // The reports beside the containers are the commands' JSON.

@@ -76,7 +76,7 @@ struct ExampleContainerTests {
         let end = try #require(lines.firstIndex { $0.hasPrefix("  1. snapshot") })
         let ledger = lines[start..<end].joined(separator: "\n")
         #expect(ledger.contains("matched (already there, not copied again): Magazine 3, Shelf 2"), "\(ledger)")
-        let readme = try String(contentsOf: CLITests.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try Documentation.text()
         #expect(readme.contains(ledger), "the README shows the ledger as printed:\n\(ledger)")
         let run = USM.run([
             "migrate", "cloud-to-local", "--merge", "--container", container, "--yes", "--json", "--snapshot-dir",
@@ -132,7 +132,7 @@ struct WalkThroughExampleTests {
 extension WalkThroughExampleTests {
     /// The `usm-repair` lines of the README's walk-through block, as written.
     static func walkThrough() throws -> [String] {
-        let readme = try String(contentsOf: CLITests.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try Documentation.text()
         let marker = try #require(readme.range(of: "<!-- walk-through: "))
         let block = readme[marker.upperBound...].drop { $0 != "`" }.dropFirst(6)
         let end = try #require(block.range(of: "```"))
@@ -169,7 +169,7 @@ extension WalkThroughExampleTests {
 
     @Test("the README's samples are the tool's output at 80 columns")
     func readmeSamples() throws {
-        let readme = try String(contentsOf: CLITests.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try Documentation.text()
         var samples = 0
         var rest = readme[...]
         while let marker = rest.range(of: "<!-- sample: COLUMNS=80 usm-repair ") {

@@ -62,6 +62,12 @@ struct FaultWalk {
         var extraFolders: [String] = []
         /// A store of the fixture damaged first (`--salvage`): `{local}` or `{copy}`.
         var damaged: String? = nil
+        /// For `archive` (which takes no `--yes`): the bundle it writes. Bundles differ from run to
+        /// run (their creation time), so the state is judged by what may lie beside each other:
+        /// nothing (old), the bundle with its `.sha256` sidecar and its redaction map naming its
+        /// SHA-256 (new), or files that go beside a bundle without it (an interrupted run puts
+        /// them in place first and the bundle's rename last; never a bundle without its map).
+        var bundle: String? = nil
         var description: String {
             (undo ? "undo of " : "") + (damaged.map { "(\($0) damaged) " } ?? "") + arguments.joined(separator: " ")
         }
@@ -80,7 +86,7 @@ struct FaultWalk {
     /// Every changing command, or those whose description contains `USM_FAULT_WALK_ONLY` (to walk one).
     static let commands: [Command] = {
         let all =
-            DataFirstTests.everyCommand.map { Command(arguments: $0) } + [
+            DataSafetyTests.everyCommand.map { Command(arguments: $0) } + [
                 Command(arguments: ["rebuild", "--from", "local", "--discard-cloud"], undo: true),
                 Command(arguments: ["migrate", "cloud-to-local", "--replace"], undo: true),
                 Command(
@@ -104,6 +110,10 @@ struct FaultWalk {
                 Command(
                     arguments: ["rebuild", "--from", "local", "--salvage", "--discard-cloud"], undo: true,
                     damaged: "{local}"),
+                // issue 31: a kill between the bundle and its redaction map.
+                Command(
+                    arguments: ["archive", "--redact", "-o", "{tmp}/out/b.tar.zst"], extraFolders: ["{tmp}/out"],
+                    bundle: "{tmp}/out/b.tar.zst"),
             ]
         guard let only = ProcessInfo.processInfo.environment["USM_FAULT_WALK_ONLY"] else { return all }
         return all.filter { $0.description.contains(only) }
@@ -201,6 +211,9 @@ struct FaultWalk {
             try FileManager.default.createDirectory(at: older, withIntermediateDirectories: true)
             try Data("older work".utf8).write(to: older.appendingPathComponent("notes.txt"))
         }
+        if command.bundle != nil {
+            try FileManager.default.createDirectory(at: template.tmp.path("out"), withIntermediateDirectories: true)
+        }
         if command.undo {
             // The undo's "old" state is the operation's result, its "new" one the state before it.
             let before = try template.snapshot()
@@ -243,7 +256,9 @@ struct FaultWalk {
 
     /// The command line for fixture `f`.
     static func arguments(_ command: Command, _ f: OperationTests.Fixture, snapshot: String?) -> [String] {
-        command.undo ? ["restore", snapshot ?? "", "--yes"] : Command.substitute(command.arguments, f) + ["--yes"]
+        command.undo
+            ? ["restore", snapshot ?? "", "--yes"]
+            : Command.substitute(command.arguments, f) + (command.bundle == nil ? ["--yes"] : [])
     }
 
     func arguments(_ f: OperationTests.Fixture) -> [String] { Self.arguments(command, f, snapshot: snapshot) }
@@ -307,6 +322,14 @@ struct FaultWalk {
         where (try TreeSnapshot(folder)).entries.keys.contains(where: { $0.contains(".usm-repair") }) {
             problems.append("usm-repair's private folders left in \(folder.lastPathComponent)")
         }
+        if let bundle = command.bundle {
+            let layoutFolders = f.paths.folders.count
+            if Array(state.prefix(layoutFolders)) != Array(oldState.prefix(layoutFolders)) {
+                problems.append("archive changed the layout's folders")
+            }
+            let (outcome, found) = try Self.judgeBundle(URL(fileURLWithPath: Command.substitute([bundle], f)[0]))
+            return (outcome, problems + found)
+        }
         if state == oldState { return ("old", problems) }
         let differences = OperationTests.contentDifferences(state, newState)
         if differences.isEmpty { return ("new", problems) }
@@ -317,6 +340,37 @@ struct FaultWalk {
                 "neither old nor new: differs from new in \(differences.prefix(4)), from old in \(fromOld.prefix(4))"
             ]
         )
+    }
+
+    /// What lies beside `bundle` in its folder: nothing ("old"); the bundle, its sidecar and its
+    /// redaction map, both naming the bundle's SHA-256 ("new"); or some of the files that go
+    /// beside it without the bundle ("beside, no bundle"). A bundle without its map, a map or
+    /// sidecar naming another bundle, or a partial file left are findings.
+    static func judgeBundle(_ bundle: URL) throws -> (String, [String]) {
+        let folder = bundle.deletingLastPathComponent()
+        let names = Set(try FileManager.default.contentsOfDirectory(atPath: folder.path))
+        let map = bundle.lastPathComponent + ".redaction-map.jsonl"
+        let sidecar = bundle.lastPathComponent + ".sha256"
+        var problems: [String] = []
+        let unknown = names.subtracting([bundle.lastPathComponent, map, sidecar])
+        if !unknown.isEmpty { problems.append("left beside the bundle: \(unknown.sorted())") }
+        guard names.contains(bundle.lastPathComponent) else {
+            return (names.isEmpty ? "old" : "beside, no bundle", problems)
+        }
+        let sha = try FileCopy.sha256(of: bundle.path).sha256
+        if !names.contains(map) {
+            problems.append("a bundle without its redaction map")
+        } else {
+            let header =
+                try String(contentsOf: folder.appendingPathComponent(map), encoding: .utf8)
+                .split(separator: "\n").first.map { String($0) } ?? ""
+            if !header.contains("\"bundleSHA256\":\"\(sha)\"") {
+                problems.append("the redaction map names another bundle: \(header.prefix(200))")
+            }
+        }
+        let sum = (try? String(contentsOf: folder.appendingPathComponent(sidecar), encoding: .utf8)) ?? ""
+        if !sum.hasPrefix(sha + "  ") { problems.append("the sidecar does not name the bundle's SHA-256: \(sum)") }
+        return ("new", problems)
     }
 
     func kills() throws -> Report {

@@ -47,6 +47,7 @@ struct InstalledToolTests {
         }
         for file in [
             "bin/usm-repair", "share/doc/usm-repair/README.md", "share/doc/usm-repair/docs/usm-behaviour.md",
+            "share/doc/usm-repair/docs/commands.md",
             "share/doc/usm-repair/CHANGELOG.md", "share/bash-completion/completions/usm-repair",
             "share/zsh/site-functions/_usm-repair", "share/fish/vendor_completions.d/usm-repair.fish",
             "share/man/man1/usm-repair.1",
@@ -159,7 +160,7 @@ struct InstalledToolTests {
 
     @Test("no text a user sees points at a file outside the repository")
     func noOutsideReferences() throws {
-        let readme = try String(contentsOf: Self.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try Documentation.text()
         #expect(!readme.contains("../shared"), "the README names a file outside the repository")
         #expect(!readme.contains("/work/"))
         for command in HelpExampleTests.commands() {

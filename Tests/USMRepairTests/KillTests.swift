@@ -8,7 +8,7 @@ import TestSupport
 
 /// Kills at random instants, with a real SIGKILL (a process: the point), during an operation on a
 /// larger store and during `migrate-store --overwrite`. Kills after every step run in process
-/// (`OneMechanismTests`, the fault walk).
+/// (`StepRecoveryTests`, the fault walk).
 @Suite("operations under SIGKILL")
 struct KillTests {
     @Test(
@@ -65,7 +65,7 @@ struct KillTests {
     /// new one, nothing of ours left beside it.
     static func migrateStoreRandomKills() throws {
         let probe = try TempDir()
-        let (ps, pd) = try OneMechanismTests.stores(probe, books: 30_000)
+        let (ps, pd) = try StepRecoveryTests.stores(probe, books: 30_000)
         let started = Date()
         #expect(USM.run(["migrate-store", ps.path, pd.path, "--overwrite", "--yes"]).status == 0)
         let duration = Date().timeIntervalSince(started)
@@ -74,7 +74,7 @@ struct KillTests {
         var outcomes: [String] = []
         for _ in 0..<4 {
             let tmp = try TempDir()
-            let (source, destination) = try OneMechanismTests.stores(tmp, books: 30_000)
+            let (source, destination) = try StepRecoveryTests.stores(tmp, books: 30_000)
             let before = try TreeSnapshot(tmp.path("dst"))
             let process = try CLI.launch(["migrate-store", source.path, destination.path, "--overwrite", "--yes"])
             Thread.sleep(forTimeInterval: duration * Double(rng.next() % 1000) / 1000)

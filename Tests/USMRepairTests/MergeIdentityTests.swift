@@ -141,13 +141,13 @@ extension MergeIdentityTests {
         let f = try Fixture()
         let refused = try f.run(["rebuild", "--from", "cloud", "--dry-run"])
         #expect(refused.status == 8 && refused.stderr.contains("rebuild --from cloud --merge"), "\(refused.stderr)")
-        let local = try DataFirstTests.localRows(f)
+        let local = try DataSafetyTests.localRows(f)
         let dry = try f.run(["rebuild", "--from", "cloud", "--merge", "--dry-run", "--json"])
         #expect(dry.status == 0, "\(dry.stderr)")
         let matched = try #require(Self.matchedOf(dry.json), "\(dry.stdout)")
         let json = try OperationTests.apply(f, ["rebuild", "--from", "cloud", "--merge"])
         #expect(Self.matchedOf(json) == matched.filter { $0.value > 0 })
-        let after = try DataFirstTests.localRows(f)
+        let after = try DataSafetyTests.localRows(f)
         for (name, n) in local { #expect((after[name] ?? 0) >= n, "\(name): \(after) \(local)") }
         #expect(after.values.reduce(0, +) > local.values.reduce(0, +))
         #expect(OperationTests.state(json) != nil)
@@ -323,5 +323,79 @@ extension MergeIdentityTests {
             #expect(titles == old + ["new first", "new second"], "\(titles)")
         }
         try queue.close()
+    }
+}
+
+extension MergeIdentityTests {
+    /// The tags of the item with `code` in the store at `url`, in the order of its ordered
+    /// many-to-many (the join table's `Z_FOK_` column), with whether no two share a position.
+    static func orderedTags(_ url: URL, code: String) throws -> (tags: [String], distinct: Bool) {
+        let queue = try DatabaseQueue(path: url.path)
+        defer { try? queue.close() }
+        return try queue.read { (db: Database) throws in
+            let join =
+                try String.fetchOne(
+                    db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'Z_[0-9]*TAGS'") ?? "?"
+            let items =
+                try String.fetchOne(
+                    db, sql: "SELECT name FROM pragma_table_info('\(join)') WHERE name GLOB 'Z_[0-9]*ITEMS'") ?? "?"
+            let order = "Z_FOK_" + items.dropFirst(2)
+            let from =
+                "FROM \(join) j JOIN ZITEM i ON i.Z_PK = j.\(items) JOIN ZTAG g ON g.Z_PK = j.Z_6TAGS WHERE i.ZCODE = ?"
+            let tags = try String.fetchAll(
+                db, sql: "SELECT g.ZNAME \(from) ORDER BY j.\(order), g.ZNAME", arguments: [code])
+            let distinct =
+                try Bool.fetchOne(db, sql: "SELECT COUNT(DISTINCT j.\(order)) = COUNT(*) \(from)", arguments: [code])
+                ?? false
+            return (tags, distinct)
+        }
+    }
+
+    @Test(
+        "a merge keeps the order of an ordered many-to-many: a matched object's incoming pairs come after its own, in their order (engine and migrate-store --into)"
+    )
+    func mergeOrderedManyToMany() throws {
+        for viaCLI in [false, true] {
+            let tmp = try TempDir()
+            let source = tmp.path("A.sqlite")
+            let destination = tmp.path("d/B.sqlite")
+            try FileManager.default.createDirectory(at: tmp.path("d"), withIntermediateDirectories: true)
+            try MergeFixture.write(to: source, .a, prefix: "same")
+            try MergeFixture.write(to: destination, .b, prefix: "same")
+            // Item 1 holds tags 1 and 3 on both sides (positions 1024 and 3072). The source adds tag 2
+            // and a new tag to it, placed before its other tags.
+            try FixtureStore.mutate(
+                source,
+                """
+                INSERT INTO ZTAG VALUES (50, 6, 1, 'same tag new');
+                INSERT INTO Z_1TAGS SELECT i.Z_PK, g.Z_PK, 2 FROM ZITEM i, ZTAG g WHERE i.ZCODE = 'code-same-1' AND g.ZNAME = 'same tag 2';
+                INSERT INTO Z_1TAGS SELECT i.Z_PK, 50, 1 FROM ZITEM i WHERE i.ZCODE = 'code-same-1';
+                UPDATE Z_PRIMARYKEY SET Z_MAX = 50 WHERE Z_ENT = 6;
+                """)
+            let before = try Self.orderedTags(destination, code: "code-same-1")
+            #expect(before.tags == ["same tag 1", "same tag 3"], "\(before)")
+            #expect(
+                try Self.orderedTags(source, code: "code-same-1").tags == [
+                    "same tag new", "same tag 2", "same tag 1", "same tag 3",
+                ])
+            if viaCLI {
+                let run = USM.run([
+                    "migrate-store", source.path, destination.path, "--into", "--json", "--snapshot-dir",
+                    tmp.path("snaps").path,
+                ])
+                #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+            } else {
+                let report = try Migrate.run(source, destination, mode: .merge, snapshots: tmp.path("snapshots"))
+                #expect(report.matched["Book"] == 5, "\(report.matched)")
+            }
+            let after = try Self.orderedTags(destination, code: "code-same-1")
+            #expect(
+                after.tags == ["same tag 1", "same tag 3", "same tag new", "same tag 2"],
+                "the destination's own pairs first, then the incoming ones in the source's order: \(after.tags)")
+            #expect(after.distinct, "no two tags at one position")
+            // A matched item that gained nothing keeps its list as it was.
+            #expect(try Self.orderedTags(destination, code: "code-same-2").tags == ["same tag 2"])
+            #expect(try Migrate.check(destination).errors.isEmpty)
+        }
     }
 }

@@ -89,7 +89,7 @@ struct MigrationTests {
     func registry() throws {
         let registry = StrategyRegistry(builtInStrategies)
         #expect(registry.ids == ["ios", "copy-entities", "manual", "none"])
-        let readme = try String(contentsOf: CLITests.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try Documentation.text()
         for id in registry.ids { #expect(readme.contains("`\(id)`"), "README documents \(id)") }
         #expect(throws: USMError.unknownStrategy("cp", known: registry.ids)) { try registry.strategy("cp") }
     }

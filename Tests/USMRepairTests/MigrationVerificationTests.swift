@@ -189,6 +189,20 @@ struct MigrationVerificationTests {
         #expect(detail != nil && detail != "integrity_check failed", "\(detail ?? "passed")")
     }
 
+    @Test(
+        "the verification leaves out only the search for duplicates, which can never refuse a result (issue 33)"
+    )
+    func duplicatesAreNeverAVerdict() throws {
+        // The verifier skips `duplicateProblems` because its findings are warnings and the verdict
+        // reads errors only; were they ever errors, the skip would weaken the verification.
+        #expect(ProblemCode.duplicateObjects.severity != .error)
+        // A dangling join row is still found by the same inspection that skips duplicates.
+        let s = try Staged()
+        try s.sql("INSERT INTO Z_1TAGS (Z_1ITEMS, Z_6TAGS) VALUES (999999, 999999)")
+        let detail = s.failure()
+        #expect(detail?.hasPrefix("dangling-join-row") == true, "\(detail ?? "passed")")
+    }
+
     /// Drops the freelist from the header of the store at `url` after giving it free pages: pages
     /// that belong to no B-tree, which only the store-wide part of a check can see.
     static func orphanPages(_ url: URL) throws {

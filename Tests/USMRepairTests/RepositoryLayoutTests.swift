@@ -9,7 +9,7 @@ struct RepositoryLayoutTests {
     /// The paths the README's "Layout of the repository" block names: top-level entries as written,
     /// indented ones below the folder above them.
     static func listedPaths() throws -> [String] {
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try Documentation.text()
         let section = try #require(readme.components(separatedBy: "## Layout of the repository\n").dropFirst().first)
         let block = try #require(section.components(separatedBy: "```").dropFirst().first)
         var paths: [String] = []

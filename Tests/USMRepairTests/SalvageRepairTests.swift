@@ -77,7 +77,7 @@ struct SalvageRepairTests {
     }
 
     static func ledgerStore(_ r: CLI.Result, _ label: String) -> [String: Any]? {
-        DataFirstTests.store(r, label)
+        DataSafetyTests.store(r, label)
     }
 
     /// The damaged file set is back, byte for byte, with nothing beside it that was not there.
@@ -103,7 +103,7 @@ struct SalvageRepairTests {
         for mode in ["--dry-run", "--yes"] {
             let refused = try f.run(["rebuild", "--from", "local", "--discard-cloud", mode, "--json"])
             #expect(refused.status == 8, "\(mode): \(refused.stderr)")
-            #expect(DataFirstTests.error(refused) == "precondition-failed")
+            #expect(DataSafetyTests.error(refused) == "precondition-failed")
             #expect(refused.stderr.contains("--salvage"), "\(refused.stderr)")
             #expect(
                 refused.stderr.contains("usm-repair rebuild --from local --salvage --discard-cloud"),
@@ -119,13 +119,13 @@ struct SalvageRepairTests {
         #expect(local["label"] as? String == "local store (damaged)")
         #expect(local["fate"] as? String == "replaced")
         let salvage = try #require(local["salvage"] as? [String: Any])
-        #expect(DataFirstTests.total(salvage["readable"]) == readable, "\(salvage)")
-        #expect(DataFirstTests.total(local["after"]) == readable)
+        #expect(DataSafetyTests.total(salvage["readable"]) == readable, "\(salvage)")
+        #expect(DataSafetyTests.total(local["after"]) == readable)
         let lost = (salvage["lost"] as? Int ?? 0) + (salvage["lostPages"] as? Int ?? 0)
         #expect(lost > 0, "\(salvage)")
         let cut = (expected["referencesCut"] as? [[String: Any]] ?? []).map { $0["rows"] as? Int ?? 0 }.reduce(0, +)
         #expect(salvage["referencesCut"] as? Int == cut)
-        #expect((DataFirstTests.ledger(dry)["after"] as? [String: Any])?["objects"] as? Int == readable)
+        #expect((DataSafetyTests.ledger(dry)["after"] as? [String: Any])?["objects"] as? Int == readable)
         #expect((dry.json["steps"] as? [[String: Any]] ?? []).contains { $0["action"] as? String == "build" })
         let text = try f.run(["rebuild", "--from", "local", "--salvage", "--discard-cloud", "--dry-run"])
         #expect(text.stdout.contains("→ \(readable) objects, replaced"), "\(text.stdout)")
@@ -148,7 +148,7 @@ struct SalvageRepairTests {
             migrate.stderr.contains("usm-repair migrate local-to-cloud --salvage --discard-cloud"), "\(migrate.stderr)")
         let migrateDry = try f.run(["migrate", "local-to-cloud", "--salvage", "--discard-cloud", "--dry-run", "--json"])
         #expect(migrateDry.status == 0, "\(migrateDry.stderr)")
-        #expect(DataFirstTests.total(Self.ledgerStore(migrateDry, "local store")?["after"]) == readable)
+        #expect(DataSafetyTests.total(Self.ledgerStore(migrateDry, "local store")?["after"]) == readable)
         #expect(try f.snapshot() == before, "the dry run changed a byte")
 
         // The run: status finds what the plan predicted (E2, seeded from the salvaged store).
@@ -224,7 +224,7 @@ struct SalvageRepairTests {
         let copy = f.paths.cloudStore(f.options.activeUUID).path
         let noSchema = try f.run(["rebuild", "--from", "local", "--salvage", "--discard-cloud", "--dry-run", "--json"])
         #expect(noSchema.status == 2, "\(noSchema.stderr)")
-        #expect(DataFirstTests.error(noSchema) == "source-damaged")
+        #expect(DataSafetyTests.error(noSchema) == "source-damaged")
         #expect(noSchema.stderr.contains("--schema-from") && noSchema.stderr.contains(copy), "\(noSchema.stderr)")
         #expect(try f.snapshot() == before)
 
@@ -241,7 +241,7 @@ struct SalvageRepairTests {
         let dry = try f.run(flags + ["--dry-run", "--json"])
         #expect(dry.status == 0, "\(dry.stderr)")
         let salvage = try #require(Self.ledgerStore(dry, "local store")?["salvage"] as? [String: Any])
-        #expect(DataFirstTests.total(salvage["readable"]) == Self.objects(expected))
+        #expect(DataSafetyTests.total(salvage["readable"]) == Self.objects(expected))
         let json = try OperationTests.apply(f, flags)
         #expect(OperationTests.state(json) == "E2")
         let scored = try SalvageDamageTests.score(
@@ -280,11 +280,11 @@ struct SalvageRepairTests {
         #expect((source["label"] as? String)?.hasSuffix("(damaged)") == true)
         #expect(source["fate"] as? String == "read")
         let salvage = try #require(source["salvage"] as? [String: Any])
-        #expect(DataFirstTests.total(salvage["readable"]) == readable)
+        #expect(DataSafetyTests.total(salvage["readable"]) == readable)
         let local = try #require(Self.ledgerStore(dry, "local store"))
         #expect(local["fate"] as? String == "replaced" && local["salvage"] is NSNull)
-        #expect(DataFirstTests.total(local["after"]) == readable)
-        let shows = DataFirstTests.ledger(dry)["after"] as? [String: Any]
+        #expect(DataSafetyTests.total(local["after"]) == readable)
+        let shows = DataSafetyTests.ledger(dry)["after"] as? [String: Any]
         #expect(shows?["store"] as? String == "local" && shows?["objects"] as? Int == readable)
         #expect(try f.snapshot() == before)
 
@@ -330,7 +330,7 @@ struct SalvageRepairTests {
         #expect(dry.status == 0, "\(dry.stderr)")
         let local = try #require(Self.ledgerStore(dry, "local store"))
         #expect(local["fate"] as? String == "merged")
-        #expect(DataFirstTests.total(local["after"]) == localBefore + readable)
+        #expect(DataSafetyTests.total(local["after"]) == localBefore + readable)
         let json = try OperationTests.apply(f, args)
         #expect(OperationTests.state(json) == "E1")
         let report = try #require(try f.status().stores.first { $0.role == .local })
@@ -360,7 +360,7 @@ struct SalvageRepairTests {
                 (salvaged.json["notes"] as? [String] ?? []).contains { $0.contains("healthy: --salvage has nothing") },
                 "\(args): \(salvaged.json["notes"] ?? [])")
             #expect(
-                DataFirstTests.ledger(plain)["stores"] as? NSArray == DataFirstTests.ledger(salvaged)["stores"]
+                DataSafetyTests.ledger(plain)["stores"] as? NSArray == DataSafetyTests.ledger(salvaged)["stores"]
                     as? NSArray)
         }
     }

@@ -97,17 +97,17 @@ final class ArchiveWriter {
     static let blockSize = 1 << 20
 
     /// Creates `path` (which must not exist) and opens it for writing in `format`.
-    convenience init(path: String, format: ArchiveFormat, limit: Int64?, threads: Int) throws {
+    convenience init(path: String, format: ArchiveFormat, limit: Int64?, threads: Int, zstdLevel: Int32 = 3) throws {
         let fd = FileSystemPath.withCString(path) {
             open($0, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         }
         guard fd >= 0 else { throw USMError.writing(path) }
-        try self.init(fd: fd, path: path, format: format, limit: limit, threads: threads)
+        try self.init(fd: fd, path: path, format: format, limit: limit, threads: threads, zstdLevel: zstdLevel)
     }
 
     /// Writes the archive into `fd`, a new file open for writing at `path` (a scratch item the
-    /// caller made); the writer closes it.
-    init(fd: Int32, path: String, format: ArchiveFormat, limit: Int64?, threads: Int) throws {
+    /// caller made); the writer closes it. `zstdLevel`: the level of `.tarZstd` (3, zstd's default).
+    init(fd: Int32, path: String, format: ArchiveFormat, limit: Int64?, threads: Int, zstdLevel: Int32 = 3) throws {
         self.path = path
         self.format = format
         sink = Sink(fd: fd, path: path, limit: limit)
@@ -135,7 +135,7 @@ final class ArchiveWriter {
             // libarchive's default 10 KiB.
             archive_write_set_bytes_per_block(h, Int32(ParallelZstd.chunkSize))
             let output = sink.output
-            sink.zstd = ParallelZstd(workers: threads) { bytes in try output.emit(bytes) }
+            sink.zstd = ParallelZstd(level: zstdLevel, workers: threads) { bytes in try output.emit(bytes) }
         }
         if r < ARCHIVE_WARN {
             throw USMError.archive(path: path, code: r, message: Self.errorString(h))

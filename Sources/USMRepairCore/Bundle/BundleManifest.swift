@@ -112,9 +112,22 @@ public struct BundleStore: Sendable, Codable, Equatable {
 public struct BundleRedaction: Sendable, Encodable {
     public let method: String
     public let stores: [RedactedStore]
+    /// What was left out (transaction logs), empty when there was none.
     public let excluded: [String]
-    public let externalData: String
-    public let preferences: String
+    /// How external-data files were replaced; null when the bundle has none.
+    @NullEncoded public var externalData: String?
+    /// What was kept of the preferences; null when the bundle has no preferences file.
+    @NullEncoded public var preferences: String?
+
+    public init(
+        method: String, stores: [RedactedStore], excluded: [String], externalData: String?, preferences: String?
+    ) {
+        self.method = method
+        self.stores = stores
+        self.excluded = excluded
+        self.externalData = externalData
+        self.preferences = preferences
+    }
 
     /// What was replaced in one store.
     public struct RedactedStore: Sendable, Encodable {

@@ -18,8 +18,9 @@ import Synchronization
 /// 5. redact or reduce, when asked, into further private copies;
 /// 6. estimate the size against `--max-size`, before writing anything;
 /// 7. write the manifest into the private folder, then the archive beside its final name
-///    (re-checking that no source changed), fsync, rename;
-/// 8. write the `.sha256` sidecar the same way.
+///    (re-checking that no source changed), fsync;
+/// 8. put the `.sha256` sidecar and (`--redact`) the redaction map in place, then rename the
+///    archive to its name last, so that a bundle is never there without them.
 /// What could not be read is left out, listed, and makes the exit status 74.
 public struct BundleWriter {
     public let options: ArchiveOptions
@@ -64,23 +65,26 @@ public struct BundleWriter {
             inventory: inventory, captures: captures, status: status, catalog: catalog, redactor: redactor,
             scratch: scratch.url,
             phase: phase)
+        var others = OtherTransforms()
         if options.content != .full {
             phase(
                 options.content == .redacted
                     ? "redacting: external-data files replaced by their keyed digests, logs left out"
                     : "leaving out rows, logs and external data")
-            try transformOthers(catalog: catalog, redactor: redactor, scratch: scratch.url)
+            others = try transformOthers(catalog: catalog, redactor: redactor, scratch: scratch.url)
         }
 
         // 6. Size, before writing.
         let (entries, contentBytes) = try catalog.totals()
+        // What redaction did, and only that (a store alone has no logs, no preferences).
         let redaction =
             options.content == .redacted
             ? BundleRedaction(
                 method: Redactor.method, stores: redactedStores,
-                excluded: ["CloudLogs transaction logs (their content cannot be redacted)"],
-                externalData: "each file's content replaced by its keyed digest (32 bytes); names kept",
-                preferences: "only USMCloudEnabledKey kept") : nil
+                excluded: others.logs > 0 ? ["CloudLogs transaction logs (their content cannot be redacted)"] : [],
+                externalData: others.externalData > 0
+                    ? "each file's content replaced by its keyed digest (32 bytes); names kept" : nil,
+                preferences: others.preferences > 0 ? "only USMCloudEnabledKey kept" : nil) : nil
         let header = BundleManifest(
             tool: ["name": "usm-repair", "version": USMRepair.version, "libarchive": ArchiveVersion.text],
             commandLine: options.commandLine, createdAt: FileTime.now.iso8601, host: Self.host,
@@ -105,14 +109,23 @@ public struct BundleWriter {
 
         // 7 and 8. The archive beside its final name, then its sidecar.
         phase("writing \(output.lastPathComponent)")
+        // The redaction map beside the bundle, private: the engineer's, never sent. Written before
+        // the bundle's rename (the bundle's own name is the last thing to appear), so no bundle is
+        // ever there without its map; a kill in between leaves a map beside no bundle (its header
+        // names the bundle's SHA-256), removed again when the rename fails.
+        var redactionMap: URL?
+        let withMap = options.content == .redacted && FileStatus.lookup(mapFile.path) != nil
         let written = try Self.write(
             catalog: catalog, manifest: manifestFile, output: output, format: options.format, maxSize: options.maxSize,
-            overwrite: options.overwrite, contentBytes: contentBytes, progress: progress)
+            overwrite: options.overwrite, contentBytes: contentBytes, progress: progress,
+            zstdLevel: Self.zstdLevel(content: options.content, contentBytes: contentBytes)
+        ) { sha256 in
+            guard withMap else { return [] }
+            let map = try Self.writeRedactionMap(from: mapFile, beside: output, bundleSHA256: sha256)
+            redactionMap = map
+            return [map]
+        }
         let sidecar = URL(fileURLWithPath: output.path + ".sha256")
-        // The redaction map beside the bundle, private: the engineer's, never sent.
-        let redactionMap =
-            options.content == .redacted && FileStatus.lookup(mapFile.path) != nil
-            ? try Self.writeRedactionMap(from: mapFile, beside: output, bundleSHA256: written.sha256) : nil
         var listed: [BundleSkip] = []
         try catalog.forEachSkipped(limit: ArchiveResult.skippedListed) { listed += $0 }
         let counts = try catalog.skippedCounts()
@@ -342,7 +355,13 @@ public struct BundleWriter {
 
     /// For redacted and metadata-only bundles: transaction logs left out, external data left out
     /// or replaced by its digest, preferences reduced to `USMCloudEnabledKey`.
-    private func transformOthers(catalog: BundleCatalog, redactor: Redactor, scratch: URL) throws {
+    /// What `transformOthers` found: transaction logs left out, external-data files and
+    /// preferences files replaced.
+    struct OtherTransforms { var logs = 0, externalData = 0, preferences = 0 }
+
+    @discardableResult
+    private func transformOthers(catalog: BundleCatalog, redactor: Redactor, scratch: URL) throws -> OtherTransforms {
+        var found = OtherTransforms()
         // Below a name that is not valid UTF-8 discovery read nothing (`undecodable-name`): what
         // is there cannot be known to be free of personal data (a store, say), so it is left out.
         try catalog.forEach(where: "category IN ('other', 'marker')") { page in
@@ -361,6 +380,7 @@ public struct BundleWriter {
             for entry in page {
                 switch (options.content, entry.category) {
                 case (_, .transactionLog):
+                    found.logs += 1
                     try catalog.remove(entry.path)
                     try catalog.skip(
                         BundleSkip(
@@ -372,6 +392,7 @@ public struct BundleWriter {
                         BundleSkip(
                             path: entry.path, kind: "file", reason: "external data left out of a metadata-only bundle"))
                 case (_, .externalData):
+                    found.externalData += 1
                     made += 1
                     let stand = scratch.appendingPathComponent("external-\(made)")
                     let digest: Data
@@ -393,6 +414,7 @@ public struct BundleWriter {
                     replaced.checkSource = false
                     try catalog.replace(replaced)
                 case (_, .preferences):
+                    found.preferences += 1
                     made += 1
                     let stand = scratch.appendingPathComponent("preferences-\(made).plist")
                     let kept = try Self.reducedPreferences(URL(fileURLWithPath: entry.source ?? ""), to: stand)
@@ -409,6 +431,7 @@ public struct BundleWriter {
                 }
             }
         }
+        return found
     }
 
     /// Writes the manifest file then every catalog entry, in path order, to `output` (through a
@@ -416,7 +439,8 @@ public struct BundleWriter {
     /// re-checks that no source changed while it was read.
     static func write(
         catalog: BundleCatalog, manifest: URL, output: URL, format: ArchiveFormat, maxSize: Int64?,
-        overwrite: Bool, contentBytes: Int64, progress: Progress
+        overwrite: Bool, contentBytes: Int64, progress: Progress, zstdLevel: Int32 = 3,
+        beside: (_ sha256: String) throws -> [URL] = { _ in [] }
     ) throws -> (bytes: Int64, sha256: String) {
         let folder = output.deletingLastPathComponent()
         let name = output.lastPathComponent
@@ -427,7 +451,7 @@ public struct BundleWriter {
         do {
             let writer = try ArchiveWriter(
                 fd: fd, path: partial.path, format: format, limit: maxSize,
-                threads: ProcessInfo.processInfo.activeProcessorCount)
+                threads: ProcessInfo.processInfo.activeProcessorCount, zstdLevel: zstdLevel)
             let manifestSize = FileStatus.lookup(manifest.path)?.size ?? 0
             try writer.addFile(
                 BundleManifest.entryName, source: manifest.path, size: manifestSize, mode: 0o644, mtime: FileTime.now,
@@ -460,33 +484,51 @@ public struct BundleWriter {
             scratch.release(partial)
             throw USMError.wrap(error)
         }
+        // The files that go beside the bundle (the `.sha256` sidecar in sha256sum's format, the
+        // redaction map) are put in place first and the bundle's own rename comes last: a bundle is
+        // never there without them. A failure before that rename removes them again.
+        var placed: [URL] = []
         do {
+            let (sidecarPartial, sidecarFD) = try scratch.makeFile(
+                in: folder, name: ".\(name).sha256.partial-\(UUID().uuidString.prefix(8))")
+            do {
+                let line = Data("\(written.sha256)  \(FileSystemPath.lastComponent(output.path))\n".utf8)
+                try line.withUnsafeBytes { try FileSync.writeAll(sidecarFD, $0, path: sidecarPartial.path) }
+                _ = fsync(sidecarFD)
+                close(sidecarFD)
+                let sidecar = URL(fileURLWithPath: output.path + ".sha256")
+                try AtomicRename.replace(sidecar, with: sidecarPartial.url, overwrite: true)
+                placed.append(sidecar)
+            } catch {
+                scratch.release(sidecarPartial)
+                throw error
+            }
+            scratch.forget(sidecarPartial)
+            placed += try beside(written.sha256)
             try AtomicRename.replace(output, with: partial.url, overwrite: overwrite)
         } catch {
             scratch.release(partial)
+            for file in placed { _ = unlink(file.path) }
             throw error
         }
         scratch.forget(partial)
-        // The sidecar, in sha256sum's format.
-        let (sidecarPartial, sidecarFD) = try scratch.makeFile(
-            in: folder, name: ".\(name).sha256.partial-\(UUID().uuidString.prefix(8))")
-        do {
-            let line = Data("\(written.sha256)  \(FileSystemPath.lastComponent(output.path))\n".utf8)
-            try line.withUnsafeBytes { try FileSync.writeAll(sidecarFD, $0, path: sidecarPartial.path) }
-            _ = fsync(sidecarFD)
-            close(sidecarFD)
-            try AtomicRename.replace(
-                URL(fileURLWithPath: output.path + ".sha256"), with: sidecarPartial.url, overwrite: true)
-        } catch {
-            scratch.release(sidecarPartial)
-            throw error
-        }
-        scratch.forget(sidecarPartial)
         FileSync.directory(folder)
         return written
     }
 
     // MARK: - Helpers
+
+    /// The zstd level of a `tar.zst` bundle: 3 (zstd's default, as `bsdtar --zstd`), except for a
+    /// redacted or metadata-only bundle (the one that is sent) of at most `smallContent` bytes,
+    /// which takes 19: its manifest describes the redaction, and on a tiny store those few hundred
+    /// bytes would make it larger than the full bundle of the same store (issue 31; checked on
+    /// every corpus store). At that size level 19 costs well under a second.
+    static func zstdLevel(content: ArchiveOptions.Content, contentBytes: Int64) -> Int32 {
+        content != .full && contentBytes <= smallContent ? 19 : 3
+    }
+
+    /// The content size up to which a bundle that is sent is compressed at zstd's level 19.
+    static let smallContent: Int64 = 16 << 20
 
     private func resolveOutput(inventory: BundleInventory) throws -> URL {
         let output =

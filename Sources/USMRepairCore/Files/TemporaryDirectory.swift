@@ -4,7 +4,7 @@ import Foundation
 /// Read-only inspection copies stores here so that the user's folders are never written. The
 /// folder is a scratch item (`Scratch`): a run killed before releasing it leaves it to the next
 /// run, which removes it.
-public final class TemporaryDirectory {
+public final class TemporaryDirectory: Sendable {
     /// The folder's location.
     public let url: URL
     private let item: ScratchItem

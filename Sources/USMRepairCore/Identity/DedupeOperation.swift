@@ -12,6 +12,10 @@ public struct DedupeRequest: Sendable {
     public var newest: Bool
     /// Count and report; change nothing.
     public var dryRun: Bool
+    /// What a dry run of this request just counted (objects per entity, duplicates per entity):
+    /// the run that follows it does not read the store a second time to count them again (its
+    /// build removes what it finds then, and reports that).
+    public var counted: (before: [String: Int], removed: [String: Int])?
 
     public init(store: StoreFileSet, keys: [String] = [], newest: Bool = false, dryRun: Bool = false) {
         self.store = store
@@ -30,6 +34,9 @@ public struct DedupeReport: Sendable, Encodable {
     public var before: [String: Int]
     /// Objects removed as duplicates, per entity (only entities with some).
     public var removed: [String: Int]
+    /// Seconds per phase of this run (`preview`, then the plan's steps: `snapshot`, `build.*`,
+    /// `retire`, `install`, `commit`, `purge`), for the benchmark; absent phases did not run.
+    public var durations: [String: Double] = [:]
 }
 
 /// `dedupe`: the duplicates of one store removed (`Deduplicator`) as a journaled plan, like
@@ -62,10 +69,13 @@ public struct DedupeChange: Change {
         public let removed: [String: Int]
         public let recovered: [PlanExecutor.Recovery]
         public let dryRun: Bool
+        /// Seconds of the count (`preview`).
+        let durations: [String: Double]
     }
 
     /// Checks the store, recovers first what a kill left pending in its folder (a dry run
-    /// refuses then), counts the duplicates on a private copy and plans.
+    /// refuses then), counts the duplicates on a private copy (once: the run reuses the count)
+    /// and plans.
     public func prepare(dryRun: Bool, progress: (String) -> Void = { _ in }) throws -> Prepared {
         let store = request.store
         guard FileStatus.lookup(store.main.path) != nil else {
@@ -75,7 +85,10 @@ public struct DedupeChange: Change {
             executor.snapshotDirectory, protected: [store.directory], why: "the folder this command changes")
         let recovered = try executor.recoverBeforePlanning(in: [replacement.root], dryRun: dryRun)
         progress("reading \(store.main.path), finding duplicates")
-        let (before, removed) = try Self.preview(store, keys: request.keys, newest: request.newest)
+        let clock = Date()
+        let (before, removed) =
+            try request.counted.map { $0 } ?? Self.preview(store, keys: request.keys, newest: request.newest)
+        let durations = ["preview": Date().timeIntervalSince(clock)]
         let plan = try replacement.plan(
             replacing: true,
             why:
@@ -88,7 +101,8 @@ public struct DedupeChange: Change {
             build.operation = "dedupe"
             return build
         }
-        return Prepared(plan: plan, before: before, removed: removed, recovered: recovered, dryRun: dryRun)
+        return Prepared(
+            plan: plan, before: before, removed: removed, recovered: recovered, dryRun: dryRun, durations: durations)
     }
 
     public func consent(_ prepared: Prepared) -> ChangeConsent? {
@@ -99,9 +113,9 @@ public struct DedupeChange: Change {
                 question: "Remove these duplicates? A snapshot is taken first.")
     }
 
-    func report(_ prepared: Prepared, removed: [String: Int], result: PlanExecutor.Result?) -> ChangeReport<
-        DedupeReport
-    > {
+    func report(
+        _ prepared: Prepared, removed: [String: Int], durations: [String: Double], result: PlanExecutor.Result?
+    ) -> ChangeReport<DedupeReport> {
         let noOp = prepared.removed.isEmpty
         let store = request.store.main.path
         return ChangeReport(
@@ -117,61 +131,37 @@ public struct DedupeChange: Change {
                     ? "run it without --dry-run to remove them (a snapshot is taken first)"
                     : "the app opens \(store) as before, without the duplicates",
             details: DedupeReport(
-                store: store, keep: request.newest ? "newest" : "oldest", before: prepared.before, removed: removed))
+                store: store, keep: request.newest ? "newest" : "oldest", before: prepared.before, removed: removed,
+                durations: durations))
     }
 
     public func preview(_ prepared: Prepared, progress: (String) -> Void = { _ in }) -> ChangeReport<DedupeReport> {
-        report(prepared, removed: prepared.removed, result: nil)
+        report(prepared, removed: prepared.removed, durations: prepared.durations, result: nil)
     }
 
-    /// Runs the plan: the engine copies the store whole into staging, the duplicates are removed
-    /// there and the result checked, then installed.
+    /// Runs the plan: the store copied page by page into staging, its duplicates removed there
+    /// and the result verified, then installed.
     public func run(_ prepared: Prepared, progress: (String) -> Void = { _ in }) throws -> ChangeReport<DedupeReport> {
         guard !prepared.removed.isEmpty else { return preview(prepared) }
         let store = request.store
-        let plan = prepared.plan
         let request = self.request
-        let engine = self.engine
-        let box = Mutex<[String: Int]?>(nil)
+        let box = Mutex<(removed: [String: Int], durations: [String: Double])?>(nil)
         let executor = self.executor.with(builder: { build in
-            var options = MigrationOptions(keepUbiquityMetadata: true)
-            options.operation = "dedupe"
-            options.keepStoreUUID = true
-            let staged = URL(fileURLWithPath: build.staged)
-            var migration = try engine.build(
-                source: StoreFileSet(main: URL(fileURLWithPath: build.source)), staged: staged, shownAs: store,
-                strategy: "ios", options: options, mode: .overwrite)
-            let referenced = try Self.externalReferences(staged)
-            let done = try Self.count(staged, keys: request.keys, newest: request.newest)
-            // External-data files of removed copies go, unless another object still names them.
-            let stagedFiles = StoreFileSet(main: staged)
-            for (kind, name) in try referenced.subtracting(Self.externalReferences(staged)).compactMap({
-                reference -> (ExternalData.Kind, String)? in
-                let parts = reference.split(separator: "/", maxSplits: 1).map(String.init)
-                guard parts.count == 2 else { return nil }
-                return (parts[0] == "fbf" ? .fileBackedFuture : .externalStorage, parts[1])
-            }) {
-                let file = kind.directory(stagedFiles).appendingPathComponent(name)
-                guard FileStatus.lookup(file.path)?.kind == .file else { continue }
-                do {
-                    try FileManager.default.removeItem(at: file)
-                } catch {
-                    throw USMError.writeFailed(path: file.path, reason: error.localizedDescription)
-                }
-            }
-            let check = try StagedStore.open(staged)
-            let integrity = try check.read { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") }
-            try check.close()
-            guard integrity == "ok" else {
-                throw USMError.verificationFailed(
-                    path: staged.path, detail: "integrity_check after removing duplicates: \(integrity ?? "no answer")")
-            }
-            migration.deduplicated = done
-            box.withLock { $0 = done }
+            let (migration, durations) = try Self.build(
+                source: StoreFileSet(main: URL(fileURLWithPath: build.source)),
+                staged: URL(fileURLWithPath: build.staged), shownAs: store, keys: request.keys,
+                newest: request.newest)
+            box.withLock { $0 = (migration.deduplicated, durations) }
             return migration
         })
-        let result = try executor.run(plan, progress: progress)
-        return report(prepared, removed: box.withLock { $0 } ?? prepared.removed, result: result)
+        let result = try executor.run(prepared.plan, progress: progress)
+        let built = box.withLock { $0 }
+        var durations = prepared.durations
+        for step in result.steps {
+            durations[step.action.rawValue, default: 0] += step.seconds
+        }
+        for (name, seconds) in built?.durations ?? [:] { durations[name] = seconds }
+        return report(prepared, removed: built?.removed ?? prepared.removed, durations: durations, result: result)
     }
 
     /// What `dedupe` would remove from `store`, per entity, counted on a private copy (nothing of
@@ -189,39 +179,124 @@ public struct DedupeChange: Change {
         let captured = try MigrationEngine.capture(store, into: scratch.url.appendingPathComponent("c"), role: "store")
         let before = Dictionary(
             captured.report.entities.filter { !$0.system }.map { ($0.name, $0.rows) }, uniquingKeysWith: +)
-        return (before, try count(captured.copy, keys: keys, newest: newest))
+        return (before, try count(captured.copy, keys: keys, newest: newest, remove: false))
     }
 
-    /// The external-data files the store at `url` names (`ext/<name>`, `fbf/<name>`).
-    static func externalReferences(_ url: URL) throws -> Set<String> {
-        let queue = try StagedStore.open(url, readonly: true)
-        defer { try? queue.close() }
+    /// The build step: a private consistent copy of `source` (`capture`, which refuses a damaged
+    /// source), copied page by page into `staged`; its duplicates removed there in one
+    /// transaction (`Deduplicator`); then the external-data files the result still names copied
+    /// beside it (so the files only removed copies named are left behind); then the result
+    /// verified: `integrity_check` and every invariant of `check` (a problem the source already
+    /// had is inherited, not blamed), and its objects per entity are the source's less the removed
+    /// ones. The finished form is WAL in the header, no sidecars. Seconds per phase beside.
+    static func build(
+        source: StoreFileSet, staged: URL, shownAs store: StoreFileSet, keys: [String], newest: Bool
+    ) throws -> (MigrationReport, [String: Double]) {
+        var clock = Date()
+        var phases: [String: Double] = [:]
+        func lap(_ name: String) {
+            let now = Date()
+            phases["build." + name, default: 0] += now.timeIntervalSince(clock)
+            clock = now
+        }
+        let files = StoreFileSet(main: staged)
+        guard files.existingMembers().isEmpty else { throw USMError.destinationExists(path: staged.path) }
+        let scratch = try TemporaryDirectory(prefix: "usm-repair-dedupe")
+        defer { scratch.remove() }
         do {
-            return try queue.read { db in
-                var names: Set<String> = []
-                try ExternalData.references(db, schema: try CoreDataSchema.readMain(db)) { reference, _ in
-                    names.insert((reference.kind == .fileBackedFuture ? "fbf/" : "ext/") + reference.name)
-                }
-                return names
-            }
-        } catch let error as USMError {
-            throw error
+            let captured = try MigrationEngine.capture(
+                source, into: scratch.url.appendingPathComponent("source"), role: "source")
+            lap("capture")
+            try StagedStore.copyWhole(from: captured.copy, to: staged)
+            lap("copy")
+            let removed = try count(staged, keys: keys, newest: newest, remove: true)
+            lap("dedupe")
+            let externalFiles = try ExternalDataCopy.run(
+                staged: files, schema: try CoreDataSchema.load(from: staged), from: [source])
+            lap("external-data")
+            var report = MigrationReport(
+                strategy: "dedupe", mode: MigrationRequest.Mode.overwrite.rawValue, dryRun: false,
+                source: .init(path: source.main.path, storeUUID: captured.report.storeUUID),
+                destination: .init(path: store.main.path, storeUUID: captured.report.storeUUID))
+            report.deduplicated = removed
+            report.verification.externalDataFiles = externalFiles
+            report.entities = try verify(staged: files, captured: captured, removed: removed, report: &report)
+            try MigrationEngine.finish(files)
+            lap("verify")
+            return (report, phases)
         } catch {
-            throw StagedStore.wrapWrite(error, path: url)
+            for member in files.existingMembers() { try? FileManager.default.removeItem(at: member) }
+            throw error
         }
     }
 
-    /// Removes the duplicates of the store at `url`; returns what was removed.
-    static func count(_ url: URL, keys: [String], newest: Bool) throws -> [String: Int] {
+    /// The checks of the de-duplicated store at `staged`, which was `captured` less `removed`.
+    static func verify(
+        staged: StoreFileSet, captured: CapturedStore, removed: [String: Int], report: inout MigrationReport
+    ) throws -> [MigrationReport.EntityRows] {
+        ProgressNote.say("verifying the de-duplicated store: integrity_check, every invariant, objects per entity")
+        let result = StoreInspector(depth: .check).inspect(
+            staged, role: .store, confinement: Confinement(root: staged.directory), privateCopy: staged.main)
+        if let failure = result.readFailure {
+            throw USMError.verificationFailed(
+                path: staged.main.path, detail: "the de-duplicated store cannot be read: \(failure.message)")
+        }
+        report.verification.integrity = result.integrity
+        guard result.integrity == "ok" else {
+            throw USMError.verificationFailed(
+                path: staged.main.path,
+                detail: "integrity_check after removing duplicates: \(result.integrity)")
+        }
+        let errors = result.problems.filter { $0.severity == .error }
+        if let unreadable = errors.first(where: { $0.code == .unreadable }) {
+            throw USMError.unreadable(path: unreadable.subject ?? staged.main.path, reason: unreadable.message)
+                .diagnosingSpace()
+        }
+        let known: Set<ProblemCode> =
+            errors.isEmpty
+            ? [] : Set(captured.fullCheck().problems.filter { $0.severity == .error }.map(\.code))
+        report.verification.problems = errors.filter { !known.contains($0.code) }
+        report.verification.inherited = errors.filter { known.contains($0.code) }
+        if let first = report.verification.problems.first {
+            throw USMError.verificationFailed(
+                path: staged.main.path, detail: "\(first.code.rawValue): \(first.message)")
+        }
+        let sourceRows = Dictionary(
+            captured.report.entities.filter { !$0.system }.map { ($0.name, $0.rows) }, uniquingKeysWith: +)
+        let afterRows = Dictionary(
+            result.entities.filter { !$0.system }.map { ($0.name, $0.rows) }, uniquingKeysWith: +)
+        var entities: [MigrationReport.EntityRows] = []
+        var mismatches: [String] = []
+        for name in Set(sourceRows.keys).union(afterRows.keys).sorted() {
+            let expected = (sourceRows[name] ?? 0) - (removed[name] ?? 0)
+            let after = afterRows[name] ?? 0
+            if after != expected { mismatches.append("\(name): \(after) objects, expected \(expected)") }
+            entities.append(
+                .init(
+                    name: name, source: sourceRows[name] ?? 0, destinationBefore: 0, expected: expected, after: after,
+                    digest: "not-compared"))
+        }
+        guard mismatches.isEmpty else {
+            throw USMError.verificationFailed(
+                path: staged.main.path,
+                detail: "objects per entity after removing duplicates: \(mismatches.joined(separator: "; "))")
+        }
+        return entities
+    }
+
+    /// The duplicates of the store at `url` per entity; with `remove`, removed (one transaction).
+    static func count(_ url: URL, keys: [String], newest: Bool, remove: Bool) throws -> [String: Int] {
         let queue = try StagedStore.open(url)
         defer { try? queue.close() }
         do {
             return try queue.writeWithoutTransaction { db in
                 let schema = try CoreDataSchema.readMain(db)
                 let parsed = try ObjectIdentity.parseKeys(keys, schema: schema)
+                let deduplicator = Deduplicator(keys: parsed, newest: newest)
+                guard remove else { return try deduplicator.count(db) }
                 var removed: [String: Int] = [:]
                 try db.inTransaction {
-                    removed = try Deduplicator(keys: parsed, newest: newest).run(db)
+                    removed = try deduplicator.run(db)
                     return .commit
                 }
                 return removed

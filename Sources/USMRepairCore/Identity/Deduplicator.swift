@@ -12,25 +12,39 @@ struct Deduplicator {
     /// Keep the copy with the highest key instead of the lowest.
     var newest = false
 
+    /// The classes of the objects of `main` (`ObjectIdentity`).
+    private func classify(_ db: Database, schema: CoreDataSchema) throws -> ObjectIdentity {
+        try ObjectIdentity.classify(
+            db, sides: [try .of(db, schema: schema)],
+            keys: try ObjectIdentity.constraintKeys(db, schema: schema, explicit: keys))
+    }
+
+    /// Objects per entity that `run` would remove; nothing of `main` is written.
+    func count(_ db: Database) throws -> [String: Int] {
+        let identity = try classify(db, schema: try CoreDataSchema.readMain(db))
+        defer { try? identity.drop(db) }
+        return try identity.duplicates(db)
+    }
+
     /// Removed objects per entity.
     func run(_ db: Database) throws -> [String: Int] {
         let schema = try CoreDataSchema.readMain(db)
-        let identity = try ObjectIdentity.classify(
-            db, sides: [try .of(db, schema: schema)],
-            keys: try ObjectIdentity.constraintKeys(db, schema: schema, explicit: keys))
+        let identity = try classify(db, schema: schema)
         let toOne = identity.sides[0].keys
-        let removed = try identity.duplicates(db)
-        guard !removed.isEmpty else {
-            try identity.drop(db)
-            return [:]
-        }
         var removals: [String: String] = [:]  // table → temp (pk → keep)
+        var removed: [String: Int] = [:]
         for table in identity.tables {
             let temp = "usm_rm_\(removals.count)"
-            try identity.writeRemovals(db, table: table.table, newest: newest, into: temp)
+            let counts = try identity.writeRemovals(db, table: table.table, newest: newest, into: temp)
+            guard try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM temp.\(temp)") ?? 0 > 0 else {
+                try db.execute(sql: "DROP TABLE temp.\(temp)")
+                continue
+            }
+            removed.merge(counts, uniquingKeysWith: +)
             removals[table.table] = temp
         }
         try identity.drop(db)
+        guard !removals.isEmpty else { return [:] }
         // To-one references to a removed copy lead to its survivor; in an ordered to-many
         // (`Z_FOK_<REL>` beside the key) they come after the survivor's own, in their order.
         for key in toOne {
@@ -51,6 +65,7 @@ struct Deduplicator {
         }
         // Many-to-many pairs move to the survivor; a pair it already has is not repeated.
         for join in schema.joinTables {
+            var moved = false
             for column in join.columns {
                 guard let table = schema.entity(column.entity)?.table, let temp = removals[table] else { continue }
                 let c = column.column.sqlIdentifier
@@ -70,13 +85,16 @@ struct Deduplicator {
                 if ordered {
                     try Self.appendMoves(db, table: join.name, rowid: "rowid", column: column.column, order: order)
                 }
-                // Pairs the survivor already had (the update was ignored), and repeats in a table
-                // without a key over its pair.
+                // Pairs the survivor already had (the update was ignored).
                 try db.execute(sql: "DELETE FROM main.\(j) WHERE \(c) IN (SELECT pk FROM temp.\(temp))")
-                let others = join.columns.map(\.column.sqlIdentifier).joined(separator: ", ")
+                moved = true
+            }
+            // Repeats in a table without a unique key over its pair (Core Data's has its primary key).
+            let pair = join.columns.map(\.column)
+            if moved, try !Self.uniquePair(db, table: join.name, columns: pair) {
                 try db.execute(
                     sql:
-                        "DELETE FROM main.\(j) WHERE rowid NOT IN (SELECT MIN(rowid) FROM main.\(j) GROUP BY \(others))"
+                        "DELETE FROM main.\(join.name.sqlIdentifier) WHERE rowid NOT IN (SELECT MIN(rowid) FROM main.\(join.name.sqlIdentifier) GROUP BY \(pair.map(\.sqlIdentifier).joined(separator: ", ")))"
                 )
             }
         }
@@ -100,6 +118,21 @@ struct Deduplicator {
         }
         _ = try Counters.raise(db)
         return removed
+    }
+
+    /// Whether a unique index (or the primary key) of `table` has exactly `columns` (in any order):
+    /// then a pair cannot be there twice.
+    static func uniquePair(_ db: Database, table: String, columns: [String]) throws -> Bool {
+        let wanted = Set(columns.map { $0.uppercased() })
+        for index in try Row.fetchAll(
+            db, sql: "SELECT name, \"unique\" AS u FROM pragma_index_list(?)", arguments: [table])
+        {
+            guard (index["u"] as Int?) == 1, let name = index["name"] as String? else { continue }
+            let names = try String.fetchAll(
+                db, sql: "SELECT name FROM pragma_index_info(?) WHERE name IS NOT NULL", arguments: [name])
+            if Set(names.map { $0.uppercased() }) == wanted, names.count == wanted.count { return true }
+        }
+        return false
     }
 
     /// Before `column` of `table` is moved from removed copies to their survivors: the rows that

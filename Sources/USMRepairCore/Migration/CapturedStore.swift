@@ -3,7 +3,7 @@ import GRDB
 
 /// A store read for a migration: a consistent private copy of its file set (rows only in the
 /// `-wal` included, a hot `-journal` rolled back in the copy), checked with `check`'s depth.
-struct CapturedStore {
+struct CapturedStore: Sendable {
     /// The private main file to open (its `-wal` beside it).
     let copy: URL
     /// Its structure.

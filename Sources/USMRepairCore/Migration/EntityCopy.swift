@@ -466,9 +466,48 @@ public struct EntityCopy {
                 ? "INSERT INTO main.\(target.name.sqlIdentifier) SELECT * FROM src.\(join.name.sqlIdentifier)"
                 : "INSERT OR IGNORE INTO main.\(target.name.sqlIdentifier) (\(targets.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM src.\(join.name.sqlIdentifier) j\(whereClause)"
             let before = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM main.\(target.name.sqlIdentifier)") ?? 0
+            // An ordered many-to-many (`Z_FOK_<column>` beside the column whose list it orders):
+            // the pairs an object the destination already held (matched) receives come after its
+            // own pairs, in their own order, instead of at the source's positions among them.
+            let orderedLists: [(list: String, order: String, remap: String)] =
+                !session.isMerge
+                ? []
+                : translated.compactMap { column in
+                    let order = "Z_FOK_" + column.column.dropFirst(2)
+                    guard targets.contains(order.sqlIdentifier),
+                        let table = destination.entity(column.entity)?.table, let temp = remap[table]
+                    else { return nil }
+                    return (column.column, order, temp)
+                }
+            let hasRowid =
+                !orderedLists.isEmpty
+                && (try? db.makeStatement(sql: "SELECT rowid FROM main.\(target.name.sqlIdentifier) LIMIT 0")) != nil
+            let lastBefore =
+                hasRowid
+                ? try Int64.fetchOne(db, sql: "SELECT IFNULL(MAX(rowid), 0) FROM main.\(target.name.sqlIdentifier)")
+                    ?? 0 : 0
             try exec(sql, &result)
             let after = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM main.\(target.name.sqlIdentifier)") ?? 0
             result.joinRows[target.name, default: 0] += after - before
+            for list in orderedLists where hasRowid && after > before {
+                let t = target.name.sqlIdentifier
+                let p = list.list.sqlIdentifier
+                let o = list.order.sqlIdentifier
+                // Positions already after the object's own (all of them) stay as they are.
+                try exec(
+                    """
+                    CREATE TEMP TABLE usm_ordered AS
+                      SELECT id, base + ROW_NUMBER() OVER (PARTITION BY parent ORDER BY o, id) AS pos,
+                        MIN(o) OVER (PARTITION BY parent) AS low, base
+                      FROM (SELECT n.rowid AS id, n.\(p) AS parent, n.\(o) AS o,
+                              (SELECT IFNULL(MAX(c.\(o)), 0) FROM main.\(t) c WHERE c.\(p) = n.\(p) AND c.rowid <= \(lastBefore)) AS base
+                            FROM main.\(t) n WHERE n.rowid > \(lastBefore) AND n.\(p) IN (SELECT dst_pk FROM temp.\(list.remap)))
+                    """, &result)
+                try exec(
+                    "UPDATE main.\(t) SET \(o) = (SELECT u.pos FROM temp.usm_ordered u WHERE u.id = main.\(t).rowid) WHERE rowid IN (SELECT id FROM temp.usm_ordered WHERE low IS NULL OR low <= base)",
+                    &result)
+                try exec("DROP TABLE temp.usm_ordered", &result)
+            }
         }
 
         // 7. Keep-source: destination references to the removed rows move to the new ones.

@@ -124,6 +124,7 @@ public struct MigrationEngine: Sendable {
         func lap(_ name: String, into report: inout MigrationReport) {
             let now = Date()
             report.durations[name] = now.timeIntervalSince(clock)
+            PhaseTimings.note("engine \(name)", seconds: now.timeIntervalSince(clock))
             clock = now
         }
         let strategy = try registry.strategy(id)
@@ -132,11 +133,16 @@ public struct MigrationEngine: Sendable {
         let scratch = try TemporaryDirectory(prefix: "usm-repair-migrate")
         defer { scratch.remove() }
         // 1. The source (and a merge's destination) through consistent private copies.
-        let sourceSide = try Self.capture(
-            source, into: scratch.url.appendingPathComponent("source"), role: "source", model: options.model,
-            readsRows: description.rows != .none)
+        // The plan's comparison may have captured them already in this command (`CaptureCache`).
+        let cache = CaptureCache.current
+        let sourceSide =
+            try cache?.capture(source, role: "source", model: options.model, readsRows: description.rows != .none)
+            ?? Self.capture(
+                source, into: scratch.url.appendingPathComponent("source"), role: "source", model: options.model,
+                readsRows: description.rows != .none)
         let destinationSide = try mergeInto.map {
-            try Self.capture($0, into: scratch.url.appendingPathComponent("destination"), role: "destination")
+            try cache?.capture($0, role: "destination")
+                ?? Self.capture($0, into: scratch.url.appendingPathComponent("destination"), role: "destination")
         }
         var report = MigrationReport(
             strategy: description.id, mode: mode, dryRun: dryRun,
@@ -174,14 +180,18 @@ public struct MigrationEngine: Sendable {
         // The content digests of the source (and of a merge's destination as it was), read once
         // from the private copies on another thread while the strategy runs: the provenance and
         // the verification both use them (the copies are private and read-only, so they cannot change).
-        let sourceInput = (sourceSide.copy, sourceSide.schema)
-        let destinationInput = destinationSide.map { ($0.copy, $0.schema) }
+        // With a `CaptureCache`, digests the plan's comparison already read are not read again.
+        let sourceInput = sourceSide
+        let destinationInput = destinationSide
         let inputDigests =
             description.rows == .none
             ? nil
             : Background { () throws -> InputDigests in
-                let source = try ContentDigest.read(sourceInput.0, schema: sourceInput.1)
-                let before = try destinationInput.map { try ContentDigest.read($0.0, schema: $0.1) }
+                func read(_ side: CapturedStore) throws -> ContentDigest.Read {
+                    try cache?.digests(of: side) ?? ContentDigest.read(side.copy, schema: side.schema)
+                }
+                let source = try read(sourceInput)
+                let before = try destinationInput.map { try read($0) }
                 return InputDigests(
                     source: source.digests, sourceColumns: source.columns,
                     before: before?.digests ?? [:], beforeColumns: before?.columns ?? [:])

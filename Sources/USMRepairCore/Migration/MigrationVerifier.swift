@@ -11,10 +11,11 @@ struct ContentDigest: Equatable, Sendable {
         ContentDigest(rows: a.rows + b.rows, sum: a.sum &+ b.sum)
     }
 
+    /// Digests per entity name, and the attribute columns each entity's digest covers.
+    typealias Read = (digests: [String: ContentDigest], columns: [String: [String]])
+
     /// Digests per entity name of the store at `url`, and the attribute columns each table's digest covers.
-    static func read(_ url: URL, schema: CoreDataSchema) throws -> (
-        digests: [String: ContentDigest], columns: [String: [String]]
-    ) {
+    static func read(_ url: URL, schema: CoreDataSchema) throws -> Read {
         let queue = try StagedStore.open(url, readonly: true)
         defer { try? queue.close() }
         return try queue.read { db in
@@ -94,8 +95,14 @@ struct MigrationVerifier {
                 try ContentDigest.read(staged, schema: CoreDataSchema.load(from: staged))
             } : nil
         defer { _ = try? digestJob?.value() }
-        let result = StoreInspector(depth: .check).inspect(
-            files, role: .store, confinement: Confinement(root: files.directory), privateCopy: staged)
+        // Every invariant of `check` at error level; not the search for duplicated objects, whose
+        // findings are warnings the verdict below never reads (it filters errors).
+        var inspector = StoreInspector(depth: .check)
+        inspector.checksDuplicates = false
+        let result = PhaseTimings.measure("verify: check of the result") {
+            inspector.inspect(
+                files, role: .store, confinement: Confinement(root: files.directory), privateCopy: staged)
+        }
         if case let .hostileSchema(_, reason)? = result.readFailure {
             // The staged store has the source's schema: it is the source's, refused as an input's is
             // (exit 2), not a migration that went wrong (issue 28, finding 5).
@@ -182,7 +189,9 @@ struct MigrationVerifier {
 
         // Digests where rows are copied unchanged.
         if let digestJob {
-            let (resultDigests, resultColumns) = try digestJob.value()
+            let (resultDigests, resultColumns) = try PhaseTimings.measure("verify: waiting for the result's digests") {
+                try digestJob.value()
+            }
             let inputs = inputs ?? InputDigests(source: [:], sourceColumns: [:], before: [:], beforeColumns: [:])
             let (sourceDigests, sourceColumns) = (inputs.source, inputs.sourceColumns)
             let (beforeDigests, beforeColumns) = (inputs.before, inputs.beforeColumns)

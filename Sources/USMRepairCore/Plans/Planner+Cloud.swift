@@ -97,7 +97,8 @@ extension Planner {
             }
             return .some(expectedAfterReplace())
         }
-        let comparison = try StoreComparison.compare(local.files, salvaged?.files ?? source.files)
+        // Objects are matched by identity only for a merge (the only reader of `matchedInA`).
+        let comparison = try StoreComparison.compare(local.files, salvaged?.files ?? source.files, matching: merge)
         // The local store already holds this very data: a second run has nothing to do.
         if let done = comparison.provenanceA.last(where: {
             $0.sourceDigest == comparison.digestB
@@ -237,7 +238,7 @@ extension Planner {
                 "this device's copy of the active cloud store \(active) is \(reports[copy.files.main.path]?.health.rawValue ?? "unreadable"): its objects cannot be compared with the local store's; --discard-cloud proceeds anyway"
             )
         }
-        let comparison = try StoreComparison.compare(copy.files, files)
+        let comparison = try StoreComparison.compare(copy.files, files, matching: false)
         guard comparison.lostCount > 0 else { return }
         let flags = layout.options.commandLineFlags
         if files.main.path != local.files.main.path {

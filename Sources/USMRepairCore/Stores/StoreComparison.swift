@@ -39,15 +39,32 @@ public struct StoreComparison: Sendable, Equatable {
     public var totalB: Int { objectsB.values.reduce(0, +) }
 
     /// Compares the stores `a` and `b`.
+    /// - Parameter matching: whether to match B's objects with A's by `ObjectIdentity`
+    ///   (`matchedInA`): what a merge needs; a replacement reads the counts, the losses and the
+    ///   digests only, and is spared the refinement of every object of both stores.
     /// - Throws: `sourceDamaged`/`notCoreData`... when either cannot be read as a Core Data store.
-    public static func compare(_ a: StoreFileSet, _ b: StoreFileSet) throws -> StoreComparison {
+    public static func compare(_ a: StoreFileSet, _ b: StoreFileSet, matching: Bool = true) throws -> StoreComparison {
         ProgressNote.say(
             "planning: comparing every object of \(a.main.lastPathComponent) with \(b.main.lastPathComponent)")
         let scratch = try TemporaryDirectory(prefix: "usm-repair-compare")
         defer { scratch.remove() }
-        let sideA = try MigrationEngine.capture(a, into: scratch.url.appendingPathComponent("a"), role: "store")
-        let sideB = try MigrationEngine.capture(b, into: scratch.url.appendingPathComponent("b"), role: "store")
-        let digestB = try Provenance.digest(ofCopy: sideB.copy, schema: sideB.schema)
+        // Captured through the command's cache when it has one: the build that follows the plan
+        // then works from these copies and B's digests instead of capturing and hashing B again.
+        let cache = CaptureCache.current
+        let sideA =
+            try cache?.capture(a, role: "store")
+            ?? MigrationEngine.capture(a, into: scratch.url.appendingPathComponent("a"), role: "store")
+        let sideB =
+            try cache?.capture(b, role: "store")
+            ?? MigrationEngine.capture(b, into: scratch.url.appendingPathComponent("b"), role: "store")
+        // B's content digests on another thread while the objects are hashed below.
+        let digestJob = Background { () throws -> String in
+            let read = try cache?.digests(of: sideB) ?? ContentDigest.read(sideB.copy, schema: sideB.schema)
+            return Provenance.digest(read.digests, userEntities: Set(sideB.schema.userEntities.map(\.name)))
+        }
+        defer { _ = try? digestJob.value() }
+        let hashStarted = Date()
+        defer { PhaseTimings.note("compare: objects hashed", seconds: Date().timeIntervalSince(hashStarted)) }
         var mergeProblem: String?
         do {
             try EntityCopy.preflight(source: sideB.schema, destination: sideA.schema, path: a.main.path)
@@ -102,20 +119,26 @@ public struct StoreComparison: Sendable, Equatable {
                     if both > 0 { present[name] = both }
                 }
                 try db.execute(sql: "DROP TABLE IF EXISTS temp.ha; DROP TABLE IF EXISTS temp.hb")
-                let identity = try ObjectIdentity.classify(
-                    db,
-                    sides: [
-                        try .of(db, schema: sideA.schema, database: "a"),
-                        try .of(db, schema: sideB.schema, database: "b"),
-                    ], keys: try ObjectIdentity.constraintKeys(db, schema: sideA.schema, schemaName: "a"))
-                let matched = try identity.matched(db, side: 1).filter { $0.value > 0 }
-                try identity.drop(db)
+                var matched: [String: Int] = [:]
+                if matching {
+                    let started = Date()
+                    let identity = try ObjectIdentity.classify(
+                        db,
+                        sides: [
+                            try .of(db, schema: sideA.schema, database: "a"),
+                            try .of(db, schema: sideB.schema, database: "b"),
+                        ], keys: try ObjectIdentity.constraintKeys(db, schema: sideA.schema, schemaName: "a"))
+                    matched = try identity.matched(db, side: 1).filter { $0.value > 0 }
+                    try identity.drop(db)
+                    PhaseTimings.note(
+                        "compare: objects matched by identity", seconds: Date().timeIntervalSince(started))
+                }
                 try db.execute(sql: "DETACH DATABASE a")
                 try db.execute(sql: "DETACH DATABASE b")
                 return StoreComparison(
                     objectsA: objectsA, objectsB: objectsB, missingFromB: missing, presentInA: present,
                     matchedInA: matched,
-                    digestB: digestB,
+                    digestB: try digestJob.value(),
                     storeUUIDB: sideB.report.storeUUID, provenanceA: Provenance.entries(inPlist: sideA.plist),
                     mergeProblem: mergeProblem)
             }

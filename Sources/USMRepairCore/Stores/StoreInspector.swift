@@ -30,6 +30,10 @@ public struct StoreInspector: Sendable {
     /// At `.status` depth, look for duplicated objects too (stores of up to
     /// `StoreChecks.statusDuplicateLimit` objects): the `status` command's report, not a capture's.
     var findsDuplicates = false
+    /// False for a reader that acts on errors only (a migration's verification): duplicated objects
+    /// are never an error (`ProblemCode.duplicateObjects` is a warning), and finding them costs a
+    /// refinement of every object of the store.
+    var checksDuplicates = true
 
     /// Creates an inspector.
     public init(depth: Depth, cacheSizeKiB: Int = 2048) {
@@ -331,7 +335,8 @@ public struct StoreInspector: Sendable {
             report.problems += try StoreChecks.joinProblems(db, schema: schema)
         }
         // Duplicates: always in check; in status up to a size where the grouping stays cheap.
-        if depth == .check || (findsDuplicates && report.objects <= StoreChecks.statusDuplicateLimit),
+        if (depth == .check && checksDuplicates)
+            || (findsDuplicates && report.objects <= StoreChecks.statusDuplicateLimit),
             schema.entityTables.allSatisfy({ StoreChecks.isWellShaped($0, schema) })
         {
             report.problems += try StoreChecks.duplicateProblems(db, schema: schema, path: files.main.path)

@@ -5,9 +5,11 @@ import TestSupport
 @testable import USMRepairCore
 
 /// Issue 31's slips a person makes at the first screen: a mistyped subcommand, a bundle ID that
-/// matches nothing, a recipe name that is not found, and what `status --help` says about exit 1.
-@Suite("first screen: slips")
-struct FirstScreenTests {
+/// matches nothing, a recipe name that is not found, and what `status --help` says about exit 1;
+/// then the text a person reads: the ledger, advice, the DOT graph, wrapping at 80 columns, progress.
+/// (Origin: issue 31, "what a person reads first"; the file was FirstScreenTests.)
+@Suite("text output: slips, ledger, advice, graph, wrapping, progress")
+struct TextOutputTests {
     @Test("a mistyped subcommand gets 'did you mean', at the root and in a group; 64")
     func didYouMean() {
         let r = USM.run(["stauts", "--container", "/nowhere"])
@@ -55,7 +57,7 @@ struct FirstScreenTests {
     }
 }
 
-extension FirstScreenTests {
+extension TextOutputTests {
     @Test("the ledger shows both sides per entity, what leaves the view and what comes in, past tense after a run")
     func ledgerBothSides() throws {
         let f = try OperationTests.Fixture()
@@ -76,7 +78,7 @@ extension FirstScreenTests {
     }
 }
 
-extension FirstScreenTests {
+extension TextOutputTests {
     @Test(
         "status leads with its verdict: the summary, the most severe problems, what to run; paths relative to the container"
     )
@@ -97,7 +99,7 @@ extension FirstScreenTests {
     }
 }
 
-extension FirstScreenTests {
+extension TextOutputTests {
     @Test("advice a script can act on: each item's command as an argument list, why, and its dry run's verdict")
     func actions() throws {
         let f = try OperationTests.Fixture { $0.corruptedUUID = $0.activeUUID }
@@ -128,7 +130,7 @@ extension FirstScreenTests {
     }
 }
 
-extension FirstScreenTests {
+extension TextOutputTests {
     @Test("status --graph prints the container as DOT: stores, copies, markers, preferences, the next launch's edge")
     func graph() throws {
         let f = try OperationTests.Fixture { $0.corruptedUUID = $0.activeUUID }
@@ -156,7 +158,7 @@ extension FirstScreenTests {
     }
 }
 
-extension FirstScreenTests {
+extension TextOutputTests {
     @Test("status on the shipped example at 80 columns: the verdict and a command within 24 lines, no line over 80")
     func firstScreenAtEightyColumns() {
         let r = USM.run(["status", "--container", ExampleContainerTests.root.path], environment: ["COLUMNS": "80"])
@@ -165,7 +167,9 @@ extension FirstScreenTests {
         let screen = lines.prefix(24).joined(separator: "\n")
         #expect(screen.hasPrefix("status: 3 of 3 store(s) present"), "\(screen)")
         #expect(screen.contains("error   active-store-marked-corrupt"), "\(screen)")
-        #expect(screen.contains("Next: If the mark is a false alarm: usm-repair corruption clear"), "\(screen)")
+        #expect(
+            screen.contains("Next: If the mark is a false alarm:\n      usm-repair corruption clear --container"),
+            "\(screen)")
         #expect(lines.allSatisfy { $0.count <= 80 }, "\(lines.filter { $0.count > 80 })")
         // Whole lines without COLUMNS (not a terminal: for grep), and JSON never wrapped.
         let whole = USM.run(["status", "--container", ExampleContainerTests.root.path])
@@ -174,6 +178,44 @@ extension FirstScreenTests {
             ["status", "--container", ExampleContainerTests.root.path, "--json"], environment: ["COLUMNS": "80"])
         let plainJSON = USM.run(["status", "--container", ExampleContainerTests.root.path, "--json"])
         #expect(json.json["summary"] != nil && json.stdout == plainJSON.stdout)
+    }
+
+    @Test("command lines at 80 columns paste whole: never broken like prose, ` \\` where one is longer than a line")
+    func commandLinesPasteWhole() throws {
+        // issue 31: a wrapped command line broke copy-paste.
+        let whole = USM.run(["status", "--container", ExampleContainerTests.root.path])
+        let wrapped = USM.run(
+            ["status", "--container", ExampleContainerTests.root.path], environment: ["COLUMNS": "80"])
+        // What a shell reads: each ` \\` line break and the next line's indentation as one space.
+        let joined = wrapped.stdout.replacing(try Regex(#" \\\n +"#), with: " ")
+        var commands: [String] = []
+        for line in whole.stdout.split(separator: "\n") {
+            let words = line.split(separator: " ", omittingEmptySubsequences: false)
+            for span in TextWrap.commandSpans(words) { commands.append(words[span].joined(separator: " ")) }
+        }
+        #expect(commands.count >= 5, "\(commands)")
+        for command in commands {
+            #expect(joined.contains(command), "the command is not whole at 80 columns: \(command)\n\(wrapped.stdout)")
+        }
+        #expect(wrapped.stdout.split(separator: "\n").allSatisfy { $0.count <= 80 })
+        // A command longer than the line: broken between arguments only (a quoted path whole), each break a ` \\`.
+        #expect(
+            TextWrap.wrap(
+                "  - Keep them: usm-repair rebuild --from cloud --container '/My Files/Demo.xcappdata' --dry-run, or not",
+                width: 40) == [
+                    "  - Keep them:", "    usm-repair rebuild --from cloud \\", "        --container \\",
+                    "        '/My Files/Demo.xcappdata' \\", "        --dry-run, or not",
+                ])
+        // A command that fits the next line moves there whole; the prose around it wraps as before.
+        #expect(
+            TextWrap.wrap("Next: To look: usm-repair check --store /a/b.sqlite then more", width: 44) == [
+                "Next: To look:", "      usm-repair check --store /a/b.sqlite", "      then more",
+            ])
+        #expect(
+            TextWrap.commandSpans(
+                "(usm-repair migrate cloud-to-local --merge --container X, then usm-repair rebuild --from local)".split(
+                    separator: " "))
+                == [0..<6, 7..<11])
     }
 
     @Test("wrapping: continuations under the value, paths broken after a slash, colours take no column")
@@ -203,7 +245,7 @@ extension FirstScreenTests {
     }
 }
 
-extension FirstScreenTests {
+extension TextOutputTests {
     @Test(
         "check speaks while it checks: each piece of integrity_check, then the invariants; nothing without a terminal")
     func checkProgress() throws {

@@ -6,9 +6,10 @@ import TestSupport
 
 /// Issue 31 item 8, the small ones: `restore --to` ends with the `status` command for what it
 /// restored, `snapshots prune --group-by container`, `createdAt` an ISO date, a store another
-/// process holds said by `status` and by a dry run.
-@Suite("first screen: the small ones")
-struct SmallOnesTests {
+/// process holds said by `status` and by a dry run, the redaction map beside a redacted bundle.
+/// (Origin: issue 31 item 8; the file was SmallOnesTests.)
+@Suite("report details: restore's next step, snapshots by container, a held store, the redaction map")
+struct ReportDetailTests {
     @Test("restore --to ends with the status command for what it restored, and that command reads it")
     func restoreToStatus() throws {
         let tmp = try TempDir()
@@ -102,7 +103,7 @@ struct SmallOnesTests {
     }
 }
 
-extension SmallOnesTests {
+extension ReportDetailTests {
     @Test("the redacted bundle is no larger than the full one; its redaction map is a private file beside it")
     func redactionMap() throws {
         let tmp = try TempDir()

@@ -5,9 +5,10 @@ import TestSupport
 
 /// `migrate-store --overwrite` and `restore --to` are plans run by the one executor: killed after
 /// any step, `recover` gives back the old state byte for byte, or the new one, with nothing of
-/// ours left beside it. (Killed at random instants by a real SIGKILL: `KillTests`.)
-@Suite("one mechanism for every change on disk")
-struct OneMechanismTests {
+/// ours left beside it. (Killed at random instants by a real SIGKILL: `KillTests`.) (Origin: the
+/// "one mechanism for every change on disk" round; the file was OneMechanismTests.)
+@Suite("recovery after every step: migrate-store --overwrite and restore --to")
+struct StepRecoveryTests {
     /// A source and an existing destination store in folders of their own.
     static func stores(_ tmp: TempDir, books: Int = 6) throws -> (source: URL, destination: URL) {
         var s = FixtureStore.Options()

@@ -1,0 +1,96 @@
+import Foundation
+import GRDB
+import Testing
+import TestSupport
+@testable import USMRepairCore
+
+/// One capture per store per command (issue 33): the build that follows a plan's comparison works
+/// from the comparison's private copies and digests, and never from a capture older than the store.
+@Suite("migration: each store captured once per command")
+struct CaptureCacheTests {
+    struct Stores {
+        let tmp: TempDir
+        let local: StoreFileSet
+        let cloud: StoreFileSet
+
+        init() throws {
+            tmp = try TempDir()
+            var options = FixtureStore.Options()
+            options.walOnlyBooks = 2
+            try FixtureStore.write(to: tmp.path("local/Local.sqlite"), FixtureStore.Options())
+            try FixtureStore.write(to: tmp.path("cloud/Cloud.sqlite"), options)
+            try FileManager.default.createDirectory(at: tmp.path("out"), withIntermediateDirectories: true)
+            local = StoreFileSet(main: tmp.path("local/Local.sqlite"))
+            cloud = StoreFileSet(main: tmp.path("cloud/Cloud.sqlite"))
+        }
+    }
+
+    @Test("the build after the comparison copies, checks and hashes the source no second time")
+    func buildReusesTheComparisonsCapture() throws {
+        let s = try Stores()
+        try CaptureCache.scope {
+            let cache = try #require(CaptureCache.current)
+            let comparison = try StoreComparison.compare(s.local, s.cloud)
+            #expect(cache.counts == CaptureCache.Counts(captures: 2, digestReads: 1))
+            let report = try Migrate.engine.build(source: s.cloud, staged: s.tmp.path("out/Local.sqlite"))
+            // Nothing captured or hashed again, and the provenance is the comparison's digest.
+            #expect(cache.counts == CaptureCache.Counts(captures: 2, digestReads: 1))
+            #expect(report.source.digest == comparison.digestB)
+            #expect(report.verification.digestsCompared > 0)
+        }
+    }
+
+    @Test("a store written to after the comparison is captured again: the build carries its new content")
+    func changedStoreIsCapturedAgain() throws {
+        let s = try Stores()
+        try CaptureCache.scope {
+            let cache = try #require(CaptureCache.current)
+            let comparison = try StoreComparison.compare(s.local, s.cloud)
+            let queue = try DatabaseQueue(path: s.cloud.main.path)
+            try queue.write { db in
+                try db.execute(
+                    sql: "UPDATE ZITEM SET ZTITLE = 'written after the plan' WHERE Z_PK = (SELECT MIN(Z_PK) FROM ZITEM)"
+                )
+            }
+            try queue.close()
+            let report = try Migrate.engine.build(source: s.cloud, staged: s.tmp.path("out/Local.sqlite"))
+            #expect(cache.counts == CaptureCache.Counts(captures: 3, digestReads: 2))
+            #expect(report.source.digest != nil)
+            #expect(report.source.digest != comparison.digestB)
+            let out = try DatabaseQueue(path: s.tmp.path("out/Local.sqlite").path)
+            defer { try? out.close() }
+            let titles = try out.read { db in
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM ZITEM WHERE ZTITLE = 'written after the plan'")
+            }
+            #expect(titles == 1)
+        }
+    }
+
+    @Test("the copies a command captured are removed when it ends")
+    func copiesRemovedAtTheEnd() throws {
+        let s = try Stores()
+        let copy = try CaptureCache.scope { () throws -> URL in
+            let cache = try #require(CaptureCache.current)
+            let copy = try cache.capture(s.cloud, role: "source").copy
+            #expect(FileManager.default.fileExists(atPath: copy.path))
+            return copy
+        }
+        #expect(!FileManager.default.fileExists(atPath: copy.path))
+    }
+}
+
+@Suite("planning: a replacement's comparison does not match objects by identity")
+struct ReplacementComparisonTests {
+    @Test(
+        "without matching, the counts, the losses and the digest are the merge comparison's; only matches are left out")
+    func replacementComparison() throws {
+        let s = try CaptureCacheTests.Stores()
+        let full = try StoreComparison.compare(s.local, s.cloud)
+        let replacing = try StoreComparison.compare(s.local, s.cloud, matching: false)
+        #expect(!full.matchedInA.isEmpty)
+        #expect(replacing.matchedInA.isEmpty)
+        #expect(replacing.objectsA == full.objectsA && replacing.objectsB == full.objectsB)
+        #expect(replacing.missingFromB == full.missingFromB && replacing.presentInA == full.presentInA)
+        #expect(replacing.digestB == full.digestB)
+    }
+}
