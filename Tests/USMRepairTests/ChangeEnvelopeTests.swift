@@ -71,7 +71,7 @@ struct ChangeEnvelopeTests {
 
     @Test("the eleven operations, dry and run, with and without --detailed-exitcode: one envelope, the process's code")
     func operations() throws {
-        for command in DataFirstTests.everyCommand {
+        for command in DataSafetyTests.everyCommand {
             let f = try OperationTests.Fixture {
                 $0.corruptedUUID = $0.activeUUID
                 $0.cloudEnabled = command == ["cloud", "enable"] ? false : true

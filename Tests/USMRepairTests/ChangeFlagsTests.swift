@@ -60,7 +60,7 @@ struct ChangeFlagsTests {
     func operations() throws {
         let f = try OperationTests.Fixture { $0.corruptedUUID = $0.activeUUID }
         let before = try f.snapshot()
-        for command in DataFirstTests.everyCommand {
+        for command in DataSafetyTests.everyCommand {
             let r = try f.run(command + Self.flags(f.tmp.path("snaps")))
             #expect(r.status != 64, "\(command) refused a flag of the group: \(r.stderr)")
             // A refusal on this layout keeps its code (the error envelope says it too).

@@ -441,7 +441,3 @@ struct DataSafetyTests {
             data.flatMap { try? PropertyListSerialization.propertyList(from: $0, format: nil) as? [String: Any] })
     }
 }
-
-/// The file's former name, still used by `ChangeFlagsTests` (edited on the branch one-runner at the
-/// same time): remove once that branch is merged and names `DataSafetyTests`.
-typealias DataFirstTests = DataSafetyTests
