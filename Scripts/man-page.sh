@@ -57,7 +57,7 @@ see_also = "\n".join([
     ".Xr zstd 1",
     ".Pp",
     "usm-repair help exit-codes, usm-repair help problems and usm-repair help next-steps print the references from the binary;",
-    "README.md and docs/usm-behaviour.md (what UbiquityStoreManager does at launch, E1 to E13) are in share/doc/usm-repair.",
+    "README.md is in share/doc/usm-repair, and beside it in docs/ commands.md, exit-codes.md, problem-codes.md, json-report.md, guide.md and usm-behaviour.md (what UbiquityStoreManager does at launch, E1 to E13).",
     ""])
 text, n = re.subn(r"\.Sh \"EXIT STATUS\"\n\.Ex -std\n", "\n".join(status) + "\n" + see_also, text)
 if n != 1:

@@ -58,4 +58,30 @@ struct ReferenceDocsTests {
             #expect(problems.contains("| `\(code.rawValue)` | \(code.severity.rawValue) |"), "\(code.rawValue)")
         }
     }
+
+    /// The man page is kept in docs/ (Scripts/release.sh makes it with argument-parser's plugin and
+    /// Scripts/man-page.sh); every flag's help as the binary prints it must be in it, or it is stale.
+    @Test("the man page carries every flag's help as the binary has it now")
+    func manPageCurrent() throws {
+        let r = USM.run(["--experimental-dump-help"])
+        try #require(r.status == 0, "\(r.stderr)")
+        let root = try #require(
+            try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        var abstracts: Set<String> = []
+        func walk(_ command: [String: Any]) {
+            for argument in command["arguments"] as? [[String: Any]] ?? [] {
+                if let abstract = argument["abstract"] as? String, !abstract.isEmpty { abstracts.insert(abstract) }
+            }
+            for sub in command["subcommands"] as? [[String: Any]] ?? [] { walk(sub) }
+        }
+        walk(try #require(root["command"] as? [String: Any]))
+        #expect(abstracts.count > 50)
+        let man = try String(
+            contentsOf: CLITests.packageRoot.appendingPathComponent("docs/usm-repair.1"), encoding: .utf8)
+        // The page escapes backslashes and breaks no help text across lines.
+        let stale = abstracts.filter { !man.contains($0.replacingOccurrences(of: "\\", with: "\\e")) }.sorted()
+        #expect(
+            stale.isEmpty,
+            "docs/usm-repair.1 is out of date (regenerate it as Scripts/release.sh step 3 does): \(stale.prefix(5))")
+    }
 }

@@ -2,7 +2,7 @@ import ArgumentParser
 
 /// How results are printed; shared by every command.
 struct OutputFlags: ParsableArguments {
-    @Flag(name: .long, help: "Print a JSON report on stdout (schema in the README) instead of text.")
+    @Flag(name: .long, help: "Print a JSON report on stdout (schema in docs/json-report.md) instead of text.")
     var json = false
 
     @Flag(name: [.short, .long], help: "Print only problems and errors.")
