@@ -146,8 +146,7 @@ public struct StoreReplacement {
                 .init(
                     .retire(
                         path: member.path,
-                        trash: operationFolder.appendingPathComponent("trash/\(counter)/\(member.lastPathComponent)")
-                            .path),
+                        trash: root.privatePath(id, "trash", counter, member.lastPathComponent)),
                     "the old \(member.lastPathComponent) makes way for the \(noun) (it is in the snapshot)"))
         }
         steps.append(
@@ -160,8 +159,7 @@ public struct StoreReplacement {
                     staged: StoreFileSet(main: URL(fileURLWithPath: staged)).supportDirectory.path,
                     path: destination.supportDirectory.path, optional: true),
                 "its external-data folder goes with it"))
-        steps.append(.init(.commit, "from here the \(noun) is in place and is never undone"))
-        steps.append(.init(.purge, "the trash, staging and journal are removed"))
+        steps += Plan.Step.finish("from here the \(noun) is in place and is never undone")
         var plan = Plan(
             id: id, operation: operation, roots: [root], expected: expected,
             stores: FileStatus.lookup(destination.main.path) != nil ? [destination.main.path] : [],
