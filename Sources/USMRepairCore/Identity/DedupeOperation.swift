@@ -124,7 +124,8 @@ public struct DedupeChange: Change {
                     ? "run it without --dry-run to remove them (a snapshot is taken first)"
                     : "the app opens \(store) as before, without the duplicates",
             details: DedupeReport(
-                store: store, keep: request.newest ? "newest" : "oldest", before: prepared.extra.before, removed: removed,
+                store: store, keep: request.newest ? "newest" : "oldest", before: prepared.extra.before,
+                removed: removed,
                 durations: durations))
     }
 

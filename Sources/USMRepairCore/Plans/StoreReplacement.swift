@@ -40,17 +40,6 @@ public struct StoreReplacement {
         let started: Date
         /// What the command adds.
         public let extra: Extra
-
-        init(
-            plan: Plan, recovered: [PlanExecutor.Recovery], dryRun: Bool, replacing: Bool, started: Date, extra: Extra
-        ) {
-            self.plan = plan
-            self.recovered = recovered
-            self.dryRun = dryRun
-            self.replacing = replacing
-            self.started = started
-            self.extra = extra
-        }
     }
 
     /// Asked when DST exists and is replaced (snapshotted first); nothing is asked otherwise.
@@ -87,7 +76,8 @@ public struct StoreReplacement {
             notes: details.notes + (result?.leftovers ?? []).map(ChangeNotes.leftover),
             recovered: prepared.recovered + (result?.recovered ?? []),
             seconds: details.durations["total"] ?? 0,
-            nextStep: result == nil ? "run it without --dry-run to build, verify and install \(destination.main.path)" : done,
+            nextStep: result == nil
+                ? "run it without --dry-run to build, verify and install \(destination.main.path)" : done,
             status: details.exitStatus, details: details)
     }
 

@@ -86,7 +86,8 @@ struct MigrateStoreCommand: USMCommand {
         let request = MigrationRequest(
             source: StoreFileSet(main: context.paths.url(source)),
             destination: StoreFileSet(main: context.paths.url(destination)),
-            strategy: choice.resolvedID(), mode: into ? .merge : replacing.overwrite ? .overwrite : .create, options: options)
+            strategy: choice.resolvedID(), mode: into ? .merge : replacing.overwrite ? .overwrite : .create,
+            options: options)
         let migration = MigrateStoreChange(
             request: request, engine: MigrationEngine(registry: context.strategies),
             executor: context.executor(snapshotDirectory: snapshots.directory(context.paths)))

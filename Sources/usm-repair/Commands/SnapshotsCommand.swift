@@ -124,7 +124,8 @@ struct SnapshotsPruneCommand: USMCommand {
 
     func run(_ context: CommandContext) throws {
         let change = PruneChange(
-            folder: context.snapshotFolder(snapshots), olderThan: olderThan.flatMap(SnapshotCatalog.duration), keep: keep,
+            folder: context.snapshotFolder(snapshots), olderThan: olderThan.flatMap(SnapshotCatalog.duration),
+            keep: keep,
             byContainer: groupBy == "container")
         try context.runChange(change, flags: plan) { report, terminal, preview in
             let result = report.details
