@@ -179,6 +179,26 @@ struct ModelFileTests {
         #expect(owners == ["src-0: src person 1", "src-1: src person 2", "src-2: src person 1"])
     }
 
+    @Test("--model goes through the path resolver: relative to the command's folder, ~ its HOME")
+    func modelPathResolved() throws {
+        // Origin: issue 30's review, `StrategyFlags.loadedModel` read a relative path from the
+        // process's folder and `~` from the process's home.
+        let tmp = try TempDir()
+        let model = try Self.writeModel(in: tmp.path("home/models"))
+        #expect(model.path.hasPrefix(tmp.path("home").path))
+        try Self.writeStore(tmp.path("src/S.sqlite"), persons: 2, cars: 3, prefix: "src")
+        let relative = "home/models/" + model.lastPathComponent
+        for (name, path, home) in [
+            ("D", relative, nil), ("E", "~/models/" + model.lastPathComponent, tmp.path("home").path),
+        ] {
+            try Self.writeStore(tmp.path("dst/\(name).sqlite"), persons: 5, cars: 4, prefix: "dst")
+            let r = USM.run(
+                ["migrate-store", "src/S.sqlite", "dst/\(name).sqlite", "--into", "--model", path],
+                environment: home.map { ["HOME": $0] } ?? [:], in: tmp.url)
+            #expect(r.status == 0, "\(path): \(r.stderr)")
+        }
+    }
+
     @Test("salvage --model: a lost Z_PRIMARYKEY is named from the model, a to-one key to a lost row is cut")
     func salvageWithModel() throws {
         let tmp = try TempDir()

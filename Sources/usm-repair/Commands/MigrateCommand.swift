@@ -63,7 +63,7 @@ struct MigrateCloudToLocalCommand: USMCommand {
 
     func run(_ context: CommandContext) throws {
         var context = context
-        context.model = try strategy.loadedModel()
+        context.model = try strategy.loadedModel(context.paths)
         try context.runOperation(
             .migrateCloudToLocal(
                 uuid: uuid, strategy: strategy.choice, merge: merge, copy: copy.choice,

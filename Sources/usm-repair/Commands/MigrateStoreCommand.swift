@@ -82,7 +82,7 @@ struct MigrateStoreCommand: USMCommand {
             environment: context.environment)
         options.newIdentity = newIdentity
         options.allowDuplicates = allowDuplicates
-        options.model = try strategy.loadedModel()
+        options.model = try strategy.loadedModel(context.paths)
         let request = MigrationRequest(
             source: StoreFileSet(main: context.paths.url(source)),
             destination: StoreFileSet(main: context.paths.url(destination)),

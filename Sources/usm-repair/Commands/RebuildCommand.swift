@@ -105,7 +105,7 @@ struct RebuildCommand: USMCommand {
                     merge: merge)
             }
         var context = context
-        context.model = try strategy.loadedModel()
+        context.model = try strategy.loadedModel(context.paths)
         try context.runOperation(maintenance, layout: layout, plan: plan, snapshots: snapshots, data: data.consent)
     }
 }

@@ -187,8 +187,10 @@ struct StrategyFlags: ParsableArguments {
 
     /// `--model` read, nil when not given.
     /// - Throws: `notFound`, `modelInvalid` (exit 2).
-    func loadedModel() throws -> ManagedObjectModel? {
-        try model.map { try ModelFile.load(URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath)) }
+    /// The `--model` file, its path resolved as every path flag is (`~` the context's `HOME`, a
+    /// relative path in the context's current folder).
+    func loadedModel(_ paths: PathResolver) throws -> ManagedObjectModel? {
+        try model.map { try ModelFile.load(paths.url($0)) }
     }
 
     func validate() throws {
