@@ -10,7 +10,7 @@ import TestSupport
 
 /// What a new user meets: the README's examples as written, help with examples, names that say
 /// their format, an honest size estimate, --verbose everywhere, and a snapshot that cannot be lost.
-@Suite("command line, first hour")
+@Suite("command line, first hour", .timed)
 struct CommandLineTests {
     // MARK: - README and help examples (items 19, 22)
 
