@@ -29,7 +29,7 @@ struct MigrationCorpusTests {
     /// that never drop nor lag the keys; recipes: what each recipe removes and keeps), then
     /// `migrate-store --overwrite` and `--into` through the command line (in process).
     @Test(
-        "strategies (ios, copy-entities, none) and recipes (drop-history, fix-counters, strip-cloudkit, strip-ubiquity) on every real store: sound, rows, identity, metadata and counters",
+        "strategies (ios, copy-entities, none), copy-entities into a copy of itself, and recipes (drop-history, fix-counters, strip-cloudkit, strip-ubiquity) on every real store: sound, rows, identity, metadata, counters, conflicts and relationships",
         arguments: Corpus.stores())
     func strategiesAndRecipes(store: URL) throws {
         typealias Store = FidelityStoreTests
@@ -65,6 +65,10 @@ struct MigrationCorpusTests {
                 "\(label): the source's metadata")
             try FidelityCorpusTests.expectCounters(destination, source: sourceCounters, label)
         }
+        #expect(try TreeSnapshot(folder) == before, "the corpus is untouched")
+
+        // Copy-entities into a copy of itself, the copy-entities output as the base.
+        try Self.selfMerge(store: store, base: tmp.path("copy-entities/\(name)"), tmp: tmp)
         #expect(try TreeSnapshot(folder) == before, "the corpus is untouched")
 
         // Recipes, on a copy given what they remove: a counter behind, a CloudKit table, ubiquity keys.
@@ -177,14 +181,10 @@ struct MigrationCorpusTests {
         }
     }
 
-    @Test(
-        "copy-entities into a copy of itself: unconstrained rows doubled, constrained ones refused, then deduplicated; relationships still right",
-        arguments: Corpus.stores())
-    func selfMerge(store: URL) throws {
-        let tmp = try TempDir()
-        let base = tmp.path("base/\(store.lastPathComponent)")
-        try FileManager.default.createDirectory(at: base.deletingLastPathComponent(), withIntermediateDirectories: true)
-        _ = try Migrate.run(store, base)
+    /// Copy-entities merges `store` into a copy of `base` (its copy-entities output, made once by
+    /// strategiesAndRecipes): unconstrained rows doubled, constrained ones refused, then
+    /// deduplicated; relationships still right.
+    static func selfMerge(store: URL, base: URL, tmp: TempDir) throws {
         let (rows, _, report) = try Migrate.check(base)
         let constrainedTables: Set<String> = try {
             let queue = try DatabaseQueue(
