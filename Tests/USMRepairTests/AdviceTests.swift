@@ -6,7 +6,7 @@ import TestSupport
 /// The advice names only commands that exist, each typed out so that it runs as given; a changing
 /// command it proposes is accepted by its own dry run, changes something, and never leaves the app
 /// showing fewer objects than today.
-@Suite("advice")
+@Suite("advice", .timed)
 struct AdviceTests {
     typealias Fixture = OperationTests.Fixture
 

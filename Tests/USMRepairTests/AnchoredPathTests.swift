@@ -12,7 +12,7 @@ import TestSupport
 /// The executor's folders are made and its items moved one name at a time from the plan's root,
 /// never through a link, and never over an item that appeared (issue 20, G3: a link swapped in for
 /// the operation's trash while a run goes on had a folder made outside the layout).
-@Suite("anchored folders and moves")
+@Suite("anchored folders and moves", .timed)
 struct AnchoredPathTests {
     /// A root with `a/b`, and an outside folder beside it.
     static func layout() throws -> (tmp: TempDir, root: String, outside: URL) {

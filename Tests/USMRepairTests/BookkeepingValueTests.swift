@@ -5,7 +5,7 @@ import TestSupport
 
 /// Core Data's bookkeeping columns holding a value of a type Core Data never writes: reported as
 /// `bookkeeping-value`, never a crash, in `status`, `check` and `archive`.
-@Suite("bookkeeping values of unexpected types")
+@Suite("bookkeeping values of unexpected types", .timed)
 struct BookkeepingValueTests {
     /// One way of breaking a store, as SQL run on a fixture store.
     struct Breakage: Sendable, CustomTestStringConvertible {

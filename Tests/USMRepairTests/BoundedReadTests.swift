@@ -7,7 +7,7 @@ import TestSupport
 /// Values that cannot be meaningful at their size are refused with a problem instead of being
 /// decoded whole: a metadata plist of megabytes, a model cache that inflates without end, an
 /// entity name of megabytes. (Peak memory itself is measured by the benchmark, not here.)
-@Suite("bounded reads")
+@Suite("bounded reads", .timed)
 struct BoundedReadTests {
     func inspect(_ sql: String, arguments: StatementArguments = [], depth: StoreInspector.Depth = .check) throws
         -> StoreReport

@@ -4,7 +4,7 @@ import TestSupport
 @testable import USMRepairCore
 
 /// Symlinks are judged by where they lead once every link on the way is followed, not by their text.
-@Suite("links")
+@Suite("links", .timed)
 struct BundleLinkTests {
     typealias E = CraftedArchive.Entry
 

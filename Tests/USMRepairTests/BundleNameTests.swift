@@ -9,7 +9,7 @@ import TestSupport
 /// File names are bytes: NFC and NFD spellings side by side, emoji, and names that are not UTF-8
 /// at all must come back exactly, in every format, through archive, verify, restore and the
 /// snapshot a restore takes.
-@Suite("names")
+@Suite("names", .timed)
 struct BundleNameTests {
     /// Creates a file whose name is `name` bytes inside `dir`.
     static func createFile(_ dir: URL, _ name: [UInt8], _ content: String) throws {

@@ -6,7 +6,7 @@ import TestSupport
 /// `bundle verify` and `restore` open each store a bundle holds and compare its Z_UUID and rows
 /// per entity with the manifest: a store swapped with its file record and sidecar rewritten to
 /// match is still found.
-@Suite("store checks")
+@Suite("store checks", .timed)
 struct BundleStoreCheckTests {
     @Test("a swapped store with a consistent file record and sidecar is refused")
     func swappedStore() throws {

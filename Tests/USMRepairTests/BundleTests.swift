@@ -5,7 +5,7 @@ import TestSupport
 @testable import USMRepairCore
 
 /// `archive`, `bundle verify` and `restore` on fixture containers.
-@Suite("bundles")
+@Suite("bundles", .timed)
 struct BundleTests {
     /// Every entry of `restored` equals the same entry of `original` (bytes, mode, mtime, links).
     static func expectSubset(

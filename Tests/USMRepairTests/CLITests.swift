@@ -6,7 +6,7 @@ import TestSupport
 @testable import USMRepairCore
 
 /// The command line as a user meets it: help, version, JSON shape, documentation.
-@Suite("command line")
+@Suite("command line", .timed)
 struct CLITests {
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()

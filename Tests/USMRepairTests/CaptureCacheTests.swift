@@ -6,7 +6,7 @@ import TestSupport
 
 /// One capture per store per command (issue 33): the build that follows a plan's comparison works
 /// from the comparison's private copies and digests, and never from a capture older than the store.
-@Suite("migration: each store captured once per command")
+@Suite("migration: each store captured once per command", .timed)
 struct CaptureCacheTests {
     struct Stores {
         let tmp: TempDir
@@ -79,7 +79,7 @@ struct CaptureCacheTests {
     }
 }
 
-@Suite("planning: a replacement's comparison does not match objects by identity")
+@Suite("planning: a replacement's comparison does not match objects by identity", .timed)
 struct ReplacementComparisonTests {
     @Test(
         "without matching, the counts, the losses and the digest are the merge comparison's; only matches are left out")

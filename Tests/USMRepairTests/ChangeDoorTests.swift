@@ -6,7 +6,7 @@ import TestSupport
 /// Issue 30's user-visible drifts between the changing commands: the consent shows a plan (not a
 /// result), `--detailed-exitcode` is one flag with one meaning and the JSON says the code the
 /// process exits with, and an explicit `--prefs` wins over the search.
-@Suite("one door: consent, exit codes, explicit paths")
+@Suite("one door: consent, exit codes, explicit paths", .timed)
 struct ChangeDoorTests {
     @Test("the consent prompt shows the plan, headed as a plan with every step's reason, then the question")
     func consentShowsPlan() throws {

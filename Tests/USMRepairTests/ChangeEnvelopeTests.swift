@@ -7,7 +7,7 @@ import TestSupport
 /// `ChangeReport`, the one JSON envelope of every changing command, and `ChangeRunner`, the one
 /// runner that makes it (issue 30): every changing command's JSON parses into the envelope, its
 /// `exitCode` is the process's, and the command's own part is under `details`.
-@Suite("change envelope: one report shape and one runner for every changing command")
+@Suite("change envelope: one report shape and one runner for every changing command", .timed)
 struct ChangeEnvelopeTests {
     /// The envelope's keys, the same for every changing command.
     static let envelopeKeys = [

@@ -8,7 +8,7 @@ import TestSupport
 /// `ChangeFlags`, the one flag group of every changing command (issue 30): each accepts
 /// `--dry-run`, `--yes`, `--json`, `--detailed-exitcode` and `--snapshot-dir`, and the JSON's
 /// `exitCode`/`exitStatus` are the code the process exits with.
-@Suite("change flags: one group on every changing command")
+@Suite("change flags: one group on every changing command", .timed)
 struct ChangeFlagsTests {
     /// The five flags of the group, `--snapshot-dir` pointing at `dir`.
     static func flags(_ dir: URL) -> [String] {

@@ -5,7 +5,7 @@ import Testing
 
 /// `ChangeRunner.run`, the one runner of every changing command, on an in-memory `Change`: what
 /// it calls in which order, when it asks, and the exit code it writes into the report.
-@Suite("change runner: prepare, preview or ask and run, the exit code")
+@Suite("change runner: prepare, preview or ask and run, the exit code", .timed)
 struct ChangeRunnerTests {
     /// A change that records what the runner called; `status` is its own exit status,
     /// `refuse` makes `prepare` throw, `question` is its consent.

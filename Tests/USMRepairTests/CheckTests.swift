@@ -4,7 +4,7 @@ import TestSupport
 @testable import USMRepairCore
 
 /// `check`: every invariant, one broken at a time, found with its code and exit code 1.
-@Suite("check")
+@Suite("check", .timed)
 struct CheckTests {
     /// Writes a fixture store, breaks it with `sql`, and returns check's report on it.
     func checkBroken(

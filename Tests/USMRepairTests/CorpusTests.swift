@@ -5,7 +5,8 @@ import TestSupport
 @testable import USMRepairCore
 
 /// The real Core Data stores of ../shared/corpus/real (skipped with a note where the corpus is absent).
-@Suite("real corpus", .enabled(if: Corpus.directory != nil, "../shared/corpus/real is not beside this checkout"))
+@Suite(
+    "real corpus", .timed, .enabled(if: Corpus.directory != nil, "../shared/corpus/real is not beside this checkout"))
 struct CorpusTests {
     /// What SQLite itself sees in a copy of the store (WAL applied): rows per Z_ENT over every table
     /// that has Z_PK and Z_ENT columns, found from the columns rather than from Core Data's naming rules.

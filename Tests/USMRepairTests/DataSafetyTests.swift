@@ -7,7 +7,7 @@ import TestSupport
 /// Every changing command shows, guards and remembers the customer's data: the ledger of the plan,
 /// no silent loss or duplication, idempotence, and a strategy chosen once. (Origin: the "data
 /// first" round; the file was DataFirstTests.)
-@Suite("data safety: the ledger, no silent loss, idempotence, the strategy chosen at planning")
+@Suite("data safety: the ledger, no silent loss, idempotence, the strategy chosen at planning", .timed)
 struct DataSafetyTests {
     typealias Fixture = OperationTests.Fixture
 

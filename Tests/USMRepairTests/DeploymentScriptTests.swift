@@ -9,7 +9,7 @@ import TestSupport
 /// The README's deployment example, `Examples/deploy-migrate.sh`, run as a deployment would run it:
 /// twice over a folder of containers, some already migrated, some that must be refused, one that
 /// fails; each line says done, nothing to do, refused or failed, and the second run does nothing.
-@Suite("deployment script")
+@Suite("deployment script", .timed)
 struct DeploymentScriptTests {
     static let script = CLITests.packageRoot.appendingPathComponent("Examples/deploy-migrate.sh")
 

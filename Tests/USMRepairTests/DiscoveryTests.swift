@@ -7,7 +7,7 @@ import TestSupport
 /// Where stores, markers and preferences really are (usm-behaviour.md §1, §4; coredata-format.md §3–4):
 /// Core Data's copies under CoreDataUbiquitySupport, iOS 6 files, UIManagedDocument packages,
 /// Apple's own ubiquity folders, and how the markers and preferences are read.
-@Suite("discovery")
+@Suite("discovery", .timed)
 struct DiscoveryTests {
     @Test("markers are read as the app reads them: exactly 36 upper-case characters")
     func markers() throws {

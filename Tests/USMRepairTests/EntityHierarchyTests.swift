@@ -7,7 +7,7 @@ import TestSupport
 /// `Z_PRIMARYKEY` at scale and with broken `Z_SUPER` chains. Reading the schema and every check is
 /// linear in its rows: a 50,000-deep chain and 200,000 flat rows complete (the time limit is only a
 /// guard against a hang; quadratic code took minutes here), and a cycle is a problem, not a loop.
-@Suite("entity hierarchies")
+@Suite("entity hierarchies", .timed)
 struct EntityHierarchyTests {
     @Test("a 50,000-deep Z_SUPER chain", .timeLimit(.minutes(1)))
     func deepChain() throws {

@@ -7,7 +7,7 @@ import TestSupport
 /// engineer receives: `Examples/Demo.xcappdata` (an Xcode download of an iOS 7+ app's sandbox) and,
 /// beside it, the ubiquity container as a Mac holds it (`Examples/Mobile Documents/<TEAM>~com~example~notes`).
 /// `USM_RECORD_EXAMPLE=1 swift test --filter ExampleContainer` writes both anew.
-@Suite("example container")
+@Suite("example container", .timed)
 struct ExampleContainerTests {
     static let root = CLITests.packageRoot.appendingPathComponent("Examples/Demo.xcappdata")
 
@@ -94,7 +94,7 @@ struct ExampleContainerTests {
 /// marked the active cloud store corrupt; this device's local store holds every object the cloud
 /// store holds (and more), so `rebuild --from local` is accepted, runs, and `restore` undoes it.
 /// `USM_RECORD_EXAMPLE=1 swift test --filter ExampleContainer` writes it anew too.
-@Suite("walk-through example")
+@Suite("walk-through example", .timed)
 struct WalkThroughExampleTests {
     static let folder = CLITests.packageRoot.appendingPathComponent("Examples/walk-through", isDirectory: true)
     static let root = folder.appendingPathComponent("Notes.xcappdata", isDirectory: true)

@@ -14,7 +14,7 @@ import TestSupport
 /// when asked: `USM_FAULT_WALK=all` walks every point, `USM_FAULT_WALK_STRIDE=N` every N-th point
 /// (each command still walked from its first to its last point); CI (`.ci/run`) walks every 9th.
 @Suite(
-    "kill and failure points",
+    "kill and failure points", .timed,
     .enabled(if: FaultWalk.strace != nil, "strace is not installed (apt-get install strace)"),
     .enabled(
         if: FaultWalk.requested,

@@ -9,7 +9,8 @@ import TestSupport
 /// source's metadata (or, in a merge, the destination's versioning keys), and a seeding layout
 /// built around a real store ends as the app needs it.
 @Suite(
-    "fidelity: real corpus", .enabled(if: Corpus.directory != nil, "../shared/corpus/real is not beside this checkout"))
+    "fidelity: real corpus", .timed,
+    .enabled(if: Corpus.directory != nil, "../shared/corpus/real is not beside this checkout"))
 struct FidelityCorpusTests {
     typealias Store = FidelityStoreTests
 
@@ -59,76 +60,12 @@ struct FidelityCorpusTests {
         }
     }
 
-    @Test(
-        "migrate-store on real stores: identity, counters and metadata as Core Data keeps them",
-        arguments: Corpus.stores())
-    func migrateStore(store: URL) throws {
-        let tmp = try TempDir()
-        let source = try Corpus.copy(store, into: tmp.url)
-        let name = store.lastPathComponent
-        let (sourceUUID, sourcePlist) = try Store.metadata(source)
-        let sourceCounters = try Store.counters(source)
-        for strategy in ["ios", "copy-entities", "none"] {
-            let out = tmp.path("\(strategy)/\(name)")
-            try FileManager.default.createDirectory(
-                at: out.deletingLastPathComponent(), withIntermediateDirectories: true)
-            let r = USM.run(["migrate-store", source.path, out.path, "--strategy", strategy])
-            #expect(r.status == 0, "\(name) \(strategy): \(r.stderr)")
-            let (uuid, plist) = try Store.metadata(out)
-            #expect(
-                uuid != sourceUUID && uuid.flatMap(UUID.init) != nil, "\(name) \(strategy): a new store, a new identity"
-            )
-            #expect(
-                Self.comparable(plist) == Self.comparable(sourcePlist), "\(name) \(strategy): the source's metadata")
-            try Self.expectCounters(out, source: sourceCounters, "\(name) \(strategy)")
-        }
-        for recipe in ["fix-counters", "drop-history", "strip-ubiquity", "strip-cloudkit"] {
-            let out = tmp.path("\(recipe)/\(name)")
-            try FileManager.default.createDirectory(
-                at: out.deletingLastPathComponent(), withIntermediateDirectories: true)
-            let r = USM.run(["migrate-store", source.path, out.path, "--recipe", recipe])
-            #expect(r.status == 0, "\(name) \(recipe): \(r.stderr)")
-            #expect(try Store.metadata(out).uuid == sourceUUID, "\(name) \(recipe): the same store, repaired")
-            try Self.expectCounters(out, source: sourceCounters, "\(name) \(recipe)")
-        }
-        // Replacing a store keeps the replaced one's identity.
-        let replaced = tmp.path("overwrite/\(name)")
-        try FileManager.default.createDirectory(
-            at: replaced.deletingLastPathComponent(), withIntermediateDirectories: true)
-        #expect(USM.run(["migrate-store", source.path, replaced.path, "--strategy", "ios"]).status == 0)
-        let replacedUUID = try Store.metadata(replaced).uuid
-        let overwrite = USM.run(["migrate-store", source.path, replaced.path, "--overwrite", "--yes"])
-        #expect(overwrite.status == 0, "\(name) --overwrite: \(overwrite.stderr)")
-        #expect(
-            try Store.metadata(replaced).uuid == replacedUUID,
-            "\(name): --overwrite keeps the replaced store's identity")
-
-        // A merge into a store of an older framework: its versioning keys stay its own.
-        try Store.setMetadata(replaced) {
-            $0["NSPersistenceFrameworkVersion"] = 1
-            $0.removeValue(forKey: "NSStoreModelVersionChecksumKey")
-            $0.removeValue(forKey: "NSStoreModelVersionHashesDigest")
-        }
-        let (_, destinationPlist) = try Store.metadata(replaced)
-        let merge = USM.run([
-            "migrate-store", source.path, replaced.path, "--into", "--on-conflict", "keep-destination",
-        ])
-        #expect(merge.status == 0, "\(name) --into: \(merge.stderr)")
-        let (mergedUUID, mergedPlist) = try Store.metadata(replaced)
-        #expect(mergedUUID == replacedUUID, "\(name): a merge keeps the destination's identity")
-        for key in destinationPlist.keys.filter(StoreIdentity.isVersioningKey) {
-            #expect(
-                (mergedPlist[key] as? NSObject)?.isEqual(destinationPlist[key]) == true,
-                "\(name): \(key) is the destination's")
-        }
-        for key in ["NSStoreModelVersionChecksumKey", "NSStoreModelVersionHashesDigest"] {
-            #expect(mergedPlist[key] == nil, "\(name): \(key) not taken from the source")
-        }
-        try Self.expectCounters(replaced, source: sourceCounters, "\(name) --into")
-    }
+    // migrate-store's strategies, recipes, --overwrite and --into on every real store are checked
+    // for identity, metadata and counters in MigrationCorpusTests.strategiesAndRecipes (one pass
+    // makes each output once for the migration, fidelity and recipe checks).
 
     @Test(
-        "a real store as the active cloud store's copy: migrate cloud-to-local, then rebuild --from local, end as the app needs",
+        "a real store as the active cloud store's copy: migrate cloud-to-local keeps its rows, then rebuild --from local, end as the app needs",
         arguments: Corpus.stores())
     func operations(store: URL) throws {
         let f = try OperationTests.Fixture()
@@ -140,12 +77,19 @@ struct FidelityCorpusTests {
         for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: placed.path + suffix) {
             try FileManager.default.moveItem(atPath: placed.path + suffix, toPath: copy.main.path + suffix)
         }
+        let source = try Inspection(options: LayoutOptions(store: copy.main), depth: .status).run().stores[0]
         let (cloudUUID, _) = try Store.metadata(copy.main)
         let cloudCounters = try Store.counters(copy.main)
         try FidelityLayoutTests.plantFailedSeeding(in: f.paths.appDir, name: "CopyMigrationStore.sqlite")
 
         let migrated = try OperationTests.apply(f, ["migrate", "cloud-to-local", "--replace"])
         #expect(OperationTests.state(migrated) == "E1", "\(name)")
+        // The local store keeps the copy's rows, entity by entity (once OperationTests.corpusCloudToLocal).
+        let local = try #require(try f.status().stores.first { $0.role == .local })
+        let user = { (report: StoreReport) in report.entities.filter { !$0.system }.map { ($0.name, $0.rows) } }
+        #expect(
+            user(local).map(\.0) == user(source).map(\.0) && user(local).map(\.1) == user(source).map(\.1), "\(name)")
+        #expect(local.health == .ok, "\(name)")
         let check = USM.run(["check", "--store", f.paths.localStore.path])
         #expect(check.status == 0, "\(name): \(check.stdout)")
         let (localUUID, localPlist) = try Store.metadata(f.paths.localStore)

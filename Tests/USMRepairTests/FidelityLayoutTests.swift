@@ -12,7 +12,7 @@ import TestSupport
 /// Issue 19, the files a maintenance operation leaves around the stores: what UbiquityStoreManager
 /// finds at its next launch (the seeding's temporary copy), who owns what was written, and the
 /// counters of a whole-store copy that is installed.
-@Suite("fidelity: layouts")
+@Suite("fidelity: layouts", .timed)
 struct FidelityLayoutTests {
     typealias Fixture = OperationTests.Fixture
 

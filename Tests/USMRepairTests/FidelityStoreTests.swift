@@ -7,7 +7,7 @@ import TestSupport
 /// Issue 19, the stores usm-repair writes: what Core Data would have written. Mirroring state kept
 /// with the objects it names, metadata that describes the store's own model, identity kept where a
 /// store is replaced or repaired, counters that never drop, and the files beside a store.
-@Suite("fidelity: stores")
+@Suite("fidelity: stores", .timed)
 struct FidelityStoreTests {
     /// A store written by the fixture builder at `<tmp>/<name>.sqlite`.
     static func store(_ tmp: TempDir, _ name: String, _ configure: (inout FixtureStore.Options) -> Void = { _ in })

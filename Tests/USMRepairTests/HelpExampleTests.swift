@@ -8,7 +8,7 @@ import TestSupport
 /// Every example in every command's help, as an 80-column terminal shows it, can be pasted: each
 /// is one command (a long one continues with `\`), it parses, and it runs: read-only commands as
 /// they are, changing commands as a dry run, in a folder holding the files the examples name.
-@Suite("help examples")
+@Suite("help examples", .timed)
 struct HelpExampleTests {
     /// Every command type, depth first.
     static func commands(_ root: ParsableCommand.Type = USMRepairCommand.self) -> [ParsableCommand.Type] {

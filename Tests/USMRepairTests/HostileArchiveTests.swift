@@ -5,7 +5,7 @@ import TestSupport
 
 /// Hostile and broken archives: a clear error, a documented exit code, and not one byte written
 /// outside a private folder that is cleaned up.
-@Suite("hostile archives")
+@Suite("hostile archives", .timed)
 struct HostileArchiveTests {
     typealias E = CraftedArchive.Entry
 

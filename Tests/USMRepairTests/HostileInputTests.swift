@@ -7,7 +7,7 @@ import TestSupport
 #endif
 
 /// Bad input gets a clear message, a documented exit code, and nothing changes.
-@Suite("hostile input")
+@Suite("hostile input", .timed)
 struct HostileInputTests {
     /// Runs status and check on `store` (inside `tmp`) and proves neither wrote anything.
     func run(_ args: [String], in tmp: TempDir) throws -> CLI.Result {

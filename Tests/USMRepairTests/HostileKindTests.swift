@@ -13,7 +13,7 @@ import TestSupport
 /// marker, a plain file where a folder belongs, a sidecar that is a FIFO): read-only commands
 /// report them promptly (never open a FIFO, never hang), changing commands refuse before any
 /// change, and no snapshot silently leaves out an item the plan would remove.
-@Suite("hostile kinds: FIFOs, files for folders, unreadable sidecars")
+@Suite("hostile kinds: FIFOs, files for folders, unreadable sidecars", .timed)
 struct HostileKindTests {
     typealias Fixture = OperationTests.Fixture
 

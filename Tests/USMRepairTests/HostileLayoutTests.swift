@@ -7,7 +7,7 @@ import TestSupport
 /// links planted where a plan walks, stores held open by another process, a newcomer where
 /// recovery must put something back: each refused with its exit code, nothing changed outside
 /// the layout, and never "undone" while an item is missing.
-@Suite("hostile layouts: a container is input, never instruction")
+@Suite("hostile layouts: a container is input, never instruction", .timed)
 struct HostileLayoutTests {
     typealias Fixture = OperationTests.Fixture
 
@@ -435,7 +435,7 @@ final class SQLiteHolder {
 }
 
 /// Recipes are outside input: their SQL works on the staged store and reads the source, nothing else.
-@Suite("hostile recipes")
+@Suite("hostile recipes", .timed)
 struct HostileRecipeTests {
     /// Runs `migrate-store` with a one-step SQL recipe; returns the result and the folder outside.
     static func run(_ sql: String, timeout: String = "600") throws -> (CLI.Result, URL, TempDir) {

@@ -15,7 +15,7 @@ import TestSupport
 /// other bytes, so discovery never uses such a name: `status` and `check` report it
 /// (`undecodable-name`, exit 2), every changing command refuses (exit 2) and changes nothing, and
 /// `archive` keeps its bytes (a full bundle) or leaves it out (redacted), with a bundle that verifies.
-@Suite("hostile names: not UTF-8")
+@Suite("hostile names: not UTF-8", .timed)
 struct HostileNameTests {
     typealias Fixture = OperationTests.Fixture
 

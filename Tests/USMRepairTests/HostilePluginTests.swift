@@ -5,7 +5,7 @@ import TestSupport
 
 /// Plugins that try to outlive their run or to have usm-repair write outside through their
 /// destination (the plugins are the tool's child processes; the tests start no usm-repair process).
-@Suite("hostile plugins: escaped children, linked destinations")
+@Suite("hostile plugins: escaped children, linked destinations", .timed)
 struct HostilePluginTests {
     func run(_ tmp: TempDir, plugin: URL, _ extra: [String] = []) throws -> CLI.Result {
         try FixtureStore.write(to: tmp.path("src/S.sqlite"))

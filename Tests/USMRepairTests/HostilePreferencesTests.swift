@@ -5,7 +5,7 @@ import TestSupport
 
 /// Preferences are read as the app reads them: an XML plist that declares entities or names a DTD
 /// other than Apple's is malformed, and `USMCloudEnabledKey` is a boolean or bad input.
-@Suite("hostile preferences: entity declarations, a cloud key that is not a boolean")
+@Suite("hostile preferences: entity declarations, a cloud key that is not a boolean", .timed)
 struct HostilePreferencesTests {
     typealias Fixture = OperationTests.Fixture
 

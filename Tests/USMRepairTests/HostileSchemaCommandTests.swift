@@ -7,7 +7,7 @@ import TestSupport
 /// Issue 28, finding 1 (every command that reads a store) and 5 (the step budget in real commands):
 /// the gaps `HostileSchemaTests` leaves. A schema row whose text goes on after its statement
 /// (`…; ATTACH 'victim' AS v; DELETE FROM v.ZITEM; …`) is never run: the victim keeps its rows.
-@Suite("hostile schema: every command reading a store, and the step budget in real commands")
+@Suite("hostile schema: every command reading a store, and the step budget in real commands", .timed)
 struct HostileSchemaCommandTests {
     typealias H = HostileSchemaTests
     typealias Fixture = OperationTests.Fixture

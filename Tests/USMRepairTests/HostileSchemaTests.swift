@@ -9,7 +9,7 @@ import TestSupport
 /// than one statement (SQLite loads only its first), a TEMP or another schema's object, or an
 /// index whose expressions cost without bound is `hostile-schema` (exit 2): nothing of it runs,
 /// nothing is written, and a database elsewhere stays as it was.
-@Suite("hostile schema")
+@Suite("hostile schema", .timed)
 struct HostileSchemaTests {
     typealias Fixture = OperationTests.Fixture
 

@@ -5,7 +5,7 @@ import TestSupport
 
 /// Names found in a store go into SQL as identifiers quoted the SQL way (embedded `"` doubled), and
 /// a table of the wrong shape is reported without stopping the other checks.
-@Suite("identifiers and table shapes")
+@Suite("identifiers and table shapes", .timed)
 struct IdentifierQuotingTests {
     @Test("the quoting helper doubles embedded quotes")
     func helper() {

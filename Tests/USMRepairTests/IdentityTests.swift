@@ -6,7 +6,7 @@ import TestSupport
 
 /// `ObjectIdentity`: objects equal by entity, attributes and (refined) to-one targets; merges that
 /// add nothing twice.
-@Suite("Object identity")
+@Suite("Object identity", .timed)
 struct IdentityTests {
     /// A MergeFixture store (prefix `p`: authors 1-3, book 3 by author 1) without the uniqueness
     /// constraint, with author 100 a copy of author 1, book 100 a copy of book 3 by author 100 (a

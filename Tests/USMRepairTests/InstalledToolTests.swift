@@ -9,7 +9,7 @@ import TestSupport
 /// The tool as installed, with no checkout beside it: the prefix tree `Scripts/stage.sh` lays out
 /// (what `Scripts/release.sh` ships), recipes found relative to the binary, completions that offer
 /// strategies, recipes and problem codes, and help that needs no file outside what ships.
-@Suite("installed tool")
+@Suite("installed tool", .timed)
 struct InstalledToolTests {
     static let packageRoot = CLITests.packageRoot
 

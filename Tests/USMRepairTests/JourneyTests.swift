@@ -7,7 +7,7 @@ import TestSupport
 /// what must be changed on the customer's Mac), the snapshots left behind (listed, pruned, named
 /// after whose they are), and progress on a terminal. (That GNU tar reads a bundle without a
 /// warning is checked with the other archivers, `BundleTests.otherTools`.)
-@Suite("the way back")
+@Suite("the way back", .timed)
 struct JourneyTests {
     @Test(
         "an Xcode download: the next step sends it back with Replace Container, and names the ubiquity container as the Mac's to change"

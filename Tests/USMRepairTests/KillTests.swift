@@ -9,7 +9,7 @@ import TestSupport
 /// Kills at random instants, with a real SIGKILL (a process: the point), during an operation on a
 /// larger store and during `migrate-store --overwrite`. Kills after every step run in process
 /// (`StepRecoveryTests`, the fault walk).
-@Suite("operations under SIGKILL")
+@Suite("operations under SIGKILL", .timed)
 struct KillTests {
     @Test(
         "SIGKILL at random instants (a real process) during rebuild and migrate-store --overwrite: recover gives back the old state or the new one, nothing lost",

@@ -7,7 +7,7 @@ import TestSupport
 
 /// Issue 28, finding 6: a value of hundreds of megabytes is read in pieces, never held whole, by
 /// every check a migration runs; what it is compared by is still the whole value.
-@Suite("memory: large values are hashed in pieces, compared as whole values")
+@Suite("memory: large values are hashed in pieces, compared as whole values", .timed)
 struct LargeValueTests {
     static func sha256(_ data: Data) -> Data {
         var out = [UInt8](repeating: 0, count: 32)
@@ -109,7 +109,7 @@ struct LargeValueTests {
 
 /// Issue 28, finding 6: salvage reads a store's schema from its pages; a schema row longer than a
 /// definition may be is refused before it is assembled, and the schema text kept is bounded.
-@Suite("memory: salvage bounds the schema text it reads")
+@Suite("memory: salvage bounds the schema text it reads", .timed)
 struct SalvageSchemaMemoryTests {
     static func store(_ tmp: TempDir, definitions: Int, bytes: Int) throws -> URL {
         let url = tmp.path("src/S.sqlite")
@@ -170,7 +170,7 @@ struct SalvageSchemaMemoryTests {
 
 /// Issue 28, finding 6: a `--model` XML nested deeper than a model nests is refused as soon as the
 /// parser gets there (memory does not grow with the nesting); a model that nests five deep reads.
-@Suite("memory: a model's XML is bounded in depth and elements")
+@Suite("memory: a model's XML is bounded in depth and elements", .timed)
 struct ModelLimitTests {
     @Test("1,000 nested elements inside <model>: model-invalid (exit 2), naming the limit; 64 deep still reads")
     func nested() throws {

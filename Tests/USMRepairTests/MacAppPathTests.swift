@@ -8,7 +8,7 @@ import TestSupport
 /// StoreUUID key's container path) is used only when it is a plain absolute path (else bad input,
 /// exit 2). Before, a link at `H/Library` let `delete container` empty another folder, and a key
 /// `…/Mobile Documents/../CloudLogs/StoreUUID+` made discovery take `Library` as the container.
-@Suite("--mac-app: links on the way from the home folder, paths in the preferences")
+@Suite("--mac-app: links on the way from the home folder, paths in the preferences", .timed)
 struct MacAppPathTests {
     typealias Lib = MacAppTests.Library
 

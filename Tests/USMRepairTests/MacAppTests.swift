@@ -6,7 +6,7 @@ import TestSupport
 /// `--mac-app BUNDLE_ID --home DIR`: a Mac app's folders found in place in a user's Library (a
 /// Library tree built under a temporary folder, sandboxed and not), what `status` says about how
 /// each was found, and the refusals of working in place (the app running).
-@Suite("Mac app in place")
+@Suite("Mac app in place", .timed)
 struct MacAppTests {
     static let bundleID = "com.example.notes"
     static let container = "ABCDE12345~com~example~notes"

@@ -9,7 +9,7 @@ import TestSupport
 /// `delete cloud-store` said "nothing to do" (exit 0) with a note that no marker and no cache exist
 /// while both did, and `migrate cloud-to-local` said "no active cloud store is known" (exit 8; red
 /// team G11). Commands that name the store, or write or remove the marker, still run: they repair it.
-@Suite("a malformed StoreUUID marker: bad input for every command acting on the active store")
+@Suite("a malformed StoreUUID marker: bad input for every command acting on the active store", .timed)
 struct MalformedMarkerTests {
     typealias Fixture = OperationTests.Fixture
 

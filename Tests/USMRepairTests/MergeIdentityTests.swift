@@ -6,7 +6,7 @@ import TestSupport
 
 /// Merges and `dedupe` beyond identity itself (issue 29): models that differ refused while
 /// planning, `matched` in the ledger, ordered relationships, external data, history rows.
-@Suite("merges and dedupe")
+@Suite("merges and dedupe", .timed)
 struct MergeIdentityTests {
     typealias Fixture = OperationTests.Fixture
 

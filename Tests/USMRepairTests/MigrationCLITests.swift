@@ -5,7 +5,7 @@ import TestSupport
 @testable import USMRepairCore
 
 /// `migrate-store` and `strategies` as a user runs them: exit codes, messages, nothing left behind.
-@Suite("migration: command line")
+@Suite("migration: command line", .timed)
 struct MigrationCLITests {
     @Test("strategies --json lists the four strategies, the shipped recipes and plugins on PATH")
     func strategies() throws {

@@ -6,7 +6,8 @@ import TestSupport
 
 /// Every store of ../shared/corpus/real through every built-in strategy, and merged into a copy of itself.
 @Suite(
-    "migration: real corpus", .enabled(if: Corpus.directory != nil, "../shared/corpus/real is not beside this checkout")
+    "migration: real corpus", .timed,
+    .enabled(if: Corpus.directory != nil, "../shared/corpus/real is not beside this checkout")
 )
 struct MigrationCorpusTests {
     /// The result passes check, opens in sqlite3 in WAL mode, has no sidecars and no staging left.
@@ -22,30 +23,138 @@ struct MigrationCorpusTests {
         return rows
     }
 
-    @Test("ios, copy-entities into an empty store, and none", arguments: Corpus.stores())
-    func strategies(store: URL) throws {
+    /// Every built-in strategy and every whole-copy recipe on one real store, each output made once
+    /// and given every check the three former tests made on it (migration: sound result and rows per
+    /// strategy; fidelity, issue 19: a new identity for a new store, the source's metadata, counters
+    /// that never drop nor lag the keys; recipes: what each recipe removes and keeps), then
+    /// `migrate-store --overwrite` and `--into` through the command line (in process).
+    @Test(
+        "strategies (ios, copy-entities, none), copy-entities into a copy of itself, and recipes (drop-history, fix-counters, strip-cloudkit, strip-ubiquity) on every real store: sound, rows, identity, metadata, counters, conflicts and relationships",
+        arguments: Corpus.stores())
+    func strategiesAndRecipes(store: URL) throws {
+        typealias Store = FidelityStoreTests
         let tmp = try TempDir()
         let folder = store.deletingLastPathComponent()
         let before = try TreeSnapshot(folder)
+        let name = store.lastPathComponent
         let (sourceRows, _, sourceReport) = try Migrate.check(store)
         let system = Set(sourceReport.entities.filter(\.system).map(\.name))
+        let pristine = try Corpus.copy(store, into: try Self.folder(tmp, "pristine"))
+        let (sourceUUID, sourcePlist) = try Store.metadata(pristine)
+        let sourceCounters = try Store.counters(pristine)
+
+        // Strategies, from the corpus store itself (read only: the corpus stays untouched).
         for strategy in ["ios", "copy-entities", "none"] {
-            let destination = tmp.path("\(strategy)/\(store.lastPathComponent)")
-            try FileManager.default.createDirectory(
-                at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
+            let destination = try Self.folder(tmp, strategy).appendingPathComponent(name)
+            let label = "\(name) \(strategy)"
             let report = try Migrate.run(store, destination, strategy: strategy)
-            let rows = try Self.expectSound(destination, "\(store.lastPathComponent) \(strategy)")
-            for (name, n) in sourceRows {
-                let expected = strategy == "none" || (strategy == "copy-entities" && system.contains(name)) ? 0 : n
-                #expect((rows[name] ?? 0) == expected, "\(store.lastPathComponent) \(strategy) \(name)")
+            let rows = try Self.expectSound(destination, label)
+            for (entity, n) in sourceRows {
+                let expected = strategy == "none" || (strategy == "copy-entities" && system.contains(entity)) ? 0 : n
+                #expect((rows[entity] ?? 0) == expected, "\(label) \(entity)")
             }
             if strategy == "copy-entities", !system.isEmpty {
                 #expect(
                     report.leftOut.contains { $0.contains("not copied; its entities keep the source's Z_MAX") },
                     "\(report.leftOut)")
             }
+            let (uuid, plist) = try Store.metadata(destination)
+            #expect(uuid != sourceUUID && uuid.flatMap(UUID.init) != nil, "\(label): a new store, a new identity")
+            #expect(
+                FidelityCorpusTests.comparable(plist) == FidelityCorpusTests.comparable(sourcePlist),
+                "\(label): the source's metadata")
+            try FidelityCorpusTests.expectCounters(destination, source: sourceCounters, label)
         }
         #expect(try TreeSnapshot(folder) == before, "the corpus is untouched")
+
+        // Copy-entities into a copy of itself, the copy-entities output as the base.
+        try Self.selfMerge(store: store, base: tmp.path("copy-entities/\(name)"), tmp: tmp)
+        #expect(try TreeSnapshot(folder) == before, "the corpus is untouched")
+
+        // Recipes, on a copy given what they remove: a counter behind, a CloudKit table, ubiquity keys.
+        let source = try Corpus.copy(store, into: try Self.folder(tmp, "source"))
+        let user = try #require(sourceReport.entities.first { !$0.system && $0.rows > 0 })
+        let behind = sourceReport.entities.filter { $0.table == user.table }.map(\.number)
+        try FixtureStore.mutate(
+            source,
+            """
+            UPDATE Z_PRIMARYKEY SET Z_MAX = 0 WHERE Z_ENT IN (\(behind.map(String.init).joined(separator: ",")));
+            CREATE TABLE ANSCKRECORDMETADATA ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZENTITYID INTEGER, ZENTITYPK INTEGER );
+            INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (16010, 'NSCKRecordMetadata', 0, 2);
+            INSERT INTO ANSCKRECORDMETADATA VALUES (1, 16010, 1, 1, 1), (2, 16010, 1, 1, 2);
+            """)
+        let mutatedCounters = try Store.counters(source)
+        for recipe in ["drop-history", "fix-counters", "strip-cloudkit", "strip-ubiquity"] {
+            let destination = try Self.folder(tmp, recipe).appendingPathComponent(name)
+            let label = "\(name) \(recipe)"
+            let report = try Migrate.run(
+                source, destination, strategy: "manual",
+                options: RecipeTests.options(recipe, keep: recipe == "strip-ubiquity"))
+            #expect(Migrate.sidecars(destination).isEmpty, "\(label)")
+            #expect(report.recipe == recipe && report.recipeSHA256?.count == 64, "\(label)")
+            let (rows, errors, result) = try Migrate.check(destination)
+            // Every installed store has its counters at or above its keys (issue 19): the engine
+            // raises them whatever the recipe, and says so.
+            #expect(errors.isEmpty, "\(label): \(errors)")
+            #expect(
+                recipe == "fix-counters"
+                    || report.notes.contains { $0.contains("Z_MAX of \(user.name)") || $0.contains("raised from 0") },
+                "\(label): \(report.notes)")
+            #expect(
+                result.storeUUID == sourceReport.storeUUID, "\(label): a whole-store repair keeps the store's identity")
+            #expect(try Store.metadata(destination).uuid == sourceUUID, "\(label): the same store, repaired")
+            for (entity, n) in sourceRows where !(recipe == "drop-history" && system.contains(entity)) {
+                #expect(rows[entity] == n, "\(label) \(entity)")
+            }
+            if recipe == "drop-history" { for entity in system { #expect(rows[entity] == 0, "\(label) \(entity)") } }
+            let ck = try RecipeTests.count(destination, "SELECT COUNT(*) FROM ANSCKRECORDMETADATA")
+            #expect(ck == (recipe == "strip-cloudkit" ? 0 : 2), "\(label)")
+            // Emptied or not, the mirroring entity's counter does not drop.
+            #expect(
+                try RecipeTests.count(destination, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = 16010") == 2,
+                "\(label)")
+            // Counters never below the source's (those set behind on purpose: at least the keys).
+            try FidelityCorpusTests.expectCounters(destination, source: mutatedCounters, label)
+            #expect(result.metadata?.ubiquityKeys.isEmpty ?? true, "\(label)")
+        }
+
+        // Replacing a store keeps the replaced one's identity; a merge into a store of an older
+        // framework keeps its versioning keys (the command line, in process).
+        let replaced = try Self.folder(tmp, "overwrite").appendingPathComponent(name)
+        try FileManager.default.copyItem(at: tmp.path("ios/\(name)"), to: replaced)
+        let replacedUUID = try Store.metadata(replaced).uuid
+        let overwrite = USM.run(["migrate-store", pristine.path, replaced.path, "--overwrite", "--yes"])
+        #expect(overwrite.status == 0, "\(name) --overwrite: \(overwrite.stderr)")
+        #expect(
+            try Store.metadata(replaced).uuid == replacedUUID,
+            "\(name): --overwrite keeps the replaced store's identity")
+        try Store.setMetadata(replaced) {
+            $0["NSPersistenceFrameworkVersion"] = 1
+            $0.removeValue(forKey: "NSStoreModelVersionChecksumKey")
+            $0.removeValue(forKey: "NSStoreModelVersionHashesDigest")
+        }
+        let (_, destinationPlist) = try Store.metadata(replaced)
+        let merge = USM.run([
+            "migrate-store", pristine.path, replaced.path, "--into", "--on-conflict", "keep-destination",
+        ])
+        #expect(merge.status == 0, "\(name) --into: \(merge.stderr)")
+        let (mergedUUID, mergedPlist) = try Store.metadata(replaced)
+        #expect(mergedUUID == replacedUUID, "\(name): a merge keeps the destination's identity")
+        for key in destinationPlist.keys.filter(StoreIdentity.isVersioningKey) {
+            #expect(
+                (mergedPlist[key] as? NSObject)?.isEqual(destinationPlist[key]) == true,
+                "\(name): \(key) is the destination's")
+        }
+        for key in ["NSStoreModelVersionChecksumKey", "NSStoreModelVersionHashesDigest"] {
+            #expect(mergedPlist[key] == nil, "\(name): \(key) not taken from the source")
+        }
+        try FidelityCorpusTests.expectCounters(replaced, source: sourceCounters, "\(name) --into")
+    }
+
+    static func folder(_ tmp: TempDir, _ name: String) throws -> URL {
+        let url = tmp.path(name)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
     }
 
     /// For every to-one key, an order-free digest over (source row's attributes, target row's
@@ -72,14 +181,10 @@ struct MigrationCorpusTests {
         }
     }
 
-    @Test(
-        "copy-entities into a copy of itself: unconstrained rows doubled, constrained ones refused, then deduplicated; relationships still right",
-        arguments: Corpus.stores())
-    func selfMerge(store: URL) throws {
-        let tmp = try TempDir()
-        let base = tmp.path("base/\(store.lastPathComponent)")
-        try FileManager.default.createDirectory(at: base.deletingLastPathComponent(), withIntermediateDirectories: true)
-        _ = try Migrate.run(store, base)
+    /// Copy-entities merges `store` into a copy of `base` (its copy-entities output, made once by
+    /// strategiesAndRecipes): unconstrained rows doubled, constrained ones refused, then
+    /// deduplicated; relationships still right.
+    static func selfMerge(store: URL, base: URL, tmp: TempDir) throws {
         let (rows, _, report) = try Migrate.check(base)
         let constrainedTables: Set<String> = try {
             let queue = try DatabaseQueue(

@@ -83,7 +83,7 @@ enum Migrate {
     }
 }
 
-@Suite("migration: strategies on fixture stores")
+@Suite("migration: strategies on fixture stores", .timed)
 struct MigrationTests {
     @Test("the registry holds exactly the four strategies of product.md, each documented")
     func registry() throws {

@@ -7,7 +7,7 @@ import TestSupport
 /// The verification of a staged store keeps every promise however it is scheduled (issue 15): the
 /// split integrity check finds what one `integrity_check` finds, and the verifier refuses a result
 /// with damaged pages, an index out of step with its table, a broken invariant or a changed row.
-@Suite("migration: verification keeps its promises")
+@Suite("migration: verification keeps its promises", .timed)
 struct MigrationVerificationTests {
     /// A source captured as the engine captures it, its whole-store copy staged as `ios` stages it,
     /// and the digests the engine reads while a strategy runs.

@@ -7,7 +7,7 @@ import TestSupport
 /// `--model`: the app's model read from Xcode's XML (or a compiled model), and what it makes
 /// possible on a store without a model cache: a merge that moves to-one keys whose destination the
 /// column name does not say, and a salvage that names the entities a lost `Z_PRIMARYKEY` held.
-@Suite("model files (--model)")
+@Suite("model files (--model)", .timed)
 struct ModelFileTests {
     /// A Car/Person model, versioned as Xcode writes it. Car → SportCar → ExpensiveSportCar; the
     /// to-one `owner` points at Person, which its column name (ZOWNER) does not say.
@@ -235,7 +235,7 @@ struct ModelFileTests {
 
 /// The corpus's own models and caches: Core Data's entity numbering holds on real stores.
 @Suite(
-    "model files on the real corpus",
+    "model files on the real corpus", .timed,
     .enabled(if: Corpus.directory != nil, "../shared/corpus/real is not beside this checkout"))
 struct ModelCorpusTests {
     @Test(

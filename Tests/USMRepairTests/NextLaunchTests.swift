@@ -5,7 +5,7 @@ import TestSupport
 
 /// `status` predicts the app's next launch from the files and preferences alone
 /// (usm-behaviour.md §2): one test per row of its table E1–E13.
-@Suite("next launch")
+@Suite("next launch", .timed)
 struct NextLaunchTests {
     /// Writes a fixture, runs `status` on the download with the ubiquity container found beside it,
     /// and returns the report (checking the files stay byte-identical).

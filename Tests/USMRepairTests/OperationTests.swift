@@ -7,7 +7,7 @@ import TestSupport
 /// The maintenance operations through the real executable: the end state of usm-behaviour.md §5,
 /// the next launch `status` predicts afterwards equal to the plan's prediction, dry runs and
 /// refusals that change no byte, and idempotence.
-@Suite("operations")
+@Suite("operations", .timed)
 struct OperationTests {
     /// A fixture layout (download + ubiquity container beside it) and the flags naming it.
     struct Fixture {
@@ -452,7 +452,7 @@ struct OperationTests {
 }
 
 /// Operations on folders the user may not write.
-@Suite("operations on read-only folders")
+@Suite("operations on read-only folders", .timed)
 struct ReadOnlyOperationTests {
     @Test("a read-only app folder: refused before anything changes")
     func readOnly() throws {
@@ -471,7 +471,7 @@ struct ReadOnlyOperationTests {
 }
 
 /// The operations that move data offline: through the migration engine, into the local store only.
-@Suite("operations that move data")
+@Suite("operations that move data", .timed)
 struct DataOperationTests {
     typealias Fixture = OperationTests.Fixture
 
@@ -631,28 +631,6 @@ struct DataOperationTests {
         }
     }
 
-    @Test(
-        "every corpus store as the active cloud store's copy: migrate cloud-to-local keeps its rows",
-        arguments: Corpus.stores())
-    func corpusCloudToLocal(store: URL) throws {
-        let f = try Fixture {
-            $0.localStore = false
-            $0.activeStoreCopy = false
-            $0.oldUUID = nil
-        }
-        let dir = f.paths.cloudStore(f.options.activeUUID).deletingLastPathComponent()
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        let copied = try Corpus.copy(store, into: dir)
-        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: copied.path + suffix) {
-            try FileManager.default.moveItem(
-                atPath: copied.path + suffix, toPath: f.paths.cloudStore(f.options.activeUUID).path + suffix)
-        }
-        let source = try Inspection(options: LayoutOptions(store: store), depth: .status).run().stores[0]
-        let json = try OperationTests.apply(f, ["migrate", "cloud-to-local", "--replace"])
-        #expect(OperationTests.state(json) == "E1")
-        let local = try #require(try f.status().stores.first { $0.role == .local })
-        let user = { (report: StoreReport) in report.entities.filter { !$0.system }.map { ($0.name, $0.rows) } }
-        #expect(user(local).map(\.0) == user(source).map(\.0) && user(local).map(\.1) == user(source).map(\.1))
-        #expect(local.health == .ok)
-    }
+    // Every corpus store as the active cloud store's copy through migrate cloud-to-local (its rows
+    // kept): FidelityCorpusTests.operations, which runs that migration once per store for all its checks.
 }

@@ -8,7 +8,7 @@ import TestSupport
 
 /// No room to write is one documented error (exit 75, `out-of-space`): under `ulimit -f` (EFBIG;
 /// SIGXFSZ no longer kills the process) and on a full file system (ENOSPC). Nothing is left behind.
-@Suite("out of space")
+@Suite("out of space", .timed)
 struct OutOfSpaceTests {
     static func quoted(_ path: String) -> String { "'" + path.replacingOccurrences(of: "'", with: "'\\''") + "'" }
 
@@ -199,7 +199,7 @@ struct OutOfSpaceTests {
 }
 
 /// stdout that cannot be written is an answer, never a crash.
-@Suite("output that cannot be written")
+@Suite("output that cannot be written", .timed)
 struct OutputFailureTests {
     @Test(
         "stdout on a full device: exit 75 with a sentence on stderr, after the work; a reader that went away: the command's own exit code"

@@ -8,7 +8,7 @@ import TestSupport
 /// the ledger, the predicted next launch, a refusal) shows in the diff and is reviewed there.
 /// Temporary paths, the state folder, plan ids and times are normalised. Re-record with
 /// `USM_RECORD_PLANS=1 swift test --filter PlanGoldenTests`.
-@Suite("golden plans")
+@Suite("golden plans", .timed)
 struct PlanGoldenTests {
     static let folder = CLITests.packageRoot.appendingPathComponent("Tests/USMRepairTests/Plans", isDirectory: true)
     static let recording = ProcessInfo.processInfo.environment["USM_RECORD_PLANS"] == "1"

@@ -6,7 +6,7 @@ import TestSupport
 /// What the fuzz targets of `Fuzz/` found, each as the smallest input that showed it, run in
 /// process. The inputs themselves stay in `Fuzz/Corpus/<Target>/crash-*`. All four are malformed
 /// property lists (reader and editor). (Origin: fuzz findings; the file was FuzzFindingTests.)
-@Suite("malformed property lists found by fuzzing: the reader and the editor")
+@Suite("malformed property lists found by fuzzing: the reader and the editor", .timed)
 struct PlistMalformedInputTests {
     /// Every byte of the tree under `url`, to prove a refused command changed nothing.
     func tree(_ url: URL) throws -> TreeSnapshot { try TreeSnapshot(url) }

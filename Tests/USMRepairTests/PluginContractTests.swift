@@ -4,7 +4,7 @@ import TestSupport
 @testable import USMRepairCore
 
 /// The external-plugin contract, with the example plugin and scripted misbehaving ones.
-@Suite("migration: external plugin contract")
+@Suite("migration: external plugin contract", .timed)
 struct PluginContractTests {
     static let example = CLITests.packageRoot.appendingPathComponent("Examples/usm-repair-strategy-sqlite-copy")
 

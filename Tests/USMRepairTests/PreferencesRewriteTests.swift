@@ -6,7 +6,7 @@ import TestSupport
 /// The preferences rewrite (`PreferencesEdit.apply`) streams the plist (binary and XML) instead of
 /// decoding it: every test decodes input and output with Foundation and checks that the output is
 /// the input with exactly the edit applied, in the same format.
-@Suite("Preferences rewrite")
+@Suite("Preferences rewrite", .timed)
 struct PreferencesRewriteTests {
     static let cacheKey =
         "/private/var/mobile/Library/Mobile Documents/ABCDE12345~com~example~notes/CloudLogs/StoreUUID+"

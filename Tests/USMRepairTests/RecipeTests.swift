@@ -6,7 +6,7 @@ import TestSupport
 @testable import USMRepairCore
 
 /// The shipped recipes, on real corpus stores, and what a broken recipe gets.
-@Suite("migration: recipes")
+@Suite("migration: recipes", .timed)
 struct RecipeTests {
     static let folder = CLITests.packageRoot.appendingPathComponent("Recipes")
 
@@ -47,62 +47,7 @@ struct RecipeTests {
         }
     }
 
-    @Test(
-        "drop-history, fix-counters, strip-cloudkit and strip-ubiquity on every real store",
-        .enabled(if: Corpus.directory != nil),
-        arguments: Corpus.stores())
-    func wholeCopyRecipes(store: URL) throws {
-        let tmp = try TempDir()
-        let source = try Corpus.copy(store, into: tmp.url)
-        let (sourceRows, _, sourceReport) = try Migrate.check(source)
-        let system = Set(sourceReport.entities.filter(\.system).map(\.name))
-        // Give the copy what the recipes remove: a counter behind, a CloudKit table, ubiquity keys.
-        let user = try #require(sourceReport.entities.first { !$0.system && $0.rows > 0 })
-        try FixtureStore.mutate(
-            source,
-            """
-            UPDATE Z_PRIMARYKEY SET Z_MAX = 0 WHERE Z_ENT IN (\(sourceReport.entities.filter { $0.table == user.table }.map { String($0.number) }.joined(separator: ",")));
-            CREATE TABLE ANSCKRECORDMETADATA ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZENTITYID INTEGER, ZENTITYPK INTEGER );
-            INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (16010, 'NSCKRecordMetadata', 0, 2);
-            INSERT INTO ANSCKRECORDMETADATA VALUES (1, 16010, 1, 1, 1), (2, 16010, 1, 1, 2);
-            """)
-        for recipe in ["drop-history", "fix-counters", "strip-cloudkit", "strip-ubiquity"] {
-            let destination = tmp.path("\(recipe)/\(store.lastPathComponent)")
-            try FileManager.default.createDirectory(
-                at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
-            let label = "\(store.lastPathComponent) \(recipe)"
-            let report = try Migrate.run(
-                source, destination, strategy: "manual", options: Self.options(recipe, keep: recipe == "strip-ubiquity")
-            )
-            #expect(Migrate.sidecars(destination).isEmpty, "\(label)")
-            #expect(report.recipe == recipe && report.recipeSHA256?.count == 64, "\(label)")
-            let (rows, errors, result) = try Migrate.check(destination)
-            // Every installed store has its counters at or above its keys (issue 19): the engine
-            // raises them whatever the recipe, and says so.
-            #expect(errors.isEmpty, "\(label): \(errors)")
-            #expect(
-                recipe == "fix-counters"
-                    || report.notes.contains { $0.contains("Z_MAX of \(user.name)") || $0.contains("raised from 0") },
-                "\(label): \(report.notes)")
-            #expect(
-                result.storeUUID == sourceReport.storeUUID, "\(label): a whole-store repair keeps the store's identity")
-            for (name, n) in sourceRows where !(recipe == "drop-history" && system.contains(name)) {
-                #expect(rows[name] == n, "\(label) \(name)")
-            }
-            if recipe == "drop-history" { for name in system { #expect(rows[name] == 0, "\(label) \(name)") } }
-            let ck = try Self.count(destination, "SELECT COUNT(*) FROM ANSCKRECORDMETADATA")
-            #expect(ck == (recipe == "strip-cloudkit" ? 0 : 2), "\(label)")
-            // Emptied or not, the mirroring entity's counter does not drop.
-            #expect(try Self.count(destination, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = 16010") == 2, "\(label)")
-            for entity in sourceReport.entities where entity.system {
-                #expect(
-                    try Self.count(destination, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = \(entity.number)")
-                        >= (try Self.count(source, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = \(entity.number)")),
-                    "\(label) \(entity.name)")
-            }
-            #expect(result.metadata?.ubiquityKeys.isEmpty ?? true, "\(label)")
-        }
-    }
+    // The whole-copy recipes on every real store: MigrationCorpusTests.strategiesAndRecipes.
 
     @Test("strip-ubiquity removes the keys even with --keep-ubiquity-metadata")
     func stripUbiquity() throws {

@@ -12,7 +12,7 @@ import TestSupport
 /// Recovery never deletes an item it did not put back, puts a store's file set back whole or not
 /// at all, and puts back only what the operation moved aside: whatever the journal says (emptied,
 /// cut short, replaced, deleted), whatever was planted in the trash meanwhile.
-@Suite("recovery and the trash: nothing lost, nothing foreign put back")
+@Suite("recovery and the trash: nothing lost, nothing foreign put back", .timed)
 struct RecoveryTrashTests {
     typealias Fixture = OperationTests.Fixture
 

@@ -7,7 +7,7 @@ import TestSupport
 /// The reference pages of docs/ (commands, exit codes, problem codes) are generated from the binary
 /// by `Scripts/reference-docs.sh` (issue 30): regenerated here into a temporary folder, they must
 /// equal what is committed, and cover every command, exit code and problem code of the code.
-@Suite("reference docs generated from the code")
+@Suite("reference docs generated from the code", .timed)
 struct ReferenceDocsTests {
     static let pages = ["commands.md", "exit-codes.md", "problem-codes.md"]
     static let regenerate = "swift build && Scripts/reference-docs.sh"

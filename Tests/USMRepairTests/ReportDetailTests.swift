@@ -8,7 +8,7 @@ import TestSupport
 /// restored, `snapshots prune --group-by container`, `createdAt` an ISO date, a store another
 /// process holds said by `status` and by a dry run, the redaction map beside a redacted bundle.
 /// (Origin: issue 31 item 8; the file was SmallOnesTests.)
-@Suite("report details: restore's next step, snapshots by container, a held store, the redaction map")
+@Suite("report details: restore's next step, snapshots by container, a held store, the redaction map", .timed)
 struct ReportDetailTests {
     @Test("restore --to ends with the status command for what it restored, and that command reads it")
     func restoreToStatus() throws {

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// The repository as the README describes it (CI checks the code against `.swift-format`).
-@Suite("repository layout")
+@Suite("repository layout", .timed)
 struct RepositoryLayoutTests {
     static let root = CLITests.packageRoot
 
@@ -60,4 +60,23 @@ struct RepositoryLayoutTests {
                 "the README's layout does not name \(folder)")
         }
     }
+
+    /// Scripts/slowest-tests.sh lists what `.timed` recorded: a suite without it is missing from CI's list.
+    @Test("every suite carries the .timed trait (CI's list of the slowest tests)")
+    func everySuiteTimed() throws {
+        let folder = CLITests.packageRoot.appendingPathComponent("Tests/USMRepairTests")
+        let files = try #require(FileManager.default.enumerator(atPath: folder.path))
+        var suites = 0
+        for case let file as String in files where file.hasSuffix(".swift") {
+            let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+            // Each attribute at the start of a line, up to the brace of the type it is on.
+            for part in text.components(separatedBy: "\n@Suite(").dropFirst() {
+                let attribute = part.components(separatedBy: "{").first ?? part
+                suites += 1
+                #expect(attribute.contains(".timed"), "\(file): @Suite(\(attribute.prefix(60))… has no .timed")
+            }
+        }
+        #expect(suites > 90)
+    }
+
 }

@@ -7,7 +7,7 @@ import TestSupport
 /// damaged, `status` and `check` propose the `--salvage` operation that takes the customer where
 /// they were going, typed so that it runs as given; it runs, and the launch it leaves is the one
 /// the operation is for. A damaged store the next launch does not use gets the salvage command only.
-@Suite("salvage: advice")
+@Suite("salvage: advice", .timed)
 struct SalvageAdviceTests {
     typealias Fixture = OperationTests.Fixture
 

@@ -8,7 +8,7 @@ import TestSupport
 /// result scored against the healthy original: every salvaged row identical to the original's row
 /// with its key (or differing only by a reference the report says was cut), every row whose page
 /// was not damaged salvaged, and the result passing `check`.
-@Suite("salvage: damage kinds")
+@Suite("salvage: damage kinds", .timed)
 struct SalvageDamageTests {
     /// A Library store with several pages per table and interior pages in ZITEM and Z_1TAGS.
     static func options(walOnlyBooks: Int = 0) -> FixtureStore.Options {

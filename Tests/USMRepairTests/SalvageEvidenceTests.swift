@@ -8,7 +8,7 @@ import TestSupport
 /// page is placed only when the evidence names exactly one table, and otherwise counted as
 /// unplaced. Scored as `SalvageDamageTests` scores every kind of damage: no row invented or mixed,
 /// every row of an undamaged page salvaged unless the report says why not.
-@Suite("salvage: evidence for orphaned pages")
+@Suite("salvage: evidence for orphaned pages", .timed)
 struct SalvageEvidenceTests {
     /// Where the damage lands besides the overflow page.
     enum Orphaning: String, CaseIterable, CustomTestStringConvertible {

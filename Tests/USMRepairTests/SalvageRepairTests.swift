@@ -10,7 +10,7 @@ import TestSupport
 /// before anything is written, the run installs a store whose every row is the original's (or cut
 /// as the salvage report says), `status` predicts what the plan did, a second run is nothing to
 /// do, and the snapshot gives back the damaged file set byte for byte.
-@Suite("salvage: repair operations")
+@Suite("salvage: repair operations", .timed)
 struct SalvageRepairTests {
     typealias Fixture = OperationTests.Fixture
 

@@ -7,7 +7,7 @@ import TestSupport
 /// `salvage SRC DST` as a user runs it: the healthy case is an exact copy, the source is never
 /// changed, bad input and refusals have their exit codes, the JSON report its keys, and a kill
 /// mid-run is undone by `recover`.
-@Suite("salvage: command")
+@Suite("salvage: command", .timed)
 struct SalvageTests {
     @Test("a healthy store (rows only in its -wal, external data) salvages to an exact copy; SRC unchanged; exit 0")
     func healthy() throws {

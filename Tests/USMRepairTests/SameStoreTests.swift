@@ -7,7 +7,7 @@ import TestSupport
 /// (a hard link, a folder symlinked to SRC's, a symlink to SRC), as they refuse the same path:
 /// exit 64, nothing changed. Compared by path alone, `--into` merged a store into itself (every
 /// object twice, exit 0; red team G8).
-@Suite("SRC and DST: the same store under another name is refused")
+@Suite("SRC and DST: the same store under another name is refused", .timed)
 struct SameStoreTests {
     /// A fixture store `w/s.sqlite` with its file set, and the folder's state to compare against.
     static func store(_ tmp: TempDir) throws -> URL {

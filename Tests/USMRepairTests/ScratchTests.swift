@@ -9,7 +9,7 @@ import TestSupport
 /// Scratch items (private copies, partial archives, extraction folders): recorded when made,
 /// removed only by their own run or, after a kill, by a later run that can prove they were made
 /// by this tool; never by name, never through a link, never while their run lives.
-@Suite("scratch items")
+@Suite("scratch items", .timed)
 struct ScratchTests {
     /// The registry folder the command-line runs of this test process use.
     static var cliRegistry: URL { CLI.stateHome.appendingPathComponent("usm-repair/scratch", isDirectory: true) }

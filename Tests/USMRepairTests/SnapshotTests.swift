@@ -5,7 +5,7 @@ import TestSupport
 
 /// `Snapshot.take`: chosen items under named roots, absences recorded, written outside the
 /// folders a change touches, and verified before it is returned.
-@Suite("snapshots")
+@Suite("snapshots", .timed)
 struct SnapshotTests {
     @Test("items and absences are recorded; the archive verifies and restores the items")
     func itemsAndAbsences() throws {

@@ -10,7 +10,7 @@ import TestSupport
 /// SQLite never reads past the header's page count, so a private copy takes only that (and the
 /// `-wal`'s valid frames), keeps holes as holes, and checks the room it needs before writing
 /// (exit 75 when short). Before, `status` wrote the whole 4 GiB into `TMPDIR`.
-@Suite("a sparse store")
+@Suite("a sparse store", .timed)
 struct SparseStoreTests {
     static func quoted(_ path: String) -> String { "'" + path.replacingOccurrences(of: "'", with: "'\\''") + "'" }
 

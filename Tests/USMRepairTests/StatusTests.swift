@@ -5,7 +5,7 @@ import TestSupport
 @testable import USMRepairCore
 
 /// `status` on Core Data-shaped fixture stores and containers.
-@Suite("status")
+@Suite("status", .timed)
 struct StatusTests {
     @Test("a single store: entities, inheritance, WAL-only rows, metadata")
     func singleStore() throws {
@@ -206,7 +206,7 @@ struct StatusTests {
 }
 
 /// The status report's JSON written in pieces is the same text as encoded whole.
-@Suite("status JSON in pieces")
+@Suite("status JSON in pieces", .timed)
 struct StatusJSONTests {
     @Test("writeJSON gives exactly json(), for stores with and without entities")
     func sameBytes() throws {

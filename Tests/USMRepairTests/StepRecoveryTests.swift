@@ -7,7 +7,7 @@ import TestSupport
 /// any step, `recover` gives back the old state byte for byte, or the new one, with nothing of
 /// ours left beside it. (Killed at random instants by a real SIGKILL: `KillTests`.) (Origin: the
 /// "one mechanism for every change on disk" round; the file was OneMechanismTests.)
-@Suite("recovery after every step: migrate-store --overwrite and restore --to")
+@Suite("recovery after every step: migrate-store --overwrite and restore --to", .timed)
 struct StepRecoveryTests {
     /// A source and an existing destination store in folders of their own.
     static func stores(_ tmp: TempDir, books: Int = 6) throws -> (source: URL, destination: URL) {

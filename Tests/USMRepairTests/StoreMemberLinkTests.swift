@@ -7,7 +7,7 @@ import TestSupport
 /// `.<Name>_SUPPORT` folder, its `-wal`) is refused by every changing command, as `status`
 /// refuses to follow it: exit 3, `symlink-escapes`, nothing changed, in the layout or outside.
 /// Before, `delete local-store` and `migrate cloud-to-local --replace` ran (exit 0; red team G7).
-@Suite("a store member linked out of the layout: every changing command refuses")
+@Suite("a store member linked out of the layout: every changing command refuses", .timed)
 struct StoreMemberLinkTests {
     typealias Fixture = OperationTests.Fixture
 

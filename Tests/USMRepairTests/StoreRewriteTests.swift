@@ -6,7 +6,7 @@ import TestSupport
 
 /// Core Data's triggers are taken out and put back around rewrites; their text comes from the
 /// store, so it is checked, never executed as a script.
-@Suite("store rewrites")
+@Suite("store rewrites", .timed)
 struct StoreRewriteTests {
     /// A fixture store with one Core Data-style trigger whose text in sqlite_master is `sql`.
     static func storeWithTrigger(_ tmp: TempDir, appending tail: String?) throws -> URL {

@@ -6,7 +6,7 @@ import TestSupport
 
 /// Text output never carries a control character from a name or message to the terminal; JSON
 /// stays exact.
-@Suite("terminal text")
+@Suite("terminal text", .timed)
 struct TerminalTests {
     static let hostile = "evil\u{1B}]0;pwned\u{07}\u{9B}2J\u{7F}\nnext\u{2028}line\tend"
 

@@ -8,7 +8,7 @@ import TestSupport
 /// matches nothing, a recipe name that is not found, and what `status --help` says about exit 1;
 /// then the text a person reads: the ledger, advice, the DOT graph, wrapping at 80 columns, progress.
 /// (Origin: issue 31, "what a person reads first"; the file was FirstScreenTests.)
-@Suite("text output: slips, ledger, advice, graph, wrapping, progress")
+@Suite("text output: slips, ledger, advice, graph, wrapping, progress", .timed)
 struct TextOutputTests {
     @Test("a mistyped subcommand gets 'did you mean', at the root and in a group; 64")
     func didYouMean() {

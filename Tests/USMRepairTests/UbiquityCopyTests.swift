@@ -7,7 +7,7 @@ import TestSupport
 /// Issue 32: what Core Data's ubiquity engine keeps in a copy (`Y_UBMETA`, `Y_UBRANGE`, `Y_UBKVS`,
 /// the integer `ubiquitized` key, counters at a 1024-key block's end) belongs there, and a store
 /// made for local use from a copy holds none of it, whatever strategy, recipe or operation made it.
-@Suite("ubiquity copies")
+@Suite("ubiquity copies", .timed)
 struct UbiquityCopyTests {
     /// The cloud fixture store, shaped like the real copies.
     static func copy(_ tmp: TempDir, _ name: String = "S.sqlite") throws -> URL {

@@ -7,7 +7,7 @@ import TestSupport
 /// `restore SNAPSHOT` without `--to`: every operation's snapshot puts the layout back byte for
 /// byte (contents, modes, file times), removes what the operation created, leaves the next launch
 /// as it was, and can itself be undone; it is journaled like an operation.
-@Suite("undo: restore SNAPSHOT in place")
+@Suite("undo: restore SNAPSHOT in place", .timed)
 struct UndoTests {
     typealias Fixture = OperationTests.Fixture
 

@@ -5,7 +5,7 @@ import TestSupport
 
 /// Tables shaped like Core Data entity tables that no `Z_PRIMARYKEY` row accounts for: their rows
 /// would be missing from every count, so they are reported with their row count.
-@Suite("entity tables Z_PRIMARYKEY does not list")
+@Suite("entity tables Z_PRIMARYKEY does not list", .timed)
 struct UnlistedTableTests {
     func report(_ sql: String, depth: StoreInspector.Depth = .status) throws -> StoreReport {
         let tmp = try TempDir()

@@ -9,7 +9,7 @@ import TestSupport
 /// A folder or file that cannot be read is an error (exit 74) or, in a bundle, a listed skip that
 /// makes the exit status 74: never an absence. Run as `nobody` (root reads everything), so one
 /// test holds every check that needs another user.
-@Suite("unreadable folders and files", .enabled(if: CLI.canRunUnprivileged, "running as root without setpriv"))
+@Suite("unreadable folders and files", .timed, .enabled(if: CLI.canRunUnprivileged, "running as root without setpriv"))
 struct UnreadableTests {
     /// A container `nobody` can read, with the chosen folder made unreadable.
     static func container(_ tmp: TempDir, locking relative: (FixtureContainer.Paths) -> URL) throws -> (

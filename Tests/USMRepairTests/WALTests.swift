@@ -9,7 +9,7 @@ import TestSupport
 
 /// The `-wal` and `-shm` read byte by byte: a WAL SQLite would ignore, a transaction cut short,
 /// and a WAL that does not belong with its main file or its `-shm` are problems with codes.
-@Suite("WAL sidecars")
+@Suite("WAL sidecars", .timed)
 struct WALTests {
     /// A fixture store whose -wal holds `books` WAL-only books in one transaction.
     func walStore(_ tmp: TempDir, books: Int = 3, keepShm: Bool = true) throws -> URL {
