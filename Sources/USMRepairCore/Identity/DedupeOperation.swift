@@ -328,11 +328,13 @@ public struct DedupeChange: Change {
     }
 
     /// The duplicates of the store at `url` per entity; with `remove`, removed (one transaction).
-    static func count(_ url: URL, keys: [String], newest: Bool, remove: Bool) throws -> [String: Int] {
+    /// `scratch`: `url` is a private copy thrown away after a crash, written without fsync.
+    static func count(_ url: URL, keys: [String], newest: Bool, remove: Bool, scratch: Bool = false) throws -> [String: Int] {
         let queue = try StagedStore.open(url)
         defer { try? queue.close() }
         do {
             return try queue.writeWithoutTransaction { db in
+                if scratch { try db.execute(sql: "PRAGMA synchronous = OFF") }
                 let schema = try CoreDataSchema.readMain(db)
                 let parsed = try ObjectIdentity.parseKeys(keys, schema: schema)
                 let deduplicator = Deduplicator(keys: parsed, newest: newest)
@@ -375,7 +377,7 @@ final class DedupeWork: Sendable {
         let captured = try MigrationEngine.capture(store, into: scratch.url.appendingPathComponent("c"), role: "store")
         let before = Dictionary(
             captured.report.entities.filter { !$0.system }.map { ($0.name, $0.rows) }, uniquingKeysWith: +)
-        let removed = try DedupeChange.count(captured.copy, keys: keys, newest: newest, remove: true)
+        let removed = try DedupeChange.count(captured.copy, keys: keys, newest: newest, remove: true, scratch: true)
         return DedupeWork(scratch: scratch, captured: captured, before: before, removed: removed)
     }
 }
