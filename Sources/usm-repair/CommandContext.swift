@@ -102,15 +102,24 @@ struct CommandContext {
         StrategyResolver(registry: strategies, recipeSearchPath: recipeSearchPath, environment: environment)
     }
 
+    /// The snapshot folder: `--snapshot-dir`, else the state folder's `snapshots`.
+    func snapshotFolder(_ flags: SnapshotFlags) -> URL { snapshotFolder(flags.directory(paths)) }
+
+    private func snapshotFolder(_ directory: URL?) -> URL {
+        directory ?? stateFolder.appendingPathComponent("snapshots", isDirectory: true)
+    }
+
     /// The plan executor every changing command runs with: the snapshot folder (`--snapshot-dir`,
     /// else the state folder's), the migration engine over `strategies`, this machine's record of
     /// operations, the hooks.
     func executor(snapshotDirectory: URL?) -> PlanExecutor {
         PlanExecutor(
-            snapshotDirectory: snapshotDirectory ?? stateFolder.appendingPathComponent("snapshots", isDirectory: true),
-            builder: BuiltInStrategies.builder(
-                registry: strategies, environment: environment, recipeSearchPath: recipeSearchPath, model: model,
-                progress: terminal.rowCounter("building")),
+            snapshotDirectory: snapshotFolder(snapshotDirectory),
+            builder: StoreBuilder(
+                engine: MigrationEngine(registry: strategies), recipeSearchPath: recipeSearchPath,
+                environment: environment, model: model, newIdentity: true, damagedSourceFailsPrecondition: true,
+                progress: terminal.rowCounter("building")
+            ).builder,
             records: OperationRecords(stateFolder: stateFolder), hooks: hooks, commandLine: arguments)
     }
 

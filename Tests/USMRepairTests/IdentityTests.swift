@@ -102,7 +102,9 @@ struct IdentityTests {
         #expect(seen.count > 3, "the steps change what is a copy")
     }
 
-    @Test("a run finds the groups once: the build installs its count's de-duplicated copy, unless the store changed since")
+    @Test(
+        "a run finds the groups once: the build installs its count's de-duplicated copy, unless the store changed since"
+    )
     func buildReusesTheCount() throws {
         let tmp = try TempDir()
         let url = try Self.store(tmp)

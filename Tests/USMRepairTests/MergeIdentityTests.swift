@@ -229,15 +229,22 @@ extension MergeIdentityTests {
 }
 
 extension MergeIdentityTests {
-    @Test(
-        "the model's uniqueness constraint is a key by itself: incoming objects with a code already there are matched")
-    func constraintKeys() throws {
-        let tmp = try TempDir()
+    /// The stores the merge tests merge: `A.sqlite` (side a) into `d/B.sqlite` (side b), the same
+    /// objects on both sides (prefix `same`), each item with its ordered shelf and tags.
+    static func mergePair(_ tmp: TempDir) throws -> (source: URL, destination: URL) {
         let source = tmp.path("A.sqlite")
         let destination = tmp.path("d/B.sqlite")
         try FileManager.default.createDirectory(at: tmp.path("d"), withIntermediateDirectories: true)
         try MergeFixture.write(to: source, .a, prefix: "same")
         try MergeFixture.write(to: destination, .b, prefix: "same")
+        return (source, destination)
+    }
+
+    @Test(
+        "the model's uniqueness constraint is a key by itself: incoming objects with a code already there are matched")
+    func constraintKeys() throws {
+        let tmp = try TempDir()
+        let (source, destination) = try Self.mergePair(tmp)
         // Same codes (Item.code is unique), other titles: the same objects by the constraint.
         try FixtureStore.mutate(source, "UPDATE ZITEM SET ZTITLE = ZTITLE || ' (edited)'")
         let report = try Migrate.run(source, destination, mode: .merge, snapshots: tmp.path("snapshots"))
@@ -285,11 +292,7 @@ extension MergeIdentityTests {
     @Test("a merge keeps order: incoming objects of a matched parent's ordered to-many come after its own")
     func mergeOrdered() throws {
         let tmp = try TempDir()
-        let source = tmp.path("A.sqlite")
-        let destination = tmp.path("d/B.sqlite")
-        try FileManager.default.createDirectory(at: tmp.path("d"), withIntermediateDirectories: true)
-        try MergeFixture.write(to: source, .a, prefix: "same")
-        try MergeFixture.write(to: destination, .b, prefix: "same")
+        let (source, destination) = try Self.mergePair(tmp)
         // Two new books on shelf 1 of the source, placed before its other items.
         try FixtureStore.mutate(
             source,
@@ -357,11 +360,7 @@ extension MergeIdentityTests {
     func mergeOrderedManyToMany() throws {
         for viaCLI in [false, true] {
             let tmp = try TempDir()
-            let source = tmp.path("A.sqlite")
-            let destination = tmp.path("d/B.sqlite")
-            try FileManager.default.createDirectory(at: tmp.path("d"), withIntermediateDirectories: true)
-            try MergeFixture.write(to: source, .a, prefix: "same")
-            try MergeFixture.write(to: destination, .b, prefix: "same")
+            let (source, destination) = try Self.mergePair(tmp)
             // Item 1 holds tags 1 and 3 on both sides (positions 1024 and 3072). The source adds tag 2
             // and a new tag to it, placed before its other tags.
             try FixtureStore.mutate(

@@ -24,7 +24,7 @@ enum Migrate {
             request: MigrationRequest(
                 source: StoreFileSet(main: source), destination: StoreFileSet(main: destination), strategy: strategy,
                 mode: mode,
-                options: options, dryRun: dryRun),
+                options: options),
             engine: engine, executor: executor)
         return try ChangeRunner.run(change, dryRun: dryRun, detailedExitCode: false) { _, _ in }.details
     }

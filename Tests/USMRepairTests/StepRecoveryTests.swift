@@ -25,8 +25,7 @@ struct StepRecoveryTests {
     static func planSteps(_ source: URL, _ destination: URL) throws -> [Plan.Step] {
         let request = MigrationRequest(
             source: StoreFileSet(main: source), destination: StoreFileSet(main: destination), strategy: "copy-entities",
-            mode: .overwrite,
-            dryRun: true)
+            mode: .overwrite)
         let executor = PlanExecutor(
             snapshotDirectory: Migrate.state.appendingPathComponent("snapshots"),
             records: OperationRecords(stateFolder: Migrate.state))

@@ -184,7 +184,7 @@ public enum BundleRestorer {
                     .init(
                         .retire(
                             path: final,
-                            trash: root.operationURL(id).appendingPathComponent("trash/\(n + 1)/\(name)").path),
+                            trash: root.privatePath(id, "trash", n + 1, name)),
                         "the folder there now makes way for the bundle's (it is in the snapshot)"))
             }
             installs.append(
@@ -206,8 +206,7 @@ public enum BundleRestorer {
                 "the bundle's roots are extracted beside their places, each file checked against the manifest, then flushed"
             ))
         steps += retires + installs
-        steps.append(.init(.commit, "from here the bundle is in place and is never undone"))
-        steps.append(.init(.purge, "the trash, staging and journal are removed"))
+        steps += Plan.Step.finish("from here the bundle is in place and is never undone")
         // The snapshot names each replaced folder as the bundle's root it was (`restore` of it, in
         // place or `--to`, gives that folder back).
         let snapshotRoots = items.map {

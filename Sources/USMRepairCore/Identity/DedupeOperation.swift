@@ -10,18 +10,11 @@ public struct DedupeRequest: Sendable {
     public var keys: [String]
     /// `--keep newest`: the copy with the highest `Z_PK` survives (default: the lowest).
     public var newest: Bool
-    /// Count and report; change nothing.
-    public var dryRun: Bool
-    /// What a dry run of this request just counted (objects per entity, duplicates per entity):
-    /// the run that follows it does not read the store a second time to count them again (its
-    /// build removes what it finds then, and reports that).
-    public var counted: (before: [String: Int], removed: [String: Int])?
 
-    public init(store: StoreFileSet, keys: [String] = [], newest: Bool = false, dryRun: Bool = false) {
+    public init(store: StoreFileSet, keys: [String] = [], newest: Bool = false) {
         self.store = store
         self.keys = keys
         self.newest = newest
-        self.dryRun = dryRun
     }
 }
 
@@ -62,19 +55,19 @@ public struct DedupeChange: Change {
 
     public var command: String { "dedupe" }
 
-    /// What goes, counted on a private copy, and the plan.
-    public struct Prepared {
-        public let plan: Plan
+    /// What goes, counted on a private copy (objects per entity `before`, duplicates `removed`,
+    /// the seconds of the count: `durations.preview`).
+    public struct Counted {
         public let before: [String: Int]
         public let removed: [String: Int]
-        public let recovered: [PlanExecutor.Recovery]
-        public let dryRun: Bool
-        /// Seconds of the count (`preview`).
         let durations: [String: Double]
         /// A run's count: the private copy it was made on, de-duplicated already (the build
         /// installs it when the store has not changed since, rather than finding the groups again).
         let work: DedupeWork?
     }
+
+    /// The plan and what goes.
+    public typealias Prepared = StoreReplacement.Prepared<Counted>
 
     /// Checks the store, recovers first what a kill left pending in its folder (a dry run
     /// refuses then), counts the duplicates on a private copy (once: the run reuses the count)
@@ -92,9 +85,7 @@ public struct DedupeChange: Change {
         var work: DedupeWork?
         let before: [String: Int]
         let removed: [String: Int]
-        if let counted = request.counted {
-            (before, removed) = counted
-        } else if dryRun {
+        if dryRun {
             (before, removed) = try Self.preview(store, keys: request.keys, newest: request.newest)
         } else {
             // The count of a run removes the duplicates from its private copy there and then.
@@ -115,12 +106,12 @@ public struct DedupeChange: Change {
             return build
         }
         return Prepared(
-            plan: plan, before: before, removed: removed, recovered: recovered, dryRun: dryRun, durations: durations,
-            work: work)
+            plan: plan, recovered: recovered, dryRun: dryRun, replacing: true, started: clock,
+            extra: Counted(before: before, removed: removed, durations: durations, work: work))
     }
 
     public func consent(_ prepared: Prepared) -> ChangeConsent? {
-        prepared.removed.isEmpty
+        prepared.extra.removed.isEmpty
             ? nil
             : ChangeConsent(
                 unattended: "dedupe changes files: run it with --yes (see what goes with --dry-run)",
@@ -130,7 +121,7 @@ public struct DedupeChange: Change {
     func report(
         _ prepared: Prepared, removed: [String: Int], durations: [String: Double], result: PlanExecutor.Result?
     ) -> ChangeReport<DedupeReport> {
-        let noOp = prepared.removed.isEmpty
+        let noOp = prepared.extra.removed.isEmpty
         let store = request.store.main.path
         return ChangeReport(
             command: command, operation: request.newest ? "dedupe --keep newest" : "dedupe",
@@ -145,38 +136,40 @@ public struct DedupeChange: Change {
                     ? "run it without --dry-run to remove them (a snapshot is taken first)"
                     : "the app opens \(store) as before, without the duplicates",
             details: DedupeReport(
-                store: store, keep: request.newest ? "newest" : "oldest", before: prepared.before, removed: removed,
+                store: store, keep: request.newest ? "newest" : "oldest", before: prepared.extra.before,
+                removed: removed,
                 durations: durations))
     }
 
     public func preview(_ prepared: Prepared, progress: (String) -> Void = { _ in }) -> ChangeReport<DedupeReport> {
-        report(prepared, removed: prepared.removed, durations: prepared.durations, result: nil)
+        report(prepared, removed: prepared.extra.removed, durations: prepared.extra.durations, result: nil)
     }
 
     /// Runs the plan: the store copied page by page into staging, its duplicates removed there
     /// and the result verified, then installed.
     public func run(_ prepared: Prepared, progress: (String) -> Void = { _ in }) throws -> ChangeReport<DedupeReport> {
-        guard !prepared.removed.isEmpty else { return preview(prepared) }
+        guard !prepared.extra.removed.isEmpty else { return preview(prepared) }
         let store = request.store
         let request = self.request
-        let work = prepared.work
+        let work = prepared.extra.work
         let box = Mutex<(removed: [String: Int], durations: [String: Double])?>(nil)
-        let executor = self.executor.with(builder: { build in
-            let (migration, durations) = try Self.build(
-                source: StoreFileSet(main: URL(fileURLWithPath: build.source)),
-                staged: URL(fileURLWithPath: build.staged), shownAs: store, keys: request.keys,
-                newest: request.newest, work: work)
-            box.withLock { $0 = (migration.deduplicated, durations) }
-            return migration
-        })
-        let result = try executor.run(prepared.plan, progress: progress)
+        let (result, _) = try replacement.run(
+            prepared, executor: executor,
+            builder: { build in
+                let (migration, durations) = try Self.build(
+                    source: StoreFileSet(main: URL(fileURLWithPath: build.source)),
+                    staged: URL(fileURLWithPath: build.staged), shownAs: store, keys: request.keys,
+                    newest: request.newest, work: work)
+                box.withLock { $0 = (migration.deduplicated, durations) }
+                return migration
+            }, progress: progress)
         let built = box.withLock { $0 }
-        var durations = prepared.durations
+        var durations = prepared.extra.durations
         for step in result.steps {
             durations[step.action.rawValue, default: 0] += step.seconds
         }
         for (name, seconds) in built?.durations ?? [:] { durations[name] = seconds }
-        return report(prepared, removed: built?.removed ?? prepared.removed, durations: durations, result: result)
+        return report(prepared, removed: built?.removed ?? prepared.extra.removed, durations: durations, result: result)
     }
 
     /// What `dedupe` would remove from `store`, per entity, counted on a private copy (nothing of
@@ -329,7 +322,9 @@ public struct DedupeChange: Change {
 
     /// The duplicates of the store at `url` per entity; with `remove`, removed (one transaction).
     /// `scratch`: `url` is a private copy thrown away after a crash, written without fsync.
-    static func count(_ url: URL, keys: [String], newest: Bool, remove: Bool, scratch: Bool = false) throws -> [String: Int] {
+    static func count(_ url: URL, keys: [String], newest: Bool, remove: Bool, scratch: Bool = false) throws -> [String:
+        Int]
+    {
         let queue = try StagedStore.open(url)
         defer { try? queue.close() }
         do {

@@ -160,7 +160,8 @@ struct DuplicateGroups {
     /// object kept of its group (the lowest key, or the highest with `newest`). Per entity name.
     func writeRemovals(_ db: Database, table: String, newest: Bool, into name: String) throws -> [String: Int] {
         guard let t = tables.first(where: { $0.table == table }) else { return [:] }
-        try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS \(name) (pk INTEGER PRIMARY KEY, keep INTEGER, ent INTEGER)")
+        try db.execute(
+            sql: "CREATE TEMP TABLE IF NOT EXISTS \(name) (pk INTEGER PRIMARY KEY, keep INTEGER, ent INTEGER)")
         try db.execute(
             sql: newest
                 ? """

@@ -23,20 +23,17 @@ public struct MigrationRequest: Sendable {
     public var mode: Mode
     /// The user's options.
     public var options: MigrationOptions
-    /// Plan only: nothing is written anywhere but a private temporary folder.
-    public var dryRun: Bool
 
     /// Creates a request.
     public init(
         source: StoreFileSet, destination: StoreFileSet, strategy: String = StrategyRegistry.defaultID,
-        mode: Mode = .create, options: MigrationOptions = MigrationOptions(), dryRun: Bool = false
+        mode: Mode = .create, options: MigrationOptions = MigrationOptions()
     ) {
         self.source = source
         self.destination = destination
         self.strategy = strategy
         self.mode = mode
         self.options = options
-        self.dryRun = dryRun
     }
 
     /// The strategy as a plan's build step carries it.

@@ -56,8 +56,8 @@ public struct StrategyRegistry: Sendable {
         if let id = choice.id, namesProgram, id != "manual" {
             throw USMError.usage("--recipe and --plugin go with --strategy manual, not \(id)")
         }
-        resolved.id = choice.id ?? (namesProgram ? "manual" : defaultID)
-        let id = resolved.id ?? defaultID
+        let id = choice.resolvedID(default: defaultID)
+        resolved.id = id
         let description = try self.description(of: id)
         if merge, !description.supportsMerge {
             throw USMError.usage(

@@ -122,6 +122,14 @@ public struct StrategyChoice: Sendable, Codable, Equatable {
         merge || source.location == .nosync ? "copy-entities" : "ios"
     }
 
+    /// The strategy this choice runs: its own id, else `manual` when it names a recipe or plugin,
+    /// else `defaultID`. The one place a strategy left unnamed is decided: at planning
+    /// (`StrategyRegistry.resolve`, with the command's default), for `migrate-store`'s request
+    /// and in a build step (`StoreBuilder`).
+    public func resolvedID(default defaultID: String = StrategyRegistry.defaultID) -> String {
+        id ?? (recipe != nil || plugin != nil ? "manual" : defaultID)
+    }
+
     /// `migrate-store`'s default in words, for its help and `strategies`.
     public static let migrateStoreDefaultRule = "\(StrategyRegistry.defaultID), into a new store or with --into"
 

@@ -14,7 +14,8 @@ import Foundation
 public struct MigrateStoreChange: Change {
     public let request: MigrationRequest
     public let engine: MigrationEngine
-    /// The executor (snapshot folder, record of operations, hooks); its builder is this migration's.
+    /// The executor (snapshot folder, record of operations, hooks); its builder is this migration's
+    /// (`StoreBuilder` with DST and the mode).
     public let executor: PlanExecutor
 
     public init(request: MigrationRequest, engine: MigrationEngine, executor: PlanExecutor) {
@@ -23,28 +24,14 @@ public struct MigrateStoreChange: Change {
         self.executor = executor
     }
 
-    /// The plan's shape, shared with `salvage`.
+    /// The plan's shape, shared with `salvage` and `dedupe`.
     var replacement: StoreReplacement {
         StoreReplacement(destination: request.destination, operation: "migrate-store", noun: "new store")
     }
 
-    /// The folder the plan works in: DST's.
-    public var root: Plan.Root { replacement.root }
-
     public var command: String { "migrate-store" }
 
-    /// The plan with what it was made on.
-    public struct Prepared {
-        public let plan: Plan
-        /// Interrupted operations finished or undone before planning.
-        public let recovered: [PlanExecutor.Recovery]
-        /// Planned for a dry run.
-        public let dryRun: Bool
-        /// When planning began (the report's `durations.total`).
-        let started: Date
-        /// DST exists and is replaced (`--overwrite`): asked first.
-        let replacing: Bool
-    }
+    public typealias Prepared = StoreReplacement.Prepared<Void>
 
     /// Checks the request and plans it; recovers first what a kill left pending in DST's folder
     /// (a dry run refuses then, exit 7).
@@ -70,7 +57,7 @@ public struct MigrateStoreChange: Change {
                 throw USMError.notFound(path: destination.main.path, what: "destination store to merge into")
             }
             // Models that differ where the merge cannot follow: refused while planning, before a snapshot.
-            if (request.choice.id ?? request.strategy) == StrategyRegistry.defaultID {
+            if request.strategy == StrategyRegistry.defaultID {
                 try EntityCopy.preflight(source: source, destination: destination, model: request.options.model)
             }
         } else if exists && request.mode == .create {
@@ -88,40 +75,26 @@ public struct MigrateStoreChange: Change {
                 keepUbiquityMetadata: request.options.keepUbiquityMetadata)
         }
         return Prepared(
-            plan: plan, recovered: recovered, dryRun: dryRun, started: started,
-            replacing: request.mode == .overwrite && exists)
+            plan: plan, recovered: recovered, dryRun: dryRun, replacing: request.mode == .overwrite && exists,
+            started: started, extra: ())
     }
 
-    public func consent(_ prepared: Prepared) -> ChangeConsent? {
-        guard prepared.replacing else { return nil }
-        let path = request.destination.main.path
-        return ChangeConsent(
-            unattended: "\(path) exists; replacing it needs --yes (it is snapshotted first)",
-            question: "Replace \(path)? It is snapshotted first.")
-    }
+    public func consent(_ prepared: Prepared) -> ChangeConsent? { replacement.consent(prepared) }
 
     /// The envelope around the engine's report.
     func report(_ prepared: Prepared, _ details: MigrationReport, result: PlanExecutor.Result?) -> ChangeReport<
         MigrationReport
     > {
-        var details = details
-        details.durations["total"] = Date().timeIntervalSince(prepared.started)
         let destination = request.destination.main.path
-        return ChangeReport(
-            command: command,
+        return replacement.report(
+            prepared, command: command,
             operation: [
                 "migrate-store", request.mode == .merge ? "--into" : request.mode == .overwrite ? "--overwrite" : nil,
             ]
-            .compactMap { $0 }.joined(separator: " "), dryRun: prepared.dryRun,
-            noOp: false, changed: result != nil,
-            steps: ChangeStep.list(prepared.plan, result: result), snapshot: result?.snapshot,
-            notes: details.notes + (result?.leftovers ?? []).map(ChangeNotes.leftover),
-            recovered: prepared.recovered + (result?.recovered ?? []),
-            seconds: details.durations["total"] ?? 0,
-            nextStep: result == nil
-                ? "run it without --dry-run to build, verify and install \(destination)"
-                : "the app opens \(destination) as it opens any store of its model; usm-repair check \(ShellWords.quote(destination)) checks it",
-            status: details.exitStatus, details: details)
+            .compactMap { $0 }.joined(separator: " "), details: details, result: result,
+            done:
+                "the app opens \(destination) as it opens any store of its model; usm-repair check \(ShellWords.quote(destination)) checks it"
+        )
     }
 
     /// What the run would build: the engine's preview (its steps, the rows it would copy).
@@ -130,7 +103,7 @@ public struct MigrateStoreChange: Change {
     > {
         let merge = request.mode == .merge
         let details = try engine.preview(
-            source: request.source, shownAs: request.destination, strategy: request.choice.id ?? request.strategy,
+            source: request.source, shownAs: request.destination, strategy: request.strategy,
             options: request.options, mergeInto: merge ? request.destination : nil, mode: request.mode)
         return report(prepared, details, result: nil)
     }
@@ -139,27 +112,17 @@ public struct MigrateStoreChange: Change {
     public func run(_ prepared: Prepared, progress: (String) -> Void = { _ in }) throws -> ChangeReport<
         MigrationReport
     > {
-        let plan = prepared.plan
-        let engine = self.engine
-        let request = self.request
-        let executor = self.executor.with(builder: { build in
-            var options = build.strategy.options(
-                keepUbiquityMetadata: build.keepUbiquityMetadata, recipeSearchPath: request.options.recipeSearchPath,
-                environment: request.options.environment)
-            options.newIdentity = request.options.newIdentity
-            options.model = request.options.model
-            return try engine.build(
-                source: StoreFileSet(main: URL(fileURLWithPath: build.source)),
-                staged: URL(fileURLWithPath: build.staged),
-                shownAs: request.destination, strategy: build.strategy.id ?? request.strategy, options: options,
-                mergeInto: build.mergeInto.map { StoreFileSet(main: URL(fileURLWithPath: $0)) }, mode: request.mode)
-        })
-        let result = try executor.run(plan, progress: progress)
+        let builder = StoreBuilder(
+            engine: engine, recipeSearchPath: request.options.recipeSearchPath,
+            environment: request.options.environment, model: request.options.model,
+            newIdentity: request.options.newIdentity, shownAs: request.destination, mode: request.mode)
+        let (result, installSeconds) = try replacement.run(
+            prepared, executor: executor, builder: builder.builder, progress: progress)
         guard var details = result.builds[request.destination.main.path] else {
             throw USMError.unexpected("the migration's plan ran without building \(request.destination.main.path)")
         }
         details.snapshot = result.snapshot
-        details.durations["install"] = StoreReplacement.installSeconds(plan, result)
+        details.durations["install"] = installSeconds
         return report(prepared, details, result: result)
     }
 }

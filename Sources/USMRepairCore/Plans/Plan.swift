@@ -44,6 +44,17 @@ public struct Plan: Sendable, Codable {
         public func operationURL(_ id: String) -> URL {
             privateURL.appendingPathComponent("operations/\(id)", isDirectory: true)
         }
+
+        /// `<root>/<private>/operations/<id>/<kind>/<n>/<name>`: the `n`th item of the operation's
+        /// `trash` or `staging`, named after what it stands for (every plan constructor's).
+        func privatePath(_ id: String, _ kind: String, _ n: Int, _ name: String) -> String {
+            operationURL(id).appendingPathComponent("\(kind)/\(n)/\(name)").path
+        }
+
+        /// The deepest of `roots` whose folder holds `path`; nil when none does.
+        static func deepest(holding path: String, in roots: [Root]) -> Root? {
+            roots.filter { FileSystemPath.isInside(path, $0.path) }.max { $0.path.count < $1.path.count }
+        }
     }
 
     /// What a path looked like when the plan was made.
@@ -142,6 +153,12 @@ public struct Plan: Sendable, Codable {
             self.action = action
             self.reason = reason
         }
+
+        /// The last two steps of every plan: `commit` (`reason`: what is in place from there,
+        /// never undone), then `purge`.
+        static func finish(_ reason: String) -> [Step] {
+            [.init(.commit, reason), .init(.purge, "the trash, staging and journal are removed")]
+        }
     }
 
     /// Identifies the operation's journal, staging and trash.
@@ -198,7 +215,5 @@ public struct Plan: Sendable, Codable {
     public var primaryRoot: Root? { roots.first }
 
     /// The root whose folder holds `path`.
-    public func root(of path: String) -> Root? {
-        roots.filter { Confinement.isInside(path, $0.path) }.max { $0.path.count < $1.path.count }
-    }
+    public func root(of path: String) -> Root? { Root.deepest(holding: path, in: roots) }
 }

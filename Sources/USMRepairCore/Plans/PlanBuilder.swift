@@ -39,12 +39,7 @@ struct PlanBuilder {
 
     /// The folder (app, cloud or preferences) whose private folder holds the staging and trash for `path`.
     mutating func root(for path: String) throws -> Plan.Root {
-        let candidates = layout.planRoots
-        guard
-            let root = candidates.filter({ Confinement.isInside(path, $0.path) }).max(by: {
-                $0.path.count < $1.path.count
-            })
-        else {
+        guard let root = Plan.Root.deepest(holding: path, in: layout.planRoots) else {
             throw USMError.unexpected("\(path) lies in none of the layout's folders")
         }
         // Every folder on the way to what the plan changes is a real folder: a link there would
@@ -61,9 +56,7 @@ struct PlanBuilder {
     private mutating func privatePath(_ kind: String, for path: String) throws -> String {
         let root = try root(for: path)
         counter += 1
-        return root.operationURL(id).appendingPathComponent(
-            "\(kind)/\(counter)/\(URL(fileURLWithPath: path).lastPathComponent)"
-        ).path
+        return root.privatePath(id, kind, counter, URL(fileURLWithPath: path).lastPathComponent)
     }
 
     // MARK: - Steps
@@ -245,8 +238,7 @@ struct PlanBuilder {
                     .snapshot,
                     "everything this changes or removes is archived first, outside the layout; `restore` puts it back"))
             steps += staging + retires + installs
-            steps.append(.init(.commit, "from here the change is complete and is never undone"))
-            steps.append(.init(.purge, "the trash, staging and journal are removed"))
+            steps += Plan.Step.finish("from here the change is complete and is never undone")
         }
         var plan = Plan(
             id: id, operation: operation, roots: isEmpty ? [] : roots, expected: expected, stores: stores,

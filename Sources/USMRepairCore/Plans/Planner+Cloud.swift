@@ -77,7 +77,7 @@ extension Planner {
         salvaged: SalvageSeed? = nil, b: inout PlanBuilder
     ) throws -> Ledger.Counts?? {
         let sourceCounts = salvaged.map(\.counts) ?? counts(source)
-        let description = try strategies.registry.description(of: strategy.id ?? StrategyRegistry.defaultID)
+        let description = try strategies.registry.description(of: strategy.resolvedID())
         let keepsNothing = description.rows == .none
         func expectedAfterReplace() -> Ledger.Counts? {
             keepsNothing
@@ -112,7 +112,7 @@ extension Planner {
         if merge {
             // Models that differ where an entity-by-entity merge cannot follow: refused now, dry
             // run and run alike, before any snapshot.
-            if let problem = comparison.mergeProblem, strategy.id ?? StrategyRegistry.defaultID == "copy-entities" {
+            if let problem = comparison.mergeProblem, strategy.resolvedID() == "copy-entities" {
                 throw USMError.schemaMismatch(
                     path: local.files.main.path,
                     detail: "the models of the local store and \(label) differ: \(problem); nothing can be merged")

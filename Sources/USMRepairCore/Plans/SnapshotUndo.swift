@@ -95,11 +95,7 @@ public enum SnapshotUndo {
         var installs: [Plan.Step] = []
         var counter = 0
         func planRoot(of path: String) throws -> Plan.Root {
-            guard
-                let root = planRoots.filter({ FileSystemPath.isInside(path, $0.path) }).max(by: {
-                    $0.path.count < $1.path.count
-                })
-            else {
+            guard let root = Plan.Root.deepest(holding: path, in: planRoots) else {
                 throw USMError.unexpected("\(path) lies in none of the undo's folders")
             }
             return root
@@ -112,9 +108,8 @@ public enum SnapshotUndo {
             guard FileStatus.lookup(path) != nil else { return }
             stores += storeFiles(at: path)
             counter += 1
-            let trash = try planRoot(of: path).operationURL(id).appendingPathComponent(
-                "trash/\(counter)/\(FileSystemPath.lastComponent(path))")
-            retires.append(.init(.retire(path: path, trash: trash.path), reason))
+            let trash = try planRoot(of: path).privatePath(id, "trash", counter, FileSystemPath.lastComponent(path))
+            retires.append(.init(.retire(path: path, trash: trash), reason))
         }
         for (index, (root, path)) in itemPaths.enumerated() {
             let parent = FileSystemPath.parent(path)
@@ -148,8 +143,7 @@ public enum SnapshotUndo {
                         "the snapshot's items are extracted beside their places and checked against its manifest"))
             }
             steps += retires + installs
-            steps.append(.init(.commit, "from here the snapshot is back and is never undone"))
-            steps.append(.init(.purge, "the trash, staging and journal are removed"))
+            steps += Plan.Step.finish("from here the snapshot is back and is never undone")
         }
         let notes = [
             "puts back what `\(record.operation)` changed, as the snapshot of \(archive.lastPathComponent) recorded it"

@@ -9,7 +9,9 @@ import Foundation
 /// 4. `install` — the staged main file and its external-data folder;
 /// 5. `commit`, `purge`.
 /// A kill at any instant is finished or undone by `recover --store DST` (or the next run there).
-struct StoreReplacement {
+/// The changes built on it (`MigrateStoreChange`, `SalvageChange`, `DedupeChange`) keep only what
+/// they add: their checks, their build step, their details.
+public struct StoreReplacement {
     /// The store whose file set is made or replaced.
     let destination: StoreFileSet
     /// The command, the plan's `operation`.
@@ -23,6 +25,61 @@ struct StoreReplacement {
     }
 
     var root: Plan.Root { Self.root(of: destination) }
+
+    /// What such a change's `prepare` made: the plan and what it was made on. `Extra`: what the
+    /// command adds (dedupe's count; nothing for `migrate-store` and `salvage`).
+    public struct Prepared<Extra> {
+        public let plan: Plan
+        /// Interrupted operations finished or undone before planning.
+        public let recovered: [PlanExecutor.Recovery]
+        /// Planned for a dry run.
+        public let dryRun: Bool
+        /// DST exists and is replaced (`--overwrite`): asked first.
+        let replacing: Bool
+        /// When planning began (the report's `durations.total`).
+        let started: Date
+        /// What the command adds.
+        public let extra: Extra
+    }
+
+    /// Asked when DST exists and is replaced (snapshotted first); nothing is asked otherwise.
+    func consent<Extra>(_ prepared: Prepared<Extra>) -> ChangeConsent? {
+        guard prepared.replacing else { return nil }
+        let path = destination.main.path
+        return ChangeConsent(
+            unattended: "\(path) exists; replacing it needs --yes (it is snapshotted first)",
+            question: "Replace \(path)? It is snapshotted first.")
+    }
+
+    /// Runs `prepared`'s plan with `builder` as the build step's (the command's own), and the
+    /// seconds it spent putting the store in place.
+    func run<Extra>(
+        _ prepared: Prepared<Extra>, executor: PlanExecutor, builder: @escaping PlanExecutor.Builder,
+        progress: (String) -> Void
+    ) throws -> (result: PlanExecutor.Result, installSeconds: Double) {
+        let result = try executor.with(builder: builder).run(prepared.plan, progress: progress)
+        return (result, Self.installSeconds(prepared.plan, result))
+    }
+
+    /// The envelope of `migrate-store` and `salvage` around their details, run (`result`) or not:
+    /// `durations.total` set from `prepared.started`, the details' notes and status, `done` the
+    /// next step after a run.
+    func report<Extra, Details: ReplacementDetails>(
+        _ prepared: Prepared<Extra>, command: String, operation: String, details: Details,
+        result: PlanExecutor.Result?, done: String
+    ) -> ChangeReport<Details> {
+        var details = details
+        details.durations["total"] = Date().timeIntervalSince(prepared.started)
+        return ChangeReport(
+            command: command, operation: operation, dryRun: prepared.dryRun, noOp: false, changed: result != nil,
+            steps: ChangeStep.list(prepared.plan, result: result), snapshot: result?.snapshot,
+            notes: details.notes + (result?.leftovers ?? []).map(ChangeNotes.leftover),
+            recovered: prepared.recovered + (result?.recovered ?? []),
+            seconds: details.durations["total"] ?? 0,
+            nextStep: result == nil
+                ? "run it without --dry-run to build, verify and install \(destination.main.path)" : done,
+            status: details.exitStatus, details: details)
+    }
 
     /// The checks every such command makes before planning, in this order: SRC is not DST, by
     /// path or as a file (device and inode, links followed: `usage`, saying `sameStore`), SRC
@@ -79,8 +136,7 @@ struct StoreReplacement {
                 .init(
                     .retire(
                         path: member.path,
-                        trash: operationFolder.appendingPathComponent("trash/\(counter)/\(member.lastPathComponent)")
-                            .path),
+                        trash: root.privatePath(id, "trash", counter, member.lastPathComponent)),
                     "the old \(member.lastPathComponent) makes way for the \(noun) (it is in the snapshot)"))
         }
         steps.append(
@@ -93,8 +149,7 @@ struct StoreReplacement {
                     staged: StoreFileSet(main: URL(fileURLWithPath: staged)).supportDirectory.path,
                     path: destination.supportDirectory.path, optional: true),
                 "its external-data folder goes with it"))
-        steps.append(.init(.commit, "from here the \(noun) is in place and is never undone"))
-        steps.append(.init(.purge, "the trash, staging and journal are removed"))
+        steps += Plan.Step.finish("from here the \(noun) is in place and is never undone")
         var plan = Plan(
             id: id, operation: operation, roots: [root], expected: expected,
             stores: FileStatus.lookup(destination.main.path) != nil ? [destination.main.path] : [],
@@ -106,7 +161,7 @@ struct StoreReplacement {
     }
 
     /// Seconds the run spent putting the store in place (retire, install, commit, purge).
-    static func installSeconds(_ plan: Plan, _ result: PlanExecutor.Result) -> Double {
+    private static func installSeconds(_ plan: Plan, _ result: PlanExecutor.Result) -> Double {
         let installing = Set(
             plan.steps.indices.filter {
                 switch plan.steps[$0].action {
@@ -117,3 +172,14 @@ struct StoreReplacement {
         return result.steps.filter { installing.contains($0.index) }.map(\.seconds).reduce(0, +)
     }
 }
+
+/// The details of a command that replaces a store (`MigrationReport`, `SalvageReport`): what the
+/// shared envelope reads and sets.
+protocol ReplacementDetails: Encodable & Sendable {
+    var durations: [String: Double] { get set }
+    var notes: [String] { get }
+    var exitStatus: ExitStatus { get }
+}
+
+extension MigrationReport: ReplacementDetails {}
+extension SalvageReport: ReplacementDetails {}

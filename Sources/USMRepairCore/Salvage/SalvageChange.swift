@@ -15,13 +15,11 @@ public struct SalvageRequest: Sendable {
     public var overwrite: Bool
     /// Keep `com.apple.coredata.ubiquity.*` keys in the result's metadata.
     public var keepUbiquityMetadata: Bool
-    /// Read and report; write nothing but a private scratch folder.
-    public var dryRun: Bool
 
     public init(
         source: StoreFileSet, destination: StoreFileSet, schemaFrom: StoreFileSet? = nil,
         model: ManagedObjectModel? = nil,
-        overwrite: Bool = false, keepUbiquityMetadata: Bool = false, dryRun: Bool = false
+        overwrite: Bool = false, keepUbiquityMetadata: Bool = false
     ) {
         self.source = source
         self.model = model
@@ -29,7 +27,6 @@ public struct SalvageRequest: Sendable {
         self.schemaFrom = schemaFrom
         self.overwrite = overwrite
         self.keepUbiquityMetadata = keepUbiquityMetadata
-        self.dryRun = dryRun
     }
 }
 
@@ -51,26 +48,14 @@ public struct SalvageChange: Change {
         self.executor = executor
     }
 
-    /// The plan's shape, shared with `migrate-store`.
+    /// The plan's shape, shared with `migrate-store` and `dedupe`.
     var replacement: StoreReplacement {
         StoreReplacement(destination: request.destination, operation: "salvage", noun: "salvaged store")
     }
 
-    /// The folder the plan works in: DST's.
-    public var root: Plan.Root { replacement.root }
-
     public var command: String { "salvage" }
 
-    /// The plan with what it was made on.
-    public struct Prepared {
-        public let plan: Plan
-        /// Interrupted operations finished or undone before planning.
-        public let recovered: [PlanExecutor.Recovery]
-        public let dryRun: Bool
-        /// DST exists and is replaced (`--overwrite`): asked first.
-        let replacing: Bool
-        let started: Date
-    }
+    public typealias Prepared = StoreReplacement.Prepared<Void>
 
     /// Checks the request and plans it; recovers first what a kill left pending in DST's folder
     /// (a dry run refuses then, exit 7).
@@ -101,35 +86,22 @@ public struct SalvageChange: Change {
                 source: request.source.main.path, staged: staged, strategy: StrategyChoice(id: "ios"), mergeInto: nil,
                 keepUbiquityMetadata: request.keepUbiquityMetadata, operation: "salvage")
         }
-        return Prepared(plan: plan, recovered: recovered, dryRun: dryRun, replacing: replacing, started: started)
+        return Prepared(
+            plan: plan, recovered: recovered, dryRun: dryRun, replacing: replacing, started: started, extra: ())
     }
 
-    public func consent(_ prepared: Prepared) -> ChangeConsent? {
-        guard prepared.replacing else { return nil }
-        let path = request.destination.main.path
-        return ChangeConsent(
-            unattended: "\(path) exists; replacing it needs --yes (it is snapshotted first)",
-            question: "Replace \(path)? It is snapshotted first.")
-    }
+    public func consent(_ prepared: Prepared) -> ChangeConsent? { replacement.consent(prepared) }
 
     /// The envelope around salvage's report.
     func report(_ prepared: Prepared, _ details: SalvageReport, result: PlanExecutor.Result?) -> ChangeReport<
         SalvageReport
     > {
-        var details = details
-        details.durations["total"] = Date().timeIntervalSince(prepared.started)
-        let destination = request.destination.main.path
-        return ChangeReport(
-            command: command, operation: request.overwrite ? "salvage --overwrite" : "salvage",
-            dryRun: prepared.dryRun, noOp: false, changed: result != nil,
-            steps: ChangeStep.list(prepared.plan, result: result), snapshot: result?.snapshot,
-            notes: details.notes + (result?.leftovers ?? []).map(ChangeNotes.leftover),
-            recovered: prepared.recovered + (result?.recovered ?? []),
-            seconds: details.durations["total"] ?? 0,
-            nextStep: result == nil
-                ? "run it without --dry-run to build, verify and install \(destination)"
-                : "usm-repair check \(ShellWords.quote(destination)) checks the salvaged store; the lines above say what was lost",
-            status: details.exitStatus, details: details)
+        replacement.report(
+            prepared, command: command, operation: request.overwrite ? "salvage --overwrite" : "salvage",
+            details: details, result: result,
+            done:
+                "usm-repair check \(ShellWords.quote(request.destination.main.path)) checks the salvaged store; the lines above say what was lost"
+        )
     }
 
     /// The schema sibling (`--schema-from`), read.
@@ -149,7 +121,7 @@ public struct SalvageChange: Change {
         defer { scratch.remove() }
         let details = try Self.salvage(
             request, sibling: try sibling(), into: scratch.url.appendingPathComponent(request.destination.fileName),
-            progress: progress)
+            dryRun: prepared.dryRun, progress: progress)
         return report(prepared, details, result: nil)
     }
 
@@ -158,25 +130,26 @@ public struct SalvageChange: Change {
     public func run(_ prepared: Prepared, progress: (String) -> Void = { _ in }) throws -> ChangeReport<
         SalvageReport
     > {
-        let plan = prepared.plan
         let request = self.request
         let engine = self.engine
         let sibling = try sibling()
         let box = Mutex<SalvageReport?>(nil)
-        let executor = self.executor.with(builder: { build in
-            var options = MigrationOptions(keepUbiquityMetadata: build.keepUbiquityMetadata)
-            options.operation = "salvage"
-            let (report, migration) = try Self.build(
-                request, sibling: sibling, engine: engine, staged: URL(fileURLWithPath: build.staged), options: options)
-            box.withLock { $0 = report }
-            return migration
-        })
-        let result = try executor.run(plan, progress: progress)
+        let (result, installSeconds) = try replacement.run(
+            prepared, executor: executor,
+            builder: { build in
+                var options = MigrationOptions(keepUbiquityMetadata: build.keepUbiquityMetadata)
+                options.operation = "salvage"
+                let (report, migration) = try Self.build(
+                    request, sibling: sibling, engine: engine, staged: URL(fileURLWithPath: build.staged),
+                    options: options)
+                box.withLock { $0 = report }
+                return migration
+            }, progress: progress)
         guard var details = box.withLock({ $0 }) else {
             throw USMError.unexpected("the salvage plan ran without building \(request.destination.main.path)")
         }
         details.snapshot = result.snapshot
-        details.durations["install"] = StoreReplacement.installSeconds(plan, result)
+        details.durations["install"] = installSeconds
         return report(prepared, details, result: result)
     }
 
@@ -228,12 +201,14 @@ public struct SalvageChange: Change {
     }
 
     /// Reads `request.source` into a private store at `url` and makes it consistent.
-    static func salvage(_ request: SalvageRequest, sibling: SiblingSchema?, into url: URL, progress: (String) -> Void)
-        throws -> SalvageReport
-    {
+    /// `dryRun`: the report says it was read for a dry run (nothing is installed from it).
+    static func salvage(
+        _ request: SalvageRequest, sibling: SiblingSchema?, into url: URL, dryRun: Bool = false,
+        progress: (String) -> Void
+    ) throws -> SalvageReport {
         var clock = Date()
         let outcome = try Salvager(source: request.source, sibling: sibling).run(
-            into: url, dryRun: request.dryRun, progress: progress)
+            into: url, dryRun: dryRun, progress: progress)
         var report = outcome.report
         report.destination = .init(path: request.destination.main.path)
         report.durations["read"] = Date().timeIntervalSince(clock)

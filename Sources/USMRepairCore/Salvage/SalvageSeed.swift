@@ -26,9 +26,9 @@ public struct SalvageSeed {
             let folder = scratch.url.appendingPathComponent("store", isDirectory: true)
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             let files = StoreFileSet(main: folder.appendingPathComponent(source.fileName))
-            let request = SalvageRequest(
-                source: source, destination: files, schemaFrom: schemaFrom, model: model, dryRun: true)
-            let report = try SalvageChange.salvage(request, sibling: sibling, into: files.main, progress: { _ in })
+            let request = SalvageRequest(source: source, destination: files, schemaFrom: schemaFrom, model: model)
+            let report = try SalvageChange.salvage(
+                request, sibling: sibling, into: files.main, dryRun: true, progress: { _ in })
             let inspected = StoreInspector(depth: .status).inspect(
                 files, role: .store, confinement: Confinement(root: folder))
             if let failure = inspected.readFailure { throw failure }
@@ -76,7 +76,7 @@ public struct SalvageSeed {
             schemaFrom: schemaFrom, model: model, keepUbiquityMetadata: build.keepUbiquityMetadata)
         return try SalvageChange.build(
             request, sibling: try schemaFrom.map { try Self.sibling($0) }, engine: engine, staged: staged,
-            strategy: build.strategy.id ?? StrategyRegistry.defaultID, options: options,
+            strategy: build.strategy.resolvedID(), options: options,
             mergeInto: build.mergeInto.map { StoreFileSet(main: URL(fileURLWithPath: $0)) },
             keepIdentity: salvage.keepIdentity, progress: progress
         ).1

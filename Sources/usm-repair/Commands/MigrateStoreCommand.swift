@@ -52,15 +52,7 @@ struct MigrateStoreCommand: USMCommand {
         help: "With --into: copy objects DST already holds (by default they are matched, not copied twice).")
     var allowDuplicates = false
 
-    @Flag(
-        name: .customLong("keep-ubiquity-metadata"),
-        help: "Keep com.apple.coredata.ubiquity.* keys in the result's metadata.")
-    var keepUbiquityMetadata = false
-
-    @Flag(
-        name: .customLong("overwrite"),
-        help: "Replace an existing DST (snapshotted first; needs --yes or a yes at the prompt).")
-    var overwrite = false
+    @OptionGroup var replacing: ReplacingFlags
 
     @Flag(
         name: .customLong("new-identity"),
@@ -76,7 +68,7 @@ struct MigrateStoreCommand: USMCommand {
     @OptionGroup(title: "Output") var output: OutputFlags
 
     func validate() throws {
-        if into && overwrite { throw ValidationError("--into and --overwrite cannot be used together") }
+        if into && replacing.overwrite { throw ValidationError("--into and --overwrite cannot be used together") }
         if allowDuplicates && !into { throw ValidationError("--allow-duplicates goes with --into") }
         if into && newIdentity {
             throw ValidationError("--new-identity cannot be used with --into: a merge keeps the destination's identity")
@@ -86,7 +78,7 @@ struct MigrateStoreCommand: USMCommand {
     func run(_ context: CommandContext) throws {
         let choice = strategy.choice
         var options = choice.options(
-            keepUbiquityMetadata: keepUbiquityMetadata, recipeSearchPath: context.recipeSearchPath,
+            keepUbiquityMetadata: replacing.keepUbiquityMetadata, recipeSearchPath: context.recipeSearchPath,
             environment: context.environment)
         options.newIdentity = newIdentity
         options.allowDuplicates = allowDuplicates
@@ -94,9 +86,8 @@ struct MigrateStoreCommand: USMCommand {
         let request = MigrationRequest(
             source: StoreFileSet(main: context.paths.url(source)),
             destination: StoreFileSet(main: context.paths.url(destination)),
-            strategy: choice.id
-                ?? (choice.recipe != nil || choice.plugin != nil ? "manual" : StrategyRegistry.defaultID),
-            mode: into ? .merge : overwrite ? .overwrite : .create, options: options, dryRun: plan.dryRun)
+            strategy: choice.resolvedID(), mode: into ? .merge : replacing.overwrite ? .overwrite : .create,
+            options: options)
         let migration = MigrateStoreChange(
             request: request, engine: MigrationEngine(registry: context.strategies),
             executor: context.executor(snapshotDirectory: snapshots.directory(context.paths)))

@@ -55,15 +55,7 @@ struct SalvageCommand: USMCommand {
             valueName: "path"), completion: .file())
     var model: String?
 
-    @Flag(
-        name: .customLong("keep-ubiquity-metadata"),
-        help: "Keep com.apple.coredata.ubiquity.* keys in the result's metadata.")
-    var keepUbiquityMetadata = false
-
-    @Flag(
-        name: .customLong("overwrite"),
-        help: "Replace an existing DST (snapshotted first; needs --yes or a yes at the prompt).")
-    var overwrite = false
+    @OptionGroup var replacing: ReplacingFlags
 
     @OptionGroup(title: "Plan") var plan: ChangeFlags
 
@@ -77,8 +69,7 @@ struct SalvageCommand: USMCommand {
         let request = SalvageRequest(
             source: files(source), destination: files(destination), schemaFrom: schemaFrom.map(files),
             model: try model.map { try ModelFile.load(context.paths.url($0)) },
-            overwrite: overwrite,
-            keepUbiquityMetadata: keepUbiquityMetadata, dryRun: plan.dryRun)
+            overwrite: replacing.overwrite, keepUbiquityMetadata: replacing.keepUbiquityMetadata)
         let salvage = SalvageChange(
             request: request, engine: MigrationEngine(registry: context.strategies),
             executor: context.executor(snapshotDirectory: snapshots.directory(context.paths)))

@@ -19,21 +19,6 @@ struct SnapshotsCommand: ParsableCommand {
         defaultSubcommand: SnapshotsListCommand.self)
 }
 
-/// The folder flag of `snapshots list` (`prune`, a changing command, takes `ChangeFlags`' own).
-struct SnapshotFolderFlags: ParsableArguments {
-    @Option(
-        name: .customLong("snapshot-dir"),
-        help: ArgumentHelp(
-            "The snapshot folder (default $XDG_STATE_HOME/usm-repair/snapshots or ~/.local/state/usm-repair/snapshots).",
-            valueName: "dir"), completion: .directory)
-    var snapshotDir: String?
-
-    func folder(_ context: CommandContext) -> URL {
-        snapshotDir.map { context.paths.url($0, directory: true) }
-            ?? context.stateFolder.appendingPathComponent("snapshots", isDirectory: true)
-    }
-}
-
 struct SnapshotsListCommand: USMCommand {
     static let configuration = CommandConfiguration(
         commandName: "list",
@@ -49,7 +34,7 @@ struct SnapshotsListCommand: USMCommand {
               usm-repair snapshots list --snapshot-dir /srv/usm-snapshots --json
             """)
 
-    @OptionGroup(title: "Snapshots") var folder: SnapshotFolderFlags
+    @OptionGroup(title: "Snapshots") var snapshots: SnapshotFlags
     @OptionGroup(title: "Output") var output: OutputFlags
 
     struct Listing: Encodable {
@@ -63,7 +48,7 @@ struct SnapshotsListCommand: USMCommand {
     }
 
     func run(_ context: CommandContext) throws {
-        let dir = folder.folder(context)
+        let dir = context.snapshotFolder(snapshots)
         try context.perform(
             { _ in
                 let entries = try SnapshotCatalog.list(dir)
@@ -138,11 +123,9 @@ struct SnapshotsPruneCommand: USMCommand {
     }
 
     func run(_ context: CommandContext) throws {
-        let folder =
-            snapshots.directory(context.paths)
-            ?? context.stateFolder.appendingPathComponent("snapshots", isDirectory: true)
         let change = PruneChange(
-            folder: folder, olderThan: olderThan.flatMap(SnapshotCatalog.duration), keep: keep,
+            folder: context.snapshotFolder(snapshots), olderThan: olderThan.flatMap(SnapshotCatalog.duration),
+            keep: keep,
             byContainer: groupBy == "container")
         try context.runChange(change, flags: plan) { report, terminal, preview in
             let result = report.details

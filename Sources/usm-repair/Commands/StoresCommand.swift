@@ -128,10 +128,11 @@ struct RecoverCommand: USMCommand {
     // so it has no --snapshot-dir.
     @OptionGroup(title: "Plan") var plan: ChangeFlags
     @OptionGroup(title: "Output") var output: OutputFlags
-    @Option(name: .customLong("snapshot-dir"), help: .hidden) var snapshotDir: String?
+    // SnapshotFlags' --snapshot-dir, hidden: parsed only to be refused with a reason.
+    @OptionGroup(visibility: .hidden) var snapshots: SnapshotFlags
 
     func validate() throws {
-        if snapshotDir != nil {
+        if snapshots.snapshotDir != nil {
             throw ValidationError(
                 "recover takes no snapshot (it finishes or undoes an operation whose snapshot was taken when it ran): drop --snapshot-dir"
             )

@@ -43,6 +43,20 @@ struct SnapshotFlags: ParsableArguments {
     }
 }
 
+/// The flags of the commands that put a store built in staging in place of DST (`migrate-store`,
+/// `salvage`): declared once, shown among the command's own options.
+struct ReplacingFlags: ParsableArguments {
+    @Flag(
+        name: .customLong("keep-ubiquity-metadata"),
+        help: "Keep com.apple.coredata.ubiquity.* keys in the result's metadata.")
+    var keepUbiquityMetadata = false
+
+    @Flag(
+        name: .customLong("overwrite"),
+        help: "Replace an existing DST (snapshotted first; needs --yes or a yes at the prompt).")
+    var overwrite = false
+}
+
 /// The losses and duplications a command may cause only when the user names them.
 struct DataFlags: ParsableArguments {
     @Flag(
