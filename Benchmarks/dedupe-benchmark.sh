@@ -118,13 +118,14 @@ echo "objects: $OBJECTS ($removed removed as duplicates by dedupe); $(nproc) cor
 printf '%-8s %11s %9s %7s %7s %9s %11s\n' case usm-repair "by hand" ratio target "peak MiB" "RSS target"
 printf '%-8s %10.3fs %8.3fs %7s %7s %9.1f %11s\n' dedupe "$u" "$h" "$rt" "$(pass "$rt" "$TARGET_RATIO")" \
   "$(awk -v k="$peak" 'BEGIN { print k / 1024 }')" "$(pass "$peak" $((TARGET_MIB * 1024)))"
-# Where the last run of usm-repair spent its time (its --json `durations`; the dry run it makes
-# first is the run's `preview`, the rest of the wall time is that dry run and start-up).
+# Where the last run of usm-repair spent its time (its --json `details.durations`; `preview` is
+# the count made while planning, which in a run also removes the duplicates from its private copy;
+# the dry run's own count is printed beside it).
 python3 - "$OUT/usm.stdout" "$OUT/dry.stdout" <<'PY'
 import json, sys
-d = json.load(open(sys.argv[1])).get("durations", {})
-dry = json.load(open(sys.argv[2])).get("durations", {}) if len(sys.argv) > 2 else {}
-parts = [f"preview (dry run) {dry.get('preview', 0):.2f}s"] + [f"{k} {v:.2f}s" for k, v in sorted(d.items()) if k != "preview" and v >= 0.005]
+d = json.load(open(sys.argv[1]))["details"].get("durations", {})
+dry = json.load(open(sys.argv[2]))["details"].get("durations", {}) if len(sys.argv) > 2 else {}
+parts = [f"dry run's count {dry.get('preview', 0):.2f}s"] + [f"{k} {v:.2f}s" for k, v in sorted(d.items()) if v >= 0.005]
 print("phases of the last run:", ", ".join(parts))
 PY
 rm -rf "$RUN"

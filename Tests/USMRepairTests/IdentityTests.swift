@@ -59,6 +59,86 @@ struct IdentityTests {
         #expect(try Self.duplicates(url) == [:])
     }
 
+    /// Per entity, the copies `DuplicateGroups` (what `dedupe` removes) finds in `url`.
+    static func groups(_ url: URL, keys: [String] = []) throws -> [String: Int] {
+        let queue = try DatabaseQueue(path: url.path)
+        defer { try? queue.close() }
+        return try queue.writeWithoutTransaction { db in
+            let schema = try CoreDataSchema.readMain(db)
+            let groups = try DuplicateGroups.find(
+                db, schema: schema,
+                keys: try ObjectIdentity.constraintKeys(
+                    db, schema: schema, explicit: try ObjectIdentity.parseKeys(keys, schema: schema)))
+            defer { try? groups.drop(db) }
+            return try groups.duplicates(db)
+        }
+    }
+
+    @Test(
+        "dedupe's grouping (GROUP BY, only objects with a copy) finds what the refinement of every object finds: cycles, three copies, --key, dangling keys"
+    )
+    func groupsAgreeWithRefinement() throws {
+        let tmp = try TempDir()
+        let url = try Self.store(tmp)
+        // Author ↔ favorite book is a cycle of to-one keys; each step changes what is a copy.
+        let steps = [
+            "",
+            "UPDATE ZAUTHOR SET ZFAVORITE = 3 WHERE Z_PK = 1; UPDATE ZAUTHOR SET ZFAVORITE = 100 WHERE Z_PK = 100",
+            "UPDATE ZAUTHOR SET ZFAVORITE = 101 WHERE Z_PK = 100",
+            "UPDATE ZAUTHOR SET ZFAVORITE = 3 WHERE Z_PK = 100",
+            "CREATE TEMP TABLE b AS SELECT * FROM ZITEM WHERE Z_PK = 3; UPDATE b SET Z_PK = 102; INSERT INTO ZITEM SELECT * FROM b",
+            "UPDATE ZITEM SET ZAUTHOR = 999 WHERE Z_PK IN (101, 102)",
+            "UPDATE ZITEM SET ZAUTHOR = 998 WHERE Z_PK = 102",
+        ]
+        var seen: Set<[String: Int]> = []
+        for step in steps {
+            if !step.isEmpty { try FixtureStore.mutate(url, step) }
+            for keys in [[], ["Book=title"], ["Author=name"]] {
+                let expected = try Self.duplicates(url, keys: keys)
+                #expect(try Self.groups(url, keys: keys) == expected, "after \(step), keys \(keys)")
+                seen.insert(expected)
+            }
+        }
+        #expect(seen.count > 3, "the steps change what is a copy")
+    }
+
+    @Test(
+        "a run finds the groups once: the build installs its count's de-duplicated copy, unless the store changed since"
+    )
+    func buildReusesTheCount() throws {
+        let tmp = try TempDir()
+        let url = try Self.store(tmp)
+        let store = StoreFileSet(main: url)
+        func build(_ work: DedupeWork, _ name: String) throws -> MigrationReport {
+            try FileManager.default.createDirectory(at: tmp.path(name), withIntermediateDirectories: true)
+            return try DedupeChange.build(
+                source: store, staged: tmp.path("\(name)/S.sqlite"), shownAs: store, keys: [], newest: false,
+                work: work
+            ).0
+        }
+        func count(_ name: String, _ sql: String) throws -> Int? {
+            let queue = try DatabaseQueue(path: tmp.path("\(name)/S.sqlite").path)
+            defer { try? queue.close() }
+            return try queue.read { db in try Int.fetchOne(db, sql: sql) }
+        }
+        // Unchanged: what is installed is the count's copy (a mark made in it shows).
+        let work = try DedupeWork.make(store, keys: [], newest: false)
+        #expect(work.removed == ["Author": 1, "Book": 1])
+        let mark = try DatabaseQueue(path: work.captured.copy.path)
+        try mark.write { db in try db.execute(sql: "UPDATE ZTAG SET ZNAME = 'counted' WHERE Z_PK = 1") }
+        try mark.close()
+        #expect(try build(work, "a").deduplicated == ["Author": 1, "Book": 1])
+        #expect(try count("a", "SELECT COUNT(*) FROM ZTAG WHERE ZNAME = 'counted'") == 1)
+        // Changed after the count (a third copy of the book): found again, the change kept.
+        let stale = try DedupeWork.make(store, keys: [], newest: false)
+        try FixtureStore.mutate(
+            url,
+            "CREATE TEMP TABLE b AS SELECT * FROM ZITEM WHERE Z_PK = 3; UPDATE b SET Z_PK = 102; INSERT INTO ZITEM SELECT * FROM b"
+        )
+        #expect(try build(stale, "b").deduplicated == ["Author": 1, "Book": 2])
+        #expect(try count("b", "SELECT COUNT(*) FROM ZITEM WHERE Z_PK IN (3, 100, 102)") == 1)
+    }
+
     @Test("--key: an entity identified by some attributes only (relationships then not compared); bad keys refused")
     func keys() throws {
         let tmp = try TempDir()

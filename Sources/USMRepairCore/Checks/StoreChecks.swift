@@ -252,8 +252,8 @@ enum StoreChecks {
 
     /// Objects stored more than once (`ObjectIdentity`), per entity, with the command that removes them.
     static func duplicateProblems(_ db: Database, schema: CoreDataSchema, path: String) throws -> [Problem] {
-        let identity = try ObjectIdentity.classify(
-            db, sides: [try .of(db, schema: schema)], keys: try ObjectIdentity.constraintKeys(db, schema: schema))
+        let identity = try DuplicateGroups.find(
+            db, schema: schema, keys: try ObjectIdentity.constraintKeys(db, schema: schema))
         defer { try? identity.drop(db) }
         return try identity.duplicates(db).sorted { $0.key < $1.key }.map { name, n in
             Problem(

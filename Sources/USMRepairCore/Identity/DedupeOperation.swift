@@ -61,6 +61,9 @@ public struct DedupeChange: Change {
         public let before: [String: Int]
         public let removed: [String: Int]
         let durations: [String: Double]
+        /// A run's count: the private copy it was made on, de-duplicated already (the build
+        /// installs it when the store has not changed since, rather than finding the groups again).
+        let work: DedupeWork?
     }
 
     /// The plan and what goes.
@@ -79,7 +82,16 @@ public struct DedupeChange: Change {
         let recovered = try executor.recoverBeforePlanning(in: [replacement.root], dryRun: dryRun)
         progress("reading \(store.main.path), finding duplicates")
         let clock = Date()
-        let (before, removed) = try Self.preview(store, keys: request.keys, newest: request.newest)
+        var work: DedupeWork?
+        let before: [String: Int]
+        let removed: [String: Int]
+        if dryRun {
+            (before, removed) = try Self.preview(store, keys: request.keys, newest: request.newest)
+        } else {
+            // The count of a run removes the duplicates from its private copy there and then.
+            let made = try DedupeWork.make(store, keys: request.keys, newest: request.newest)
+            (before, removed, work) = (made.before, made.removed, made)
+        }
         let durations = ["preview": Date().timeIntervalSince(clock)]
         let plan = try replacement.plan(
             replacing: true,
@@ -95,7 +107,7 @@ public struct DedupeChange: Change {
         }
         return Prepared(
             plan: plan, recovered: recovered, dryRun: dryRun, replacing: true, started: clock,
-            extra: Counted(before: before, removed: removed, durations: durations))
+            extra: Counted(before: before, removed: removed, durations: durations, work: work))
     }
 
     public func consent(_ prepared: Prepared) -> ChangeConsent? {
@@ -139,6 +151,7 @@ public struct DedupeChange: Change {
         guard !prepared.extra.removed.isEmpty else { return preview(prepared) }
         let store = request.store
         let request = self.request
+        let work = prepared.extra.work
         let box = Mutex<(removed: [String: Int], durations: [String: Double])?>(nil)
         let (result, _) = try replacement.run(
             prepared, executor: executor,
@@ -146,7 +159,7 @@ public struct DedupeChange: Change {
                 let (migration, durations) = try Self.build(
                     source: StoreFileSet(main: URL(fileURLWithPath: build.source)),
                     staged: URL(fileURLWithPath: build.staged), shownAs: store, keys: request.keys,
-                    newest: request.newest)
+                    newest: request.newest, work: work)
                 box.withLock { $0 = (migration.deduplicated, durations) }
                 return migration
             }, progress: progress)
@@ -185,7 +198,8 @@ public struct DedupeChange: Change {
     /// had is inherited, not blamed), and its objects per entity are the source's less the removed
     /// ones. The finished form is WAL in the header, no sidecars. Seconds per phase beside.
     static func build(
-        source: StoreFileSet, staged: URL, shownAs store: StoreFileSet, keys: [String], newest: Bool
+        source: StoreFileSet, staged: URL, shownAs store: StoreFileSet, keys: [String], newest: Bool,
+        work: DedupeWork? = nil
     ) throws -> (MigrationReport, [String: Double]) {
         var clock = Date()
         var phases: [String: Double] = [:]
@@ -199,12 +213,32 @@ public struct DedupeChange: Change {
         let scratch = try TemporaryDirectory(prefix: "usm-repair-dedupe")
         defer { scratch.remove() }
         do {
-            let captured = try MigrationEngine.capture(
-                source, into: scratch.url.appendingPathComponent("source"), role: "source")
-            lap("capture")
-            try StagedStore.copyWhole(from: captured.copy, to: staged)
-            lap("copy")
-            let removed = try count(staged, keys: keys, newest: newest, remove: true)
+            let captured: CapturedStore
+            let removed: [String: Int]
+            // The store's problems before, to tell inherited ones from new (read only when the
+            // result has an error): from the capture, or a new one when it was de-duplicated.
+            // A capture that fails then knows nothing inherited: every error counts as new.
+            let inherited: () -> [Problem]
+            if let work, work.captured.files.main.path == source.main.path, work.captured.unchanged(source) {
+                captured = work.captured
+                lap("capture")
+                try StagedStore.copyWhole(from: work.captured.copy, to: staged)
+                removed = work.removed
+                lap("copy")
+                inherited = {
+                    (try? MigrationEngine.capture(
+                        source, into: scratch.url.appendingPathComponent("source"), role: "source"
+                    ).fullCheck().problems) ?? []
+                }
+            } else {
+                captured = try MigrationEngine.capture(
+                    source, into: scratch.url.appendingPathComponent("source"), role: "source")
+                lap("capture")
+                try StagedStore.copyWhole(from: captured.copy, to: staged)
+                lap("copy")
+                removed = try count(staged, keys: keys, newest: newest, remove: true)
+                inherited = { captured.fullCheck().problems }
+            }
             lap("dedupe")
             let externalFiles = try ExternalDataCopy.run(
                 staged: files, schema: try CoreDataSchema.load(from: staged), from: [source])
@@ -215,7 +249,9 @@ public struct DedupeChange: Change {
                 destination: .init(path: store.main.path, storeUUID: captured.report.storeUUID))
             report.deduplicated = removed
             report.verification.externalDataFiles = externalFiles
-            report.entities = try verify(staged: files, captured: captured, removed: removed, report: &report)
+            report.entities = try verify(
+                staged: files, sourceEntities: captured.report.entities, inherited: inherited, removed: removed,
+                report: &report)
             try MigrationEngine.finish(files)
             lap("verify")
             return (report, phases)
@@ -227,10 +263,15 @@ public struct DedupeChange: Change {
 
     /// The checks of the de-duplicated store at `staged`, which was `captured` less `removed`.
     static func verify(
-        staged: StoreFileSet, captured: CapturedStore, removed: [String: Int], report: inout MigrationReport
+        staged: StoreFileSet, sourceEntities: [StoreReport.EntityCount], inherited: () -> [Problem],
+        removed: [String: Int], report: inout MigrationReport
     ) throws -> [MigrationReport.EntityRows] {
         ProgressNote.say("verifying the de-duplicated store: integrity_check, every invariant, objects per entity")
-        let result = StoreInspector(depth: .check).inspect(
+        // Every invariant but the duplicates (a warning, never a verification error: the removal
+        // was counted on its own grouping; finding them again would double the work).
+        var inspector = StoreInspector(depth: .check)
+        inspector.checksDuplicates = false
+        let result = inspector.inspect(
             staged, role: .store, confinement: Confinement(root: staged.directory), privateCopy: staged.main)
         if let failure = result.readFailure {
             throw USMError.verificationFailed(
@@ -249,7 +290,7 @@ public struct DedupeChange: Change {
         }
         let known: Set<ProblemCode> =
             errors.isEmpty
-            ? [] : Set(captured.fullCheck().problems.filter { $0.severity == .error }.map(\.code))
+            ? [] : Set(inherited().filter { $0.severity == .error }.map(\.code))
         report.verification.problems = errors.filter { !known.contains($0.code) }
         report.verification.inherited = errors.filter { known.contains($0.code) }
         if let first = report.verification.problems.first {
@@ -257,7 +298,7 @@ public struct DedupeChange: Change {
                 path: staged.main.path, detail: "\(first.code.rawValue): \(first.message)")
         }
         let sourceRows = Dictionary(
-            captured.report.entities.filter { !$0.system }.map { ($0.name, $0.rows) }, uniquingKeysWith: +)
+            sourceEntities.filter { !$0.system }.map { ($0.name, $0.rows) }, uniquingKeysWith: +)
         let afterRows = Dictionary(
             result.entities.filter { !$0.system }.map { ($0.name, $0.rows) }, uniquingKeysWith: +)
         var entities: [MigrationReport.EntityRows] = []
@@ -280,11 +321,15 @@ public struct DedupeChange: Change {
     }
 
     /// The duplicates of the store at `url` per entity; with `remove`, removed (one transaction).
-    static func count(_ url: URL, keys: [String], newest: Bool, remove: Bool) throws -> [String: Int] {
+    /// `scratch`: `url` is a private copy thrown away after a crash, written without fsync.
+    static func count(_ url: URL, keys: [String], newest: Bool, remove: Bool, scratch: Bool = false) throws -> [String:
+        Int]
+    {
         let queue = try StagedStore.open(url)
         defer { try? queue.close() }
         do {
             return try queue.writeWithoutTransaction { db in
+                if scratch { try db.execute(sql: "PRAGMA synchronous = OFF") }
                 let schema = try CoreDataSchema.readMain(db)
                 let parsed = try ObjectIdentity.parseKeys(keys, schema: schema)
                 let deduplicator = Deduplicator(keys: parsed, newest: newest)
@@ -301,5 +346,33 @@ public struct DedupeChange: Change {
         } catch {
             throw StagedStore.wrapWrite(error, path: url)
         }
+    }
+}
+
+/// A run's count (`DedupeChange.prepare`): the store captured into a private folder, its
+/// duplicates removed there in one transaction; the build copies that result into staging when
+/// no member of the store changed since the capture (`CapturedStore.unchanged`). The folder goes
+/// with the last reference.
+final class DedupeWork: Sendable {
+    let scratch: TemporaryDirectory
+    /// The capture (its report and schema are of the store before; its copy is de-duplicated).
+    let captured: CapturedStore
+    let before: [String: Int]
+    let removed: [String: Int]
+
+    private init(scratch: TemporaryDirectory, captured: CapturedStore, before: [String: Int], removed: [String: Int]) {
+        self.scratch = scratch
+        self.captured = captured
+        self.before = before
+        self.removed = removed
+    }
+
+    static func make(_ store: StoreFileSet, keys: [String], newest: Bool) throws -> DedupeWork {
+        let scratch = try TemporaryDirectory(prefix: "usm-repair-dedupe")
+        let captured = try MigrationEngine.capture(store, into: scratch.url.appendingPathComponent("c"), role: "store")
+        let before = Dictionary(
+            captured.report.entities.filter { !$0.system }.map { ($0.name, $0.rows) }, uniquingKeysWith: +)
+        let removed = try DedupeChange.count(captured.copy, keys: keys, newest: newest, remove: true, scratch: true)
+        return DedupeWork(scratch: scratch, captured: captured, before: before, removed: removed)
     }
 }

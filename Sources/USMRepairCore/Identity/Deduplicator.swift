@@ -12,11 +12,10 @@ struct Deduplicator {
     /// Keep the copy with the highest key instead of the lowest.
     var newest = false
 
-    /// The classes of the objects of `main` (`ObjectIdentity`).
-    private func classify(_ db: Database, schema: CoreDataSchema) throws -> ObjectIdentity {
-        try ObjectIdentity.classify(
-            db, sides: [try .of(db, schema: schema)],
-            keys: try ObjectIdentity.constraintKeys(db, schema: schema, explicit: keys))
+    /// The groups of duplicates of `main` (`DuplicateGroups`).
+    private func classify(_ db: Database, schema: CoreDataSchema) throws -> DuplicateGroups {
+        try DuplicateGroups.find(
+            db, schema: schema, keys: try ObjectIdentity.constraintKeys(db, schema: schema, explicit: keys))
     }
 
     /// Objects per entity that `run` would remove; nothing of `main` is written.
@@ -30,7 +29,7 @@ struct Deduplicator {
     func run(_ db: Database) throws -> [String: Int] {
         let schema = try CoreDataSchema.readMain(db)
         let identity = try classify(db, schema: schema)
-        let toOne = identity.sides[0].keys
+        let toOne = identity.side.keys
         var removals: [String: String] = [:]  // table → temp (pk → keep)
         var removed: [String: Int] = [:]
         for table in identity.tables {
