@@ -236,7 +236,7 @@ enum StoreChecks {
                   AND NOT EXISTS (SELECT 1 FROM \(key.destinationTable.sqlIdentifier) d
                                   WHERE d.Z_PK = s.\(column) AND d.Z_ENT IN (\(entList)))
                 """
-            let (count, sample) = try countAndSample(db, sql: sql)
+            let (count, sample) = try countAndSample(db, sql: sql, order: "s.\(column)")
             guard count > 0 else { continue }
             problems.append(
                 Problem(
@@ -284,7 +284,7 @@ enum StoreChecks {
                        OR NOT EXISTS (SELECT 1 FROM \(table.sqlIdentifier) d
                                       WHERE d.Z_PK = j.\(quoted) AND d.Z_ENT IN (\(entList)))
                     """
-                let (count, sample) = try countAndSample(db, sql: sql)
+                let (count, sample) = try countAndSample(db, sql: sql, order: "j.\(quoted)")
                 guard count > 0 else { continue }
                 problems.append(
                     Problem(
@@ -298,8 +298,14 @@ enum StoreChecks {
 
     /// Counts the rows `sql` returns and quotes the first few values of its column `v` (each cut to
     /// a few characters: a key column may hold anything).
-    static func countAndSample(_ db: Database, sql: String) throws -> (Int, String) {
-        let count = (try DatabaseValue.fetchOne(db, sql: "SELECT COUNT(*) FROM (\(sql))"))?.storedInt ?? 0
+    /// - Parameter order: an expression the rows are counted in the order of (the key each row
+    ///   looks up): with an index on it, the lookups walk the other table in key order instead of
+    ///   at random through a small page cache (a join column of a million rows: 1.1 s to 0.3 s).
+    ///   The count is the same; the sample is taken without it (the same values as before).
+    static func countAndSample(_ db: Database, sql: String, order: String? = nil) throws -> (Int, String) {
+        // `LIMIT -1` keeps SQLite from dropping the ORDER BY of a subquery whose order nothing reads.
+        let counted = order.map { "\(sql) ORDER BY \($0) LIMIT -1" } ?? sql
+        let count = (try DatabaseValue.fetchOne(db, sql: "SELECT COUNT(*) FROM (\(counted))"))?.storedInt ?? 0
         guard count > 0 else { return (0, "") }
         let sample = try DatabaseValue.fetchAll(
             db,

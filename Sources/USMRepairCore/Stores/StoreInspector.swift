@@ -212,7 +212,11 @@ public struct StoreInspector: Sendable {
             let sink = ProgressNote.current
             let note: ProgressNote.Sink = { sink("\(name): \($0)") }
             let integrity = Background { () throws -> [String] in
-                if let second { return try IntegrityCheck.run(checker, second, note: note) }
+                if let second {
+                    return try PhaseTimings.measure("check: integrity_check (two connections)") {
+                        try IntegrityCheck.run(checker, second, note: note)
+                    }
+                }
                 if let scope { return try IntegrityCheck.quickCheck(checker, tables: scope) }
                 return try checker.read { db in try String.fetchAll(db, sql: "PRAGMA \(pragma)(20)") }
             }
@@ -331,8 +335,12 @@ public struct StoreInspector: Sendable {
         }
         if depth == .check {
             ProgressNote.say("\(files.main.lastPathComponent): keys, relationships, duplicates, external data")
-            report.problems += try StoreChecks.toOneProblems(db, schema: schema)
-            report.problems += try StoreChecks.joinProblems(db, schema: schema)
+            report.problems += try PhaseTimings.measure("check: to-one keys") {
+                try StoreChecks.toOneProblems(db, schema: schema)
+            }
+            report.problems += try PhaseTimings.measure("check: join rows") {
+                try StoreChecks.joinProblems(db, schema: schema)
+            }
         }
         // Duplicates: always in check; in status up to a size where the grouping stays cheap.
         if (depth == .check && checksDuplicates)
@@ -342,7 +350,9 @@ public struct StoreInspector: Sendable {
             report.problems += try StoreChecks.duplicateProblems(db, schema: schema, path: files.main.path)
         }
         if depth == .check {
-            report.problems += try external.problems(db, schema: schema)
+            report.problems += try PhaseTimings.measure("check: external data") {
+                try external.problems(db, schema: schema)
+            }
         }
     }
 
