@@ -168,7 +168,7 @@ usm() { # usm CASE DIR: the usm-repair side
     dry) timed "$OUT/dry.usm" "$BIN" migrate-store "$SRC" "$2/Bench.sqlite" --dry-run --json ;;
   esac
   cp "$OUT/$1.usm.stderr" "$OUT/$1.timings"
-  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])).get("durations") or {}; print(" ".join("%s %.3f" % (k, d[k]) for k in ("capture","strategy","identity","verify","install","total") if k in d))' \
+  python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); d=j.get("durations") or (j.get("details") or {}).get("durations") or {}; print(" ".join("%s %.3f" % (k, d[k]) for k in ("capture","strategy","identity","verify","install","total") if k in d))' \
     "$OUT/$1.usm.stdout" >> "$OUT/$1.phases"
 }
 ref() { timed "$OUT/$1.ref" bash -c 'by_hand "$1" "$2"' _ "$1" "$2"; }

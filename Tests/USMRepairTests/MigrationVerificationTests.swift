@@ -142,7 +142,7 @@ struct MigrationVerificationTests {
         #expect(s.failure()?.contains("rows per entity differ") == true, "\(s.failure() ?? "passed")")
     }
 
-    @Test("an index out of step with its table is found by the split check and refused")
+    @Test("an index out of step with its table is found by the integrity check (split or not) and refused")
     func indexOutOfStep() throws {
         let s = try Staged()
         // The index's entries were built for ZAUTHOR; its definition now says ZSHELF.
@@ -157,7 +157,7 @@ struct MigrationVerificationTests {
         #expect(s.failure() == "integrity_check failed")
     }
 
-    @Test("a page no B-tree uses is found by the split check's store-wide part and refused")
+    @Test("a page no B-tree uses is found by the integrity check (the split one: its store-wide part) and refused")
     func pageNeverUsed() throws {
         let s = try Staged()
         try s.sql(
@@ -266,5 +266,79 @@ struct MigrationVerificationTests {
             return false
         }
         #expect(!FileManager.default.fileExists(atPath: tmp.path("out/none2.sqlite").path))
+    }
+
+    /// `check`'s inspection of `url` with the integrity check split or not.
+    static func inspect(_ url: URL, split: Bool) -> StoreReport {
+        var inspector = StoreInspector(depth: .check)
+        inspector.splitsIntegrityCheck = split
+        let files = StoreFileSet(main: url)
+        return inspector.inspect(files, role: .store, confinement: Confinement(root: files.directory), privateCopy: url)
+    }
+
+    @Test("the split pays only with two cores idle beside the reading one (issue 33): never on 2 cores")
+    func splitOnlyWhenItPays() {
+        #expect(!IntegrityCheck.splitPays(cores: 2, load: 0))
+        #expect(!IntegrityCheck.splitPays(cores: 4, load: 1.5))
+        #expect(IntegrityCheck.splitPays(cores: 4, load: 0.5))
+        #expect(IntegrityCheck.splitPays(cores: 16, load: 3))
+        #expect(!IntegrityCheck.splitPays(cores: 16, load: nil), "an unknown load is not an idle machine")
+        #expect(!IntegrityCheck.splitPays(cores: 16, load: .nan))
+    }
+
+    @Test("one integrity_check and the split one find the same damage: an index out of step, a page never used")
+    func unsplitCheckFindsWhatTheSplitFinds() throws {
+        let index = try Staged()
+        try index.sql(
+            "PRAGMA writable_schema = ON; UPDATE sqlite_master SET sql = 'CREATE INDEX ZITEM_ZAUTHOR_INDEX ON ZITEM (ZSHELF)' WHERE name = 'ZITEM_ZAUTHOR_INDEX'; PRAGMA writable_schema = OFF"
+        )
+        let pages = try Staged()
+        try Self.orphanPages(pages.staged)
+        let clean = try Staged()
+        for split in [false, true] {
+            #expect(Self.inspect(clean.staged, split: split).integrity == "ok")
+            let a = Self.inspect(index.staged, split: split)
+            #expect(a.integrity == "failed")
+            #expect(
+                a.problems.contains { $0.code == .integrity && $0.message.contains("ZITEM_ZAUTHOR_INDEX") },
+                "split \(split): \(a.problems.map(\.message))")
+            let b = Self.inspect(pages.staged, split: split)
+            #expect(b.integrity == "failed")
+            #expect(
+                b.problems.contains { $0.code == .integrity && $0.message.contains("never used") },
+                "split \(split): \(b.problems.map(\.message))")
+        }
+    }
+
+    @Test(
+        "an error the source has is inherited, told without checking the source's pages again; a new one is refused"
+    )
+    func inheritedWithoutASecondIntegrityCheck() throws {
+        // The source holds a to-one key to no object: its copy inherits it, the verification passes.
+        let s = try Staged { url in
+            let queue = try DatabaseQueue(path: url.path)
+            try queue.write { db in
+                try db.execute(
+                    sql:
+                        "UPDATE ZITEM SET ZAUTHOR = 9999 WHERE Z_PK = (SELECT MIN(Z_PK) FROM ZITEM WHERE ZAUTHOR IS NOT NULL)"
+                )
+            }
+            try queue.close()
+        }
+        let report = try s.verify()
+        #expect(report.verification.problems.isEmpty)
+        #expect(report.verification.inherited.contains { $0.code == .danglingToOne })
+        // What the verifier asks of the source: check's errors without its integrity_check.
+        let inherited = s.source.inheritedCheck()
+        #expect(inherited.integrity == "not-run")
+        #expect(inherited.integrityCheck == nil)
+        let full = s.source.fullCheck()
+        #expect(full.integrity == "ok")
+        let errors = { (r: StoreReport) in Set(r.problems.filter { $0.severity == .error }.map(\.code)) }
+        #expect(errors(inherited) == errors(full))
+        #expect(errors(inherited).contains(.danglingToOne))
+        // A join row to no object is new in the result: refused.
+        try s.sql("INSERT INTO Z_1TAGS (Z_1ITEMS, Z_6TAGS) VALUES (999999, 999999)")
+        #expect(s.failure()?.hasPrefix("dangling-join-row") == true, "\(s.failure() ?? "passed")")
     }
 }

@@ -95,13 +95,13 @@ struct ExternalData {
         for table in schema.entityTables {
             for column in schema.tables[table] ?? [] where column.type.uppercased().contains("BLOB") {
                 let c = column.name.sqlIdentifier
-                for kind in Kind.allCases {
-                    let cursor = try Data.fetchCursor(
-                        db, sql: "SELECT \(c) FROM \(table.sqlIdentifier) WHERE \(kind.filter(c))")
-                    while let blob = try cursor.next() {
-                        guard let reference = reference(blob), reference.kind == kind else { continue }
-                        try body(reference, "\(table).\(column.name)")
-                    }
+                // One scan of the table for both kinds (a value is one kind or neither: its first
+                // byte tells them apart), references in the order of the rows, none kept.
+                let filter = Kind.allCases.map { "(\($0.filter(c)))" }.joined(separator: " OR ")
+                let cursor = try Data.fetchCursor(db, sql: "SELECT \(c) FROM \(table.sqlIdentifier) WHERE \(filter)")
+                while let blob = try cursor.next() {
+                    guard let reference = reference(blob) else { continue }
+                    try body(reference, "\(table).\(column.name)")
                 }
             }
         }

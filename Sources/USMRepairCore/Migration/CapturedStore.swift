@@ -24,6 +24,20 @@ struct CapturedStore: Sendable {
             files, role: .store, confinement: Confinement(root: files.directory), privateCopy: copy)
     }
 
+    /// `check`'s invariants at error level on the private copy, without SQLite's page check and
+    /// the search for duplicated objects: what the verifier compares a result's errors with, to
+    /// tell inherited problems from new ones. It asks only once the result passed its own
+    /// `integrity_check`, so `integrity` is never among the errors compared, and duplicated
+    /// objects are a warning, never compared: the same verdict as `fullCheck`, without reading
+    /// every page of the input again (on 300k objects a second check of 2.4 s, issue 33).
+    func inheritedCheck() -> StoreReport {
+        var inspector = StoreInspector(depth: .check)
+        inspector.checksIntegrity = false
+        inspector.checksDuplicates = false
+        return inspector.inspect(
+            files, role: .store, confinement: Confinement(root: files.directory), privateCopy: copy)
+    }
+
     /// True when no member of `files` changed since the capture.
     func unchanged(_ files: StoreFileSet) -> Bool {
         ["main", "wal", "journal"].allSatisfy { name in

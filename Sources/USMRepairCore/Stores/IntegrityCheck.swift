@@ -13,9 +13,35 @@ import Synchronization
 /// `quick_check` of the store plus `integrity_check(T)` of every table covers everything one
 /// `integrity_check` covers, and the pieces run on two connections at once, largest first.
 enum IntegrityCheck {
-    /// Page cache per checking connection, KiB: twice the inspector's, for the random lookups of an
-    /// index check; 8 MiB each took a merge of 1.5M objects to 68 MiB peak, over the 64 MiB budget.
+    /// Page cache per checking connection of the split check, KiB: twice the inspector's, for the
+    /// random lookups of an index check; 8 MiB each took a merge of 1.5M objects to 68 MiB peak, over
+    /// the 64 MiB budget.
     static let cacheKiB = 4096
+    /// Page cache of the one connection of an unsplit check, KiB: the two split connections' together
+    /// (the same memory). The index an index check looks rows up in at random must fit in it, or
+    /// every lookup reads a page again (on 1M objects, sqlite3's `integrity_check` with 2 MiB: 1.6 s
+    /// of its 3.2 s in the kernel; with 14 MiB: 0.1 s).
+    static let singleCacheKiB = 2 * cacheKiB
+
+    /// Whether splitting the check over two connections pays: only with two cores idle for it
+    /// beside the one the inspector's own reads (counts, keys, join rows) keep busy. Otherwise one
+    /// `integrity_check` does the same work with less: the split walks every page twice (its
+    /// `quick_check`, then each table's B-trees) and runs three threads on fewer cores. On the
+    /// 2-core machine measured (issue 33), never.
+    /// - Parameters:
+    ///   - cores: processors this process may use.
+    ///   - load: the 1-minute load average, nil when unknown (then: not idle).
+    static func splitPays(cores: Int, load: Double?) -> Bool {
+        guard let load, load.isFinite, load >= 0 else { return false }
+        return Double(cores) - load >= 3
+    }
+
+    /// `splitPays` for this machine, now.
+    static func splitPays() -> Bool {
+        var averages = [Double](repeating: 0, count: 1)
+        let load = getloadavg(&averages, 1) == 1 ? averages[0] : nil
+        return splitPays(cores: ProcessInfo.processInfo.activeProcessorCount, load: load)
+    }
     /// Problems kept, as `PRAGMA integrity_check(20)` would.
     static let maxLines = 20
 

@@ -34,6 +34,14 @@ public struct StoreInspector: Sendable {
     /// are never an error (`ProblemCode.duplicateObjects` is a warning), and finding them costs a
     /// refinement of every object of the store.
     var checksDuplicates = true
+    /// False for a reader that needs `check`'s invariants but not SQLite's page check: the
+    /// verifier's look at a migration's inputs for the errors its result inherited, asked only once
+    /// the result passed its own `integrity_check` (so `integrity` is never among those errors).
+    /// Integrity stays `not-run`.
+    var checksIntegrity = true
+    /// At `.check` depth, split `integrity_check` over two connections (`IntegrityCheck.run`);
+    /// nil: when it pays on this machine now (`IntegrityCheck.splitPays`).
+    var splitsIntegrityCheck: Bool?
 
     /// Creates an inspector.
     public init(depth: Depth, cacheSizeKiB: Int = 2048) {
@@ -194,34 +202,51 @@ public struct StoreInspector: Sendable {
             // while the first reads metadata and counts.
             let pragma = depth == .check ? "integrity_check" : "quick_check"
             // The B-tree walk (the longest part) overlaps the metadata, schema and row counts. A
-            // full check splits it over two connections with a larger cache (`IntegrityCheck`).
+            // full check runs on one connection with the cache two would have, or split over two
+            // where two cores are idle for it (`IntegrityCheck`).
+            let runsCheck = depth != .check || checksIntegrity
+            let splits = depth == .check && runsCheck && (splitsIntegrityCheck ?? IntegrityCheck.splitPays())
             var checkConfig = config
             if depth == .check {
-                let cache = IntegrityCheck.cacheKiB
+                let cache = splits ? IntegrityCheck.cacheKiB : IntegrityCheck.singleCacheKiB
                 checkConfig.prepareDatabase { db in
                     try db.execute(sql: "PRAGMA cache_size = -\(cache)")
                     try db.execute(sql: "PRAGMA mmap_size = 0")
                 }
             }
-            let checker = try DatabaseQueue(path: copy.path, configuration: checkConfig)
-            defer { try? checker.close() }
-            let second = depth == .check ? try DatabaseQueue(path: copy.path, configuration: checkConfig) : nil
+            let checker = runsCheck ? try DatabaseQueue(path: copy.path, configuration: checkConfig) : nil
+            defer { try? checker?.close() }
+            let second = splits ? try DatabaseQueue(path: copy.path, configuration: checkConfig) : nil
             defer { try? second?.close() }
             let scope = depth == .status ? quickCheckTables : nil
             let name = files.main.lastPathComponent
             let sink = ProgressNote.current
             let note: ProgressNote.Sink = { sink("\(name): \($0)") }
-            let integrity = Background { () throws -> [String] in
+            let depth = depth
+            let integrity = Background { () throws -> [String]? in
+                guard let checker else { return nil }
                 if let second {
                     return try PhaseTimings.measure("check: integrity_check (two connections)") {
                         try IntegrityCheck.run(checker, second, note: note)
                     }
                 }
                 if let scope { return try IntegrityCheck.quickCheck(checker, tables: scope) }
+                if depth == .check {
+                    note("integrity_check")
+                    return try PhaseTimings.measure("check: integrity_check (one connection)") {
+                        try checker.read { db in
+                            try String.fetchAll(db, sql: "PRAGMA integrity_check(\(IntegrityCheck.maxLines))")
+                        }
+                    }
+                }
                 return try checker.read { db in try String.fetchAll(db, sql: "PRAGMA \(pragma)(20)") }
             }
             let readResult = Result { try queue.inDatabase { db in try read(db, into: &report, files: files) } }
-            let lines = try integrity.value()
+            guard let lines = try integrity.value() else {
+                try readResult.get()
+                if report.health == .missing { report.health = .ok }
+                return report
+            }
             report.integrityCheck = scope.map { "quick_check(\($0.joined(separator: ", ")))" } ?? pragma
             if lines == ["ok"] {
                 report.integrity = "ok"
