@@ -284,6 +284,12 @@ struct MigrationVerificationTests {
         #expect(IntegrityCheck.splitPays(cores: 16, load: 3))
         #expect(!IntegrityCheck.splitPays(cores: 16, load: nil), "an unknown load is not an idle machine")
         #expect(!IntegrityCheck.splitPays(cores: 16, load: .nan))
+        // One connection's cache: a tenth of the store, between the split ones' together and 12 MiB.
+        #expect(IntegrityCheck.singleCacheKiB(forBytes: 0) == 2 * IntegrityCheck.cacheKiB)
+        #expect(IntegrityCheck.singleCacheKiB(forBytes: 47 << 20) == 2 * IntegrityCheck.cacheKiB)
+        #expect(IntegrityCheck.singleCacheKiB(forBytes: 100 << 20) == 10_240)
+        #expect(IntegrityCheck.singleCacheKiB(forBytes: 155 << 20) == 12_288)
+        #expect(IntegrityCheck.singleCacheKiB(forBytes: .max) == 12_288)
     }
 
     @Test("one integrity_check and the split one find the same damage: an index out of step, a page never used")

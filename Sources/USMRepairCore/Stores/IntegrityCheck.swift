@@ -17,11 +17,17 @@ enum IntegrityCheck {
     /// random lookups of an index check; 8 MiB each took a merge of 1.5M objects to 68 MiB peak, over
     /// the 64 MiB budget.
     static let cacheKiB = 4096
-    /// Page cache of the one connection of an unsplit check, KiB: the two split connections' together
-    /// (the same memory). The index an index check looks rows up in at random must fit in it, or
-    /// every lookup reads a page again (on 1M objects, sqlite3's `integrity_check` with 2 MiB: 1.6 s
-    /// of its 3.2 s in the kernel; with 14 MiB: 0.1 s).
-    static let singleCacheKiB = 2 * cacheKiB
+    /// Page cache of the one connection of an unsplit check, KiB, for a store of `bytes` bytes: a
+    /// tenth of the store, at least the two split connections' together (8 MiB) and at most 12 MiB
+    /// (16 MiB took `rebuild --from cloud --replace` of 1M objects to 69 MiB, over the 64 MiB budget).
+    /// The index an index check looks rows up in at random must fit in it, or every lookup reads a
+    /// page again and checks its cells again (`cell_size_check`): on 1,001,000 objects (155 MiB,
+    /// its largest index 15 MiB) sqlite3's `integrity_check` with `cell_size_check` took 6.3 s with
+    /// 8 MiB, 3.2 s with 12 MiB, 2.7 s with 16 MiB; on 301,000 objects (46 MiB) 1.1 s with 4 MiB,
+    /// 0.4 s with 8 MiB. The cache fills as the check reads, so a small store never takes more.
+    static func singleCacheKiB(forBytes bytes: Int64) -> Int {
+        Int(min(Int64(12_288), max(Int64(2 * cacheKiB), bytes / 10 / 1024)))
+    }
 
     /// Whether splitting the check over two connections pays: only with two cores idle for it
     /// beside the one the inspector's own reads (counts, keys, join rows) keep busy. Otherwise one

@@ -208,7 +208,10 @@ public struct StoreInspector: Sendable {
             let splits = depth == .check && runsCheck && (splitsIntegrityCheck ?? IntegrityCheck.splitPays())
             var checkConfig = config
             if depth == .check {
-                let cache = splits ? IntegrityCheck.cacheKiB : IntegrityCheck.singleCacheKiB
+                let cache =
+                    splits
+                    ? IntegrityCheck.cacheKiB
+                    : IntegrityCheck.singleCacheKiB(forBytes: UntrustedDatabase.storeBytes(copy.path))
                 checkConfig.prepareDatabase { db in
                     try db.execute(sql: "PRAGMA cache_size = -\(cache)")
                     try db.execute(sql: "PRAGMA mmap_size = 0")
