@@ -235,7 +235,7 @@ public struct StoreInspector: Sendable {
                 }
                 if let scope { return try IntegrityCheck.quickCheck(checker, tables: scope) }
                 if depth == .check {
-                    note("integrity_check")
+                    note("integrity_check of every page and index")
                     return try PhaseTimings.measure("check: integrity_check (one connection)") {
                         try checker.read { db in
                             try String.fetchAll(db, sql: "PRAGMA integrity_check(\(IntegrityCheck.maxLines))")
