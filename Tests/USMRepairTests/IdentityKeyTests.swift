@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import Testing
 import TestSupport
 @testable import USMRepairCore
@@ -90,5 +91,43 @@ struct IdentityKeyTests {
         #expect(try IdentityTests.groups(url) == [:])
         try FixtureStore.mutate(url, "UPDATE ZAUTHOR SET ZEXTRA149 = 'w' WHERE Z_PK = 1")
         #expect(try IdentityTests.groups(url) == ["Author": 1, "Book": 1])
+    }
+
+    @Test(
+        "DuplicateGroups reads a large value in pieces, never whole (a connection whose length limit is below it), and tells it from a small value holding its SHA-256"
+    )
+    func largeValues() throws {
+        let tmp = try TempDir()
+        let url = try IdentityTests.store(tmp)
+        let cover = Data(repeating: 9, count: 3 << 20)
+        let digest = LargeValueTests.sha256(cover)
+        let queue = try DatabaseQueue(path: url.path)
+        defer { try? queue.close() }
+        func groups() throws -> [String: Int] {
+            try queue.writeWithoutTransaction { db in
+                // Any value of more than 2 MiB SQLite would hold whole is now an error (SQLITE_TOOBIG).
+                let previous = sqlite3_limit(db.sqliteConnection, SQLITE_LIMIT_LENGTH, 2 << 20)
+                defer { sqlite3_limit(db.sqliteConnection, SQLITE_LIMIT_LENGTH, previous) }
+                let schema = try CoreDataSchema.readMain(db)
+                let groups = try DuplicateGroups.find(db, schema: schema, keys: [:])
+                defer { try? groups.drop(db) }
+                return try groups.duplicates(db)
+            }
+        }
+        try queue.write { db in
+            try db.execute(sql: "UPDATE ZITEM SET ZCOVER = ? WHERE Z_PK IN (3, 100)", arguments: [cover])
+        }
+        #expect(try groups() == ["Author": 1, "Book": 1])
+        // The copy's cover is the digest of the original's: a different value.
+        try queue.write { db in
+            try db.execute(sql: "UPDATE ZITEM SET ZCOVER = ? WHERE Z_PK = 100", arguments: [digest])
+        }
+        #expect(try groups() == ["Author": 1])
+        var other = cover
+        other[1 << 20] = 10
+        try queue.write { db in
+            try db.execute(sql: "UPDATE ZITEM SET ZCOVER = ? WHERE Z_PK = 100", arguments: [other])
+        }
+        #expect(try groups() == ["Author": 1])
     }
 }

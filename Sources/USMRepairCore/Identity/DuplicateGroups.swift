@@ -162,7 +162,11 @@ struct DuplicateGroups {
                 names.append("c\(n)")
             }
         }
-        let rows = "SELECT \(columns.joined(separator: ", ")) FROM (\(source))"
+        // `LIMIT -1`: not flattened into the grouping, which would otherwise compute the key
+        // again from the columns after sorting (`usm_valueid` is not deterministic, so SQLite
+        // does not take the key for the `GROUP BY` term), sorting every value whole: the key is
+        // computed once per object, large values read in pieces.
+        let rows = "SELECT \(columns.joined(separator: ", ")) FROM (\(source)) LIMIT -1"
         let list = names.joined(separator: ", ")
         // `keeping`: each object of a group with its key and to-one keys (read again by key).
         let kept =
