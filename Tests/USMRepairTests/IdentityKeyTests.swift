@@ -31,7 +31,9 @@ struct IdentityKeyTests {
         }
     }
 
-    @Test("one value: keys are equal exactly when the values are (1 IS 1.0; 1, '1' and x'01' differ; NULL, '' and x'' differ)")
+    @Test(
+        "one value: keys are equal exactly when the values are (1 IS 1.0; 1, '1' and x'01' differ; NULL, '' and x'' differ)"
+    )
     func oneValue() throws {
         try Self.withKeys { db in
             #expect(try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM v") == Self.values.count)
@@ -45,12 +47,16 @@ struct IdentityKeyTests {
             // The pairs SQLite itself calls equal across storage classes are there, and keyed alike.
             #expect(try Bool.fetchOne(db, sql: "SELECT usm_idkey(1) = usm_idkey(1.0)") == true)
             #expect(try Bool.fetchOne(db, sql: "SELECT usm_idkey(-0.0) = usm_idkey(0)") == true)
-            #expect(try Bool.fetchOne(db, sql: "SELECT usm_idkey(9007199254740993) = usm_idkey(9007199254740992.0)") == false)
+            #expect(
+                try Bool.fetchOne(db, sql: "SELECT usm_idkey(9007199254740993) = usm_idkey(9007199254740992.0)")
+                    == false)
             #expect(try String.fetchOne(db, sql: "SELECT typeof(usm_idkey(NULL))") == "blob")
         }
     }
 
-    @Test("lists of values: keys are equal exactly when every value is (no separator can be forged), nested past 100 values")
+    @Test(
+        "lists of values: keys are equal exactly when every value is (no separator can be forged), nested past 100 values"
+    )
     func lists() throws {
         try Self.withKeys(Self.few) { db in
             let wrong = try Int.fetchOne(

@@ -50,69 +50,71 @@ enum IdentityKey {
     private static func call(
         _ context: OpaquePointer?, _ argc: Int32, _ argv: UnsafeMutablePointer<OpaquePointer?>?
     ) {
-        var out: [UInt8] = []
-        out.reserveCapacity(16 * Int(max(argc, 1)))
-        if let argv {
-            for i in 0..<Int(max(argc, 0)) {
-                guard append(argv[i], to: &out) else {
-                    sqlite3_result_error_toobig(context)
-                    return
+        let values = UnsafeBufferPointer(start: argv, count: argv == nil ? 0 : Int(max(argc, 0)))
+        // The size first, then one buffer SQLite takes over (no copy).
+        var size = 0
+        for value in values {
+            switch sqlite3_value_type(value) {
+            case SQLITE_NULL: size += 1
+            case SQLITE_INTEGER, SQLITE_FLOAT: size += 9
+            default:
+                // `sqlite3_value_blob` first: the bytes as stored (a TEXT value is not converted;
+                // within one database every TEXT value is in its encoding).
+                _ = sqlite3_value_blob(value)
+                size += 5 + Int(sqlite3_value_bytes(value))
+            }
+        }
+        guard size > 0 else {
+            sqlite3_result_zeroblob(context, 0)
+            return
+        }
+        guard size <= Int(Int32.max) else {
+            sqlite3_result_error_toobig(context)
+            return
+        }
+        guard let buffer = sqlite3_malloc64(UInt64(size)) else {
+            sqlite3_result_error_nomem(context)
+            return
+        }
+        var out = buffer.assumingMemoryBound(to: UInt8.self)
+        for value in values {
+            switch sqlite3_value_type(value) {
+            case SQLITE_NULL:
+                out.pointee = 0
+                out += 1
+            case SQLITE_INTEGER:
+                write(tag: 1, UInt64(bitPattern: sqlite3_value_int64(value)), to: &out)
+            case SQLITE_FLOAT:
+                let d = sqlite3_value_double(value)
+                // -0x1p63 ... 0x1p63 (excluded): the doubles an Int64 holds; -0.0 is the integer 0.
+                if d.rounded(.towardZero) == d, d >= -0x1p63, d < 0x1p63 {
+                    write(tag: 1, UInt64(bitPattern: Int64(d)), to: &out)
+                } else {
+                    write(tag: 2, d.bitPattern, to: &out)
+                }
+            default:
+                let bytes = sqlite3_value_blob(value)
+                let count = Int(sqlite3_value_bytes(value))
+                out.pointee = sqlite3_value_type(value) == SQLITE_TEXT ? 3 : 4
+                out += 1
+                withUnsafeBytes(of: UInt32(count).bigEndian) { length in
+                    UnsafeMutableRawPointer(out).copyMemory(from: length.baseAddress!, byteCount: 4)
+                }
+                out += 4
+                if count > 0, let bytes {
+                    UnsafeMutableRawPointer(out).copyMemory(from: bytes, byteCount: count)
+                    out += count
                 }
             }
         }
-        out.withUnsafeBytes { bytes in
-            if let base = bytes.baseAddress, bytes.count > 0 {
-                sqlite3_result_blob(context, base, Int32(bytes.count), transient)
-            } else {
-                sqlite3_result_zeroblob(context, 0)
-            }
+        sqlite3_result_blob64(context, buffer, UInt64(size), sqlite3_free)
+    }
+
+    private static func write(tag: UInt8, _ v: UInt64, to out: inout UnsafeMutablePointer<UInt8>) {
+        out.pointee = tag
+        withUnsafeBytes(of: v.bigEndian) { bytes in
+            UnsafeMutableRawPointer(out + 1).copyMemory(from: bytes.baseAddress!, byteCount: 8)
         }
-    }
-
-    /// Appends the encoding of `value`; false when the key would pass 2 GiB.
-    private static func append(_ value: OpaquePointer?, to out: inout [UInt8]) -> Bool {
-        switch sqlite3_value_type(value) {
-        case SQLITE_NULL:
-            out.append(0)
-        case SQLITE_INTEGER:
-            appendInteger(sqlite3_value_int64(value), to: &out)
-        case SQLITE_FLOAT:
-            let d = sqlite3_value_double(value)
-            // -0x1p63 ... 0x1p63 (excluded): the doubles an Int64 holds; -0.0 is the integer 0.
-            if d.rounded(.towardZero) == d, d >= -0x1p63, d < 0x1p63 {
-                appendInteger(Int64(d), to: &out)
-            } else {
-                out.append(2)
-                appendBigEndian(d.bitPattern, to: &out)
-            }
-        case SQLITE_TEXT:
-            // The stored bytes (`sqlite3_value_blob` does not convert): within one database
-            // every TEXT value is in its encoding.
-            return appendBytes(tag: 3, value, to: &out)
-        default:
-            return appendBytes(tag: 4, value, to: &out)
-        }
-        return true
-    }
-
-    private static func appendInteger(_ i: Int64, to out: inout [UInt8]) {
-        out.append(1)
-        appendBigEndian(UInt64(bitPattern: i), to: &out)
-    }
-
-    private static func appendBigEndian(_ v: UInt64, to out: inout [UInt8]) {
-        for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: v >> UInt64(shift))) }
-    }
-
-    private static func appendBytes(tag: UInt8, _ value: OpaquePointer?, to out: inout [UInt8]) -> Bool {
-        let pointer = sqlite3_value_blob(value)
-        let count = Int(sqlite3_value_bytes(value))
-        guard out.count + count + 5 < Int(Int32.max) else { return false }
-        out.append(tag)
-        for shift in stride(from: 24, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: count >> shift)) }
-        if count > 0, let pointer {
-            out.append(contentsOf: UnsafeRawBufferPointer(start: pointer, count: count))
-        }
-        return true
+        out += 9
     }
 }
