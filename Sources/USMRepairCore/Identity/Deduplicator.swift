@@ -28,7 +28,14 @@ struct Deduplicator {
     /// Removed objects per entity.
     func run(_ db: Database) throws -> [String: Int] {
         let schema = try CoreDataSchema.readMain(db)
-        let identity = try classify(db, schema: schema)
+        var lap = Date()
+        /// `USM_REPAIR_TIMINGS=1`: where the removal's time goes (`dedupe: <phase>`).
+        func note(_ phase: String) {
+            PhaseTimings.note("dedupe: \(phase)", seconds: Date().timeIntervalSince(lap))
+            lap = Date()
+        }
+        let identity = try classify(db, schema: schema)  // `duplicates: grouping`
+        lap = Date()
         let toOne = identity.side.keys
         var removals: [String: String] = [:]  // table → temp (pk → keep)
         var removed: [String: Int] = [:]
@@ -44,6 +51,7 @@ struct Deduplicator {
         }
         try identity.drop(db)
         guard !removals.isEmpty else { return [:] }
+        note("copies listed")
         // To-one references to a removed copy lead to its survivor; in an ordered to-many
         // (`Z_FOK_<REL>` beside the key) they come after the survivor's own, in their order.
         for key in toOne {
@@ -62,6 +70,7 @@ struct Deduplicator {
                     """)
             if ordered { try Self.appendMoves(db, table: key.table, rowid: "Z_PK", column: key.column, order: order) }
         }
+        note("to-one references moved")
         // Many-to-many pairs move to the survivor; a pair it already has is not repeated.
         for join in schema.joinTables {
             var moved = false
@@ -111,11 +120,13 @@ struct Deduplicator {
                         """)
             }
         }
+        note("many-to-many and history moved")
         for (table, temp) in removals.sorted(by: { $0.key < $1.key }) {
             try db.execute(sql: "DELETE FROM main.\(table.sqlIdentifier) WHERE Z_PK IN (SELECT pk FROM temp.\(temp))")
             try db.execute(sql: "DROP TABLE temp.\(temp)")
         }
         _ = try Counters.raise(db)
+        note("copies deleted")
         return removed
     }
 

@@ -7,13 +7,14 @@ import GRDB
 /// the lowest key of the group). An object not there is alone in its class, so a to-one key is
 /// compared through its target's `rep` (or the key itself: a target alone, or a key to no object).
 ///
-/// Per table, a `GROUP BY` over the entity, every attribute and those canonical keys finds the
-/// groups (`HAVING COUNT(*) > 1`, a few rows), then each object is looked up in them through an
-/// index: two passes over the table, SQLite's sorter on disk (`temp_store = FILE`). Tables without
-/// to-one keys are grouped once; a keyed table whose targets are settled (no cycle) once, after
-/// them; tables on a cycle start from their attributes alone and are regrouped until no group
-/// splits (each pass only splits, so an unchanged number of copies is an unchanged partition: the
-/// same coarsest stable partition `ObjectIdentity` refines to).
+/// Per table, one `GROUP BY` over the entity, the key of its attributes (`IdentityKey`: one BLOB,
+/// however wide the table) and those canonical keys finds the groups (`HAVING COUNT(*) > 1`, a few
+/// rows) with their members: one pass over the table, SQLite's sorter on disk (`temp_store = FILE`). Tables without to-one keys are grouped once; a
+/// keyed table whose targets are settled (no cycle) once, after them; tables on a cycle start from
+/// their attributes alone (the objects then in a group are kept aside with their key: only they
+/// can be copies) and are regrouped until no group splits (each pass only splits, so an unchanged
+/// number of copies is an unchanged partition: the same coarsest stable partition
+/// `ObjectIdentity` refines to).
 struct DuplicateGroups {
     struct Table {
         let table: String
@@ -27,8 +28,15 @@ struct DuplicateGroups {
 
     /// Groups the user objects of `main`. `keys`: entity name → the attribute columns identifying it.
     static func find(_ db: Database, schema: CoreDataSchema, keys: [String: [String]]) throws -> DuplicateGroups {
+        try PhaseTimings.measure("duplicates: grouping") { try findGroups(db, schema: schema, keys: keys) }
+    }
+
+    private static func findGroups(_ db: Database, schema: CoreDataSchema, keys: [String: [String]]) throws
+        -> DuplicateGroups
+    {
         try db.execute(sql: "PRAGMA temp_store = FILE")
         try SchemaFacts.registerValueFunctions(db)
+        try IdentityKey.register(db)
         let side = try ObjectIdentity.Side.of(db, schema: schema)
         var tables: [Table] = []
         for table in schema.entityTables.sorted() {
@@ -48,7 +56,7 @@ struct DuplicateGroups {
         // targets are settled, as long as there are some; what is left is on a cycle.
         var settled = Set<Int>()
         for (i, table) in tables.enumerated() where groups.keyColumns(table).isEmpty {
-            _ = try groups.group(db, i, keys: keys, withKeys: false)
+            _ = try groups.group(db, i, keys: keys, withKeys: false, from: nil)
             settled.insert(i)
         }
         var progress = true
@@ -57,17 +65,30 @@ struct DuplicateGroups {
             for (i, table) in tables.enumerated() where !settled.contains(i) {
                 let targets = groups.keyColumns(table).map(\.target)
                 guard targets.allSatisfy({ settled.contains($0) }) else { continue }
-                _ = try groups.group(db, i, keys: keys, withKeys: true)
+                _ = try groups.group(db, i, keys: keys, withKeys: true, from: nil)
                 settled.insert(i)
                 progress = true
             }
         }
+        // On a cycle: the objects equal in their attributes to another (only they can be
+        // copies: each pass only splits) are kept with their keys' values, and regrouped from
+        // there until no group splits.
         let cycle = tables.indices.filter { !settled.contains($0) }
-        for i in cycle { _ = try groups.group(db, i, keys: keys, withKeys: false) }
+        var candidates: [Int: String] = [:]
+        for i in cycle {
+            let name = "usm_dupc_\(i)"
+            _ = try groups.group(db, i, keys: keys, withKeys: false, from: nil, keeping: name)
+            candidates[i] = name
+        }
+        defer {
+            for name in candidates.values { try? db.execute(sql: "DROP TABLE IF EXISTS temp.\(name)") }
+        }
         var changed = !cycle.isEmpty
         while changed {
             changed = false
-            for i in cycle where try groups.group(db, i, keys: keys, withKeys: true) { changed = true }
+            for i in cycle where try groups.group(db, i, keys: keys, withKeys: true, from: candidates[i]) {
+                changed = true
+            }
         }
         return groups
     }
@@ -79,57 +100,99 @@ struct DuplicateGroups {
         }.sorted { $0.column < $1.column }
     }
 
-    /// Regroups table `i` into its map; true when the number of copies changed.
-    private func group(_ db: Database, _ i: Int, keys: [String: [String]], withKeys: Bool) throws -> Bool {
+    /// `SELECT pk, e, k, w0, w1, ...` over the objects of table `i`: `k` the key (`IdentityKey`)
+    /// of its entity's identifying values (each attribute a flag saying whether it is large and
+    /// the value or, large, its SHA-256: `SchemaFacts.identityValue`), `w<n>` the to-one keys.
+    /// Each column of the table is named once, in an inner projection: GRDB's authorizer takes
+    /// time in the square of a statement's column references (a union of regions for each),
+    /// and references to a subquery's columns are not reported to it.
+    private func objects(_ i: Int, keys: [String: [String]]) -> String {
         let table = tables[i]
-        let schema = side.schema
         let attributes = SchemaFacts.attributeColumns(
-            table.table, schema: schema, indexedKeys: side.indexed[table.table] ?? [])
-        let keyed = withKeys ? keyColumns(table) : []
-        // An entity identified by some attributes only: the others (and its keys) read NULL.
-        func masked(_ expression: String, excluded: [Int]) -> String {
-            excluded.isEmpty
-                ? expression
-                : "CASE WHEN Z_ENT IN (\(excluded.map(String.init).joined(separator: ","))) THEN NULL ELSE \(expression) END"
-        }
-        var columns = ["Z_PK AS pk", "Z_ENT AS e"]
-        var names = ["e"]
+            table.table, schema: side.schema, indexedKeys: side.indexed[table.table] ?? [])
+        let keyed = keyColumns(table)
+        var read = ["Z_PK AS pk", "Z_ENT AS e", "_rowid_ AS r"]
+        read += attributes.enumerated().map { "\($1.sqlIdentifier) AS v\($0)" }
+        read += keyed.enumerated().map { "\($1.column.sqlIdentifier) AS w\($0)" }
+        let filter = table.entities.map { String($0.number) }.joined(separator: ",")
+        let literal = { (s: String) in "'" + s.replacingOccurrences(of: "'", with: "''") + "'" }
+        var values: [String] = []
         for (n, column) in attributes.enumerated() {
+            // An entity identified by some attributes only: the others read NULL.
             let excluded = table.entities.filter { keys[$0.name].map { !$0.contains(column) } ?? false }.map(\.number)
             // A large value is compared by its SHA-256 (read in pieces), not whole.
-            let v = SchemaFacts.identityValue(database: "main", table: table.table, column: column)
-            columns.append("\(masked(v.large, excluded: excluded)) AS l\(n)")
-            columns.append("\(masked(v.value, excluded: excluded)) AS a\(n)")
-            names += ["l\(n)", "a\(n)"]
+            // The flag is 1 or NULL: a CASE stops at `typeof` for a value that is no BLOB, where
+            // `AND` would take `length` of every value too (twice the time on a narrow table).
+            let large = "typeof(v\(n)) = 'blob' AND length(v\(n)) > \(SchemaFacts.largeValue)"
+            let value =
+                "CASE WHEN \(large) THEN usm_valueid('main', \(literal(table.table)), \(literal(column)), r) ELSE v\(n) END"
+            values.append(Self.masked("CASE WHEN \(large) THEN 1 END", excluded: excluded))
+            values.append(Self.masked(value, excluded: excluded))
         }
+        let key = values.isEmpty ? "x''" : IdentityKey.expression(values)
+        let w = keyed.indices.map { ", w\($0)" }.joined()
+        return """
+            SELECT pk, e, \(key) AS k\(w) FROM (SELECT \(read.joined(separator: ", ")) FROM main.\(table.table.sqlIdentifier) WHERE +Z_ENT IN (\(filter)))
+            """
+    }
+
+    /// `expression`, or NULL for the entities `excluded`.
+    private static func masked(_ expression: String, excluded: [Int]) -> String {
+        excluded.isEmpty
+            ? expression
+            : "CASE WHEN e IN (\(excluded.map(String.init).joined(separator: ","))) THEN NULL ELSE \(expression) END"
+    }
+
+    /// Regroups table `i` into its map; true when the number of copies changed. `from`: the
+    /// table of its candidates (`keeping` of an earlier call), or nil for every object of the table.
+    /// `keeping`: a temporary table to fill with the objects grouped, their key and to-one keys.
+    private func group(
+        _ db: Database, _ i: Int, keys: [String: [String]], withKeys: Bool, from: String?, keeping: String? = nil
+    ) throws -> Bool {
+        let table = tables[i]
+        let keyed = keyColumns(table)
+        let source = from.map { "SELECT * FROM temp.\($0)" } ?? objects(i, keys: keys)
+        // The target's group (its lowest key), or the key itself: a target alone, or no object.
+        // An entity identified by some attributes only has no relationship in its identity.
         let keyedEntities = table.entities.filter { keys[$0.name] != nil }.map(\.number)
-        for (n, key) in keyed.enumerated() {
-            // The target's group (its lowest key), or the key itself: a target alone, or no object.
-            let c = key.column.sqlIdentifier
-            let canonical = "IFNULL((SELECT m.rep FROM temp.\(tables[key.target].map) m WHERE m.pk = \(c)), \(c))"
-            columns.append("\(masked(canonical, excluded: keyedEntities)) AS k\(n)")
-            names.append("k\(n)")
+        var columns = ["pk", "e", "k"]
+        var names = ["e", "k"]
+        if withKeys {
+            for (n, key) in keyed.enumerated() {
+                let canonical = "IFNULL((SELECT m.rep FROM temp.\(tables[key.target].map) m WHERE m.pk = w\(n)), w\(n))"
+                columns.append("\(Self.masked(canonical, excluded: keyedEntities)) AS c\(n)")
+                names.append("c\(n)")
+            }
         }
-        let filter = table.entities.map { String($0.number) }.joined(separator: ",")
-        let rows =
-            "SELECT \(columns.joined(separator: ", ")) FROM main.\(table.table.sqlIdentifier) WHERE +Z_ENT IN (\(filter))"
+        // `LIMIT -1`: not flattened into the grouping, which would otherwise compute the key
+        // again from the columns after sorting (`usm_valueid` is not deterministic, so SQLite
+        // does not take the key for the `GROUP BY` term), sorting every value whole: the key is
+        // computed once per object, large values read in pieces.
+        let rows = "SELECT \(columns.joined(separator: ", ")) FROM (\(source)) LIMIT -1"
         let list = names.joined(separator: ", ")
-        // The groups' columns take the affinity of the rows' (`CREATE TABLE ... AS`): a comparison
-        // of two columns of different affinity could not be looked up in their index (each
-        // object would scan every group).
+        // `keeping`: each object of a group with its key and to-one keys (read again by key).
+        let kept =
+            keeping.map { name in
+                let w = keyed.enumerated().map { ", t.\($1.column.sqlIdentifier) AS w\($0)" }.joined()
+                return """
+                    CREATE TEMP TABLE \(name) AS SELECT j.value AS pk, g.e AS e, g.k AS k\(w)
+                      FROM temp.usm_dup_groups g, json_each(g.members) j
+                      CROSS JOIN main.\(table.table.sqlIdentifier) t ON t.Z_PK = j.value;
+                    """
+            } ?? ""
+        // One pass over the objects: the groups with their members (a JSON array of keys, read
+        // back with json_each), then the map from them (the rows may read the map: a table with
+        // a to-one key to itself).
         let before = try copies(db, table.map)
         try db.execute(
             sql: """
                 DROP TABLE IF EXISTS temp.usm_dup_groups;
-                DROP TABLE IF EXISTS temp.usm_dup_next;
-                CREATE TEMP TABLE usm_dup_groups AS SELECT MIN(pk) AS rep, \(list) FROM (\(rows)) GROUP BY \(list) HAVING COUNT(*) > 1;
-                CREATE INDEX temp.usm_dup_groups_all ON usm_dup_groups (\(list));
-                CREATE TEMP TABLE usm_dup_next (pk INTEGER PRIMARY KEY, rep INTEGER, ent INTEGER);
-                INSERT INTO temp.usm_dup_next SELECT o.pk, g.rep, o.e FROM (\(rows)) o
-                  CROSS JOIN temp.usm_dup_groups g ON \(names.map { "g.\($0) IS o.\($0)" }.joined(separator: " AND "));
+                CREATE TEMP TABLE usm_dup_groups AS SELECT MIN(pk) AS rep, \(list), json_group_array(pk) AS members
+                  FROM (\(rows)) GROUP BY \(list) HAVING COUNT(*) > 1;
                 DELETE FROM temp.\(table.map);
-                INSERT INTO temp.\(table.map) SELECT * FROM temp.usm_dup_next;
-                DROP TABLE temp.usm_dup_next;
+                INSERT INTO temp.\(table.map) (pk, rep, ent)
+                  SELECT j.value, g.rep, g.e FROM temp.usm_dup_groups g, json_each(g.members) j;
+                \(kept)
                 DROP TABLE temp.usm_dup_groups;
                 """)
         return try copies(db, table.map) != before
