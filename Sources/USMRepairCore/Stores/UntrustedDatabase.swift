@@ -11,11 +11,20 @@ import GRDB
 public enum UntrustedDatabase {
     /// VM steps allowed per byte of the store, and at least.
     public static let stepsPerByte: Int64 = 100
-    public static let minimumSteps: Int64 = 50_000_000
+    public static let defaultMinimumSteps: Int64 = 50_000_000
+
+    /// A smaller floor for tests that provoke the budget (the commands run in process): the
+    /// budget is hit after a few million steps instead of 50 million. Never set outside tests.
+    @TaskLocal public static var minimumStepsOverride: Int64?
+
+    /// The floor of every budget: `defaultMinimumSteps`, or the tests' override.
+    public static var minimumSteps: Int64 { minimumStepsOverride ?? defaultMinimumSteps }
 
     /// The step budget of a store of `bytes` bytes.
     public static func budget(forBytes bytes: Int64) -> Int64 {
-        max(minimumSteps, bytes.multipliedReportingOverflow(by: stepsPerByte).overflow ? .max : bytes * stepsPerByte)
+        let minimumSteps = minimumSteps
+        return max(
+            minimumSteps, bytes.multipliedReportingOverflow(by: stepsPerByte).overflow ? .max : bytes * stepsPerByte)
     }
 
     /// Size in bytes of `path` and its `-wal` (0 when absent).
