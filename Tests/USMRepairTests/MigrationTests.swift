@@ -104,7 +104,8 @@ struct MigrationTests {
         // The result refers to two of the three files (a row's cover now held inline).
         try FixtureStore.mutate(
             staged.main,
-            "UPDATE ZITEM SET ZCOVER = x'0100' WHERE Z_PK = (SELECT MIN(Z_PK) FROM ZITEM WHERE substr(ZCOVER, 1, 1) = x'02')")
+            "UPDATE ZITEM SET ZCOVER = x'0100' WHERE Z_PK = (SELECT MIN(Z_PK) FROM ZITEM WHERE substr(ZCOVER, 1, 1) = x'02')"
+        )
         // A second copy of a prefetched file would fail (files are created, never overwritten).
         let copied = try ExternalDataCopy.run(
             staged: staged, schema: schema, from: [source], prefetched: prefetched)
