@@ -176,7 +176,9 @@ struct ObjectIdentity {
         // 1. Classes by entity and attributes.
         for table in tables {
             let started = Date()
-            defer { PhaseTimings.note("identity: classes of \(table.table)", seconds: Date().timeIntervalSince(started)) }
+            defer {
+                PhaseTimings.note("identity: classes of \(table.table)", seconds: Date().timeIntervalSince(started))
+            }
             let keyed = keyColumns(table)
             var attributes = SchemaFacts.attributeColumns(
                 table.table, schema: first.schema, indexedKeys: first.indexed[table.table] ?? [])
@@ -260,7 +262,9 @@ struct ObjectIdentity {
                     )
                 }
                 let started = Date()
-                defer { PhaseTimings.note("identity: refined \(table.table)", seconds: Date().timeIntervalSince(started)) }
+                defer {
+                    PhaseTimings.note("identity: refined \(table.table)", seconds: Date().timeIntervalSince(started))
+                }
                 // Classes are dense ranks: the largest is their number (no sort, unlike COUNT(DISTINCT)).
                 let before = try Int.fetchOne(db, sql: "SELECT IFNULL(MAX(cls), 0) FROM temp.\(table.temp)") ?? 0
                 try db.execute(
