@@ -60,6 +60,62 @@ static uint64_t row_hash(int argc, sqlite3_value **argv) {
     return mix(h);
 }
 
+/* usm_idhash(v1, v2, ...): a 64-bit hash of a list of values, equal for two lists whose values are
+   equal one by one under `IS` (the equality `usm_idkey` encodes): an INTEGER and a REAL holding the
+   same integer hash alike (1 and 1.0, 0 and -0.0), TEXT and BLOB by their bytes, apart by type.
+   Equal hashes say nothing: callers compare the values of objects whose hashes meet. */
+static uint64_t id_hash(int argc, sqlite3_value **argv) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (int i = 0; i < argc; i++) {
+        unsigned char tag;
+        switch (sqlite3_value_type(argv[i])) {
+        case SQLITE_INTEGER: {
+            sqlite3_int64 v = sqlite3_value_int64(argv[i]);
+            tag = 1;
+            h = fnv(h, &tag, 1);
+            h = fnv(h, (const unsigned char *)&v, sizeof v);
+            break;
+        }
+        case SQLITE_FLOAT: {
+            double d = sqlite3_value_double(argv[i]);
+            /* -2^63 <= d < 2^63, integral: the doubles an int64 holds (usm_idkey's rule). */
+            if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 && (double)(sqlite3_int64)d == d) {
+                sqlite3_int64 v = (sqlite3_int64)d;
+                tag = 1;
+                h = fnv(h, &tag, 1);
+                h = fnv(h, (const unsigned char *)&v, sizeof v);
+            } else {
+                tag = 2;
+                h = fnv(h, &tag, 1);
+                h = fnv(h, (const unsigned char *)&d, sizeof d);
+            }
+            break;
+        }
+        case SQLITE_TEXT:
+        case SQLITE_BLOB: {
+            tag = sqlite3_value_type(argv[i]) == SQLITE_TEXT ? 3 : 4;
+            /* The bytes as stored, as usm_idkey reads them (no conversion of TEXT). */
+            const void *p = sqlite3_value_blob(argv[i]);
+            int n = sqlite3_value_bytes(argv[i]);
+            uint32_t len = (uint32_t)n;
+            h = fnv(h, &tag, 1);
+            h = fnv(h, (const unsigned char *)&len, sizeof len);
+            if (p != NULL) h = fnv(h, (const unsigned char *)p, (size_t)n);
+            break;
+        }
+        default:
+            tag = 0;
+            h = fnv(h, &tag, 1);
+            break;
+        }
+    }
+    return mix(h);
+}
+
+static void idhash_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    sqlite3_result_int64(ctx, (sqlite3_int64)id_hash(argc, argv));
+}
+
 static void digest_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     uint64_t *acc = (uint64_t *)sqlite3_aggregate_context(ctx, 2 * sizeof(uint64_t));
     if (acc == NULL) {
@@ -315,6 +371,10 @@ int usm_register_digest(void *connection) {
     rc = sqlite3_create_function_v2((sqlite3 *)connection, "usm_digest_slots", -1,
                                     SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, NULL,
                                     digest_slots_step, digest_slots_final, NULL);
+    if (rc != SQLITE_OK) return rc;
+    rc = sqlite3_create_function_v2((sqlite3 *)connection, "usm_idhash", -1,
+                                    SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, idhash_func, NULL,
+                                    NULL, NULL);
     if (rc != SQLITE_OK) return rc;
     rc = sqlite3_create_function_v2((sqlite3 *)connection, "usm_rowhash", -1,
                                     SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, rowhash_func,

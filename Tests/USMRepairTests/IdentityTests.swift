@@ -180,6 +180,73 @@ struct IdentityTests {
         #expect(try Migrate.check(again).rows["Book"] == 10)
     }
 
+    @Test(
+        "across sides, ranking only the objects two sides share matches what ranking every object matches (refinement, dangling keys, copies within one side)"
+    )
+    func acrossSidesAgreesWithRankingAll() throws {
+        let tmp = try TempDir()
+        let source = tmp.path("A.sqlite")
+        let destination = tmp.path("B.sqlite")
+        try MergeFixture.write(to: source, .a, prefix: "same", tags: 4)
+        try MergeFixture.write(to: destination, .b, prefix: "same", tags: 3)
+        // Book (.a 2, .b 3) by authors (.a 4, .b 1); ZISSUE/ZRATING are one-sided (not compared).
+        try FixtureStore.mutate(
+            source,
+            """
+            INSERT INTO ZAUTHOR (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES (500, 4, 1, 'shared author'), (501, 4, 1, 'source only');
+            INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZAUTHOR, ZTITLE) VALUES
+                (500, 2, 1, 500, 'by the shared author'), (501, 2, 1, 501, 'by another author'),
+                (502, 2, 1, 999, 'dangling'), (503, 2, 1, 998, 'dangling elsewhere'), (504, 2, 1, NULL, 'no author');
+            INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZTITLE, ZCOVER) VALUES (505, 2, 1, 'seven', 7);
+            INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZAUTHOR, ZTITLE) VALUES (506, 2, 1, 601, 'by a copy');
+            """)
+        try FixtureStore.mutate(
+            destination,
+            """
+            INSERT INTO ZAUTHOR (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES
+                (600, 1, 1, 'shared author'), (601, 1, 1, 'destination copy'), (602, 1, 1, 'destination copy');
+            INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZAUTHOR, ZTITLE) VALUES
+                (600, 3, 1, 600, 'by the shared author'), (601, 3, 1, 600, 'by another author'),
+                (602, 3, 1, 999, 'dangling'), (603, 3, 1, 997, 'dangling elsewhere'), (604, 3, 1, NULL, 'no author'),
+                (605, 3, 1, 601, 'by a copy'), (606, 3, 1, 602, 'by a copy');
+            INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZTITLE, ZCOVER) VALUES (607, 3, 1, 'seven', 7.0);
+            """)
+        let queue = try DatabaseQueue(path: destination.path)
+        defer { try? queue.close() }
+        try queue.writeWithoutTransaction { db in
+            try db.execute(sql: "ATTACH DATABASE ? AS src", arguments: [source.path])
+            let sides: [ObjectIdentity.Side] = [
+                try .of(db, schema: try CoreDataSchema.load(from: destination), database: "main"),
+                try .of(db, schema: try CoreDataSchema.load(from: source), database: "src"),
+            ]
+            var results: [[String]] = []
+            var counts: [[String: Int]] = []
+            for rankingAll in [false, true] {
+                let identity = try ObjectIdentity.classify(db, sides: sides, rankingAll: rankingAll)
+                counts.append(try identity.matched(db, side: 1))
+                var pairs: [String] = []
+                for table in ["ZAUTHOR", "ZITEM", "ZSHELF", "ZTAG"] {
+                    _ = try identity.writeMatches(db, table: table, side: 1, into: "usm_test_matches")
+                    pairs += try String.fetchAll(
+                        db, sql: "SELECT '\(table) ' || src_pk || ' -> ' || dst_pk FROM temp.usm_test_matches")
+                    try db.execute(sql: "DROP TABLE temp.usm_test_matches")
+                }
+                results.append(pairs.sorted())
+                try identity.drop(db)
+            }
+            #expect(results[0] == results[1])
+            #expect(counts[0] == counts[1])
+            let matched = Set(results[0])
+            #expect(matched.contains("ZAUTHOR 500 -> 600") && matched.contains("ZITEM 500 -> 600"))
+            #expect(matched.contains("ZITEM 502 -> 602"), "the same dangling key on both sides")
+            #expect(matched.contains("ZITEM 504 -> 604"))
+            #expect(matched.contains("ZITEM 505 -> 607"), "7 IS 7.0: ranked alike, so hashed alike")
+            // 506's author is dangling (601 is no author of the source); 605's is the destination's 601.
+            #expect(!matched.contains { ["ZITEM 501 ", "ZITEM 503 ", "ZITEM 506 "].contains(where: $0.hasPrefix) })
+            #expect(counts[0]["Book"] == 5 + 4, "\(counts[0])")
+        }
+    }
+
     static func dedupe(_ url: URL, newest: Bool = false, keys: [String] = []) throws -> [String: Int] {
         let queue = try DatabaseQueue(path: url.path)
         defer { try? queue.close() }
