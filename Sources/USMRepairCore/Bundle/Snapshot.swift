@@ -60,7 +60,9 @@ public enum Snapshot {
         for item in request.items where inventory.archivePath(item) == nil {
             throw USMError.usage("cannot snapshot \(item.path): it lies in none of the snapshot's folders")
         }
-        try BundleWriter.hashFiles(catalog, where: "kind = 'file' AND sha256 IS NULL")
+        try PhaseTimings.measure("snapshot: hash") {
+            try BundleWriter.hashFiles(catalog, where: "kind = 'file' AND sha256 IS NULL")
+        }
         // A snapshot that misses something it was asked to keep is no snapshot: refuse.
         var unreadable: BundleSkip?
         if try catalog.skippedCounts().unreadable > 0 {
@@ -105,11 +107,13 @@ public enum Snapshot {
         let manifestFile = scratch.url.appendingPathComponent(BundleManifest.entryName)
         try ManifestWriter.write(header, catalog: catalog, to: manifestFile)
         let output = folder.appendingPathComponent(fileName(operation: request.operation, label: request.label))
-        _ = try BundleWriter.write(
-            catalog: catalog, manifest: manifestFile, output: output, format: .tarZstd, maxSize: nil, overwrite: false,
-            contentBytes: contentBytes, progress: { _, _ in })
+        _ = try PhaseTimings.measure("snapshot: write") {
+            try BundleWriter.write(
+                catalog: catalog, manifest: manifestFile, output: output, format: .tarZstd, maxSize: nil,
+                overwrite: false, contentBytes: contentBytes, progress: { _, _ in })
+        }
         FileSync.directory(folder)
-        let check = try BundleVerifier.verify(output)
+        let check = try PhaseTimings.measure("snapshot: verify") { try BundleVerifier.verify(output) }
         if let first = check.mismatches.first {
             throw USMError.manifestMismatch(
                 path: output.path, count: check.mismatchCount, first: "\(first.path): \(first.problem)")
