@@ -239,6 +239,61 @@ struct IdentityTests {
         #expect(FileStatus.lookup(copy) == nil)
     }
 
+    @Test(
+        "dedupe's verification tells an error the store already had (inherited, from check without a second integrity_check) from a new one (refused)"
+    )
+    func dedupeInheritsErrors() throws {
+        let tmp = try TempDir()
+        let url = try Self.store(tmp)
+        // A book (not a copy) by an author that does not exist: an error the store has before.
+        try FixtureStore.mutate(url, "UPDATE ZITEM SET ZAUTHOR = 9999 WHERE Z_PK = 101")
+        let store = StoreFileSet(main: url)
+        for reuse in [true, false] {
+            let name = reuse ? "a" : "b"
+            try FileManager.default.createDirectory(at: tmp.path(name), withIntermediateDirectories: true)
+            let work = reuse ? try DedupeWork.make(store, keys: [], newest: false) : nil
+            let report = try DedupeChange.build(
+                source: store, staged: tmp.path("\(name)/S.sqlite"), shownAs: store, keys: [], newest: false,
+                work: work
+            ).0
+            #expect(report.deduplicated == ["Author": 1, "Book": 1])
+            #expect(report.verification.problems.isEmpty, "\(report.verification.problems)")
+            #expect(report.verification.inherited.contains { $0.code == .danglingToOne }, "reuse \(reuse)")
+        }
+        // A join row to no object is new in the result (the source has none): refused.
+        let captured = try MigrationEngine.capture(store, into: tmp.path("c"), role: "store")
+        let errors = { (r: StoreReport) in Set(r.problems.filter { $0.severity == .error }.map(\.code)) }
+        #expect(errors(captured.inheritedCheck()) == errors(captured.fullCheck()))
+        let staged = tmp.path("d/S.sqlite")
+        try FileManager.default.createDirectory(at: tmp.path("d"), withIntermediateDirectories: true)
+        try StagedStore.copyWhole(from: captured.copy, to: staged)
+        let join = try DatabaseQueue(path: staged.path)
+        try join.write { db in
+            let table = try String.fetchOne(
+                db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'Z\\_%TAGS' ESCAPE '\\'")
+            let columns = try Row.fetchAll(db, sql: "PRAGMA table_info(\(table ?? "none"))").compactMap {
+                String.fromDatabaseValue($0["name"] as DatabaseValue)
+            }
+            #expect(columns.count >= 2, "join table \(table ?? "none")")
+            try db.execute(
+                sql: "INSERT INTO \(table ?? "none") (\(columns[0]), \(columns[1])) VALUES (999999, 999999)")
+        }
+        try join.close()
+        var report = MigrationReport(
+            strategy: "dedupe", mode: "overwrite", dryRun: false, source: .init(path: url.path, storeUUID: nil),
+            destination: .init(path: url.path, storeUUID: nil))
+        var failure: String?
+        do {
+            _ = try DedupeChange.verify(
+                staged: StoreFileSet(main: staged), sourceEntities: captured.report.entities,
+                inherited: { captured.inheritedCheck().problems }, removed: [:], report: &report)
+        } catch let USMError.verificationFailed(_, detail) {
+            failure = detail
+        }
+        #expect(failure?.hasPrefix("dangling-join-row") == true, "\(failure ?? "passed")")
+        #expect(report.verification.inherited.contains { $0.code == .danglingToOne })
+    }
+
     @Test("--key: an entity identified by some attributes only (relationships then not compared); bad keys refused")
     func keys() throws {
         let tmp = try TempDir()

@@ -236,7 +236,7 @@ public struct DedupeChange: Change {
                 inherited = {
                     (try? MigrationEngine.capture(
                         source, into: scratch.url.appendingPathComponent("source"), role: "source"
-                    ).fullCheck().problems) ?? []
+                    ).inheritedCheck().problems) ?? []
                 }
             } else {
                 captured = try MigrationEngine.capture(
@@ -245,7 +245,7 @@ public struct DedupeChange: Change {
                 try StagedStore.copyWhole(from: captured.copy, to: staged)
                 lap("copy")
                 removed = try count(staged, keys: keys, newest: newest, remove: true)
-                inherited = { captured.fullCheck().problems }
+                inherited = { captured.inheritedCheck().problems }
             }
             lap("dedupe")
             let externalFiles = try ExternalDataCopy.run(
