@@ -175,6 +175,10 @@ struct ObjectIdentity {
         try SchemaFacts.registerValueFunctions(db)
         // 1. Classes by entity and attributes.
         for table in tables {
+            let started = Date()
+            defer {
+                PhaseTimings.note("identity: classes of \(table.table)", seconds: Date().timeIntervalSince(started))
+            }
             let keyed = keyColumns(table)
             var attributes = SchemaFacts.attributeColumns(
                 table.table, schema: first.schema, indexedKeys: first.indexed[table.table] ?? [])
@@ -256,6 +260,10 @@ struct ObjectIdentity {
                             ? value
                             : "CASE WHEN o.ent IN (\(excluded.map(String.init).joined(separator: ","))) THEN NULL ELSE \(value) END"
                     )
+                }
+                let started = Date()
+                defer {
+                    PhaseTimings.note("identity: refined \(table.table)", seconds: Date().timeIntervalSince(started))
                 }
                 // Classes are dense ranks: the largest is their number (no sort, unlike COUNT(DISTINCT)).
                 let before = try Int.fetchOne(db, sql: "SELECT IFNULL(MAX(cls), 0) FROM temp.\(table.temp)") ?? 0

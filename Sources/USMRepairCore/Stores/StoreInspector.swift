@@ -234,15 +234,11 @@ public struct StoreInspector: Sendable {
                     }
                 }
                 if let scope { return try IntegrityCheck.quickCheck(checker, tables: scope) }
-                if depth == .check {
-                    note("integrity_check of every page and index")
-                    return try PhaseTimings.measure("check: integrity_check (one connection)") {
-                        try checker.read { db in
-                            try String.fetchAll(db, sql: "PRAGMA integrity_check(\(IntegrityCheck.maxLines))")
-                        }
-                    }
+                if depth == .check { note("integrity_check of every page and index") }
+                let maxLines = depth == .check ? IntegrityCheck.maxLines : 20
+                return try PhaseTimings.measure("check: \(pragma) (one connection)") {
+                    try checker.read { db in try String.fetchAll(db, sql: "PRAGMA \(pragma)(\(maxLines))") }
                 }
-                return try checker.read { db in try String.fetchAll(db, sql: "PRAGMA \(pragma)(20)") }
             }
             let readResult = Result { try queue.inDatabase { db in try read(db, into: &report, files: files) } }
             guard let lines = try integrity.value() else {
