@@ -139,6 +139,161 @@ struct IdentityTests {
         #expect(try count("b", "SELECT COUNT(*) FROM ZITEM WHERE Z_PK IN (3, 100, 102)") == 1)
     }
 
+    /// Scratch whose private copies go below `tmp` (so a rename into `tmp` stays on one file system).
+    static func scratch(_ tmp: TempDir) throws -> Scratch {
+        let base = tmp.path("scratch-tmp")
+        try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
+        return Scratch(folder: tmp.path("scratch"), temporaryBase: base)
+    }
+
+    @Test(
+        "the build renames its count's de-duplicated copy into staging (no second write of the store); a second build of the same count captures again"
+    )
+    func buildRenamesTheCount() throws {
+        let tmp = try TempDir()
+        let url = try Self.store(tmp)
+        let store = StoreFileSet(main: url)
+        func build(_ work: DedupeWork, _ name: String) throws -> MigrationReport {
+            try FileManager.default.createDirectory(at: tmp.path(name), withIntermediateDirectories: true)
+            return try DedupeChange.build(
+                source: store, staged: tmp.path("\(name)/S.sqlite"), shownAs: store, keys: [], newest: false,
+                work: work
+            ).0
+        }
+        // The private copy on the staging folder's file system (tests' folders may be on /dev/shm).
+        let work = try Scratch.$current.withValue(Self.scratch(tmp)) {
+            try DedupeWork.make(store, keys: [], newest: false)
+        }
+        let copy = work.captured.copy.path
+        let inode = try #require(FileStatus.lookup(copy)?.inode)
+        #expect(try build(work, "a").deduplicated == ["Author": 1, "Book": 1])
+        // The same file, moved: the private copy is gone, its other name (the capture's) too.
+        let staged = tmp.path("a/S.sqlite").path
+        #expect(FileStatus.lookup(staged)?.inode == inode)
+        #expect(FileStatus.links(staged) == 1)
+        #expect(FileStatus.lookup(copy) == nil)
+        for sidecar in ["-wal", "-shm", "-journal"] { #expect(FileStatus.lookup(staged + sidecar) == nil) }
+        let queue = try DatabaseQueue(path: staged)
+        let (mode, books) = try queue.read { db in
+            (
+                try String.fetchOne(db, sql: "PRAGMA journal_mode"),
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM ZITEM WHERE Z_PK IN (3, 100)")
+            )
+        }
+        try queue.close()
+        #expect(mode == "wal" && books == 1)
+        // The count's copy is used once: the next build of it captures the store and removes again.
+        #expect(try build(work, "b").deduplicated == ["Author": 1, "Book": 1])
+        #expect(FileStatus.lookup(tmp.path("b/S.sqlite").path)?.inode != inode)
+    }
+
+    @Test(
+        "the build's placing of the count: side files folded in first; a rename that fails (EXDEV) copies page by page and keeps the private copy"
+    )
+    func placeFallsBackToACopy() throws {
+        let tmp = try TempDir()
+        let url = try Self.store(tmp)
+        // The store in WAL with rows only in its -wal: the count's copy holds them in its WAL too.
+        let wal = try DatabaseQueue(path: url.path)
+        try wal.writeWithoutTransaction { db in
+            _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
+            try db.execute(sql: "UPDATE ZTAG SET ZNAME = 'in the wal' WHERE Z_PK = 1")
+        }
+        let store = StoreFileSet(main: url)
+        let work = try Scratch.$current.withValue(Self.scratch(tmp)) {
+            try DedupeWork.make(store, keys: [], newest: false)
+        }
+        try wal.close()
+        let copy = work.captured.copy.path
+        try FileManager.default.createDirectory(at: tmp.path("x"), withIntermediateDirectories: true)
+        let staged = tmp.path("x/S.sqlite")
+        var asked: [String] = []
+        try work.place(at: staged) { from, to in
+            asked = [from, to]
+            return EXDEV
+        }
+        #expect(asked == [copy, staged.path])
+        // Copied: a file of its own, the private copy left whole (the next build may use it).
+        #expect(FileStatus.lookup(staged.path)?.inode != FileStatus.lookup(copy)?.inode)
+        #expect(FileStatus.lookup(copy) != nil)
+        for sidecar in ["-wal", "-shm", "-journal"] {
+            #expect(FileStatus.lookup(staged.path + sidecar) == nil)
+            #expect(FileStatus.lookup(copy + sidecar) == nil)
+        }
+        let queue = try DatabaseQueue(path: staged.path)
+        let (mode, tags, books) = try queue.read { db in
+            (
+                try String.fetchOne(db, sql: "PRAGMA journal_mode"),
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM ZTAG WHERE ZNAME = 'in the wal'"),
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM ZITEM WHERE Z_PK IN (3, 100)")
+            )
+        }
+        try queue.close()
+        #expect(mode == "delete" && tags == 1 && books == 1)
+        // The real rename then moves the same copy (its WAL rows with it).
+        try FileManager.default.createDirectory(at: tmp.path("y"), withIntermediateDirectories: true)
+        let inode = FileStatus.lookup(copy)?.inode
+        try work.place(at: tmp.path("y/S.sqlite"))
+        #expect(FileStatus.lookup(tmp.path("y/S.sqlite").path)?.inode == inode)
+        #expect(FileStatus.lookup(copy) == nil)
+    }
+
+    @Test(
+        "dedupe's verification tells an error the store already had (inherited, from check without a second integrity_check) from a new one (refused)"
+    )
+    func dedupeInheritsErrors() throws {
+        let tmp = try TempDir()
+        let url = try Self.store(tmp)
+        // A book (not a copy) by an author that does not exist: an error the store has before.
+        try FixtureStore.mutate(url, "UPDATE ZITEM SET ZAUTHOR = 9999 WHERE Z_PK = 101")
+        let store = StoreFileSet(main: url)
+        for reuse in [true, false] {
+            let name = reuse ? "a" : "b"
+            try FileManager.default.createDirectory(at: tmp.path(name), withIntermediateDirectories: true)
+            let work = reuse ? try DedupeWork.make(store, keys: [], newest: false) : nil
+            let report = try DedupeChange.build(
+                source: store, staged: tmp.path("\(name)/S.sqlite"), shownAs: store, keys: [], newest: false,
+                work: work
+            ).0
+            #expect(report.deduplicated == ["Author": 1, "Book": 1])
+            #expect(report.verification.problems.isEmpty, "\(report.verification.problems)")
+            #expect(report.verification.inherited.contains { $0.code == .danglingToOne }, "reuse \(reuse)")
+        }
+        // A join row to no object is new in the result (the source has none): refused.
+        let captured = try MigrationEngine.capture(store, into: tmp.path("c"), role: "store")
+        let errors = { (r: StoreReport) in Set(r.problems.filter { $0.severity == .error }.map(\.code)) }
+        #expect(errors(captured.inheritedCheck()) == errors(captured.fullCheck()))
+        let staged = tmp.path("d/S.sqlite")
+        try FileManager.default.createDirectory(at: tmp.path("d"), withIntermediateDirectories: true)
+        try StagedStore.copyWhole(from: captured.copy, to: staged)
+        let join = try DatabaseQueue(path: staged.path)
+        try join.write { db in
+            let table = try String.fetchOne(
+                db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'Z\\_%TAGS' ESCAPE '\\'")
+            let columns = try Row.fetchAll(db, sql: "PRAGMA table_info(\(table ?? "none"))").compactMap {
+                String.fromDatabaseValue($0["name"] as DatabaseValue)
+            }
+            #expect(columns.count >= 2, "join table \(table ?? "none")")
+            try db.execute(
+                sql: "INSERT INTO \(table ?? "none") (\(columns[0]), \(columns[1])) VALUES (999999, 999999)")
+        }
+        try join.close()
+        var report = MigrationReport(
+            strategy: "dedupe", mode: "overwrite", dryRun: false, source: .init(path: url.path, storeUUID: nil),
+            destination: .init(path: url.path, storeUUID: nil))
+        var failure: String?
+        do {
+            _ = try DedupeChange.verify(
+                staged: StoreFileSet(main: staged), sourceEntities: captured.report.entities,
+                inherited: { captured.inheritedCheck().problems }, removed: [:], report: &report)
+        } catch let USMError.verificationFailed(_, detail) {
+            failure = detail
+        }
+        #expect(failure?.hasPrefix("dangling-join-row") == true, "\(failure ?? "passed")")
+        #expect(report.verification.inherited.contains { $0.code == .danglingToOne })
+    }
+
     @Test("--key: an entity identified by some attributes only (relationships then not compared); bad keys refused")
     func keys() throws {
         let tmp = try TempDir()
