@@ -188,6 +188,46 @@ struct IdentityTests {
     }
 
     @Test(
+        "dedupe's result is integrity-checked beside the snapshot (the count's copy, final): its lines decide the verification; a failing line is refused"
+    )
+    func integrityBesideTheSnapshot() throws {
+        let tmp = try TempDir()
+        let url = try Self.store(tmp)
+        let store = StoreFileSet(main: url)
+        let work = try Scratch.$current.withValue(Self.scratch(tmp)) {
+            try DedupeWork.make(store, keys: [], newest: false)
+        }
+        // The count's copy is final when the check starts: folded, no side file.
+        for suffix in ["-wal", "-journal"] { #expect(FileStatus.lookup(work.captured.copy.path + suffix) == nil) }
+        #expect(try work.integrity.value() == ["ok"])
+        // The verification reads the lines it is given instead of checking again: a failing line
+        // refuses the result, "ok" passes it.
+        try FileManager.default.createDirectory(at: tmp.path("v"), withIntermediateDirectories: true)
+        let staged = StoreFileSet(main: tmp.path("v/S.sqlite"))
+        try StagedStore.copyWhole(from: url, to: staged.main)
+        try FixtureStore.mutate(staged.main, "UPDATE Z_PRIMARYKEY SET Z_MAX = 1000")  // the fixture's are behind
+        let source = work.captured.report.entities  // the store before: what the staged copy holds
+        func verify(_ lines: [String]) -> String? {
+            var report = MigrationReport(
+                strategy: "dedupe", mode: "overwrite", dryRun: false, source: .init(path: url.path, storeUUID: nil),
+                destination: .init(path: url.path, storeUUID: nil))
+            do {
+                _ = try DedupeChange.verify(
+                    staged: staged, sourceEntities: source, inherited: { [] }, removed: [:], integrity: { lines },
+                    report: &report)
+                return nil
+            } catch let USMError.verificationFailed(_, detail) {
+                return detail
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(verify(["ok"]) == nil)
+        let refused = verify(["*** in database main ***\nPage 7: never used"])
+        #expect(refused?.contains("integrity_check") == true, "\(refused ?? "passed")")
+    }
+
+    @Test(
         "the build's placing of the count: side files folded in first; a rename that fails (EXDEV) copies page by page and keeps the private copy"
     )
     func placeFallsBackToACopy() throws {
