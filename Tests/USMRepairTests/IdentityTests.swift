@@ -124,6 +124,7 @@ struct IdentityTests {
         // Unchanged: what is installed is the count's copy (a mark made in it shows).
         let work = try DedupeWork.make(store, keys: [], newest: false)
         #expect(work.removed == ["Author": 1, "Book": 1])
+        _ = try work.integrity.value()  // the removal (on another thread) is done
         let mark = try DatabaseQueue(path: work.captured.copy.path)
         try mark.write { db in try db.execute(sql: "UPDATE ZTAG SET ZNAME = 'counted' WHERE Z_PK = 1") }
         try mark.close()
@@ -197,9 +198,10 @@ struct IdentityTests {
         let work = try Scratch.$current.withValue(Self.scratch(tmp)) {
             try DedupeWork.make(store, keys: [], newest: false)
         }
-        // The count's copy is final when the check starts: folded, no side file.
+        // The counts are known before the removal ends; then the copy is folded (no side file) and checked.
+        #expect(work.removed == ["Author": 1, "Book": 1])
+        #expect(try work.integrity.value().get() == ["ok"])
         for suffix in ["-wal", "-journal"] { #expect(FileStatus.lookup(work.captured.copy.path + suffix) == nil) }
-        #expect(try work.integrity.value() == ["ok"])
         // The verification reads the lines it is given instead of checking again: a failing line
         // refuses the result, "ok" passes it.
         try FileManager.default.createDirectory(at: tmp.path("v"), withIntermediateDirectories: true)

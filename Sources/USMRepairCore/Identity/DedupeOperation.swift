@@ -222,7 +222,7 @@ public struct DedupeChange: Change {
             let captured: CapturedStore
             let removed: [String: Int]
             // The result's integrity_check when it ran on these bytes before the rename.
-            var checked: Background<[String]>?
+            var checked: Background<Result<[String], any Error>>?
             // The store's problems before, to tell inherited ones from new (read only when the
             // result has an error): from the capture, or a new one when it was de-duplicated.
             // A capture that fails then knows nothing inherited: every error counts as new.
@@ -274,9 +274,9 @@ public struct DedupeChange: Change {
 
     /// The checks of the de-duplicated store at `staged`, which was `captured` less `removed`.
     /// The lines `job` finds, as `verify` reads them (nil: no check ran before).
-    private static func lines(of job: Background<[String]>?) -> (@Sendable () throws -> [String])? {
+    private static func lines(of job: Background<Result<[String], any Error>>?) -> (@Sendable () throws -> [String])? {
         guard let job else { return nil }
-        return { try job.value() }
+        return { try job.value().get() }
     }
 
     /// `integrity`: the lines of an `integrity_check` of these bytes already run (`DedupeWork`).
@@ -341,9 +341,11 @@ public struct DedupeChange: Change {
 
     /// The duplicates of the store at `url` per entity; with `remove`, removed (one transaction).
     /// `scratch`: `url` is a private copy thrown away after a crash, written without fsync.
-    static func count(_ url: URL, keys: [String], newest: Bool, remove: Bool, scratch: Bool = false) throws -> [String:
-        Int]
-    {
+    /// `listed`: told the counts of a removal before it removes anything.
+    static func count(
+        _ url: URL, keys: [String], newest: Bool, remove: Bool, scratch: Bool = false,
+        listed: ([String: Int]) -> Void = { _ in }
+    ) throws -> [String: Int] {
         let queue = try StagedStore.open(url)
         defer { try? queue.close() }
         do {
@@ -355,7 +357,7 @@ public struct DedupeChange: Change {
                 guard remove else { return try deduplicator.count(db) }
                 var removed: [String: Int] = [:]
                 try db.inTransaction {
-                    removed = try deduplicator.run(db)
+                    removed = try deduplicator.run(db, listed: listed)
                     return .commit
                 }
                 return removed
@@ -365,6 +367,29 @@ public struct DedupeChange: Change {
         } catch {
             throw StagedStore.wrapWrite(error, path: url)
         }
+    }
+}
+
+/// The counts of a removal running on another thread (`DedupeWork.make`), told as soon as they
+/// are known (or its error); the first word told is kept.
+private final class CountsAhead: Sendable {
+    private let told = Mutex<Result<[String: Int], any Error>?>(nil)
+    private let ready = DispatchSemaphore(value: 0)
+
+    func tell(_ result: Result<[String: Int], any Error>) {
+        let first = told.withLock { value -> Bool in
+            guard value == nil else { return false }
+            value = result
+            return true
+        }
+        if first { ready.signal() }
+    }
+
+    func wait() throws -> [String: Int] {
+        ready.wait()
+        ready.signal()
+        guard let result = told.withLock({ $0 }) else { throw USMError.unexpected("the duplicates were not counted") }
+        return try result.get()
     }
 }
 
@@ -381,12 +406,13 @@ final class DedupeWork: Sendable {
 
     /// The `integrity_check` lines of the de-duplicated copy, final once the count folded and
     /// flushed it: run on another thread while the plan's snapshot is written, read by the
-    /// build's verification instead of checking the same bytes again after the rename.
-    let integrity: Background<[String]>
+    /// build's verification instead of checking the same bytes again after the rename. The
+    /// thread first removes the duplicates and folds the copy: its errors are thrown by `value()`.
+    let integrity: Background<Result<[String], any Error>>
 
     private init(
         scratch: TemporaryDirectory, captured: CapturedStore, before: [String: Int], removed: [String: Int],
-        integrity: Background<[String]>
+        integrity: Background<Result<[String], any Error>>
     ) {
         self.scratch = scratch
         self.captured = captured
@@ -402,30 +428,47 @@ final class DedupeWork: Sendable {
         }
         let before = Dictionary(
             captured.report.entities.filter { !$0.system }.map { ($0.name, $0.rows) }, uniquingKeysWith: +)
-        let removed = try PhaseTimings.measure("dedupe: count and removal") {
-            try DedupeChange.count(captured.copy, keys: keys, newest: newest, remove: true, scratch: true)
-        }
-        try fold(captured.copy)
-        Memory.releaseFreed()
+        // The removal, the fold and the integrity_check of the copy run on another thread: the
+        // plan needs only the counts (told as soon as the copies are listed), and the snapshot
+        // the plan takes first is written meanwhile. `place` waits for all of it (and throws
+        // what it threw) before the copy is staged.
         let copy = captured.copy
-        let integrity = Background { () throws -> [String] in
-            try PhaseTimings.measure("dedupe: integrity_check beside the snapshot") {
-                var config = Configuration()
-                config.label = "usm-repair.dedupe-check"
-                config.readonly = true
-                let bytes = UntrustedDatabase.storeBytes(copy.path)
-                UntrustedDatabase.configure(&config, bytes: bytes)
-                config.prepareDatabase { db in
-                    try db.execute(sql: "PRAGMA cache_size = -\(IntegrityCheck.singleCacheKiB(forBytes: bytes))")
-                    try db.execute(sql: "PRAGMA mmap_size = 0")
+        let counted = CountsAhead()
+        let integrity = Background { () throws -> Result<[String], any Error> in
+            do {
+                let removed = try PhaseTimings.measure("dedupe: count and removal") {
+                    try DedupeChange.count(copy, keys: keys, newest: newest, remove: true, scratch: true) {
+                        counted.tell(.success($0))
+                    }
                 }
-                let queue = try DatabaseQueue(path: copy.path, configuration: config)
-                defer { try? queue.close() }
-                return try queue.read { db in
-                    try String.fetchAll(db, sql: "PRAGMA integrity_check(\(IntegrityCheck.maxLines))")
+                counted.tell(.success(removed))
+            } catch {
+                counted.tell(.failure(error))
+                throw error
+            }
+            try fold(copy)
+            Memory.releaseFreed()
+            // The check's own failure is the verification's to report (as a check it ran would).
+            return Result {
+                try PhaseTimings.measure("dedupe: integrity_check beside the snapshot") {
+                    var config = Configuration()
+                    config.label = "usm-repair.dedupe-check"
+                    config.readonly = true
+                    let bytes = UntrustedDatabase.storeBytes(copy.path)
+                    UntrustedDatabase.configure(&config, bytes: bytes)
+                    config.prepareDatabase { db in
+                        try db.execute(sql: "PRAGMA cache_size = -\(IntegrityCheck.singleCacheKiB(forBytes: bytes))")
+                        try db.execute(sql: "PRAGMA mmap_size = 0")
+                    }
+                    let queue = try DatabaseQueue(path: copy.path, configuration: config)
+                    defer { try? queue.close() }
+                    return try queue.read { db in
+                        try String.fetchAll(db, sql: "PRAGMA integrity_check(\(IntegrityCheck.maxLines))")
+                    }
                 }
             }
         }
+        let removed = try counted.wait()
         return DedupeWork(scratch: scratch, captured: captured, before: before, removed: removed, integrity: integrity)
     }
 
@@ -469,7 +512,14 @@ final class DedupeWork: Sendable {
     @discardableResult
     func place(at staged: URL, move: (String, String) -> Int32 = DedupeWork.rename) throws -> Bool {
         let copy = captured.copy
-        _ = try? integrity.value()
+        // The removal and the fold finished (the check's own failure is the verification's).
+        do {
+            _ = try integrity.value()
+        } catch let error as USMError {
+            throw error
+        } catch {
+            throw StagedStore.wrapWrite(error, path: copy)
+        }
         let code = move(copy.path, staged.path)
         guard code == 0 else {
             // Another file system (EXDEV) or one that refuses the rename: the copy is still
