@@ -96,6 +96,8 @@ timed() { # timed FILE CMD...: appends "seconds peak_kib" to FILE
 usm_side() {
   rm -rf "$RUN/usm" "$RUN/snaps"; copyset "$SRC" "$RUN/usm"; sync
   timed "$OUT/usm" "$BIN" dedupe --store "$RUN/usm/Bench.sqlite" --yes --json --snapshot-dir "$RUN/snaps"
+  # The snapshot's size (bytes) beside the store's.
+  echo "$(cat "$RUN/snaps"/*.tar.zst 2>/dev/null | wc -c) $(stat -c %s "$SRC")" > "$OUT/snapshot-size"
   # The dry run alone (untimed): its count is the `preview` phase of the run above.
   rm -rf "$RUN/dry"; copyset "$SRC" "$RUN/dry"
   "$BIN" dedupe --store "$RUN/dry/Bench.sqlite" --dry-run --json >"$OUT/dry.stdout" 2>/dev/null || true
@@ -128,6 +130,10 @@ dry = json.load(open(sys.argv[2]))["details"].get("durations", {}) if len(sys.ar
 parts = [f"dry run's count {dry.get('preview', 0):.2f}s"] + [f"{k} {v:.2f}s" for k, v in sorted(d.items()) if v >= 0.005]
 print("phases of the last run:", ", ".join(parts))
 PY
+read -r snap store < "$OUT/snapshot-size" || true
+echo "snapshot of the last run: $(awk -v s="$snap" 'BEGIN { printf "%.1f", s / 1048576 }') MiB (store $(awk -v s="$store" 'BEGIN { printf "%.1f", s / 1048576 }') MiB)"
+# USM_REPAIR_TIMINGS=1: the in-process phases of the last run.
+grep '^timing: ' "$OUT/usm.stderr" | sed 's/^/  /' || true
 rm -rf "$RUN"
 if [[ $ENFORCE -eq 1 ]] && { [[ $(pass "$rt" "$TARGET_RATIO") == FAIL ]] || [[ $(pass "$peak" $((TARGET_MIB * 1024))) == FAIL ]]; }; then exit 1; fi
 exit 0

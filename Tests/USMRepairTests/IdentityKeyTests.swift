@@ -54,6 +54,36 @@ struct IdentityKeyTests {
         }
     }
 
+    @Test("usm_idhash: values equal as IS says hash alike (1 and 1.0, 0 and -0.0), lists too; these differ otherwise")
+    func idHash() throws {
+        try Self.withKeys { db in
+            try SchemaFacts.registerValueFunctions(db)
+            // Equal under IS: equal hashes (what a merge's candidates rely on). Not equal: on these
+            // values the 64-bit hashes differ as well.
+            let wrong = try String.fetchAll(
+                db,
+                sql: """
+                    SELECT quote(a.x) || ' / ' || quote(b.x) FROM v a, v b
+                    WHERE (usm_idhash(a.x) = usm_idhash(b.x)) IS NOT (a.x IS b.x)
+                    """)
+            #expect(wrong == [])
+            let pairs = try String.fetchAll(
+                db,
+                sql: """
+                    SELECT quote(a.x) || ' ' || quote(b.x) FROM v a, v b, v c, v d
+                    WHERE (usm_idhash(a.x, b.x) = usm_idhash(c.x, d.x)) IS NOT (a.x IS c.x AND b.x IS d.x)
+                    LIMIT 5
+                    """)
+            #expect(pairs == [])
+            let wide = (0..<250).map { "x\($0 % 7)" }
+            let nested = IdentityKey.hashExpression(wide.map { _ in "1" })
+            #expect(nested.components(separatedBy: "usm_idhash(").count > 2, "nested past 100 values")
+            #expect(
+                try Int64.fetchOne(db, sql: "SELECT \(nested)")
+                    == Int64.fetchOne(db, sql: "SELECT \(IdentityKey.hashExpression(wide.map { _ in "1.0" }))"))
+        }
+    }
+
     @Test(
         "lists of values: keys are equal exactly when every value is (no separator can be forged), nested past 100 values"
     )

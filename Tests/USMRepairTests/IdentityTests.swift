@@ -139,6 +139,201 @@ struct IdentityTests {
         #expect(try count("b", "SELECT COUNT(*) FROM ZITEM WHERE Z_PK IN (3, 100, 102)") == 1)
     }
 
+    /// Scratch whose private copies go below `tmp` (so a rename into `tmp` stays on one file system).
+    static func scratch(_ tmp: TempDir) throws -> Scratch {
+        let base = tmp.path("scratch-tmp")
+        try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
+        return Scratch(folder: tmp.path("scratch"), temporaryBase: base)
+    }
+
+    @Test(
+        "the build renames its count's de-duplicated copy into staging (no second write of the store); a second build of the same count captures again"
+    )
+    func buildRenamesTheCount() throws {
+        let tmp = try TempDir()
+        let url = try Self.store(tmp)
+        let store = StoreFileSet(main: url)
+        func build(_ work: DedupeWork, _ name: String) throws -> MigrationReport {
+            try FileManager.default.createDirectory(at: tmp.path(name), withIntermediateDirectories: true)
+            return try DedupeChange.build(
+                source: store, staged: tmp.path("\(name)/S.sqlite"), shownAs: store, keys: [], newest: false,
+                work: work
+            ).0
+        }
+        // The private copy on the staging folder's file system (tests' folders may be on /dev/shm).
+        let work = try Scratch.$current.withValue(Self.scratch(tmp)) {
+            try DedupeWork.make(store, keys: [], newest: false)
+        }
+        let copy = work.captured.copy.path
+        let inode = try #require(FileStatus.lookup(copy)?.inode)
+        #expect(try build(work, "a").deduplicated == ["Author": 1, "Book": 1])
+        // The same file, moved: the private copy is gone, its other name (the capture's) too.
+        let staged = tmp.path("a/S.sqlite").path
+        #expect(FileStatus.lookup(staged)?.inode == inode)
+        #expect(FileStatus.links(staged) == 1)
+        #expect(FileStatus.lookup(copy) == nil)
+        for sidecar in ["-wal", "-shm", "-journal"] { #expect(FileStatus.lookup(staged + sidecar) == nil) }
+        let queue = try DatabaseQueue(path: staged)
+        let (mode, books) = try queue.read { db in
+            (
+                try String.fetchOne(db, sql: "PRAGMA journal_mode"),
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM ZITEM WHERE Z_PK IN (3, 100)")
+            )
+        }
+        try queue.close()
+        #expect(mode == "wal" && books == 1)
+        // The count's copy is used once: the next build of it captures the store and removes again.
+        #expect(try build(work, "b").deduplicated == ["Author": 1, "Book": 1])
+        #expect(FileStatus.lookup(tmp.path("b/S.sqlite").path)?.inode != inode)
+    }
+
+    @Test(
+        "dedupe's result is integrity-checked beside the snapshot (the count's copy, final): its lines decide the verification; a failing line is refused"
+    )
+    func integrityBesideTheSnapshot() throws {
+        let tmp = try TempDir()
+        let url = try Self.store(tmp)
+        let store = StoreFileSet(main: url)
+        let work = try Scratch.$current.withValue(Self.scratch(tmp)) {
+            try DedupeWork.make(store, keys: [], newest: false)
+        }
+        // The count's copy is final when the check starts: folded, no side file.
+        for suffix in ["-wal", "-journal"] { #expect(FileStatus.lookup(work.captured.copy.path + suffix) == nil) }
+        #expect(try work.integrity.value() == ["ok"])
+        // The verification reads the lines it is given instead of checking again: a failing line
+        // refuses the result, "ok" passes it.
+        try FileManager.default.createDirectory(at: tmp.path("v"), withIntermediateDirectories: true)
+        let staged = StoreFileSet(main: tmp.path("v/S.sqlite"))
+        try StagedStore.copyWhole(from: url, to: staged.main)
+        try FixtureStore.mutate(staged.main, "UPDATE Z_PRIMARYKEY SET Z_MAX = 1000")  // the fixture's are behind
+        let source = work.captured.report.entities  // the store before: what the staged copy holds
+        func verify(_ lines: [String]) -> String? {
+            var report = MigrationReport(
+                strategy: "dedupe", mode: "overwrite", dryRun: false, source: .init(path: url.path, storeUUID: nil),
+                destination: .init(path: url.path, storeUUID: nil))
+            do {
+                _ = try DedupeChange.verify(
+                    staged: staged, sourceEntities: source, inherited: { [] }, removed: [:], integrity: { lines },
+                    report: &report)
+                return nil
+            } catch let USMError.verificationFailed(_, detail) {
+                return detail
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(verify(["ok"]) == nil)
+        let refused = verify(["*** in database main ***\nPage 7: never used"])
+        #expect(refused?.contains("integrity_check") == true, "\(refused ?? "passed")")
+    }
+
+    @Test(
+        "the build's placing of the count: side files folded in first; a rename that fails (EXDEV) copies page by page and keeps the private copy"
+    )
+    func placeFallsBackToACopy() throws {
+        let tmp = try TempDir()
+        let url = try Self.store(tmp)
+        // The store in WAL with rows only in its -wal: the count's copy holds them in its WAL too.
+        let wal = try DatabaseQueue(path: url.path)
+        try wal.writeWithoutTransaction { db in
+            _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
+            try db.execute(sql: "UPDATE ZTAG SET ZNAME = 'in the wal' WHERE Z_PK = 1")
+        }
+        let store = StoreFileSet(main: url)
+        let work = try Scratch.$current.withValue(Self.scratch(tmp)) {
+            try DedupeWork.make(store, keys: [], newest: false)
+        }
+        try wal.close()
+        let copy = work.captured.copy.path
+        try FileManager.default.createDirectory(at: tmp.path("x"), withIntermediateDirectories: true)
+        let staged = tmp.path("x/S.sqlite")
+        var asked: [String] = []
+        try work.place(at: staged) { from, to in
+            asked = [from, to]
+            return EXDEV
+        }
+        #expect(asked == [copy, staged.path])
+        // Copied: a file of its own, the private copy left whole (the next build may use it).
+        #expect(FileStatus.lookup(staged.path)?.inode != FileStatus.lookup(copy)?.inode)
+        #expect(FileStatus.lookup(copy) != nil)
+        for sidecar in ["-wal", "-shm", "-journal"] {
+            #expect(FileStatus.lookup(staged.path + sidecar) == nil)
+            #expect(FileStatus.lookup(copy + sidecar) == nil)
+        }
+        let queue = try DatabaseQueue(path: staged.path)
+        let (mode, tags, books) = try queue.read { db in
+            (
+                try String.fetchOne(db, sql: "PRAGMA journal_mode"),
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM ZTAG WHERE ZNAME = 'in the wal'"),
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM ZITEM WHERE Z_PK IN (3, 100)")
+            )
+        }
+        try queue.close()
+        #expect(mode == "delete" && tags == 1 && books == 1)
+        // The real rename then moves the same copy (its WAL rows with it).
+        try FileManager.default.createDirectory(at: tmp.path("y"), withIntermediateDirectories: true)
+        let inode = FileStatus.lookup(copy)?.inode
+        try work.place(at: tmp.path("y/S.sqlite"))
+        #expect(FileStatus.lookup(tmp.path("y/S.sqlite").path)?.inode == inode)
+        #expect(FileStatus.lookup(copy) == nil)
+    }
+
+    @Test(
+        "dedupe's verification tells an error the store already had (inherited, from check without a second integrity_check) from a new one (refused)"
+    )
+    func dedupeInheritsErrors() throws {
+        let tmp = try TempDir()
+        let url = try Self.store(tmp)
+        // A book (not a copy) by an author that does not exist: an error the store has before.
+        try FixtureStore.mutate(url, "UPDATE ZITEM SET ZAUTHOR = 9999 WHERE Z_PK = 101")
+        let store = StoreFileSet(main: url)
+        for reuse in [true, false] {
+            let name = reuse ? "a" : "b"
+            try FileManager.default.createDirectory(at: tmp.path(name), withIntermediateDirectories: true)
+            let work = reuse ? try DedupeWork.make(store, keys: [], newest: false) : nil
+            let report = try DedupeChange.build(
+                source: store, staged: tmp.path("\(name)/S.sqlite"), shownAs: store, keys: [], newest: false,
+                work: work
+            ).0
+            #expect(report.deduplicated == ["Author": 1, "Book": 1])
+            #expect(report.verification.problems.isEmpty, "\(report.verification.problems)")
+            #expect(report.verification.inherited.contains { $0.code == .danglingToOne }, "reuse \(reuse)")
+        }
+        // A join row to no object is new in the result (the source has none): refused.
+        let captured = try MigrationEngine.capture(store, into: tmp.path("c"), role: "store")
+        let errors = { (r: StoreReport) in Set(r.problems.filter { $0.severity == .error }.map(\.code)) }
+        #expect(errors(captured.inheritedCheck()) == errors(captured.fullCheck()))
+        let staged = tmp.path("d/S.sqlite")
+        try FileManager.default.createDirectory(at: tmp.path("d"), withIntermediateDirectories: true)
+        try StagedStore.copyWhole(from: captured.copy, to: staged)
+        let join = try DatabaseQueue(path: staged.path)
+        try join.write { db in
+            let table = try String.fetchOne(
+                db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'Z\\_%TAGS' ESCAPE '\\'")
+            let columns = try Row.fetchAll(db, sql: "PRAGMA table_info(\(table ?? "none"))").compactMap {
+                String.fromDatabaseValue($0["name"] as DatabaseValue)
+            }
+            #expect(columns.count >= 2, "join table \(table ?? "none")")
+            try db.execute(
+                sql: "INSERT INTO \(table ?? "none") (\(columns[0]), \(columns[1])) VALUES (999999, 999999)")
+        }
+        try join.close()
+        var report = MigrationReport(
+            strategy: "dedupe", mode: "overwrite", dryRun: false, source: .init(path: url.path, storeUUID: nil),
+            destination: .init(path: url.path, storeUUID: nil))
+        var failure: String?
+        do {
+            _ = try DedupeChange.verify(
+                staged: StoreFileSet(main: staged), sourceEntities: captured.report.entities,
+                inherited: { captured.inheritedCheck().problems }, removed: [:], report: &report)
+        } catch let USMError.verificationFailed(_, detail) {
+            failure = detail
+        }
+        #expect(failure?.hasPrefix("dangling-join-row") == true, "\(failure ?? "passed")")
+        #expect(report.verification.inherited.contains { $0.code == .danglingToOne })
+    }
+
     @Test("--key: an entity identified by some attributes only (relationships then not compared); bad keys refused")
     func keys() throws {
         let tmp = try TempDir()
@@ -178,6 +373,73 @@ struct IdentityTests {
         let copied = try Migrate.run(source, again, mode: .merge, options: options, snapshots: tmp.path("snapshots"))
         #expect(copied.matched.isEmpty)
         #expect(try Migrate.check(again).rows["Book"] == 10)
+    }
+
+    @Test(
+        "across sides, ranking only the objects two sides share matches what ranking every object matches (refinement, dangling keys, copies within one side)"
+    )
+    func acrossSidesAgreesWithRankingAll() throws {
+        let tmp = try TempDir()
+        let source = tmp.path("A.sqlite")
+        let destination = tmp.path("B.sqlite")
+        try MergeFixture.write(to: source, .a, prefix: "same", tags: 4)
+        try MergeFixture.write(to: destination, .b, prefix: "same", tags: 3)
+        // Book (.a 2, .b 3) by authors (.a 4, .b 1); ZISSUE/ZRATING are one-sided (not compared).
+        try FixtureStore.mutate(
+            source,
+            """
+            INSERT INTO ZAUTHOR (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES (500, 4, 1, 'shared author'), (501, 4, 1, 'source only');
+            INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZAUTHOR, ZTITLE) VALUES
+                (500, 2, 1, 500, 'by the shared author'), (501, 2, 1, 501, 'by another author'),
+                (502, 2, 1, 999, 'dangling'), (503, 2, 1, 998, 'dangling elsewhere'), (504, 2, 1, NULL, 'no author');
+            INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZTITLE, ZCOVER) VALUES (505, 2, 1, 'seven', 7);
+            INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZAUTHOR, ZTITLE) VALUES (506, 2, 1, 601, 'by a copy');
+            """)
+        try FixtureStore.mutate(
+            destination,
+            """
+            INSERT INTO ZAUTHOR (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES
+                (600, 1, 1, 'shared author'), (601, 1, 1, 'destination copy'), (602, 1, 1, 'destination copy');
+            INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZAUTHOR, ZTITLE) VALUES
+                (600, 3, 1, 600, 'by the shared author'), (601, 3, 1, 600, 'by another author'),
+                (602, 3, 1, 999, 'dangling'), (603, 3, 1, 997, 'dangling elsewhere'), (604, 3, 1, NULL, 'no author'),
+                (605, 3, 1, 601, 'by a copy'), (606, 3, 1, 602, 'by a copy');
+            INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZTITLE, ZCOVER) VALUES (607, 3, 1, 'seven', 7.0);
+            """)
+        let queue = try DatabaseQueue(path: destination.path)
+        defer { try? queue.close() }
+        try queue.writeWithoutTransaction { db in
+            try db.execute(sql: "ATTACH DATABASE ? AS src", arguments: [source.path])
+            let sides: [ObjectIdentity.Side] = [
+                try .of(db, schema: try CoreDataSchema.load(from: destination), database: "main"),
+                try .of(db, schema: try CoreDataSchema.load(from: source), database: "src"),
+            ]
+            var results: [[String]] = []
+            var counts: [[String: Int]] = []
+            for rankingAll in [false, true] {
+                let identity = try ObjectIdentity.classify(db, sides: sides, rankingAll: rankingAll)
+                counts.append(try identity.matched(db, side: 1))
+                var pairs: [String] = []
+                for table in ["ZAUTHOR", "ZITEM", "ZSHELF", "ZTAG"] {
+                    _ = try identity.writeMatches(db, table: table, side: 1, into: "usm_test_matches")
+                    pairs += try String.fetchAll(
+                        db, sql: "SELECT '\(table) ' || src_pk || ' -> ' || dst_pk FROM temp.usm_test_matches")
+                    try db.execute(sql: "DROP TABLE temp.usm_test_matches")
+                }
+                results.append(pairs.sorted())
+                try identity.drop(db)
+            }
+            #expect(results[0] == results[1])
+            #expect(counts[0] == counts[1])
+            let matched = Set(results[0])
+            #expect(matched.contains("ZAUTHOR 500 -> 600") && matched.contains("ZITEM 500 -> 600"))
+            #expect(matched.contains("ZITEM 502 -> 602"), "the same dangling key on both sides")
+            #expect(matched.contains("ZITEM 504 -> 604"))
+            #expect(matched.contains("ZITEM 505 -> 607"), "7 IS 7.0: ranked alike, so hashed alike")
+            // 506's author is dangling (601 is no author of the source); 605's is the destination's 601.
+            #expect(!matched.contains { ["ZITEM 501 ", "ZITEM 503 ", "ZITEM 506 "].contains(where: $0.hasPrefix) })
+            #expect(counts[0]["Book"] == 5 + 4, "\(counts[0])")
+        }
     }
 
     static func dedupe(_ url: URL, newest: Bool = false, keys: [String] = []) throws -> [String: Int] {

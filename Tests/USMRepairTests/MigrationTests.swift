@@ -85,6 +85,40 @@ enum Migrate {
 
 @Suite("migration: strategies on fixture stores", .timed)
 struct MigrationTests {
+    @Test(
+        "external data copied beside the strategy: not copied twice, and a file the result no longer refers to is not carried"
+    )
+    func externalDataPrefetch() throws {
+        let tmp = try TempDir()
+        var o = FixtureStore.Options()
+        o.externalCovers = 3
+        let source = StoreFileSet(main: tmp.path("src/S.sqlite"))
+        try FixtureStore.write(to: source.main, o)
+        let staged = StoreFileSet(main: tmp.path("staged/S.sqlite"))
+        try FileManager.default.createDirectory(at: tmp.path("staged"), withIntermediateDirectories: true)
+        try StagedStore.copyWhole(from: source.main, to: staged.main)
+        let schema = try CoreDataSchema.load(from: source.main)
+        let prefetched = try ExternalDataCopy.prefetch(
+            staged: staged, copy: source.main, schema: schema, from: source)
+        #expect(prefetched[.externalStorage]?.count == 3)
+        // The result refers to two of the three files (a row's cover now held inline).
+        try FixtureStore.mutate(
+            staged.main,
+            "UPDATE ZITEM SET ZCOVER = x'0100' WHERE Z_PK = (SELECT MIN(Z_PK) FROM ZITEM WHERE substr(ZCOVER, 1, 1) = x'02')"
+        )
+        // A second copy of a prefetched file would fail (files are created, never overwritten).
+        let copied = try ExternalDataCopy.run(
+            staged: staged, schema: schema, from: [source], prefetched: prefetched)
+        #expect(copied == 2)
+        let names = try FileManager.default.contentsOfDirectory(atPath: staged.externalDataDirectory.path)
+        #expect(names.count == 2)
+        for name in names {
+            #expect(
+                try Data(contentsOf: staged.externalDataDirectory.appendingPathComponent(name))
+                    == Data(contentsOf: source.externalDataDirectory.appendingPathComponent(name)))
+        }
+    }
+
     @Test("the registry holds exactly the four strategies of product.md, each documented")
     func registry() throws {
         let registry = StrategyRegistry(builtInStrategies)

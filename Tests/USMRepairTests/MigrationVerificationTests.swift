@@ -94,6 +94,51 @@ struct MigrationVerificationTests {
         #expect(try Self.split(s.staged) == ["ok"])
     }
 
+    @Test(
+        "digests of a table's entities in one scan equal usm_digest grouped by Z_ENT; rows of no entity and empty entities are left out"
+    )
+    func digestsPerEntityInOneScan() throws {
+        let s = try Staged()
+        // Rows no entity of the table owns (an unknown Z_ENT, none at all) count for no entity.
+        try s.sql(
+            """
+            INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZTITLE) VALUES (900001, 99, 1, 'stray'), (900002, NULL, 1, 'none');
+            DELETE FROM ZITEM WHERE Z_ENT = 3;
+            """)
+        let schema = try CoreDataSchema.load(from: s.staged)
+        let read = try ContentDigest.read(s.staged, schema: schema)
+        // The same digests the old way: one usm_digest per Z_ENT group, over the same columns.
+        let queue = try StagedStore.open(s.staged, readonly: true)
+        defer { try? queue.close() }
+        var expected: [String: ContentDigest] = [:]
+        try queue.read { db in
+            for table in schema.entityTables {
+                let entities = schema.entities.filter { $0.table == table }
+                guard let columns = entities.first.flatMap({ read.columns[$0.name] }) else { continue }
+                let list = columns.map { ContentDigest.valueExpression(table: table, column: $0) }
+                for row in try Row.fetchAll(
+                    db,
+                    sql:
+                        "SELECT Z_ENT AS e, COUNT(*) AS n, usm_digest(\(list.joined(separator: ", "))) AS d FROM \(table.sqlIdentifier) GROUP BY Z_ENT"
+                ) {
+                    guard let e = row["e"] as Int?, let entity = entities.first(where: { $0.number == e }) else {
+                        continue
+                    }
+                    expected[entity.name] = ContentDigest(rows: row["n"], sum: row["d"])
+                }
+            }
+        }
+        #expect(read.digests == expected)
+        #expect(read.digests["Book"] != nil)
+        #expect(schema.entities.contains { $0.number == 3 && $0.table == "ZITEM" })
+        #expect(!read.digests.keys.contains { name in schema.entities.first { $0.name == name }?.number == 3 })
+        // A row moved from one entity to another moves its hash: both digests change.
+        try s.sql("UPDATE ZITEM SET Z_ENT = 3 WHERE Z_PK = (SELECT MIN(Z_PK) FROM ZITEM WHERE Z_ENT = 2)")
+        let moved = try ContentDigest.read(s.staged, schema: schema)
+        #expect(moved.digests["Book"]?.rows == (expected["Book"]?.rows ?? 0) - 1)
+        #expect(moved.digests.count == expected.count + 1)
+    }
+
     @Test("a row whose content changed after the build is refused (same count, different digest)")
     func changedRow() throws {
         let s = try Staged()

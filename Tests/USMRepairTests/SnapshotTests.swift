@@ -37,6 +37,10 @@ struct SnapshotTests {
         #expect(
             !files.contains { ($0["path"] as? String)?.contains("CloudStore") == true }, "only the items are captured")
 
+        // Written at zstd level 1 (a short-lived safety copy; a bundle for people keeps level 3), and
+        // `restore` reads it back.
+        #expect(Snapshot.zstdLevel == 1)
+        #expect(BundleWriter.zstdLevel(content: .full, contentBytes: 1 << 30) == 3)
         let back = tmp.path("back")
         #expect(USM.run(["restore", file.path, "--to", back.path]).status == 0)
         for suffix in ["", "-wal", "-shm"] {

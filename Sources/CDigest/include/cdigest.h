@@ -7,7 +7,9 @@
    (passed as void * so Swift sees no second sqlite3 type). It hashes each row's values (storage
    class and bytes, 64-bit) and returns the wrapping sum over the rows as an integer: an
    order-independent content digest, equal for two tables holding the same multiset of rows.
-   Also registers usm_rowhash(v1, ...), the same per-row hash as a scalar, so tables wider than
+   Also registers usm_digest_slots(slot, slots, v1, ...), the same digest for `slots` groups in one
+   scan (a BLOB of (count, sum) pairs), usm_idhash(v1, ...) (a hash equal for lists equal under
+   `IS`, 1 and 1.0 alike), usm_rowhash(v1, ...), the same per-row hash as a scalar, so tables wider than
    SQLite's 127-argument limit are hashed in chunks, and usm_valuehash(table, column, rowid), the
    hash of one large BLOB read in pieces (never held whole), and usm_valueid(schema, table, column,
    rowid), the SHA-256 of one value read in pieces. Returns an SQLite result code. */

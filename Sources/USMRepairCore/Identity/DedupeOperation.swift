@@ -2,6 +2,12 @@ import Foundation
 import GRDB
 import Synchronization
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// What `dedupe` was asked.
 public struct DedupeRequest: Sendable {
     /// The store de-duplicated in place (through a staged copy, installed by the plan).
@@ -215,20 +221,25 @@ public struct DedupeChange: Change {
         do {
             let captured: CapturedStore
             let removed: [String: Int]
+            // The result's integrity_check when it ran on these bytes before the rename.
+            var checked: Background<[String]>?
             // The store's problems before, to tell inherited ones from new (read only when the
             // result has an error): from the capture, or a new one when it was de-duplicated.
             // A capture that fails then knows nothing inherited: every error counts as new.
             let inherited: () -> [Problem]
-            if let work, work.captured.files.main.path == source.main.path, work.captured.unchanged(source) {
+            if let work, work.captured.files.main.path == source.main.path, work.captured.unchanged(source),
+                FileStatus.lookup(work.captured.copy.path) != nil
+            {
                 captured = work.captured
                 lap("capture")
-                try StagedStore.copyWhole(from: work.captured.copy, to: staged)
+                // A page copy (the rename failed) is new bytes: checked again.
+                checked = try work.place(at: staged) ? work.integrity : nil
                 removed = work.removed
                 lap("copy")
                 inherited = {
                     (try? MigrationEngine.capture(
                         source, into: scratch.url.appendingPathComponent("source"), role: "source"
-                    ).fullCheck().problems) ?? []
+                    ).inheritedCheck().problems) ?? []
                 }
             } else {
                 captured = try MigrationEngine.capture(
@@ -237,7 +248,7 @@ public struct DedupeChange: Change {
                 try StagedStore.copyWhole(from: captured.copy, to: staged)
                 lap("copy")
                 removed = try count(staged, keys: keys, newest: newest, remove: true)
-                inherited = { captured.fullCheck().problems }
+                inherited = { captured.inheritedCheck().problems }
             }
             lap("dedupe")
             let externalFiles = try ExternalDataCopy.run(
@@ -251,7 +262,7 @@ public struct DedupeChange: Change {
             report.verification.externalDataFiles = externalFiles
             report.entities = try verify(
                 staged: files, sourceEntities: captured.report.entities, inherited: inherited, removed: removed,
-                report: &report)
+                integrity: Self.lines(of: checked), report: &report)
             try MigrationEngine.finish(files)
             lap("verify")
             return (report, phases)
@@ -262,15 +273,23 @@ public struct DedupeChange: Change {
     }
 
     /// The checks of the de-duplicated store at `staged`, which was `captured` less `removed`.
+    /// The lines `job` finds, as `verify` reads them (nil: no check ran before).
+    private static func lines(of job: Background<[String]>?) -> (@Sendable () throws -> [String])? {
+        guard let job else { return nil }
+        return { try job.value() }
+    }
+
+    /// `integrity`: the lines of an `integrity_check` of these bytes already run (`DedupeWork`).
     static func verify(
         staged: StoreFileSet, sourceEntities: [StoreReport.EntityCount], inherited: () -> [Problem],
-        removed: [String: Int], report: inout MigrationReport
+        removed: [String: Int], integrity: (@Sendable () throws -> [String])? = nil, report: inout MigrationReport
     ) throws -> [MigrationReport.EntityRows] {
         ProgressNote.say("verifying the de-duplicated store: integrity_check, every invariant, objects per entity")
         // Every invariant but the duplicates (a warning, never a verification error: the removal
         // was counted on its own grouping; finding them again would double the work).
         var inspector = StoreInspector(depth: .check)
         inspector.checksDuplicates = false
+        inspector.integrityLines = integrity
         let result = inspector.inspect(
             staged, role: .store, confinement: Confinement(root: staged.directory), privateCopy: staged.main)
         if let failure = result.readFailure {
@@ -360,19 +379,135 @@ final class DedupeWork: Sendable {
     let before: [String: Int]
     let removed: [String: Int]
 
-    private init(scratch: TemporaryDirectory, captured: CapturedStore, before: [String: Int], removed: [String: Int]) {
+    /// The `integrity_check` lines of the de-duplicated copy, final once the count folded and
+    /// flushed it: run on another thread while the plan's snapshot is written, read by the
+    /// build's verification instead of checking the same bytes again after the rename.
+    let integrity: Background<[String]>
+
+    private init(
+        scratch: TemporaryDirectory, captured: CapturedStore, before: [String: Int], removed: [String: Int],
+        integrity: Background<[String]>
+    ) {
         self.scratch = scratch
         self.captured = captured
         self.before = before
         self.removed = removed
+        self.integrity = integrity
     }
 
     static func make(_ store: StoreFileSet, keys: [String], newest: Bool) throws -> DedupeWork {
         let scratch = try TemporaryDirectory(prefix: "usm-repair-dedupe")
-        let captured = try MigrationEngine.capture(store, into: scratch.url.appendingPathComponent("c"), role: "store")
+        let captured = try PhaseTimings.measure("dedupe: capture") {
+            try MigrationEngine.capture(store, into: scratch.url.appendingPathComponent("c"), role: "store")
+        }
         let before = Dictionary(
             captured.report.entities.filter { !$0.system }.map { ($0.name, $0.rows) }, uniquingKeysWith: +)
-        let removed = try DedupeChange.count(captured.copy, keys: keys, newest: newest, remove: true, scratch: true)
-        return DedupeWork(scratch: scratch, captured: captured, before: before, removed: removed)
+        let removed = try PhaseTimings.measure("dedupe: count and removal") {
+            try DedupeChange.count(captured.copy, keys: keys, newest: newest, remove: true, scratch: true)
+        }
+        try fold(captured.copy)
+        Memory.releaseFreed()
+        let copy = captured.copy
+        let integrity = Background { () throws -> [String] in
+            try PhaseTimings.measure("dedupe: integrity_check beside the snapshot") {
+                var config = Configuration()
+                config.label = "usm-repair.dedupe-check"
+                config.readonly = true
+                let bytes = UntrustedDatabase.storeBytes(copy.path)
+                UntrustedDatabase.configure(&config, bytes: bytes)
+                config.prepareDatabase { db in
+                    try db.execute(sql: "PRAGMA cache_size = -\(IntegrityCheck.singleCacheKiB(forBytes: bytes))")
+                    try db.execute(sql: "PRAGMA mmap_size = 0")
+                }
+                let queue = try DatabaseQueue(path: copy.path, configuration: config)
+                defer { try? queue.close() }
+                return try queue.read { db in
+                    try String.fetchAll(db, sql: "PRAGMA integrity_check(\(IntegrityCheck.maxLines))")
+                }
+            }
+        }
+        return DedupeWork(scratch: scratch, captured: captured, before: before, removed: removed, integrity: integrity)
+    }
+
+    /// Gives the de-duplicated private copy at `copy` the form `StagedStore.copyWhole` leaves:
+    /// rollback-journal mode, its WAL folded in, no `-wal`, `-shm` or `-journal` beside it, its
+    /// bytes flushed. Nothing writes it afterwards.
+    /// - Throws: `writeFailed` (the flush failed, or a side file still holds data).
+    private static func fold(_ copy: URL) throws {
+        do {
+            let queue = try StagedStore.open(copy)
+            defer { try? queue.close() }
+            try queue.writeWithoutTransaction { db in try StagedStore.setJournalMode(db, "DELETE") }
+            try queue.close()
+        } catch {
+            throw StagedStore.wrapWrite(error, path: copy)
+        }
+        // The main file is whole once its connection is closed in rollback-journal mode: a `-wal`
+        // or `-journal` still holding bytes would be rows the rename leaves behind.
+        for suffix in ["-wal", "-journal", "-shm"] {
+            let side = copy.path + suffix
+            guard let status = FileStatus.lookup(side) else { continue }
+            if status.size > 0, suffix != "-shm" {
+                throw USMError.writeFailed(
+                    path: side, reason: "the de-duplicated copy's \(suffix) still holds data after it was closed")
+            }
+            try? FileManager.default.removeItem(atPath: side)
+        }
+        // It was written without fsync: its bytes reach the disk before it is staged.
+        try flush(copy)
+    }
+
+    /// Puts the de-duplicated private copy (in the form `fold` gave it when it was made) at
+    /// `staged`, a new name in the staging folder. Renamed there when both lie on one file
+    /// system (no second write of the store), then the file and the staging folder flushed again
+    /// so the rename is on disk; copied page by page when the rename fails (EXDEV: the scratch
+    /// folder on another file system). The private copy is gone after a rename (a later build
+    /// captures the store again). Its `integrity` check is waited for first.
+    /// - Parameter move: `rename(2)`, returning 0 or the errno (a test makes it fail).
+    /// - Throws: `writeFailed` (the flush failed), what the copy throws.
+    /// - Returns: true when renamed (the staged bytes are the ones `integrity` checked).
+    @discardableResult
+    func place(at staged: URL, move: (String, String) -> Int32 = DedupeWork.rename) throws -> Bool {
+        let copy = captured.copy
+        _ = try? integrity.value()
+        let code = move(copy.path, staged.path)
+        guard code == 0 else {
+            // Another file system (EXDEV) or one that refuses the rename: the copy is still
+            // whole where it was; copy it page by page as before.
+            PhaseTimings.note("dedupe: rename failed (\(errnoDescription(code))), copied", seconds: 0)
+            try StagedStore.copyWhole(from: copy, to: staged)
+            return false
+        }
+        // The rename reaches the disk: the file once more (its inode now named in staging),
+        // then the folder's new entry.
+        try Self.flush(staged)
+        FileSync.directory(staged.deletingLastPathComponent())
+        // The capture's other name of the same bytes (a hard link) goes: the staged file is
+        // the only one.
+        try? FileManager.default.removeItem(
+            at: copy.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("raw"))
+        PhaseTimings.note("dedupe: private copy renamed into staging", seconds: 0)
+        return true
+    }
+
+    /// `rename(2)`: 0, or the errno.
+    static func rename(_ from: String, _ to: String) -> Int32 {
+        FileSystemPath.withCString(from) { source in
+            FileSystemPath.withCString(to) { target in
+                #if canImport(Glibc)
+                    Glibc.rename(source, target) == 0 ? 0 : errno
+                #else
+                    Darwin.rename(source, target) == 0 ? 0 : errno
+                #endif
+            }
+        }
+    }
+
+    /// fsync of `url`'s bytes; a failure is a write failure (ENOSPC, EIO), never ignored.
+    private static func flush(_ url: URL) throws {
+        let fd = FileSystemPath.withCString(url.path) { open($0, O_RDONLY | O_CLOEXEC) }
+        guard fd >= 0 else { throw USMError.writeFailed(path: url.path, reason: errnoDescription()) }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw USMError.writeFailed(path: url.path, reason: errnoDescription()) }
     }
 }

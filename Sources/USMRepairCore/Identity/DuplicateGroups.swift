@@ -115,19 +115,15 @@ struct DuplicateGroups {
         read += attributes.enumerated().map { "\($1.sqlIdentifier) AS v\($0)" }
         read += keyed.enumerated().map { "\($1.column.sqlIdentifier) AS w\($0)" }
         let filter = table.entities.map { String($0.number) }.joined(separator: ",")
-        let literal = { (s: String) in "'" + s.replacingOccurrences(of: "'", with: "''") + "'" }
         var values: [String] = []
         for (n, column) in attributes.enumerated() {
             // An entity identified by some attributes only: the others read NULL.
             let excluded = table.entities.filter { keys[$0.name].map { !$0.contains(column) } ?? false }.map(\.number)
             // A large value is compared by its SHA-256 (read in pieces), not whole.
-            // The flag is 1 or NULL: a CASE stops at `typeof` for a value that is no BLOB, where
-            // `AND` would take `length` of every value too (twice the time on a narrow table).
-            let large = "typeof(v\(n)) = 'blob' AND length(v\(n)) > \(SchemaFacts.largeValue)"
-            let value =
-                "CASE WHEN \(large) THEN usm_valueid('main', \(literal(table.table)), \(literal(column)), r) ELSE v\(n) END"
-            values.append(Self.masked("CASE WHEN \(large) THEN 1 END", excluded: excluded))
-            values.append(Self.masked(value, excluded: excluded))
+            let v = SchemaFacts.identityValue(
+                database: "main", table: table.table, column: column, read: "v\(n)", rowid: "r")
+            values.append(Self.masked(v.large, excluded: excluded))
+            values.append(Self.masked(v.value, excluded: excluded))
         }
         let key = values.isEmpty ? "x''" : IdentityKey.expression(values)
         let w = keyed.indices.map { ", w\($0)" }.joined()

@@ -47,6 +47,16 @@ enum IdentityKey {
         return expression(chunks)
     }
 
+    /// The SQL expression of `usm_idhash` of `values` (a 64-bit hash equal for lists equal under
+    /// `IS`, as their keys are; equal hashes prove nothing), calls nested by `maxArguments`.
+    static func hashExpression(_ values: [String]) -> String {
+        guard values.count > maxArguments else { return "usm_idhash(\(values.joined(separator: ", ")))" }
+        return hashExpression(
+            stride(from: 0, to: values.count, by: maxArguments).map {
+                hashExpression(Array(values[$0..<min($0 + maxArguments, values.count)]))
+            })
+    }
+
     private static func call(
         _ context: OpaquePointer?, _ argc: Int32, _ argv: UnsafeMutablePointer<OpaquePointer?>?
     ) {

@@ -127,7 +127,11 @@ struct ObjectIdentity {
 
     /// Computes the classes of every user object of every side into temporary tables.
     /// `keys`: entity name → the attribute columns identifying it.
-    static func classify(_ db: Database, sides: [Side], keys: [String: [String]] = [:]) throws -> ObjectIdentity {
+    /// `rankingAll`: rank every object by its values even across sides (what ranking only the
+    /// objects two sides share must agree with; tests compare the two).
+    static func classify(
+        _ db: Database, sides: [Side], keys: [String: [String]] = [:], rankingAll: Bool = false
+    ) throws -> ObjectIdentity {
         precondition(!sides.isEmpty)
         try db.execute(sql: "PRAGMA temp_store = FILE")
         let first = sides[0]
@@ -158,7 +162,7 @@ struct ObjectIdentity {
             tables.append(Table(table: table, temp: "usm_id_\(tables.count)", sources: sources))
         }
         let identity = ObjectIdentity(sides: sides, tables: tables)
-        try identity.build(db, keys: keys)
+        try identity.build(db, keys: keys, acrossSides: sides.count > 1 && !rankingAll)
         return identity
     }
 
@@ -170,11 +174,18 @@ struct ObjectIdentity {
         }.sorted { $0.column < $1.column }
     }
 
-    private func build(_ db: Database, keys: [String: [String]]) throws {
+    /// `acrossSides`: classes only tell which objects of one side another holds (`matched`,
+    /// `writeMatches`; not `duplicates`): objects no other side holds keep classes of their own.
+    private func build(_ db: Database, keys: [String: [String]], acrossSides: Bool) throws {
         let first = sides[0]
         try SchemaFacts.registerValueFunctions(db)
+        let referenced = Set(tables.flatMap { keyColumns($0).map { tables[$0.target].table } })
         // 1. Classes by entity and attributes.
         for table in tables {
+            let started = Date()
+            defer {
+                PhaseTimings.note("identity: classes of \(table.table)", seconds: Date().timeIntervalSince(started))
+            }
             let keyed = keyColumns(table)
             var attributes = SchemaFacts.attributeColumns(
                 table.table, schema: first.schema, indexedKeys: first.indexed[table.table] ?? [])
@@ -184,6 +195,7 @@ struct ObjectIdentity {
             }
             let entities = first.schema.userEntities.filter { $0.table == table.table }
             var selects: [String] = []
+            var candidateSelects: [String] = []
             for (s, side) in sides.enumerated() {
                 guard let source = table.sources[s], !source.entities.isEmpty else { continue }
                 let ent =
@@ -204,9 +216,11 @@ struct ObjectIdentity {
                     columns.append("\(v.large) AS l\(i), \(v.value) AS a\(i)")
                 }
                 let filter = source.entities.keys.sorted().map(String.init).joined(separator: ",")
-                selects.append(
-                    "SELECT \(columns.joined(separator: ", ")) FROM \(side.database.sqlIdentifier).\(source.table.sqlIdentifier) WHERE Z_ENT IN (\(filter))"
-                )
+                let select =
+                    "SELECT \(columns.joined(separator: ", ")) FROM \(side.database.sqlIdentifier).\(source.table.sqlIdentifier) WHERE +Z_ENT IN (\(filter))"
+                selects.append(select)
+                candidateSelects.append(
+                    select + " AND Z_PK IN (SELECT pk FROM temp.usm_id_candidates WHERE side = \(s))")
             }
             // An entity identified by some attributes only: the others (and its keys) read NULL.
             var order = ["ent"]
@@ -228,12 +242,50 @@ struct ObjectIdentity {
             )
             guard !selects.isEmpty else { continue }
             let keyNames = keyed.indices.map { "k\($0)" }
+            let k = keyNames.map { ", " + $0 }.joined()
+            guard acrossSides else {
+                try db.execute(
+                    sql: """
+                        INSERT INTO temp.\(table.temp) (side, pk, ent, cls\(k))
+                        SELECT side, pk, ent, DENSE_RANK() OVER (ORDER BY \(order.joined(separator: ", ")))\(k)
+                        FROM (\(selects.joined(separator: " UNION ALL ")))
+                        """)
+                continue
+            }
+            // Across sides, an object can be another side's only if that side holds an object of its
+            // entity and attributes: one hash per object (of its identity key, `IS` semantics, so
+            // values equal for the ranking below hash alike), and only objects whose hash two sides
+            // hold are ranked by their values (a merge of stores sharing nothing sorts no value).
+            // The others get classes of their own, negative: no object of another side is the same,
+            // so no object referring to them is either (`refine` leaves them as they are). Only
+            // `matched` and `writeMatches` read such classes (not `duplicates`: `acrossSides`).
             try db.execute(
                 sql: """
-                    INSERT INTO temp.\(table.temp) (side, pk, ent, cls\(keyNames.map { ", " + $0 }.joined()))
-                    SELECT side, pk, ent, DENSE_RANK() OVER (ORDER BY \(order.joined(separator: ", ")))\(keyNames.map { ", " + $0 }.joined())
-                    FROM (\(selects.joined(separator: " UNION ALL ")))
+                    DROP TABLE IF EXISTS temp.usm_id_hashes;
+                    CREATE TEMP TABLE usm_id_hashes (side INTEGER, pk INTEGER, ent INTEGER, h INTEGER\(keyDefs.map { ", " + $0 }.joined()));
+                    INSERT INTO temp.usm_id_hashes (side, pk, ent, h\(k))
+                    SELECT side, pk, ent, \(IdentityKey.hashExpression(order))\(k) FROM (\(selects.joined(separator: " UNION ALL ")));
+                    DROP TABLE IF EXISTS temp.usm_id_shared;
+                    CREATE TEMP TABLE usm_id_shared (h INTEGER PRIMARY KEY);
+                    INSERT INTO temp.usm_id_shared SELECT h FROM temp.usm_id_hashes GROUP BY h HAVING MIN(side) <> MAX(side);
+                    DROP TABLE IF EXISTS temp.usm_id_candidates;
+                    CREATE TEMP TABLE usm_id_candidates (side INTEGER, pk INTEGER, PRIMARY KEY (side, pk)) WITHOUT ROWID;
+                    INSERT OR IGNORE INTO temp.usm_id_candidates SELECT side, pk FROM temp.usm_id_hashes WHERE h IN temp.usm_id_shared;
+                    INSERT INTO temp.\(table.temp) (side, pk, ent, cls\(k))
+                    SELECT side, pk, ent, DENSE_RANK() OVER (ORDER BY \(order.joined(separator: ", ")))\(k)
+                    FROM (\(candidateSelects.joined(separator: " UNION ALL ")));
                     """)
+            // The others are needed only where a key leads to them (a key to an object not in
+            // the table would read as dangling).
+            if referenced.contains(table.table) {
+                try db.execute(
+                    sql: """
+                        INSERT INTO temp.\(table.temp) (side, pk, ent, cls\(k))
+                        SELECT side, pk, ent, -ROW_NUMBER() OVER ()\(k) FROM temp.usm_id_hashes WHERE h NOT IN temp.usm_id_shared
+                        """)
+            }
+            try db.execute(
+                sql: "DROP TABLE temp.usm_id_hashes; DROP TABLE temp.usm_id_shared; DROP TABLE temp.usm_id_candidates")
         }
         // 2. Refinement by the classes of the to-one targets, until no class splits.
         var changed = true
@@ -249,29 +301,38 @@ struct ObjectIdentity {
                 for (i, key) in keyed.enumerated() {
                     joins.append(
                         "LEFT JOIN temp.\(tables[key.target].temp) t\(i) ON t\(i).side = o.side AND t\(i).pk = o.k\(i)")
-                    // A key to no object stays apart from NULL and from other dangling values.
-                    let value = "CASE WHEN o.k\(i) IS NULL THEN NULL ELSE IFNULL(t\(i).cls, -1 - o.k\(i)) END"
+                    // A key to no object stays apart from NULL, from every class (negative ones too)
+                    // and from other dangling values.
+                    let value =
+                        "CASE WHEN o.k\(i) IS NULL THEN NULL WHEN t\(i).pk IS NULL THEN 'dangling ' || o.k\(i) ELSE t\(i).cls END"
                     order.append(
                         excluded.isEmpty
                             ? value
                             : "CASE WHEN o.ent IN (\(excluded.map(String.init).joined(separator: ","))) THEN NULL ELSE \(value) END"
                     )
                 }
+                let started = Date()
+                defer {
+                    PhaseTimings.note("identity: refined \(table.table)", seconds: Date().timeIntervalSince(started))
+                }
                 // Classes are dense ranks: the largest is their number (no sort, unlike COUNT(DISTINCT)).
-                let before = try Int.fetchOne(db, sql: "SELECT IFNULL(MAX(cls), 0) FROM temp.\(table.temp)") ?? 0
+                // Only positive classes are refined: a negative one is an object's own (`acrossSides`).
+                let before =
+                    try Int.fetchOne(db, sql: "SELECT IFNULL(MAX(cls), 0) FROM temp.\(table.temp) WHERE cls > 0") ?? 0
+                guard before > 0 else { continue }
                 try db.execute(
                     sql: """
                         DROP TABLE IF EXISTS temp.usm_id_next;
                         CREATE TEMP TABLE usm_id_next (side INTEGER, pk INTEGER, cls INTEGER, PRIMARY KEY (side, pk)) WITHOUT ROWID;
                         INSERT INTO temp.usm_id_next SELECT o.side, o.pk, DENSE_RANK() OVER (ORDER BY \(order.joined(separator: ", ")))
-                        FROM temp.\(table.temp) o \(joins.joined(separator: " "));
+                        FROM temp.\(table.temp) o \(joins.joined(separator: " ")) WHERE o.cls > 0;
                         """)
                 let after = try Int.fetchOne(db, sql: "SELECT IFNULL(MAX(cls), 0) FROM temp.usm_id_next") ?? 0
                 if after != before {
                     changed = true
                     try db.execute(
                         sql:
-                            "UPDATE temp.\(table.temp) SET cls = (SELECT n.cls FROM temp.usm_id_next n WHERE n.side = \(table.temp).side AND n.pk = \(table.temp).pk)"
+                            "UPDATE temp.\(table.temp) SET cls = (SELECT n.cls FROM temp.usm_id_next n WHERE n.side = \(table.temp).side AND n.pk = \(table.temp).pk) WHERE cls > 0"
                     )
                 }
                 try db.execute(sql: "DROP TABLE temp.usm_id_next")

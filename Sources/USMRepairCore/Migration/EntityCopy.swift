@@ -175,19 +175,21 @@ public struct EntityCopy {
         // An incoming object the destination already holds is not copied twice (unless
         // --allow-duplicates): it becomes the destination's object, and references to it follow.
         if session.isMerge, !session.job.options.allowDuplicates, plans.values.contains(where: \.hadRows) {
-            let identity = try ObjectIdentity.classify(
-                db,
-                sides: [
-                    .init(
-                        database: "main", schema: destination, keys: destinationKeys,
-                        indexed: try SchemaFacts.indexedKeyColumns(db, schema: destination, schemaName: "main")),
-                    .init(
-                        database: "src", schema: source, keys: sourceKeys,
-                        indexed: try SchemaFacts.indexedKeyColumns(db, schema: source, schemaName: "src"),
-                        entityMap: entMap),
-                ],
-                // The destination model's uniqueness constraints say which objects are the same.
-                keys: try ObjectIdentity.constraintKeys(db, schema: destination, schemaName: "main"))
+            let identity = try PhaseTimings.measure("copy: identity of the objects") {
+                try ObjectIdentity.classify(
+                    db,
+                    sides: [
+                        .init(
+                            database: "main", schema: destination, keys: destinationKeys,
+                            indexed: try SchemaFacts.indexedKeyColumns(db, schema: destination, schemaName: "main")),
+                        .init(
+                            database: "src", schema: source, keys: sourceKeys,
+                            indexed: try SchemaFacts.indexedKeyColumns(db, schema: source, schemaName: "src"),
+                            entityMap: entMap),
+                    ],
+                    // The destination model's uniqueness constraints say which objects are the same.
+                    keys: try ObjectIdentity.constraintKeys(db, schema: destination, schemaName: "main"))
+            }
             result.matched = try identity.matched(db, side: 1)
             for plan in plans.values.sorted(by: { $0.table < $1.table }) where plan.hadRows {
                 let temp = "usm_remap_\(remap.count)"

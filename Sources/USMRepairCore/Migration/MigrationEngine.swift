@@ -194,6 +194,19 @@ public struct MigrationEngine: Sendable {
                     before: before?.digests ?? [:], beforeColumns: before?.columns ?? [:])
             }
         defer { _ = try? inputDigests?.value() }
+        // The files the source's rows refer to, copied beside the strategy where its result
+        // refers to the same files (`ExternalDataCopy.run` copies what is left and removes extras).
+        let stagedFiles = staged
+        let externalSource = options.supportFilesOf ?? source
+        let prefetch: Background<[ExternalData.Kind: Set<String>]>? =
+            description.rows == .all || description.rows == .userEntities
+            ? Background {
+                try PhaseTimings.measure("external data beside the strategy") {
+                    try ExternalDataCopy.prefetch(
+                        staged: stagedFiles, copy: sourceInput.copy, schema: sourceInput.schema, from: externalSource)
+                }
+            } : nil
+        defer { _ = try? prefetch?.value() }
         if let destinationSide { try StagedStore.copyWhole(from: destinationSide.copy, to: staged.main) }
 
         // 2. The strategy.
@@ -226,35 +239,47 @@ public struct MigrationEngine: Sendable {
         lap("strategy", into: &report)
 
         // 3. Counters, identity and external data.
-        // Where the result's data comes from, recorded in its metadata: a second run of the same
-        // migration or merge recognises its own end state (a strategy that moves no rows records nothing).
-        var provenance: Provenance.Entry?
-        if let inputDigests {
-            let digest = Provenance.digest(
-                try inputDigests.value().source, userEntities: Set(sourceSide.schema.userEntities.map(\.name)))
-            report.source.digest = digest
-            provenance = Provenance.Entry(
-                operation: options.operation, mode: mode, sourceStoreUUID: sourceSide.report.storeUUID,
-                sourceDigest: digest,
-                strategy: description.id, date: FileTime.now.iso8601, tool: "usm-repair \(USMRepair.version)")
-        }
         do {
-            try Self.deleteJournalMode(staged.main)
+            // What needs no provenance runs first: the source's digests are read beside it.
+            try PhaseTimings.measure("identity: journal mode") { try Self.deleteJournalMode(staged.main) }
             // Installed stores have counters at or above their keys: Core Data hands out Z_MAX + 1,
             // and a copy whose counters were behind would reuse keys in use (a whole-store copy
             // keeps the source's counters as they are).
-            for change in try Counters.raise(staged: staged.main) {
+            for change in try PhaseTimings.measure("identity: counters", { try Counters.raise(staged: staged.main) }) {
                 report.countersRaised.append(.init(entity: change.entity, from: change.from, to: change.to))
                 report.notes.append(
                     "Z_MAX of \(change.entity) raised from \(change.from) to \(change.to), the largest key in use: Core Data would otherwise hand out keys that exist"
                 )
             }
+            let stagedSchema = try CoreDataSchema.load(from: staged.main)
+            report.verification.externalDataFiles = try PhaseTimings.measure("identity: external data") {
+                try ExternalDataCopy.run(
+                    staged: staged, schema: stagedSchema,
+                    from: [options.supportFilesOf ?? source] + (mergeInto.map { [$0] } ?? []),
+                    prefetched: prefetch?.value() ?? [:])
+            }
+            // Where the result's data comes from, recorded in its metadata: a second run of the same
+            // migration or merge recognises its own end state (a strategy that moves no rows records nothing).
+            var provenance: Provenance.Entry?
+            if let inputDigests {
+                let digests = try PhaseTimings.measure("identity: waiting for the source's digests") {
+                    try inputDigests.value().source
+                }
+                let digest = Provenance.digest(digests, userEntities: Set(sourceSide.schema.userEntities.map(\.name)))
+                report.source.digest = digest
+                provenance = Provenance.Entry(
+                    operation: options.operation, mode: mode, sourceStoreUUID: sourceSide.report.storeUUID,
+                    sourceDigest: digest,
+                    strategy: description.id, date: FileTime.now.iso8601, tool: "usm-repair \(USMRepair.version)")
+            }
             let choice = Self.identity(
                 merge: merge, mode: mode, replaced: destination, outcome: outcome, options: options,
                 scratch: scratch.url.appendingPathComponent("replaced", isDirectory: true), notes: &report.notes)
-            let identity = try StoreIdentity.apply(
-                to: staged.main, sourcePlist: merge ? sourceSide.plist : nil, merge: merge, identity: choice,
-                keepUbiquity: options.keepUbiquityMetadata, edits: outcome.metadataEdits, provenance: provenance)
+            let identity = try PhaseTimings.measure("identity: metadata") {
+                try StoreIdentity.apply(
+                    to: staged.main, sourcePlist: merge ? sourceSide.plist : nil, merge: merge, identity: choice,
+                    keepUbiquity: options.keepUbiquityMetadata, edits: outcome.metadataEdits, provenance: provenance)
+            }
             report.destination.storeUUID = identity.storeUUID
             report.identity =
                 switch choice {
@@ -263,10 +288,6 @@ public struct MigrationEngine: Sendable {
                 case .staged: merge ? "destination" : "source"
                 }
             report.notes += identity.notes
-            let stagedSchema = try CoreDataSchema.load(from: staged.main)
-            report.verification.externalDataFiles = try ExternalDataCopy.run(
-                staged: staged, schema: stagedSchema,
-                from: [options.supportFilesOf ?? source] + (mergeInto.map { [$0] } ?? []))
         } catch let error as USMError {
             throw error
         } catch {

@@ -43,18 +43,21 @@ struct ContentDigest: Equatable, Sendable {
                     ? attributes.map(value).joined(separator: ", ")
                     : chunks.map { "usm_rowhash(" + $0.map(value).joined(separator: ", ") + ")" }.joined(
                         separator: ", ")
-                let rows = try Row.fetchAll(
+                // One scan, every entity of the table at once: `GROUP BY Z_ENT` would look each row
+                // up through the Z_ENT index (or sort whole rows).
+                guard !entities.isEmpty else { continue }
+                let slot =
+                    "CASE Z_ENT " + entities.enumerated().map { "WHEN \($1.number) THEN \($0)" }.joined(separator: " ")
+                    + " END"
+                let blob = try Data.fetchOne(
                     db,
                     sql:
-                        "SELECT Z_ENT AS ent, COUNT(*) AS n, usm_digest(\(list)) AS d FROM \(table.sqlIdentifier) GROUP BY Z_ENT"
+                        "SELECT usm_digest_slots(\(slot), \(entities.count)\(list.isEmpty ? "" : ", " + list)) FROM \(table.sqlIdentifier)"
                 )
-                for row in rows {
-                    guard let ent = Int.fromDatabaseValue(row["ent"] as DatabaseValue),
-                        let name = entities.first(where: { $0.number == ent })?.name
-                    else { continue }
-                    digests[name] = ContentDigest(
-                        rows: Int.fromDatabaseValue(row["n"] as DatabaseValue) ?? 0,
-                        sum: Int64.fromDatabaseValue(row["d"] as DatabaseValue) ?? 0)
+                guard let blob else { continue }
+                let pairs = Self.slots(blob, count: entities.count)
+                for (entity, pair) in zip(entities, pairs) where pair.rows > 0 {
+                    digests[entity.name] = pair
                 }
             }
             return (digests, columns)
@@ -63,6 +66,18 @@ struct ContentDigest: Equatable, Sendable {
 }
 
 extension ContentDigest {
+    /// The `count` (rows, sum) pairs of a `usm_digest_slots` result (host byte order); fewer when
+    /// the BLOB is short (it never is: the function writes `count` pairs).
+    static func slots(_ blob: Data, count: Int) -> [ContentDigest] {
+        blob.withUnsafeBytes { raw in
+            (0..<min(count, raw.count / 16)).map { i in
+                ContentDigest(
+                    rows: Int(truncatingIfNeeded: raw.loadUnaligned(fromByteOffset: 16 * i, as: UInt64.self)),
+                    sum: Int64(bitPattern: raw.loadUnaligned(fromByteOffset: 16 * i + 8, as: UInt64.self)))
+            }
+        }
+    }
+
     /// BLOBs longer than this are hashed in pieces (`usm_valuehash`), never read whole.
     static let largeBlob = 1 << 20
 

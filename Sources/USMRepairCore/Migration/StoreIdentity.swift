@@ -154,7 +154,12 @@ enum StoreIdentity {
 enum ExternalDataCopy {
     /// Copies every file the staged store refers to into its staged `_EXTERNAL_DATA` and `_FBF` folders.
     /// - Throws: `verificationFailed` when source and destination hold different files of one name.
-    static func run(staged: StoreFileSet, schema: CoreDataSchema, from stores: [StoreFileSet]) throws -> Int {
+    /// - Parameter prefetched: files `prefetch` copied already (from the first of `stores`): not
+    ///   copied again; those the staged store does not refer to are removed.
+    static func run(
+        staged: StoreFileSet, schema: CoreDataSchema, from stores: [StoreFileSet],
+        prefetched: [ExternalData.Kind: Set<String>] = [:]
+    ) throws -> Int {
         let queue = try StagedStore.open(staged.main, readonly: true)
         defer { try? queue.close() }
         var names: [ExternalData.Kind: Set<String>] = [:]
@@ -187,8 +192,55 @@ enum ExternalDataCopy {
                         )
                     }
                 }
-                _ = try FileCopy.copy(from: first.path, to: target.appendingPathComponent(name).path)
+                if prefetched[kind]?.contains(name) != true {
+                    _ = try FileCopy.copy(from: first.path, to: target.appendingPathComponent(name).path)
+                }
                 copied += 1
+            }
+        }
+        // What the source refers to and the result does not (a recipe left its rows out): not carried.
+        for (kind, carried) in prefetched {
+            for name in carried.subtracting(names[kind] ?? []).sorted() {
+                let file = kind.directory(staged).appendingPathComponent(name)
+                do {
+                    try FileManager.default.removeItem(at: file)
+                } catch {
+                    throw StagedStore.wrapWrite(error, path: file)
+                }
+            }
+        }
+        return copied
+    }
+
+    /// Copies the files the store at `copy` (a private copy of `store`, read only) refers to from
+    /// `store`'s folders into `staged`'s, and returns their names: run beside a strategy whose
+    /// result refers to its source's files, so that `run` finds them copied.
+    static func prefetch(
+        staged: StoreFileSet, copy: URL, schema: CoreDataSchema, from store: StoreFileSet
+    ) throws -> [ExternalData.Kind: Set<String>] {
+        let queue = try StagedStore.open(copy, readonly: true)
+        defer { try? queue.close() }
+        var names: [ExternalData.Kind: Set<String>] = [:]
+        try queue.read { db in
+            try ExternalData.references(db, schema: schema) { reference, _ in
+                names[reference.kind, default: []].insert(reference.name)
+            }
+        }
+        try queue.close()
+        var copied: [ExternalData.Kind: Set<String>] = [:]
+        for kind in ExternalData.Kind.allCases {
+            guard let wanted = names[kind], !wanted.isEmpty else { continue }
+            let target = kind.directory(staged)
+            do {
+                try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true)
+            } catch {
+                throw USMError.wrap(error, path: target.path)
+            }
+            for name in wanted.sorted() {
+                let file = kind.directory(store).appendingPathComponent(name)
+                guard FileStatus.resolve(file.path)?.kind == .file else { continue }
+                _ = try FileCopy.copy(from: file.path, to: target.appendingPathComponent(name).path)
+                copied[kind, default: []].insert(name)
             }
         }
         return copied

@@ -22,8 +22,7 @@ public enum UntrustedDatabase {
 
     /// The step budget of a store of `bytes` bytes.
     public static func budget(forBytes bytes: Int64) -> Int64 {
-        let minimumSteps = minimumSteps
-        return max(
+        max(
             minimumSteps, bytes.multipliedReportingOverflow(by: stepsPerByte).overflow ? .max : bytes * stepsPerByte)
     }
 
