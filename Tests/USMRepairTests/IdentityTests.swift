@@ -124,6 +124,7 @@ struct IdentityTests {
         // Unchanged: what is installed is the count's copy (a mark made in it shows).
         let work = try DedupeWork.make(store, keys: [], newest: false)
         #expect(work.removed == ["Author": 1, "Book": 1])
+        _ = try work.integrity.value()  // the removal (on another thread) is done
         let mark = try DatabaseQueue(path: work.captured.copy.path)
         try mark.write { db in try db.execute(sql: "UPDATE ZTAG SET ZNAME = 'counted' WHERE Z_PK = 1") }
         try mark.close()
@@ -185,6 +186,47 @@ struct IdentityTests {
         // The count's copy is used once: the next build of it captures the store and removes again.
         #expect(try build(work, "b").deduplicated == ["Author": 1, "Book": 1])
         #expect(FileStatus.lookup(tmp.path("b/S.sqlite").path)?.inode != inode)
+    }
+
+    @Test(
+        "dedupe's result is integrity-checked beside the snapshot (the count's copy, final): its lines decide the verification; a failing line is refused"
+    )
+    func integrityBesideTheSnapshot() throws {
+        let tmp = try TempDir()
+        let url = try Self.store(tmp)
+        let store = StoreFileSet(main: url)
+        let work = try Scratch.$current.withValue(Self.scratch(tmp)) {
+            try DedupeWork.make(store, keys: [], newest: false)
+        }
+        // The counts are known before the removal ends; then the copy is folded (no side file) and checked.
+        #expect(work.removed == ["Author": 1, "Book": 1])
+        #expect(try work.integrity.value().get() == ["ok"])
+        for suffix in ["-wal", "-journal"] { #expect(FileStatus.lookup(work.captured.copy.path + suffix) == nil) }
+        // The verification reads the lines it is given instead of checking again: a failing line
+        // refuses the result, "ok" passes it.
+        try FileManager.default.createDirectory(at: tmp.path("v"), withIntermediateDirectories: true)
+        let staged = StoreFileSet(main: tmp.path("v/S.sqlite"))
+        try StagedStore.copyWhole(from: url, to: staged.main)
+        try FixtureStore.mutate(staged.main, "UPDATE Z_PRIMARYKEY SET Z_MAX = 1000")  // the fixture's are behind
+        let source = work.captured.report.entities  // the store before: what the staged copy holds
+        func verify(_ lines: [String]) -> String? {
+            var report = MigrationReport(
+                strategy: "dedupe", mode: "overwrite", dryRun: false, source: .init(path: url.path, storeUUID: nil),
+                destination: .init(path: url.path, storeUUID: nil))
+            do {
+                _ = try DedupeChange.verify(
+                    staged: staged, sourceEntities: source, inherited: { [] }, removed: [:], integrity: { lines },
+                    report: &report)
+                return nil
+            } catch let USMError.verificationFailed(_, detail) {
+                return detail
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(verify(["ok"]) == nil)
+        let refused = verify(["*** in database main ***\nPage 7: never used"])
+        #expect(refused?.contains("integrity_check") == true, "\(refused ?? "passed")")
     }
 
     @Test(

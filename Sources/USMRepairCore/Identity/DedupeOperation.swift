@@ -221,6 +221,8 @@ public struct DedupeChange: Change {
         do {
             let captured: CapturedStore
             let removed: [String: Int]
+            // The result's integrity_check when it ran on these bytes before the rename.
+            var checked: Background<Result<[String], any Error>>?
             // The store's problems before, to tell inherited ones from new (read only when the
             // result has an error): from the capture, or a new one when it was de-duplicated.
             // A capture that fails then knows nothing inherited: every error counts as new.
@@ -230,7 +232,8 @@ public struct DedupeChange: Change {
             {
                 captured = work.captured
                 lap("capture")
-                try work.place(at: staged)
+                // A page copy (the rename failed) is new bytes: checked again.
+                checked = try work.place(at: staged) ? work.integrity : nil
                 removed = work.removed
                 lap("copy")
                 inherited = {
@@ -259,7 +262,7 @@ public struct DedupeChange: Change {
             report.verification.externalDataFiles = externalFiles
             report.entities = try verify(
                 staged: files, sourceEntities: captured.report.entities, inherited: inherited, removed: removed,
-                report: &report)
+                integrity: Self.lines(of: checked), report: &report)
             try MigrationEngine.finish(files)
             lap("verify")
             return (report, phases)
@@ -270,15 +273,23 @@ public struct DedupeChange: Change {
     }
 
     /// The checks of the de-duplicated store at `staged`, which was `captured` less `removed`.
+    /// The lines `job` finds, as `verify` reads them (nil: no check ran before).
+    private static func lines(of job: Background<Result<[String], any Error>>?) -> (@Sendable () throws -> [String])? {
+        guard let job else { return nil }
+        return { try job.value().get() }
+    }
+
+    /// `integrity`: the lines of an `integrity_check` of these bytes already run (`DedupeWork`).
     static func verify(
         staged: StoreFileSet, sourceEntities: [StoreReport.EntityCount], inherited: () -> [Problem],
-        removed: [String: Int], report: inout MigrationReport
+        removed: [String: Int], integrity: (@Sendable () throws -> [String])? = nil, report: inout MigrationReport
     ) throws -> [MigrationReport.EntityRows] {
         ProgressNote.say("verifying the de-duplicated store: integrity_check, every invariant, objects per entity")
         // Every invariant but the duplicates (a warning, never a verification error: the removal
         // was counted on its own grouping; finding them again would double the work).
         var inspector = StoreInspector(depth: .check)
         inspector.checksDuplicates = false
+        inspector.integrityLines = integrity
         let result = inspector.inspect(
             staged, role: .store, confinement: Confinement(root: staged.directory), privateCopy: staged.main)
         if let failure = result.readFailure {
@@ -330,9 +341,11 @@ public struct DedupeChange: Change {
 
     /// The duplicates of the store at `url` per entity; with `remove`, removed (one transaction).
     /// `scratch`: `url` is a private copy thrown away after a crash, written without fsync.
-    static func count(_ url: URL, keys: [String], newest: Bool, remove: Bool, scratch: Bool = false) throws -> [String:
-        Int]
-    {
+    /// `listed`: told the counts of a removal before it removes anything.
+    static func count(
+        _ url: URL, keys: [String], newest: Bool, remove: Bool, scratch: Bool = false,
+        listed: ([String: Int]) -> Void = { _ in }
+    ) throws -> [String: Int] {
         let queue = try StagedStore.open(url)
         defer { try? queue.close() }
         do {
@@ -344,7 +357,7 @@ public struct DedupeChange: Change {
                 guard remove else { return try deduplicator.count(db) }
                 var removed: [String: Int] = [:]
                 try db.inTransaction {
-                    removed = try deduplicator.run(db)
+                    removed = try deduplicator.run(db, listed: listed)
                     return .commit
                 }
                 return removed
@@ -354,6 +367,29 @@ public struct DedupeChange: Change {
         } catch {
             throw StagedStore.wrapWrite(error, path: url)
         }
+    }
+}
+
+/// The counts of a removal running on another thread (`DedupeWork.make`), told as soon as they
+/// are known (or its error); the first word told is kept.
+private final class CountsAhead: Sendable {
+    private let told = Mutex<Result<[String: Int], any Error>?>(nil)
+    private let ready = DispatchSemaphore(value: 0)
+
+    func tell(_ result: Result<[String: Int], any Error>) {
+        let first = told.withLock { value -> Bool in
+            guard value == nil else { return false }
+            value = result
+            return true
+        }
+        if first { ready.signal() }
+    }
+
+    func wait() throws -> [String: Int] {
+        ready.wait()
+        ready.signal()
+        guard let result = told.withLock({ $0 }) else { throw USMError.unexpected("the duplicates were not counted") }
+        return try result.get()
     }
 }
 
@@ -368,11 +404,21 @@ final class DedupeWork: Sendable {
     let before: [String: Int]
     let removed: [String: Int]
 
-    private init(scratch: TemporaryDirectory, captured: CapturedStore, before: [String: Int], removed: [String: Int]) {
+    /// The `integrity_check` lines of the de-duplicated copy, final once the count folded and
+    /// flushed it: run on another thread while the plan's snapshot is written, read by the
+    /// build's verification instead of checking the same bytes again after the rename. The
+    /// thread first removes the duplicates and folds the copy: its errors are thrown by `value()`.
+    let integrity: Background<Result<[String], any Error>>
+
+    private init(
+        scratch: TemporaryDirectory, captured: CapturedStore, before: [String: Int], removed: [String: Int],
+        integrity: Background<Result<[String], any Error>>
+    ) {
         self.scratch = scratch
         self.captured = captured
         self.before = before
         self.removed = removed
+        self.integrity = integrity
     }
 
     static func make(_ store: StoreFileSet, keys: [String], newest: Bool) throws -> DedupeWork {
@@ -382,23 +428,55 @@ final class DedupeWork: Sendable {
         }
         let before = Dictionary(
             captured.report.entities.filter { !$0.system }.map { ($0.name, $0.rows) }, uniquingKeysWith: +)
-        let removed = try PhaseTimings.measure("dedupe: count and removal") {
-            try DedupeChange.count(captured.copy, keys: keys, newest: newest, remove: true, scratch: true)
+        // The removal, the fold and the integrity_check of the copy run on another thread: the
+        // plan needs only the counts (told as soon as the copies are listed), and the snapshot
+        // the plan takes first is written meanwhile. `place` waits for all of it (and throws
+        // what it threw) before the copy is staged.
+        let copy = captured.copy
+        let counted = CountsAhead()
+        let integrity = Background { () throws -> Result<[String], any Error> in
+            do {
+                let removed = try PhaseTimings.measure("dedupe: count and removal") {
+                    try DedupeChange.count(copy, keys: keys, newest: newest, remove: true, scratch: true) {
+                        counted.tell(.success($0))
+                    }
+                }
+                counted.tell(.success(removed))
+            } catch {
+                counted.tell(.failure(error))
+                throw error
+            }
+            try fold(copy)
+            Memory.releaseFreed()
+            // The check's own failure is the verification's to report (as a check it ran would).
+            return Result {
+                try PhaseTimings.measure("dedupe: integrity_check beside the snapshot") {
+                    var config = Configuration()
+                    config.label = "usm-repair.dedupe-check"
+                    config.readonly = true
+                    let bytes = UntrustedDatabase.storeBytes(copy.path)
+                    UntrustedDatabase.configure(&config, bytes: bytes)
+                    config.prepareDatabase { db in
+                        try db.execute(sql: "PRAGMA cache_size = -\(IntegrityCheck.singleCacheKiB(forBytes: bytes))")
+                        try db.execute(sql: "PRAGMA mmap_size = 0")
+                    }
+                    let queue = try DatabaseQueue(path: copy.path, configuration: config)
+                    defer { try? queue.close() }
+                    return try queue.read { db in
+                        try String.fetchAll(db, sql: "PRAGMA integrity_check(\(IntegrityCheck.maxLines))")
+                    }
+                }
+            }
         }
-        return DedupeWork(scratch: scratch, captured: captured, before: before, removed: removed)
+        let removed = try counted.wait()
+        return DedupeWork(scratch: scratch, captured: captured, before: before, removed: removed, integrity: integrity)
     }
 
-    /// Puts the de-duplicated private copy at `staged` (a new name in the staging folder) in the
-    /// form `StagedStore.copyWhole` leaves: rollback-journal mode, its WAL folded in, no `-wal`,
-    /// `-shm` or `-journal` beside it, its bytes flushed. Renamed there when both lie on one file
-    /// system (no second write of the store), then the file and the staging folder flushed again
-    /// so the rename is on disk; copied page by page when the rename fails (EXDEV: the scratch
-    /// folder on another file system). The private copy is gone after a rename (a later build
-    /// captures the store again).
-    /// - Parameter move: `rename(2)`, returning 0 or the errno (a test makes it fail).
-    /// - Throws: `writeFailed` (the flush failed, or a side file still holds data), what the copy throws.
-    func place(at staged: URL, move: (String, String) -> Int32 = DedupeWork.rename) throws {
-        let copy = captured.copy
+    /// Gives the de-duplicated private copy at `copy` the form `StagedStore.copyWhole` leaves:
+    /// rollback-journal mode, its WAL folded in, no `-wal`, `-shm` or `-journal` beside it, its
+    /// bytes flushed. Nothing writes it afterwards.
+    /// - Throws: `writeFailed` (the flush failed, or a side file still holds data).
+    private static func fold(_ copy: URL) throws {
         do {
             let queue = try StagedStore.open(copy)
             defer { try? queue.close() }
@@ -419,14 +497,36 @@ final class DedupeWork: Sendable {
             try? FileManager.default.removeItem(atPath: side)
         }
         // It was written without fsync: its bytes reach the disk before it is staged.
-        try Self.flush(copy)
+        try flush(copy)
+    }
+
+    /// Puts the de-duplicated private copy (in the form `fold` gave it when it was made) at
+    /// `staged`, a new name in the staging folder. Renamed there when both lie on one file
+    /// system (no second write of the store), then the file and the staging folder flushed again
+    /// so the rename is on disk; copied page by page when the rename fails (EXDEV: the scratch
+    /// folder on another file system). The private copy is gone after a rename (a later build
+    /// captures the store again). Its `integrity` check is waited for first.
+    /// - Parameter move: `rename(2)`, returning 0 or the errno (a test makes it fail).
+    /// - Throws: `writeFailed` (the flush failed), what the copy throws.
+    /// - Returns: true when renamed (the staged bytes are the ones `integrity` checked).
+    @discardableResult
+    func place(at staged: URL, move: (String, String) -> Int32 = DedupeWork.rename) throws -> Bool {
+        let copy = captured.copy
+        // The removal and the fold finished (the check's own failure is the verification's).
+        do {
+            _ = try integrity.value()
+        } catch let error as USMError {
+            throw error
+        } catch {
+            throw StagedStore.wrapWrite(error, path: copy)
+        }
         let code = move(copy.path, staged.path)
         guard code == 0 else {
             // Another file system (EXDEV) or one that refuses the rename: the copy is still
             // whole where it was; copy it page by page as before.
             PhaseTimings.note("dedupe: rename failed (\(errnoDescription(code))), copied", seconds: 0)
             try StagedStore.copyWhole(from: copy, to: staged)
-            return
+            return false
         }
         // The rename reaches the disk: the file once more (its inode now named in staging),
         // then the folder's new entry.
@@ -437,6 +537,7 @@ final class DedupeWork: Sendable {
         try? FileManager.default.removeItem(
             at: copy.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("raw"))
         PhaseTimings.note("dedupe: private copy renamed into staging", seconds: 0)
+        return true
     }
 
     /// `rename(2)`: 0, or the errno.

@@ -25,8 +25,9 @@ struct Deduplicator {
         return try identity.duplicates(db)
     }
 
-    /// Removed objects per entity.
-    func run(_ db: Database) throws -> [String: Int] {
+    /// Removed objects per entity. `listed` hears them as soon as the copies are listed, before
+    /// anything is removed (a caller waiting only for the counts goes on while the removal runs).
+    func run(_ db: Database, listed: ([String: Int]) -> Void = { _ in }) throws -> [String: Int] {
         let schema = try CoreDataSchema.readMain(db)
         var lap = Date()
         /// `USM_REPAIR_TIMINGS=1`: where the removal's time goes (`dedupe: <phase>`).
@@ -50,6 +51,7 @@ struct Deduplicator {
             removals[table.table] = temp
         }
         try identity.drop(db)
+        listed(removed)
         guard !removals.isEmpty else { return [:] }
         note("copies listed")
         // To-one references to a removed copy lead to its survivor; in an ordered to-many

@@ -99,26 +99,14 @@ public struct StoreComparison: Sendable, Equatable {
                     let shared = Set(entityA.flatMap { columnsA[$0.number] } ?? []).intersection(
                         entityB.flatMap { columnsB[$0.number] } ?? []
                     ).sorted()
-                    try db.execute(sql: "DROP TABLE IF EXISTS temp.ha; DROP TABLE IF EXISTS temp.hb")
-                    try makeHashes(db, "ha", database: "a", entity: entityA, columns: shared)
-                    try makeHashes(db, "hb", database: "b", entity: entityB, columns: shared)
-                    let counts = try Row.fetchOne(
-                        db,
-                        sql: """
-                            SELECT (SELECT IFNULL(SUM(n), 0) FROM temp.ha) AS na, (SELECT IFNULL(SUM(n), 0) FROM temp.hb) AS nb,
-                                   (SELECT IFNULL(SUM(MAX(ha.n - IFNULL(hb.n, 0), 0)), 0) FROM temp.ha LEFT JOIN temp.hb USING (h)) AS lost,
-                                   (SELECT IFNULL(SUM(MIN(ha.n, hb.n)), 0) FROM temp.hb JOIN temp.ha USING (h)) AS both
-                            """)
-                    let na = counts.flatMap { Int.fromDatabaseValue($0["na"] as DatabaseValue) } ?? 0
-                    let nb = counts.flatMap { Int.fromDatabaseValue($0["nb"] as DatabaseValue) } ?? 0
-                    let lost = counts.flatMap { Int.fromDatabaseValue($0["lost"] as DatabaseValue) } ?? 0
-                    let both = counts.flatMap { Int.fromDatabaseValue($0["both"] as DatabaseValue) } ?? 0
+                    let (na, nb, both) = try countShared(
+                        db, a: entityA, b: entityB, columns: shared)
+                    let lost = na - both
                     if entityA != nil { objectsA[name] = na }
                     if entityB != nil { objectsB[name] = nb }
                     if lost > 0 { missing[name] = lost }
                     if both > 0 { present[name] = both }
                 }
-                try db.execute(sql: "DROP TABLE IF EXISTS temp.ha; DROP TABLE IF EXISTS temp.hb")
                 var matched: [String: Int] = [:]
                 if matching {
                     let started = Date()
@@ -164,31 +152,63 @@ public struct StoreComparison: Sendable, Equatable {
         return columns
     }
 
-    /// `temp.<name>(h, n)`: how many objects of `entity` hold each value hash of `columns`.
-    private static func makeHashes(
-        _ db: Database, _ name: String, database: String, entity: CoreDataSchema.Entity?, columns: [String]
-    ) throws {
-        guard let entity, let table = entity.table else {
-            try db.execute(sql: "CREATE TEMP TABLE \(name) (h INTEGER PRIMARY KEY, n INTEGER)")
-            return
-        }
+    /// How many objects of `a` and of `b` there are, and how many of them pair up (equal values
+    /// in `columns`, counted with multiplicity: `Σ min(na(h), nb(h))` over the value hashes `h`).
+    /// The losses follow: `na − both` objects of A have no equal in B.
+    ///
+    /// One sort only, of the smaller side: its hashes are grouped into `temp.hs(h INTEGER PRIMARY
+    /// KEY, n, m)` (the hash is the rowid, no second index), then the larger side is hashed in
+    /// one pass and only its hashes that the smaller side holds are counted into `m`, with no sort.
+    private static func countShared(
+        _ db: Database, a: CoreDataSchema.Entity?, b: CoreDataSchema.Entity?, columns: [String]
+    ) throws -> (na: Int, nb: Int, both: Int) {
+        let na = try count(db, database: "a", entity: a)
+        let nb = try count(db, database: "b", entity: b)
+        guard let a, let b, let tableA = a.table, let tableB = b.table, na > 0, nb > 0 else { return (na, nb, 0) }
+        let hash = rowHash(columns)
+        let (small, large) =
+            na <= nb
+            ? (("a", tableA, a.number), ("b", tableB, b.number)) : (("b", tableB, b.number), ("a", tableA, a.number))
+        try db.execute(sql: "DROP TABLE IF EXISTS temp.hs")
+        defer { try? db.execute(sql: "DROP TABLE IF EXISTS temp.hs") }
+        try db.execute(
+            sql: "CREATE TEMP TABLE hs (h INTEGER PRIMARY KEY, n INTEGER NOT NULL, m INTEGER NOT NULL DEFAULT 0)")
+        try db.execute(
+            sql: """
+                INSERT INTO temp.hs (h, n) SELECT h, COUNT(*) FROM
+                  (SELECT \(hash) AS h FROM \(small.0).\(small.1.sqlIdentifier) WHERE Z_ENT = \(small.2)) GROUP BY h
+                """)
+        // Every row selected is already in hs (the IN): the upsert only counts.
+        try db.execute(
+            sql: """
+                INSERT INTO temp.hs (h, n, m) SELECT h, 0, 1 FROM
+                  (SELECT \(hash) AS h FROM \(large.0).\(large.1.sqlIdentifier) WHERE Z_ENT = \(large.2))
+                  WHERE h IN (SELECT h FROM temp.hs)
+                  ON CONFLICT (h) DO UPDATE SET m = m + 1
+                """)
+        let both = try Int.fetchOne(db, sql: "SELECT IFNULL(SUM(MIN(n, m)), 0) FROM temp.hs") ?? 0
+        return (na, nb, both)
+    }
+
+    /// Objects of `entity` in `database` (0 without the entity).
+    private static func count(_ db: Database, database: String, entity: CoreDataSchema.Entity?) throws -> Int {
+        guard let entity, let table = entity.table else { return 0 }
+        return try Int.fetchOne(
+            db, sql: "SELECT COUNT(*) FROM \(database).\(table.sqlIdentifier) WHERE Z_ENT = \(entity.number)") ?? 0
+    }
+
+    /// The value hash of `columns` (`usm_rowhash`; 0 without columns: every object alike).
+    private static func rowHash(_ columns: [String]) -> String {
         // SQLite functions take at most 127 arguments: wide tables are hashed in chunks.
         let chunks = stride(from: 0, to: columns.count, by: 100).map {
             Array(columns[$0..<min($0 + 100, columns.count)])
         }
-        let hash =
-            columns.isEmpty
+        return columns.isEmpty
             ? "0"
             : chunks.count == 1
                 ? "usm_rowhash(" + columns.map(\.sqlIdentifier).joined(separator: ", ") + ")"
                 : "usm_rowhash("
                     + chunks.map { "usm_rowhash(" + $0.map(\.sqlIdentifier).joined(separator: ", ") + ")" }.joined(
                         separator: ", ") + ")"
-        try db.execute(
-            sql: """
-                CREATE TEMP TABLE \(name) AS SELECT h, COUNT(*) AS n FROM
-                  (SELECT \(hash) AS h FROM \(database).\(table.sqlIdentifier) WHERE Z_ENT = \(entity.number)) GROUP BY h
-                """)
-        try db.execute(sql: "CREATE INDEX temp.\(name)_h ON \(name) (h)")
     }
 }

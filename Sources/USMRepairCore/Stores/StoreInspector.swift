@@ -39,6 +39,10 @@ public struct StoreInspector: Sendable {
     /// the result passed its own `integrity_check` (so `integrity` is never among those errors).
     /// Integrity stays `not-run`.
     var checksIntegrity = true
+    /// At `.check` depth, the lines of an `integrity_check` of these very bytes run elsewhere
+    /// (dedupe checks its de-duplicated copy beside the snapshot, before it is renamed into
+    /// staging): read instead of checking the pages again.
+    var integrityLines: (@Sendable () throws -> [String])?
     /// At `.check` depth, split `integrity_check` over two connections (`IntegrityCheck.run`);
     /// nil: when it pays on this machine now (`IntegrityCheck.splitPays`).
     var splitsIntegrityCheck: Bool?
@@ -204,7 +208,8 @@ public struct StoreInspector: Sendable {
             // The B-tree walk (the longest part) overlaps the metadata, schema and row counts. A
             // full check runs on one connection with the cache two would have, or split over two
             // where two cores are idle for it (`IntegrityCheck`).
-            let runsCheck = depth != .check || checksIntegrity
+            let precomputed = depth == .check ? integrityLines : nil
+            let runsCheck = precomputed == nil && (depth != .check || checksIntegrity)
             let splits = depth == .check && runsCheck && (splitsIntegrityCheck ?? IntegrityCheck.splitPays())
             var checkConfig = config
             if depth == .check {
@@ -227,6 +232,7 @@ public struct StoreInspector: Sendable {
             let note: ProgressNote.Sink = { sink("\(name): \($0)") }
             let depth = depth
             let integrity = Background { () throws -> [String]? in
+                if let precomputed { return try precomputed() }
                 guard let checker else { return nil }
                 if let second {
                     return try PhaseTimings.measure("check: integrity_check (two connections)") {
