@@ -47,10 +47,9 @@ struct MigrateStoreCommand: USMCommand {
     @Flag(name: .customLong("into"), help: "Merge into the existing store DST (copy-entities and manual).")
     var into = false
 
-    @Flag(
-        name: .customLong("allow-duplicates"),
-        help: "With --into: copy objects DST already holds (by default they are matched, not copied twice).")
-    var allowDuplicates = false
+    @OptionGroup var duplicates: AllowDuplicatesFlag<IntoDuplicatesHelp>
+
+    var allowDuplicates: Bool { duplicates.allowDuplicates }
 
     @OptionGroup var replacing: ReplacingFlags
 

@@ -40,20 +40,9 @@ struct SalvageCommand: USMCommand {
     @Argument(help: ArgumentHelp("The new store's main file.", valueName: "dst"), completion: .file())
     var destination: String
 
-    @Option(
-        name: .customLong("schema-from"),
-        help: ArgumentHelp(
-            "A healthy store of the same model: the tables, entities and metadata the damaged one lost are taken from it.",
-            valueName: "store"),
-        completion: .file())
-    var schemaFrom: String?
+    @OptionGroup var schema: SchemaFromFlag<SalvageSchemaHelp>
 
-    @Option(
-        name: .customLong("model"),
-        help: ArgumentHelp(
-            "The app's model (.xcdatamodeld, .xcdatamodel, its contents XML, .momd or .mom): relationships when SRC has no model cache, entity numbers when Z_PRIMARYKEY was lost.",
-            valueName: "path"), completion: .file())
-    var model: String?
+    @OptionGroup var model: ModelFlag<SalvageModelHelp>
 
     @OptionGroup var replacing: ReplacingFlags
 
@@ -67,8 +56,8 @@ struct SalvageCommand: USMCommand {
         // Every path flag through the one resolver (`~`, relative to the working folder).
         func files(_ path: String) -> StoreFileSet { StoreFileSet(main: context.paths.url(path)) }
         let request = SalvageRequest(
-            source: files(source), destination: files(destination), schemaFrom: schemaFrom.map(files),
-            model: try model.map { try ModelFile.load(context.paths.url($0)) },
+            source: files(source), destination: files(destination), schemaFrom: schema.schemaFrom.map(files),
+            model: try model.loaded(context.paths),
             overwrite: replacing.overwrite, keepUbiquityMetadata: replacing.keepUbiquityMetadata)
         let salvage = SalvageChange(
             request: request, engine: MigrationEngine(registry: context.strategies),

@@ -73,9 +73,9 @@ struct DataFlags: ParsableArguments {
     )
     var discardCloud = false
 
-    @Flag(
-        name: .customLong("allow-duplicates"), help: "Merge objects the destination already holds (they appear twice).")
-    var allowDuplicates = false
+    @OptionGroup var duplicates: AllowDuplicatesFlag<MergeDuplicatesHelp>
+
+    var allowDuplicates: Bool { duplicates.allowDuplicates }
 
     var consent: DataConsent {
         DataConsent(replace: replace, discardCloud: discardCloud, allowDuplicates: allowDuplicates)
@@ -91,12 +91,9 @@ struct SalvageFlags: ParsableArguments {
         ))
     var salvage = false
 
-    @Option(
-        name: .customLong("schema-from"),
-        help: ArgumentHelp(
-            "With --salvage: a healthy store of the same model, for the tables, entities and metadata the damaged store lost.",
-            valueName: "store"), completion: .file())
-    var schemaFrom: String?
+    @OptionGroup var schema: SchemaFromFlag<SalvageOptionSchemaHelp>
+
+    var schemaFrom: String? { schema.schemaFrom }
 
     func validate() throws {
         if schemaFrom != nil, !salvage { throw ValidationError("--schema-from goes with --salvage") }
@@ -178,20 +175,10 @@ struct StrategyFlags: ParsableArguments {
             valueName: "seconds"))
     var pluginTimeout: Double = 600
 
-    @Option(
-        name: .customLong("model"),
-        help: ArgumentHelp(
-            "The app's model (.xcdatamodeld, .xcdatamodel, its contents XML, .momd or .mom): where relationships point when the source store holds no model cache.",
-            valueName: "path"), completion: .file())
-    var model: String?
+    @OptionGroup var model: ModelFlag<StrategyModelHelp>
 
-    /// `--model` read, nil when not given.
-    /// - Throws: `notFound`, `modelInvalid` (exit 2).
-    /// The `--model` file, its path resolved as every path flag is (`~` the context's `HOME`, a
-    /// relative path in the context's current folder).
-    func loadedModel(_ paths: PathResolver) throws -> ManagedObjectModel? {
-        try model.map { try ModelFile.load(paths.url($0)) }
-    }
+    /// `--model` read, nil when not given (`ModelFlag.loaded`).
+    func loadedModel(_ paths: PathResolver) throws -> ManagedObjectModel? { try model.loaded(paths) }
 
     func validate() throws {
         if recipe != nil && plugin != nil { throw ValidationError("--recipe and --plugin cannot be used together") }
@@ -223,3 +210,64 @@ struct StrategyFlags: ParsableArguments {
 }
 
 extension ConflictPolicy: ExpressibleByArgument {}
+
+/// The help text of a flag declared once (below) but explained in the words of the command that
+/// takes it: the spelling, value name, completion and parsing stay one declaration.
+protocol FlagHelpText {
+    static var text: String { get }
+}
+
+/// `--model`: the app's model file, of `salvage` and of every command with `StrategyFlags`.
+struct ModelFlag<Help: FlagHelpText>: ParsableArguments {
+    @Option(
+        name: .customLong("model"), help: ArgumentHelp(Help.text, valueName: "path"), completion: .file())
+    var model: String?
+
+    /// `--model` read, nil when not given; its path resolved as every path flag is (`~` the
+    /// context's `HOME`, a relative path in the context's current folder).
+    /// - Throws: `notFound`, `modelInvalid` (exit 2).
+    func loaded(_ paths: PathResolver) throws -> ManagedObjectModel? {
+        try model.map { try ModelFile.load(paths.url($0)) }
+    }
+}
+
+/// `--schema-from`: a healthy store of the same model, of `salvage` and of `SalvageFlags`.
+struct SchemaFromFlag<Help: FlagHelpText>: ParsableArguments {
+    @Option(
+        name: .customLong("schema-from"), help: ArgumentHelp(Help.text, valueName: "store"), completion: .file())
+    var schemaFrom: String?
+}
+
+/// `--allow-duplicates`: of `DataFlags` (a `--merge`) and of `migrate-store --into`.
+struct AllowDuplicatesFlag<Help: FlagHelpText>: ParsableArguments {
+    @Flag(name: .customLong("allow-duplicates"), help: ArgumentHelp(Help.text))
+    var allowDuplicates = false
+}
+
+enum StrategyModelHelp: FlagHelpText {
+    static let text =
+        "The app's model (.xcdatamodeld, .xcdatamodel, its contents XML, .momd or .mom): where relationships point when the source store holds no model cache."
+}
+
+enum SalvageModelHelp: FlagHelpText {
+    static let text =
+        "The app's model (.xcdatamodeld, .xcdatamodel, its contents XML, .momd or .mom): relationships when SRC has no model cache, entity numbers when Z_PRIMARYKEY was lost."
+}
+
+enum SalvageOptionSchemaHelp: FlagHelpText {
+    static let text =
+        "With --salvage: a healthy store of the same model, for the tables, entities and metadata the damaged store lost."
+}
+
+enum SalvageSchemaHelp: FlagHelpText {
+    static let text =
+        "A healthy store of the same model: the tables, entities and metadata the damaged one lost are taken from it."
+}
+
+enum MergeDuplicatesHelp: FlagHelpText {
+    static let text = "Merge objects the destination already holds (they appear twice)."
+}
+
+enum IntoDuplicatesHelp: FlagHelpText {
+    static let text = "With --into: copy objects DST already holds (by default they are matched, not copied twice)."
+}
