@@ -442,6 +442,10 @@ final class DedupeWork: Sendable {
                     }
                 }
                 counted.tell(.success(removed))
+                // Nothing removed: nothing is staged or installed (the run is "nothing to do").
+                if removed.isEmpty {
+                    return .failure(USMError.unexpected("no duplicates were removed: the copy was not checked"))
+                }
             } catch {
                 counted.tell(.failure(error))
                 throw error
