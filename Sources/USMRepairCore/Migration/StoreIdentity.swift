@@ -160,23 +160,11 @@ enum ExternalDataCopy {
         staged: StoreFileSet, schema: CoreDataSchema, from stores: [StoreFileSet],
         prefetched: [ExternalData.Kind: Set<String>] = [:]
     ) throws -> Int {
-        let queue = try StagedStore.open(staged.main, readonly: true)
-        defer { try? queue.close() }
-        var names: [ExternalData.Kind: Set<String>] = [:]
-        try queue.read { db in
-            try ExternalData.references(db, schema: schema) { reference, _ in
-                names[reference.kind, default: []].insert(reference.name)
-            }
-        }
+        let names = try referenced(by: staged.main, schema: schema)
         var copied = 0
         for kind in ExternalData.Kind.allCases {
             guard let wanted = names[kind], !wanted.isEmpty else { continue }
-            let target = kind.directory(staged)
-            do {
-                try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true)
-            } catch {
-                throw USMError.wrap(error, path: target.path)
-            }
+            let target = try folder(kind, of: staged)
             for name in wanted.sorted() {
                 let candidates = stores.map { kind.directory($0).appendingPathComponent(name) }.filter {
                     FileStatus.resolve($0.path)?.kind == .file
@@ -218,24 +206,11 @@ enum ExternalDataCopy {
     static func prefetch(
         staged: StoreFileSet, copy: URL, schema: CoreDataSchema, from store: StoreFileSet
     ) throws -> [ExternalData.Kind: Set<String>] {
-        let queue = try StagedStore.open(copy, readonly: true)
-        defer { try? queue.close() }
-        var names: [ExternalData.Kind: Set<String>] = [:]
-        try queue.read { db in
-            try ExternalData.references(db, schema: schema) { reference, _ in
-                names[reference.kind, default: []].insert(reference.name)
-            }
-        }
-        try queue.close()
+        let names = try referenced(by: copy, schema: schema)
         var copied: [ExternalData.Kind: Set<String>] = [:]
         for kind in ExternalData.Kind.allCases {
             guard let wanted = names[kind], !wanted.isEmpty else { continue }
-            let target = kind.directory(staged)
-            do {
-                try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true)
-            } catch {
-                throw USMError.wrap(error, path: target.path)
-            }
+            let target = try folder(kind, of: staged)
             for name in wanted.sorted() {
                 let file = kind.directory(store).appendingPathComponent(name)
                 guard FileStatus.resolve(file.path)?.kind == .file else { continue }
@@ -244,5 +219,29 @@ enum ExternalDataCopy {
             }
         }
         return copied
+    }
+
+    /// The names of the files the rows of the store at `url` (read only) refer to, per kind.
+    private static func referenced(by url: URL, schema: CoreDataSchema) throws -> [ExternalData.Kind: Set<String>] {
+        let queue = try StagedStore.open(url, readonly: true)
+        defer { try? queue.close() }
+        var names: [ExternalData.Kind: Set<String>] = [:]
+        try queue.read { db in
+            try ExternalData.references(db, schema: schema) { reference, _ in
+                names[reference.kind, default: []].insert(reference.name)
+            }
+        }
+        return names
+    }
+
+    /// The staged store's folder for `kind`, created when missing.
+    private static func folder(_ kind: ExternalData.Kind, of staged: StoreFileSet) throws -> URL {
+        let target = kind.directory(staged)
+        do {
+            try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true)
+        } catch {
+            throw USMError.wrap(error, path: target.path)
+        }
+        return target
     }
 }
