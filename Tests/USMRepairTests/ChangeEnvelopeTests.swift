@@ -69,28 +69,40 @@ struct ChangeEnvelopeTests {
         return envelope
     }
 
-    @Test("the eleven operations, dry and run, with and without --detailed-exitcode: one envelope, the process's code")
-    func operations() throws {
-        for command in DataSafetyTests.everyCommand {
-            let f = try OperationTests.Fixture {
-                $0.corruptedUUID = $0.activeUUID
-                $0.cloudEnabled = command == ["cloud", "enable"] ? false : true
-            }
-            // The command's path; `cloud` and `corruption` name their action too (`cloud enable`).
-            let words = command.joined(separator: " ")
-            let name =
-                ["cloud", "corruption"].contains(command[0])
-                ? command.prefix(2).joined(separator: " ")
-                : ChangeFlagsTests.commands().map(\.0).sorted { $0.count > $1.count }.first {
-                    words == $0 || words.hasPrefix($0 + " ")
-                }
-            let dry = try f.run(command + ["--dry-run", "--json", "--detailed-exitcode"])
-            let planned = Self.expectEnvelope(dry, name ?? "?", "\(command) --dry-run")
-            #expect(dry.status == (planned?.noOp == true ? 0 : 20), "\(command): \(dry.stderr)")
-            let run = try f.run(command + ["--yes", "--json"])
-            let done = Self.expectEnvelope(run, name ?? "?", "\(command) --yes")
-            #expect(run.status == 0 && done?.changed == (planned?.noOp == false), "\(command): \(run.stderr)")
+    @Test(
+        "the eleven operations, dry and run, with and without --detailed-exitcode: one envelope, the process's code; a second run is nothing to do",
+        arguments: DataSafetyTests.everyCommand
+    )
+    func operations(_ command: [String]) throws {
+        let f = try OperationTests.Fixture {
+            $0.corruptedUUID = $0.activeUUID
+            $0.cloudEnabled = command == ["cloud", "enable"] ? false : true
         }
+        // The command's path; `cloud` and `corruption` name their action too (`cloud enable`).
+        let words = command.joined(separator: " ")
+        let name =
+            ["cloud", "corruption"].contains(command[0])
+            ? command.prefix(2).joined(separator: " ")
+            : ChangeFlagsTests.commands().map(\.0).sorted { $0.count > $1.count }.first {
+                words == $0 || words.hasPrefix($0 + " ")
+            }
+        let dry = try f.run(command + ["--dry-run", "--json", "--detailed-exitcode"])
+        let planned = Self.expectEnvelope(dry, name ?? "?", "\(command) --dry-run")
+        #expect(dry.status == (planned?.noOp == true ? 0 : 20), "\(command): \(dry.stderr)")
+        // The run as `OperationTests.apply` checks it (the next launch predicted and found, nothing
+        // of ours left, a snapshot that verifies, outside the layout).
+        let run = try OperationTests.applied(f, command)
+        let done = Self.expectEnvelope(run, name ?? "?", "\(command) --yes")
+        #expect(run.status == 0 && done?.changed == (planned?.noOp == false), "\(command): \(run.stderr)")
+        // Every changing command recognises its own end state: a second run is nothing to do
+        // (was `DataSafetyTests.secondRunIsNothingToDo`, the same fixture and the same first run).
+        let tree = try f.snapshot()
+        let again = try f.run(command + ["--yes", "--json", "--detailed-exitcode"])
+        #expect(again.status == 0, "\(command): \(again.stderr)")
+        #expect(
+            again.json["noOp"] as? Bool == true && again.json["changed"] as? Bool == false,
+            "\(command): \(again.json["steps"] ?? [])")
+        #expect(try f.snapshot() == tree, "\(command): the second run changed nothing")
     }
 
     @Test("migrate-store, salvage, dedupe, restore (both forms), recover and snapshots prune: one envelope")

@@ -62,6 +62,13 @@ struct OperationTests {
     static func apply(_ f: Fixture, _ args: [String], sourceLocation: SourceLocation = #_sourceLocation) throws
         -> [String: Any]
     {
+        try applied(f, args, sourceLocation: sourceLocation).json
+    }
+
+    /// `apply`, returning the whole run (for the checks of its output).
+    static func applied(_ f: Fixture, _ args: [String], sourceLocation: SourceLocation = #_sourceLocation) throws
+        -> CLI.Result
+    {
         let r = try f.run(args + ["--yes", "--json"])
         #expect(r.status == 0, "\(args): \(r.stderr)\(r.stdout)", sourceLocation: sourceLocation)
         let json = r.json
@@ -94,7 +101,7 @@ struct OperationTests {
                 !f.paths.folders.contains { Confinement.isInside(snapshot, $0.path) },
                 "the snapshot lies outside the layout")
         }
-        return json
+        return r
     }
 
     static func state(_ json: [String: Any]) -> String? {
