@@ -110,7 +110,7 @@ struct CommandLineTests {
         return words
     }
 
-    @Test("every command's help shows examples, and every example parses")
+    @Test("every command's help shows examples (each parses: HelpExampleTests.everyExampleParses)")
     func helpExamples() throws {
         var commands: [ParsableCommand.Type] = []
         func collect(_ command: ParsableCommand.Type) {
@@ -125,10 +125,8 @@ struct CommandLineTests {
             let examples = HelpExampleTests.examples(in: discussion).filter { $0.hasPrefix("usm-repair ") }
             #expect(discussion.contains("Examples:") || discussion.contains("Example:"), "\(command)")
             #expect(!examples.isEmpty, "\(command)")
-            for example in examples {
-                let arguments = Self.words(example.dropFirst("usm-repair ".count))
-                #expect(throws: Never.self, "\(example)") { _ = try USMRepairCommand.parseAsRoot(arguments) }
-            }
+            // Each example parses: `HelpExampleTests.everyExampleParses` parses the same examples
+            // as an 80-column help prints them (a wrapped one is then an example of its own too).
         }
         let help = USM.run(["archive", "--help"])
         #expect(help.stdout.contains("Examples:") && help.stdout.contains("usm-repair archive --store Customer.sqlite"))
