@@ -110,6 +110,9 @@ struct HelpExampleTests {
     func everyExampleRuns() throws {
         let world = try World()
         var ran = 0
+        // Whether a command changes files, by its help (an option line, not an example that
+        // mentions the flag): read once per command, not once per example.
+        var changingCommands: [String: Bool] = [:]
         for command in Self.commands() {
             for example in Self.examples(in: USMRepairCommand.helpMessage(for: command, columns: 80))
             where !example.hasPrefix("cd ") {
@@ -118,9 +121,10 @@ struct HelpExampleTests {
                 guard let type = Self.commands().first(where: { USMRepairCommand.path(to: $0) == path }) else {
                     continue
                 }
-                let help = USMRepairCommand.helpMessage(for: type, columns: 200)
-                // An option line, not an example that mentions the flag.
-                let changing = help.contains("\n  --dry-run")
+                let changing =
+                    changingCommands[path]
+                    ?? USMRepairCommand.helpMessage(for: type, columns: 200).contains("\n  --dry-run")
+                changingCommands[path] = changing
                 let readOnly = [
                     "status", "check", "stores", "strategies", "bundle verify", "snapshots list", "snapshots", "help",
                 ].contains(path)
