@@ -108,24 +108,36 @@ struct OperationTests {
         ((json.details["nextLaunch"] as? [String: Any])?["after"] as? [String: Any])?["state"] as? String
     }
 
-    @Test("every changing command's --dry-run prints a plan and changes no byte")
-    func dryRuns() throws {
-        let f = try Fixture { $0.corruptedUUID = $0.oldUUID }
-        let before = try f.snapshot()
-        let commands: [[String]] = [
+    /// The changing commands whose dry runs `dryRuns` reads as text, on its fixture (a corruption
+    /// marker naming the old store); `PlanGoldenTests` checks their JSON (scenario `corrupted-old`).
+    static func dryRunCommands(_ o: FixtureContainer.Options) -> [[String]] {
+        [
             ["delete", "container"], ["delete", "container", "--local-only"], ["delete", "cloud-store"],
             ["delete", "cloud-store", "--local-only"], ["delete", "local-store"],
             ["rebuild", "--from", "local", "--discard-cloud"],
             ["migrate", "local-to-cloud", "--discard-cloud"], ["rebuild", "--from", "cloud", "--in-app"],
-            ["switch", f.options.oldUUID!],
+            ["switch", o.oldUUID ?? ""],
             ["cloud", "disable"], ["corruption", "clear"], ["corruption", "mark"],
         ]
-        for command in commands {
-            let r = try f.run(command + ["--dry-run", "--json"])
-            #expect(r.status == 0, "\(command): \(r.stderr)")
-            #expect(r.json["dryRun"] as? Bool == true)
-            #expect((r.json["steps"] as? [Any])?.isEmpty == false, "\(command)")
-            #expect(r.json["snapshot"] is NSNull)
+    }
+
+    /// The same commands' `--dry-run --json` (a plan, no snapshot): `PlanGoldenTests.plans`, scenario
+    /// `corrupted-old` (this fixture), checks them on the runs it records.
+    static func expectDryRunJSON(
+        _ r: CLI.Result, _ command: [String], sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        #expect(r.status == 0, "\(command): \(r.stderr)", sourceLocation: sourceLocation)
+        #expect(r.json["dryRun"] as? Bool == true, "\(command)", sourceLocation: sourceLocation)
+        #expect((r.json["steps"] as? [Any])?.isEmpty == false, "\(command)", sourceLocation: sourceLocation)
+        #expect(r.json["snapshot"] is NSNull, "\(command)", sourceLocation: sourceLocation)
+    }
+
+    @Test("every changing command's --dry-run prints a plan and changes no byte")
+    func dryRuns() throws {
+        let f = try Fixture { $0.corruptedUUID = $0.oldUUID }
+        let before = try f.snapshot()
+        // Their JSON: `expectDryRunJSON`, in `PlanGoldenTests.plans` (the same fixture).
+        for command in Self.dryRunCommands(f.options) {
             let text = try f.run(command + ["--dry-run"])
             #expect(text.stdout.contains("Dry run: nothing was changed."), "\(command)")
             #expect(text.stdout.contains("Next launch after:"), "\(command)")
