@@ -86,9 +86,16 @@ struct ChangeEnvelopeTests {
             : ChangeFlagsTests.commands().map(\.0).sorted { $0.count > $1.count }.first {
                 words == $0 || words.hasPrefix($0 + " ")
             }
-        let dry = try f.run(command + ["--dry-run", "--json", "--detailed-exitcode"])
+        // The dry run with the whole flag group (`--dry-run --yes --json --detailed-exitcode
+        // --snapshot-dir`): accepted, honest about its code, nothing changed (was
+        // `ChangeFlagsTests.operations`, on the same fixture).
+        let before = try f.snapshot()
+        let dry = try f.run(command + ChangeFlagsTests.flags(f.tmp.path("snaps")))
+        #expect(dry.status != 64, "\(command) refused a flag of the group: \(dry.stderr)")
+        ChangeFlagsTests.expectHonest(dry, dry.json["noOp"] as? Bool == true ? 0 : 20, "\(command)")
         let planned = Self.expectEnvelope(dry, name ?? "?", "\(command) --dry-run")
         #expect(dry.status == (planned?.noOp == true ? 0 : 20), "\(command): \(dry.stderr)")
+        #expect(try f.snapshot() == before, "\(command): the dry run changed nothing")
         // The run as `OperationTests.apply` checks it (the next launch predicted and found, nothing
         // of ours left, a snapshot that verifies, outside the layout).
         let run = try OperationTests.applied(f, command)
