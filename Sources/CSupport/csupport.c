@@ -1,5 +1,7 @@
 #define _GNU_SOURCE
 #include "csupport.h"
+#include <pthread.h>
+#include <stdlib.h>
 #include <errno.h>
 #include <signal.h>
 #include <spawn.h>
@@ -130,4 +132,63 @@ int usm_terminal_columns(int fd) {
     struct winsize size;
     if (ioctl(fd, TIOCGWINSZ, &size) != 0) return 0;
     return (int)size.ws_col;
+}
+
+struct usm_unlink_lane {
+    int dirfd;
+    const char *const *names;
+    int count;
+    int lane;
+    int lanes;
+    int *results;
+};
+
+static void *usm_unlink_lane_run(void *argument) {
+    struct usm_unlink_lane *work = argument;
+    for (int i = work->lane; i < work->count; i += work->lanes) {
+        struct stat st;
+        if (fstatat(work->dirfd, work->names[i], &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            work->results[i] = errno;
+        } else if (S_ISDIR(st.st_mode)) {
+            work->results[i] = 1;
+        } else {
+            work->results[i] = unlinkat(work->dirfd, work->names[i], 0) == 0 ? 0 : errno;
+        }
+    }
+    return NULL;
+}
+
+int usm_unlink_files(int dirfd, const char *const names[], int count, int lanes, int results[]) {
+    if (lanes < 1) lanes = 1;
+    if (lanes > count) lanes = count;
+    if (lanes <= 1) {
+        struct usm_unlink_lane only = {dirfd, names, count, 0, 1, results};
+        usm_unlink_lane_run(&only);
+        return 0;
+    }
+    struct usm_unlink_lane *work = calloc((size_t)lanes, sizeof *work);
+    pthread_t *threads = calloc((size_t)lanes, sizeof *threads);
+    char *started = calloc((size_t)lanes, 1);
+    if (work == NULL || threads == NULL || started == NULL) {
+        free(work);
+        free(threads);
+        free(started);
+        struct usm_unlink_lane only = {dirfd, names, count, 0, 1, results};
+        usm_unlink_lane_run(&only);
+        return 0;
+    }
+    for (int lane = 0; lane < lanes; lane++) {
+        work[lane] = (struct usm_unlink_lane){dirfd, names, count, lane, lanes, results};
+        started[lane] = lane > 0 && pthread_create(&threads[lane], NULL, usm_unlink_lane_run, &work[lane]) == 0;
+    }
+    for (int lane = 0; lane < lanes; lane++) {
+        if (!started[lane]) usm_unlink_lane_run(&work[lane]);
+    }
+    for (int lane = 1; lane < lanes; lane++) {
+        if (started[lane]) pthread_join(threads[lane], NULL);
+    }
+    free(work);
+    free(threads);
+    free(started);
+    return 0;
 }

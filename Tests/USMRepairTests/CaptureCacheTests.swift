@@ -31,10 +31,10 @@ struct CaptureCacheTests {
         try CaptureCache.scope {
             let cache = try #require(CaptureCache.current)
             let comparison = try StoreComparison.compare(s.local, s.cloud)
-            #expect(cache.counts == CaptureCache.Counts(captures: 2, digestReads: 1))
+            #expect(cache.counts == CaptureCache.Counts(captures: 2, digestReads: 1, quickChecksReused: 0))
             let report = try Migrate.engine.build(source: s.cloud, staged: s.tmp.path("out/Local.sqlite"))
             // Nothing captured or hashed again, and the provenance is the comparison's digest.
-            #expect(cache.counts == CaptureCache.Counts(captures: 2, digestReads: 1))
+            #expect(cache.counts == CaptureCache.Counts(captures: 2, digestReads: 1, quickChecksReused: 0))
             #expect(report.source.digest == comparison.digestB)
             #expect(report.verification.digestsCompared > 0)
         }
@@ -54,7 +54,7 @@ struct CaptureCacheTests {
             }
             try queue.close()
             let report = try Migrate.engine.build(source: s.cloud, staged: s.tmp.path("out/Local.sqlite"))
-            #expect(cache.counts == CaptureCache.Counts(captures: 3, digestReads: 2))
+            #expect(cache.counts == CaptureCache.Counts(captures: 3, digestReads: 2, quickChecksReused: 0))
             #expect(report.source.digest != nil)
             #expect(report.source.digest != comparison.digestB)
             let out = try DatabaseQueue(path: s.tmp.path("out/Local.sqlite").path)
@@ -63,6 +63,48 @@ struct CaptureCacheTests {
                 try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM ZITEM WHERE ZTITLE = 'written after the plan'")
             }
             #expect(titles == 1)
+        }
+    }
+
+    @Test("the layout's quick_check of a store stands for the capture's while the store is unchanged")
+    func quickCheckOncePerStore() throws {
+        let s = try Stores()
+        try CaptureCache.scope {
+            let cache = try #require(CaptureCache.current)
+            let inspected = StoreInspector(depth: .status).inspect(
+                s.cloud, role: .store, confinement: Confinement(root: s.cloud.directory))
+            #expect(inspected.integrity == "ok")
+            let captured = try cache.capture(s.cloud, role: "source")
+            #expect(captured.report.integrity == "ok" && captured.report.integrityCheck == "quick_check")
+            #expect(cache.counts.quickChecksReused == 1)
+        }
+    }
+
+    @Test("a store damaged after the layout's quick_check is checked again by the capture, and refused")
+    func damagedAfterTheQuickCheck() throws {
+        let s = try Stores()
+        // Fold the -wal in, so that the damage lands in pages the store reads.
+        let queue = try DatabaseQueue(path: s.local.main.path)
+        try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        try queue.close()
+        try CaptureCache.scope {
+            let cache = try #require(CaptureCache.current)
+            let inspected = StoreInspector(depth: .status).inspect(
+                s.local, role: .store, confinement: Confinement(root: s.local.directory))
+            #expect(inspected.integrity == "ok")
+            // Every page after the first two overwritten in place (same size, new mtime and ctime).
+            let handle = try FileHandle(forUpdating: s.local.main)
+            let size = try handle.seekToEnd()
+            let pageSize: UInt64 = 4096
+            var page = pageSize * 2
+            while page < size {
+                try handle.seek(toOffset: page + 8)
+                try handle.write(contentsOf: Data(repeating: 0xA5, count: 64))
+                page += pageSize
+            }
+            try handle.close()
+            #expect(throws: USMError.self) { _ = try cache.capture(s.local, role: "source") }
+            #expect(cache.counts.quickChecksReused == 0)
         }
     }
 

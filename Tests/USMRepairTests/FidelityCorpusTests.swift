@@ -77,7 +77,8 @@ struct FidelityCorpusTests {
         for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: placed.path + suffix) {
             try FileManager.default.moveItem(atPath: placed.path + suffix, toPath: copy.main.path + suffix)
         }
-        let source = try Inspection(options: LayoutOptions(store: copy.main), depth: .status).run().stores[0]
+        // The rows the copy holds: the corpus store's, read once for the corpus suites.
+        let source = try CorpusFixtures.check(store).report
         let (cloudUUID, _) = try Store.metadata(copy.main)
         let cloudCounters = try Store.counters(copy.main)
         try FidelityLayoutTests.plantFailedSeeding(in: f.paths.appDir, name: "CopyMigrationStore.sqlite")

@@ -10,9 +10,11 @@ import TestSupport
     .enabled(if: Corpus.directory != nil, "../shared/corpus/real is not beside this checkout")
 )
 struct MigrationCorpusTests {
-    /// The result passes check, opens in sqlite3 in WAL mode, has no sidecars and no staging left.
-    static func expectSound(_ store: URL, _ label: String) throws -> [String: Int] {
-        let (rows, errors, _) = try Migrate.check(store)
+    /// The result passes check, opens in sqlite3 in WAL mode, has no sidecars and no staging left;
+    /// returns the check's rows per entity and its report.
+    @discardableResult
+    static func expectSound(_ store: URL, _ label: String) throws -> (rows: [String: Int], report: StoreReport) {
+        let (rows, errors, report) = try Migrate.check(store)
         #expect(errors.isEmpty, "\(label): \(errors)")
         #expect(Migrate.sidecars(store).isEmpty, "\(label)")
         let sqlite = try Migrate.sqlite3(store)
@@ -20,14 +22,15 @@ struct MigrationCorpusTests {
         #expect(sqlite.integrity == "ok", "\(label)")
         #expect(Migrate.sidecars(store).isEmpty, "\(label): sqlite3 left no sidecar (a clean WAL store)")
         #expect(Migrate.staging(in: store.deletingLastPathComponent()).isEmpty, "\(label)")
-        return rows
+        return (rows, report)
     }
 
     /// Every built-in strategy and every whole-copy recipe on one real store, each output made once
     /// and given every check the three former tests made on it (migration: sound result and rows per
     /// strategy; fidelity, issue 19: a new identity for a new store, the source's metadata, counters
     /// that never drop nor lag the keys; recipes: what each recipe removes and keeps), then
-    /// `migrate-store --overwrite` and `--into` through the command line (in process).
+    /// `migrate-store --overwrite` and `--into` through the command line (in process; `--into` is
+    /// the merge of the copy of itself, see selfMerge).
     @Test(
         "strategies (ios, copy-entities, none), copy-entities into a copy of itself, and recipes (drop-history, fix-counters, strip-cloudkit, strip-ubiquity) on every real store: sound, rows, identity, metadata, counters, conflicts and relationships",
         arguments: Corpus.stores())
@@ -37,18 +40,20 @@ struct MigrationCorpusTests {
         let folder = store.deletingLastPathComponent()
         let before = try TreeSnapshot(folder)
         let name = store.lastPathComponent
-        let (sourceRows, _, sourceReport) = try Migrate.check(store)
+        let (sourceRows, _, sourceReport) = try CorpusFixtures.check(store)
         let system = Set(sourceReport.entities.filter(\.system).map(\.name))
         let pristine = try Corpus.copy(store, into: try Self.folder(tmp, "pristine"))
         let (sourceUUID, sourcePlist) = try Store.metadata(pristine)
         let sourceCounters = try Store.counters(pristine)
 
         // Strategies, from the corpus store itself (read only: the corpus stays untouched).
+        var copyEntities: (rows: [String: Int], report: StoreReport)?
         for strategy in ["ios", "copy-entities", "none"] {
             let destination = try Self.folder(tmp, strategy).appendingPathComponent(name)
             let label = "\(name) \(strategy)"
             let report = try Migrate.run(store, destination, strategy: strategy)
-            let rows = try Self.expectSound(destination, label)
+            let (rows, result) = try Self.expectSound(destination, label)
+            if strategy == "copy-entities" { copyEntities = (rows, result) }
             for (entity, n) in sourceRows {
                 let expected = strategy == "none" || (strategy == "copy-entities" && system.contains(entity)) ? 0 : n
                 #expect((rows[entity] ?? 0) == expected, "\(label) \(entity)")
@@ -67,8 +72,11 @@ struct MigrationCorpusTests {
         }
         #expect(try TreeSnapshot(folder) == before, "the corpus is untouched")
 
-        // Copy-entities into a copy of itself, the copy-entities output as the base.
-        try Self.selfMerge(store: store, base: tmp.path("copy-entities/\(name)"), tmp: tmp)
+        // Copy-entities into a copy of itself, the copy-entities output (checked above) as the base.
+        let base = try #require(copyEntities)
+        try Self.selfMerge(
+            store: store, base: tmp.path("copy-entities/\(name)"), checked: base, sourceCounters: sourceCounters,
+            tmp: tmp)
         #expect(try TreeSnapshot(folder) == before, "the corpus is untouched")
 
         // Recipes, on a copy given what they remove: a counter behind, a CloudKit table, ubiquity keys.
@@ -118,8 +126,8 @@ struct MigrationCorpusTests {
             #expect(result.metadata?.ubiquityKeys.isEmpty ?? true, "\(label)")
         }
 
-        // Replacing a store keeps the replaced one's identity; a merge into a store of an older
-        // framework keeps its versioning keys (the command line, in process).
+        // Replacing a store keeps the replaced one's identity (the command line, in process; a merge
+        // through it, `--into`, is in selfMerge).
         let replaced = try Self.folder(tmp, "overwrite").appendingPathComponent(name)
         try FileManager.default.copyItem(at: tmp.path("ios/\(name)"), to: replaced)
         let replacedUUID = try Store.metadata(replaced).uuid
@@ -128,27 +136,6 @@ struct MigrationCorpusTests {
         #expect(
             try Store.metadata(replaced).uuid == replacedUUID,
             "\(name): --overwrite keeps the replaced store's identity")
-        try Store.setMetadata(replaced) {
-            $0["NSPersistenceFrameworkVersion"] = 1
-            $0.removeValue(forKey: "NSStoreModelVersionChecksumKey")
-            $0.removeValue(forKey: "NSStoreModelVersionHashesDigest")
-        }
-        let (_, destinationPlist) = try Store.metadata(replaced)
-        let merge = USM.run([
-            "migrate-store", pristine.path, replaced.path, "--into", "--on-conflict", "keep-destination",
-        ])
-        #expect(merge.status == 0, "\(name) --into: \(merge.stderr)")
-        let (mergedUUID, mergedPlist) = try Store.metadata(replaced)
-        #expect(mergedUUID == replacedUUID, "\(name): a merge keeps the destination's identity")
-        for key in destinationPlist.keys.filter(StoreIdentity.isVersioningKey) {
-            #expect(
-                (mergedPlist[key] as? NSObject)?.isEqual(destinationPlist[key]) == true,
-                "\(name): \(key) is the destination's")
-        }
-        for key in ["NSStoreModelVersionChecksumKey", "NSStoreModelVersionHashesDigest"] {
-            #expect(mergedPlist[key] == nil, "\(name): \(key) not taken from the source")
-        }
-        try FidelityCorpusTests.expectCounters(replaced, source: sourceCounters, "\(name) --into")
     }
 
     static func folder(_ tmp: TempDir, _ name: String) throws -> URL {
@@ -157,14 +144,13 @@ struct MigrationCorpusTests {
         return url
     }
 
-    /// For every to-one key, an order-free digest over (source row's attributes, target row's
-    /// attributes): moved keys that still point at the right rows give the same digest.
-    static func pairDigests(_ url: URL) throws -> [String: Int64] {
+    /// For each of `keys` (to-one keys), an order-free digest over (source row's attributes,
+    /// target row's attributes): moved keys that still point at the right rows give the same digest.
+    static func pairDigests(_ url: URL, keys: [CoreDataSchema.ToOneKey]) throws -> [String: Int64] {
         let schema = try CoreDataSchema.load(from: url)
         let queue = try StagedStore.open(url, readonly: true)
         defer { try? queue.close() }
         return try queue.read { db in
-            let keys = schema.toOneKeys + (try SchemaFacts.inferredKeys(db, schema: schema))
             let indexed = try SchemaFacts.indexedKeyColumns(db, schema: schema)
             var result: [String: Int64] = [:]
             for key in keys {
@@ -181,11 +167,19 @@ struct MigrationCorpusTests {
         }
     }
 
-    /// Copy-entities merges `store` into a copy of `base` (its copy-entities output, made once by
-    /// strategiesAndRecipes): unconstrained rows doubled, constrained ones refused, then
-    /// deduplicated; relationships still right.
-    static func selfMerge(store: URL, base: URL, tmp: TempDir) throws {
-        let (rows, _, report) = try Migrate.check(base)
+    /// Copy-entities merges `store` into a copy of `base` (its copy-entities output, made and
+    /// checked once by strategiesAndRecipes: `checked`): unconstrained rows doubled, constrained ones
+    /// refused, then deduplicated; relationships still right. The merge that succeeds with the
+    /// default policy (keep-destination where rows conflict, else refuse) goes through the command
+    /// line, `migrate-store --into`, into a destination made a store of an older framework: it keeps
+    /// the destination's identity and versioning keys, takes no checksum keys from the source, and
+    /// its counters neither drop nor lag the keys.
+    static func selfMerge(
+        store: URL, base: URL, checked: (rows: [String: Int], report: StoreReport), sourceCounters: [Int: Int64],
+        tmp: TempDir
+    ) throws {
+        typealias Store = FidelityStoreTests
+        let (rows, report) = checked
         let constrainedTables: Set<String> = try {
             let queue = try DatabaseQueue(
                 path: base.path,
@@ -204,8 +198,10 @@ struct MigrationCorpusTests {
         }()
         let constrained = Set(report.entities.filter { $0.table.map(constrainedTables.contains) ?? false }.map(\.name))
         let hasConflicts = report.entities.contains { constrained.contains($0.name) && !$0.system && $0.rows > 0 }
-        let pairsBefore = try Self.pairDigests(base)
         let schema = try CoreDataSchema.load(from: base)
+        // The relationships compared: the model's to-one keys from unconstrained tables.
+        let keys = schema.toOneKeys.filter { !constrainedTables.contains($0.table) }
+        let pairsBefore = try Self.pairDigests(base, keys: keys)
         for policy in ConflictPolicy.allCases {
             let destination = tmp.path("\(policy.rawValue)/\(store.lastPathComponent)")
             try FileManager.default.createDirectory(
@@ -228,22 +224,55 @@ struct MigrationCorpusTests {
                 continue
             }
             if policy != .refuse && !hasConflicts { continue }
-            let merged = try Migrate.run(
-                store, destination, mode: .merge, options: options, snapshots: tmp.path("snapshots"))
-            let after = try Self.expectSound(destination, label)
+            let deduplicated: [String: Int]
+            if policy == (hasConflicts ? .keepDestination : .refuse) {
+                // Through the command line, into a store of an older framework.
+                let destinationUUID = try Store.metadata(destination).uuid
+                try Store.setMetadata(destination) {
+                    $0["NSPersistenceFrameworkVersion"] = 1
+                    $0.removeValue(forKey: "NSStoreModelVersionChecksumKey")
+                    $0.removeValue(forKey: "NSStoreModelVersionHashesDigest")
+                }
+                let (_, destinationPlist) = try Store.metadata(destination)
+                // Counters may not drop below the source's nor the destination's own.
+                let floor = try Store.counters(destination).merging(sourceCounters, uniquingKeysWith: max)
+                let merge = USM.run([
+                    "migrate-store", store.path, destination.path, "--into", "--on-conflict", policy.rawValue,
+                    "--allow-duplicates", "--snapshot-dir", tmp.path("snapshots").path, "--json",
+                ])
+                #expect(merge.status == 0, "\(label) --into: \(merge.stderr)")
+                deduplicated = merge.details["deduplicated"] as? [String: Int] ?? [:]
+                let (mergedUUID, mergedPlist) = try Store.metadata(destination)
+                #expect(mergedUUID == destinationUUID, "\(label): a merge keeps the destination's identity")
+                for key in destinationPlist.keys.filter(StoreIdentity.isVersioningKey) {
+                    #expect(
+                        (mergedPlist[key] as? NSObject)?.isEqual(destinationPlist[key]) == true,
+                        "\(label): \(key) is the destination's")
+                }
+                for key in ["NSStoreModelVersionChecksumKey", "NSStoreModelVersionHashesDigest"] {
+                    #expect(mergedPlist[key] == nil, "\(label): \(key) not taken from the source")
+                }
+                try FidelityCorpusTests.expectCounters(destination, source: floor, "\(label) --into")
+            } else {
+                deduplicated =
+                    try Migrate.run(
+                        store, destination, mode: .merge, options: options, snapshots: tmp.path("snapshots")
+                    ).deduplicated
+            }
+            let after = try Self.expectSound(destination, label).rows
             for entity in report.entities where !entity.system {
                 let n = rows[entity.name] ?? 0
                 if constrained.contains(entity.name) {
                     #expect(
-                        (after[entity.name] ?? 0) + (merged.deduplicated[entity.name] ?? 0) == 2 * n,
+                        (after[entity.name] ?? 0) + (deduplicated[entity.name] ?? 0) == 2 * n,
                         "\(label) \(entity.name)")
                 } else {
                     #expect(after[entity.name] == 2 * n, "\(label) \(entity.name): every unconstrained row doubled")
                 }
             }
             // Relationships from unconstrained rows: twice the same (row, target) pairs by content.
-            let pairs = try Self.pairDigests(destination)
-            for key in schema.toOneKeys where !constrainedTables.contains(key.table) {
+            let pairs = try Self.pairDigests(destination, keys: keys)
+            for key in keys {
                 let name = "\(key.table).\(key.column)"
                 #expect(pairs[name] == (pairsBefore[name] ?? 0) &* 2, "\(label) \(name)")
             }

@@ -50,6 +50,35 @@ struct SnapshotTests {
         }
     }
 
+    @Test(
+        "a snapshot that does not read back stops the run before the first change: the layout as it was, nothing pending"
+    )
+    func unreadableSnapshotStopsTheRun() throws {
+        let f = try OperationTests.Fixture()
+        let before = try f.snapshot()
+        let snaps = f.tmp.path("snaps")
+        // Bytes in the middle of the archive overwritten once it is written, before its read-back
+        // (which runs beside the build and is waited for before anything is retired).
+        let hooks = PlanExecutor.Hooks(snapshotWritten: { file in
+            guard let handle = try? FileHandle(forUpdating: file), let size = try? handle.seekToEnd() else { return }
+            try? handle.seek(toOffset: size / 2)
+            try? handle.write(contentsOf: Data(repeating: 0x5A, count: 256))
+            try? handle.close()
+        })
+        let r = try f.run(
+            ["migrate", "cloud-to-local", "--replace", "--yes", "--json", "--snapshot-dir", snaps.path], hooks: hooks)
+        #expect(r.status != 0 && r.status != PlanExecutor.Hooks.interruptedStatus, "\(r.stdout)\(r.stderr)")
+        #expect(
+            (r.json["error"] as? [String: Any])?["message"].map { "\($0)".contains(snaps.path) } == true, "\(r.stdout)")
+        #expect(try f.snapshot() == before, "nothing retired or installed on a snapshot that does not read back")
+        let status = try f.run(["status", "--json"])
+        let codes = ((status.json["problems"] as? [[String: Any]]) ?? []).compactMap { $0["code"] as? String }
+        #expect(!codes.contains("interrupted-operation"))
+        // The same run without the damage goes through (the fixture allows it).
+        let ok = try f.run(["migrate", "cloud-to-local", "--replace", "--yes", "--json", "--snapshot-dir", snaps.path])
+        #expect(ok.status == 0, "\(ok.stderr)")
+    }
+
     @Test("a snapshot folder inside a folder the change touches is refused, nothing written")
     func protectedFolder() throws {
         let tmp = try TempDir()

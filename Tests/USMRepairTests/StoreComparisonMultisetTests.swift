@@ -53,4 +53,20 @@ struct StoreComparisonMultisetTests {
         #expect(reverse.presentInA["Book"] == books + 1)
         #expect(reverse.duplicateCount == reverse.totalB - 1)
     }
+
+    @Test("the entities are hashed on two lanes of about equal work; one entity to hash, one lane")
+    func lanes() throws {
+        let entity = CoreDataSchema.Entity(number: 1, name: "E", superNumber: 0, max: 0, table: "ZE", rootNumber: 1)
+        func pair(_ name: String, _ na: Int, _ nb: Int, b: Bool = true) -> StoreComparison.Pair {
+            StoreComparison.Pair(name: name, a: entity, b: b ? entity : nil, columns: [], na: na, nb: nb)
+        }
+        let split = StoreComparison.lanes([
+            pair("Item", 268_000, 90_000), pair("Note", 268_000, 90_000), pair("Tag", 30_000, 10_000),
+            pair("Folder", 3_000, 1_000), pair("Gone", 0, 5), pair("OnlyA", 50, 0, b: false),
+        ])
+        #expect(split.here.map(\.name) == ["Note", "Tag"])
+        #expect(split.there.map(\.name) == ["Item", "Folder"])
+        let one = StoreComparison.lanes([pair("Item", 10, 10), pair("Gone", 0, 3)])
+        #expect(one.here.map(\.name) == ["Item"] && one.there.isEmpty)
+    }
 }

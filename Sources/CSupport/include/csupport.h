@@ -33,4 +33,11 @@ int usm_spawn(const char *path, char *const argv[], char *const envp[], const ch
    the terminal does not say. */
 int usm_terminal_columns(int fd);
 
+/* Removes `count` entries of the open folder `dirfd` that are not folders (files, symlinks as links;
+   never following a link) on up to `lanes` threads: a removal that waits on the device (a discard
+   on a file system mounted with `discard`, a journal commit) overlaps the others. `results[i]`: 0
+   when removed, 1 when the entry is a folder (left for the caller), or the errno value of the failed
+   call. Returns 0 (a lane that cannot be started runs on the calling thread). */
+int usm_unlink_files(int dirfd, const char *const names[], int count, int lanes, int results[]);
+
 #endif

@@ -58,6 +58,24 @@ public enum Snapshot {
     ///   written, `unreadable` when an item cannot be read whole, `changedWhileReading` when a file
     ///   changes while it is captured, `manifestMismatch` when the written snapshot does not read back exactly.
     public static func take(_ request: Request, into directory: URL, protected: [URL]) throws -> URL {
+        let output = try take(request, into: directory, protected: protected, verifying: false)
+        try verify(output)
+        return output
+    }
+
+    /// Step 5 alone: reads the snapshot at `output` back and verifies every entry against its
+    /// manifest. - Throws: `manifestMismatch` when it does not read back exactly.
+    public static func verify(_ output: URL) throws {
+        let check = try PhaseTimings.measure("snapshot: verify") { try BundleVerifier.verify(output) }
+        if let first = check.mismatches.first {
+            throw USMError.manifestMismatch(
+                path: output.path, count: check.mismatchCount, first: "\(first.path): \(first.problem)")
+        }
+    }
+
+    /// Steps 1 to 4; with `verifying` false the caller runs step 5 (`verify`) itself before it
+    /// relies on the snapshot (the executor: beside the build, before the first change).
+    static func take(_ request: Request, into directory: URL, protected: [URL], verifying: Bool) throws -> URL {
         let folder = try prepare(directory, protected: protected + request.roots.map(\.url))
         let scratch = try TemporaryDirectory(prefix: "usm-repair-snapshot")
         defer { scratch.remove() }
@@ -120,11 +138,7 @@ public enum Snapshot {
                 overwrite: false, contentBytes: contentBytes, progress: { _, _ in }, zstdLevel: zstdLevel)
         }
         FileSync.directory(folder)
-        let check = try PhaseTimings.measure("snapshot: verify") { try BundleVerifier.verify(output) }
-        if let first = check.mismatches.first {
-            throw USMError.manifestMismatch(
-                path: output.path, count: check.mismatchCount, first: "\(first.path): \(first.problem)")
-        }
+        if verifying { try verify(output) }
         return output
     }
 

@@ -142,6 +142,35 @@ enum SafeRemove {
         return FileSystemPath.withCString(name) { unlinkat(dirfd, $0, AT_REMOVEDIR) } == 0
     }
 
+    /// At most this many removals wait on the device at once (`unlinkFiles`).
+    static let lanes = 16
+
+    /// Removes the entries of `names` in the open folder `fd` that are not folders, several at a
+    /// time (`usm_unlink_files`: a file's removal can wait on the device — a discard on a file
+    /// system mounted with `discard` took about 4 ms per synced file here — and those waits
+    /// overlap), and returns the rest: folders, and entries whose removal failed, for
+    /// `removeEntry` to handle one by one. Few names are removed on this thread.
+    private static func unlinkFiles(_ names: [String], in fd: Int32) -> [String] {
+        guard names.count >= 8 else { return names }
+        let raw = names.map { name -> UnsafeMutablePointer<CChar>? in
+            var bytes = FileSystemPath.bytes(name)
+            bytes.append(0)
+            return bytes.withUnsafeBufferPointer { buffer in
+                buffer.withMemoryRebound(to: CChar.self) { strdup($0.baseAddress!) }
+            }
+        }
+        defer { for pointer in raw { free(pointer) } }
+        guard raw.allSatisfy({ $0 != nil }) else { return names }
+        var results = [Int32](repeating: -1, count: names.count)
+        let pointers = raw.map { UnsafePointer($0) }
+        _ = pointers.withUnsafeBufferPointer { list in
+            results.withUnsafeMutableBufferPointer { out in
+                usm_unlink_files(fd, list.baseAddress, Int32(names.count), Int32(lanes), out.baseAddress)
+            }
+        }
+        return zip(names, results).compactMap { $1 == 0 ? nil : $0 }
+    }
+
     /// Removes everything in the open folder `fd`, a batch of names at a time (memory stays flat).
     private static func empty(_ fd: Int32, depth: Int) {
         let copy = dup(fd)
@@ -164,7 +193,8 @@ enum SafeRemove {
                 if let name, !failed.contains(name.pathKey) { batch.append(name) }
             }
             if batch.isEmpty { return }
-            for name in batch where !removeEntry(in: fd, name, expected: nil, depth: depth + 1) {
+            for name in unlinkFiles(batch, in: fd)
+            where !removeEntry(in: fd, name, expected: nil, depth: depth + 1) {
                 failed.insert(name.pathKey)
             }
             rewinddir(dir)

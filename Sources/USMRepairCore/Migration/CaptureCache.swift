@@ -19,12 +19,23 @@ public final class CaptureCache: Sendable {
     }
 
     private let entries = Mutex<[String: Entry]>([:])
-    private let made = Mutex(Counts(captures: 0, digestReads: 0))
+    /// `quick_check`s of whole stores this command made on copies of its own (the layout's
+    /// inspection before planning), with the originals' status when copied.
+    private let quickChecks = Mutex<[String: QuickCheck]>([:])
+
+    /// A `quick_check` of a copy of a store's file set: the originals' members (main, -wal) as they
+    /// were when the copy was made, and the lines it gave.
+    struct QuickCheck: Sendable {
+        let members: [String: FileStatus]
+        let lines: [String]
+    }
+    private let made = Mutex(Counts(captures: 0, digestReads: 0, quickChecksReused: 0))
 
     /// How many captures and digest reads this cache made (not counting the ones it reused).
     struct Counts: Equatable {
         var captures: Int
         var digestReads: Int
+        var quickChecksReused: Int
     }
 
     /// What this cache made so far.
@@ -41,6 +52,39 @@ public final class CaptureCache: Sendable {
         let cache = CaptureCache()
         defer { cache.removeAll() }
         return try $current.withValue(cache) { try body() }
+    }
+
+    /// The status of `files`' main file, `-wal` and `-journal` as `CapturedStore.members` keeps them,
+    /// or nil when one is not a regular file (a symlink: its target may change under the same
+    /// status) or a `-journal` is there (a hot journal is rolled back in a copy of its own).
+    static func memberStatus(_ files: StoreFileSet) -> [String: FileStatus]? {
+        var members: [String: FileStatus] = [:]
+        for name in ["main", "wal", "journal"] {
+            guard let url = files.member(name), let status = FileStatus.lookup(url.path) else { continue }
+            guard status.kind == .file, name != "journal" else { return nil }
+            members[name] = status
+        }
+        return members["main"] == nil ? nil : members
+    }
+
+    /// Remembers a `quick_check` of the whole store `files` made on a copy taken while its
+    /// members had the status `members`.
+    func noteQuickCheck(_ files: StoreFileSet, members: [String: FileStatus], lines: [String]) {
+        quickChecks.withLock { $0[files.main.path] = QuickCheck(members: members, lines: lines) }
+    }
+
+    /// The lines of a `quick_check` this command already made of `files` when its members had the
+    /// status they have in `members` (the same bytes: kind, size, mtime, ctime and inode each
+    /// alike, as `CapturedStore.unchanged` judges), else nil.
+    func quickCheck(of files: StoreFileSet, members: [String: FileStatus]) -> [String]? {
+        guard let known = quickChecks.withLock({ $0[files.main.path] }), known.members.keys == members.keys else {
+            return nil
+        }
+        for (name, status) in members {
+            guard let was = known.members[name], status.sameContent(as: was) else { return nil }
+        }
+        made.withLock { $0.quickChecksReused += 1 }
+        return known.lines
     }
 
     /// Removes every copy and forgets every capture.

@@ -88,7 +88,17 @@ extension MigrationEngine {
         }
         // quick_check and the cheap invariants here; the full check of the source runs only when the
         // result has an error to compare with (`CapturedStore.fullCheck`).
-        let report = StoreInspector(depth: .status, quickCheckTables: readsRows ? nil : bookkeepingTables).inspect(
+        var inspector = StoreInspector(depth: .status, quickCheckTables: readsRows ? nil : bookkeepingTables)
+        // The layout's inspection may have checked these very bytes already (its own copy, taken
+        // while the members had the status they had when this one was taken): not again.
+        if readsRows, capture.openable != nil, capture.members["journal"] == nil {
+            let members = capture.members.mapValues(\.status)
+            if let lines = CaptureCache.current?.quickCheck(of: files, members: members) {
+                inspector.quickCheckLines = lines
+                PhaseTimings.note("check: quick_check of \(files.main.lastPathComponent) (reused)", seconds: 0)
+            }
+        }
+        let report = inspector.inspect(
             files, role: .store, confinement: Confinement(root: files.directory), privateCopy: copy)
         if let failure = report.readFailure {
             switch failure {

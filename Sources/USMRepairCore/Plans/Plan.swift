@@ -142,6 +142,15 @@ public struct Plan: Sendable, Codable {
         case commit
         /// Remove trash, staging and journal.
         case purge
+
+        /// Whether the step moves, replaces or removes anything in the user's folders (or marks
+        /// the point of no return): the steps before it only write the snapshot and staging.
+        var touchesTheUsersFolders: Bool {
+            switch self {
+            case .snapshot, .checkpoint, .build, .writeMarker, .writePreferences, .extract: false
+            case .retire, .install, .commit, .purge: true
+            }
+        }
     }
 
     /// One step and why it is there.

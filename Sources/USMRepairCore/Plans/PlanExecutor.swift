@@ -33,8 +33,16 @@ public struct PlanExecutor {
         /// right there, as a kill would: nothing is undone or removed (tests of recovery).
         public var afterStep: @Sendable (_ index: Int) throws -> Void
 
-        public init(afterStep: @escaping @Sendable (_ index: Int) throws -> Void = { _ in }) {
+        /// Called with the snapshot's path once it is written, before it is read back (tests of
+        /// a snapshot that does not read back).
+        public var snapshotWritten: @Sendable (_ path: URL) -> Void
+
+        public init(
+            afterStep: @escaping @Sendable (_ index: Int) throws -> Void = { _ in },
+            snapshotWritten: @escaping @Sendable (_ path: URL) -> Void = { _ in }
+        ) {
             self.afterStep = afterStep
+            self.snapshotWritten = snapshotWritten
         }
 
         /// No hooks.
@@ -167,6 +175,11 @@ public struct PlanExecutor {
         var builds: [String: MigrationReport] = [:]
         var extracted = Result.Extracted()
         var notes: [String] = []
+        // The snapshot's read-back runs beside the steps that only stage (build, checkpoint,
+        // markers, preferences, extraction) and is waited for before the first step that touches
+        // the user's folders: nothing is retired or installed on an unverified snapshot.
+        var verification: SnapshotVerification?
+        defer { verification?.abandon() }
         for (index, step) in plan.steps.enumerated() {
             progress("[step \(index + 1)/\(plan.steps.count)] \(step.reason)")
             let stepStart = Date()
@@ -177,6 +190,10 @@ public struct PlanExecutor {
                 // back that item only, never another that came to lie at its place.
                 if case let .install(staged, _, _) = step.action { begin.installs = Journal.identity(of: staged) }
                 try journal.append(begin)
+                if step.action.touchesTheUsersFolders, let pending = verification {
+                    verification = nil
+                    try pending.wait()
+                }
                 switch step.action {
                 case .snapshot:
                     let file = try Snapshot.take(
@@ -187,7 +204,10 @@ public struct PlanExecutor {
                             items: plan.snapshotItems.map { URL(fileURLWithPath: $0) }, operation: plan.operation,
                             commandLine: commandLine, label: plan.label),
                         into: snapshotDirectory,
-                        protected: plan.roots.map { URL(fileURLWithPath: $0.path, isDirectory: true) })
+                        protected: plan.roots.map { URL(fileURLWithPath: $0.path, isDirectory: true) },
+                        verifying: false)
+                    hooks.snapshotWritten(file)
+                    verification = SnapshotVerification(file)
                     snapshot = file.path
                     done.snapshot = file.path
                 case let .checkpoint(source, staged):
@@ -271,6 +291,11 @@ public struct PlanExecutor {
                 .init(
                     index: index, action: step.action.kind, reason: step.reason,
                     seconds: Date().timeIntervalSince(stepStart)))
+        }
+        // A plan that stages only (none touches the user's folders) still ends on a verified snapshot.
+        if let pending = verification {
+            verification = nil
+            try pending.wait()
         }
         var finalRows: [String: [String: Int]] = [:]
         var finalBuilds: [String: MigrationReport] = [:]
@@ -589,4 +614,26 @@ extension Plan.Action {
         case .purge: .purge
         }
     }
+}
+
+/// A snapshot's read-back (`Snapshot.verify`) running on another thread, with the command's
+/// scratch registry and progress sink.
+final class SnapshotVerification: Sendable {
+    private let work: Background<Void>
+
+    init(_ file: URL) {
+        let scratch = Scratch.current
+        let sink = ProgressNote.box
+        work = Background {
+            try Scratch.$current.withValue(scratch) {
+                try ProgressNote.$box.withValue(sink) { try Snapshot.verify(file) }
+            }
+        }
+    }
+
+    /// Waits for the read-back; throws what it found (`manifestMismatch`, a read error).
+    func wait() throws { try work.value() }
+
+    /// Waits for it and drops its outcome (a run that failed before relying on it).
+    func abandon() { _ = try? work.value() }
 }

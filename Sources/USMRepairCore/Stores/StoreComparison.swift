@@ -93,19 +93,37 @@ public struct StoreComparison: Sendable, Equatable {
                 var present: [String: Int] = [:]
                 let names = Set(sideA.schema.userEntities.map(\.name)).union(sideB.schema.userEntities.map(\.name))
                     .sorted()
+                var pairs: [Pair] = []
                 for name in names {
                     let entityA = sideA.schema.userEntities.first { $0.name == name }
                     let entityB = sideB.schema.userEntities.first { $0.name == name }
                     let shared = Set(entityA.flatMap { columnsA[$0.number] } ?? []).intersection(
                         entityB.flatMap { columnsB[$0.number] } ?? []
                     ).sorted()
-                    let (na, nb, both) = try countShared(
-                        db, a: entityA, b: entityB, columns: shared)
-                    let lost = na - both
+                    let na = try count(db, database: "a", entity: entityA)
+                    let nb = try count(db, database: "b", entity: entityB)
                     if entityA != nil { objectsA[name] = na }
                     if entityB != nil { objectsB[name] = nb }
-                    if lost > 0 { missing[name] = lost }
-                    if both > 0 { present[name] = both }
+                    pairs.append(Pair(name: name, a: entityA, b: entityB, columns: shared, na: na, nb: nb))
+                }
+                // The entities hashed on two connections at once (the second core), each lane
+                // given about half the objects to hash.
+                let (here, there) = lanes(pairs)
+                let second: Background<[String: Int]>? =
+                    there.isEmpty
+                    ? nil
+                    : Background { [copyA = sideA.copy, copyB = sideB.copy, folder = scratch.url] in
+                        try laneOnItsOwnConnection(
+                            there, a: copyA, b: copyB, scratch: folder.appendingPathComponent("hashes-2.sqlite"))
+                    }
+                defer { _ = try? second?.value() }
+                var shared = try countLane(db, here)
+                if let second { shared.merge(try second.value()) { $1 } }
+                for pair in pairs {
+                    let both = shared[pair.name] ?? 0
+                    let lost = pair.na - both
+                    if lost > 0 { missing[pair.name] = lost }
+                    if both > 0 { present[pair.name] = both }
                 }
                 var matched: [String: Int] = [:]
                 if matching {
@@ -152,19 +170,85 @@ public struct StoreComparison: Sendable, Equatable {
         return columns
     }
 
-    /// How many objects of `a` and of `b` there are, and how many of them pair up (equal values
-    /// in `columns`, counted with multiplicity: `Σ min(na(h), nb(h))` over the value hashes `h`).
-    /// The losses follow: `na − both` objects of A have no equal in B.
+    /// One entity of both stores: its attribute columns both have, and its objects on each side.
+    struct Pair: Sendable {
+        let name: String
+        let a: CoreDataSchema.Entity?
+        let b: CoreDataSchema.Entity?
+        let columns: [String]
+        let na: Int
+        let nb: Int
+        /// The objects hashed for it (none when a side has none).
+        var work: Int { a == nil || b == nil || na == 0 || nb == 0 ? 0 : na + nb }
+    }
+
+    /// The entities with objects to hash, split into two lanes of about equal work (the largest
+    /// first, each to the lighter lane); the second is empty when there is one entity to hash.
+    static func lanes(_ pairs: [Pair]) -> (here: [Pair], there: [Pair]) {
+        var here: [Pair] = []
+        var there: [Pair] = []
+        var loads = (0, 0)
+        for pair in pairs.filter({ $0.work > 0 }).sorted(by: { ($0.work, $0.name) > ($1.work, $1.name) }) {
+            if loads.0 <= loads.1 {
+                here.append(pair)
+                loads.0 += pair.work
+            } else {
+                there.append(pair)
+                loads.1 += pair.work
+            }
+        }
+        return (here, there)
+    }
+
+    /// The objects of each pair that pair up (`countShared`), by entity name.
+    private static func countLane(_ db: Database, _ pairs: [Pair]) throws -> [String: Int] {
+        var both: [String: Int] = [:]
+        for pair in pairs {
+            both[pair.name] = try countShared(db, a: pair.a, b: pair.b, columns: pair.columns, na: pair.na, nb: pair.nb)
+        }
+        return both
+    }
+
+    /// `countLane` on a connection of its own (a scratch database at `scratch`, the two private
+    /// copies attached read only as on the first).
+    private static func laneOnItsOwnConnection(_ pairs: [Pair], a: URL, b: URL, scratch: URL) throws -> [String: Int] {
+        let queue = try StagedStore.open(scratch)
+        defer { try? queue.close() }
+        do {
+            return try queue.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA temp_store = FILE")
+                try UntrustedDatabase.attaching(db) {
+                    try db.execute(sql: "ATTACH DATABASE ? AS a", arguments: [a.path])
+                }
+                try UntrustedDatabase.attaching(db) {
+                    try db.execute(sql: "ATTACH DATABASE ? AS b", arguments: [b.path])
+                }
+                try db.execute(sql: "PRAGMA a.cache_size = -2048")
+                try db.execute(sql: "PRAGMA b.cache_size = -2048")
+                defer {
+                    try? db.execute(sql: "DETACH DATABASE a")
+                    try? db.execute(sql: "DETACH DATABASE b")
+                }
+                return try countLane(db, pairs)
+            }
+        } catch let error as USMError {
+            throw error
+        } catch {
+            throw StagedStore.wrapWrite(error, path: scratch)
+        }
+    }
+
+    /// How many of the `na` objects of `a` and `nb` of `b` pair up (equal values in `columns`,
+    /// counted with multiplicity: `Σ min(na(h), nb(h))` over the value hashes `h`). The losses
+    /// follow: `na − both` objects of A have no equal in B.
     ///
     /// One sort only, of the smaller side: its hashes are grouped into `temp.hs(h INTEGER PRIMARY
     /// KEY, n, m)` (the hash is the rowid, no second index), then the larger side is hashed in
     /// one pass and only its hashes that the smaller side holds are counted into `m`, with no sort.
     private static func countShared(
-        _ db: Database, a: CoreDataSchema.Entity?, b: CoreDataSchema.Entity?, columns: [String]
-    ) throws -> (na: Int, nb: Int, both: Int) {
-        let na = try count(db, database: "a", entity: a)
-        let nb = try count(db, database: "b", entity: b)
-        guard let a, let b, let tableA = a.table, let tableB = b.table, na > 0, nb > 0 else { return (na, nb, 0) }
+        _ db: Database, a: CoreDataSchema.Entity?, b: CoreDataSchema.Entity?, columns: [String], na: Int, nb: Int
+    ) throws -> Int {
+        guard let a, let b, let tableA = a.table, let tableB = b.table, na > 0, nb > 0 else { return 0 }
         let hash = rowHash(columns)
         let (small, large) =
             na <= nb
@@ -186,8 +270,7 @@ public struct StoreComparison: Sendable, Equatable {
                   WHERE h IN (SELECT h FROM temp.hs)
                   ON CONFLICT (h) DO UPDATE SET m = m + 1
                 """)
-        let both = try Int.fetchOne(db, sql: "SELECT IFNULL(SUM(MIN(n, m)), 0) FROM temp.hs") ?? 0
-        return (na, nb, both)
+        return try Int.fetchOne(db, sql: "SELECT IFNULL(SUM(MIN(n, m)), 0) FROM temp.hs") ?? 0
     }
 
     /// Objects of `entity` in `database` (0 without the entity).

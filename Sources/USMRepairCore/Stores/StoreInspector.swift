@@ -43,6 +43,9 @@ public struct StoreInspector: Sendable {
     /// (dedupe checks its de-duplicated copy beside the snapshot, before it is renamed into
     /// staging): read instead of checking the pages again.
     var integrityLines: (@Sendable () throws -> [String])?
+    /// At `.status` depth (whole store), the lines of a `quick_check` of these very bytes made
+    /// earlier in the command (`CaptureCache.quickCheck`): read instead of checking the pages again.
+    var quickCheckLines: [String]?
     /// At `.check` depth, split `integrity_check` over two connections (`IntegrityCheck.run`);
     /// nil: when it pays on this machine now (`IntegrityCheck.splitPays`).
     var splitsIntegrityCheck: Bool?
@@ -152,10 +155,14 @@ public struct StoreInspector: Sendable {
         var scratch: TemporaryDirectory?
         let copy: URL
         var journalCopied = false
+        // The originals' status while this inspector copies them: a `quick_check` of a copy made
+        // while they stayed alike stands for the same bytes later in the command (the capture).
+        var copiedMembers: [String: FileStatus]?
         if let privateCopy {
             copy = privateCopy
         } else {
             do {
+                let before = depth == .status && quickCheckTables == nil ? CaptureCache.memberStatus(files) : nil
                 let dir = try TemporaryDirectory(prefix: "usm-repair-read")
                 scratch = dir
                 copy = dir.url.appendingPathComponent("store.sqlite")
@@ -174,6 +181,9 @@ public struct StoreInspector: Sendable {
                 if FileStatus.resolve(files.journal.path)?.kind == .file {
                     try FileCopy.copy(from: files.journal.resolvingSymlinksInPath().path, to: copy.path + "-journal")
                     journalCopied = true
+                }
+                if let before, CaptureCache.memberStatus(files).map({ Self.alike($0, before) }) == true {
+                    copiedMembers = before
                 }
             } catch let error as USMError {
                 return failed(report, error)
@@ -208,7 +218,9 @@ public struct StoreInspector: Sendable {
             // The B-tree walk (the longest part) overlaps the metadata, schema and row counts. A
             // full check runs on one connection with the cache two would have, or split over two
             // where two cores are idle for it (`IntegrityCheck`).
-            let precomputed = depth == .check ? integrityLines : nil
+            let remembered = quickCheckLines.map { lines in { @Sendable () throws -> [String] in lines } }
+            let precomputed =
+                depth == .check ? integrityLines : depth == .status && quickCheckTables == nil ? remembered : nil
             let runsCheck = precomputed == nil && (depth != .check || checksIntegrity)
             let splits = depth == .check && runsCheck && (splitsIntegrityCheck ?? IntegrityCheck.splitPays())
             var checkConfig = config
@@ -253,6 +265,9 @@ public struct StoreInspector: Sendable {
                 return report
             }
             report.integrityCheck = scope.map { "quick_check(\($0.joined(separator: ", ")))" } ?? pragma
+            if let copiedMembers, precomputed == nil, scope == nil, depth == .status {
+                CaptureCache.current?.noteQuickCheck(files, members: copiedMembers, lines: lines)
+            }
             if lines == ["ok"] {
                 report.integrity = "ok"
             } else {
@@ -286,6 +301,11 @@ public struct StoreInspector: Sendable {
         }
         if report.health == .missing { report.health = .ok }
         return report
+    }
+
+    /// The same members with the same status each (`FileStatus.sameContent`).
+    static func alike(_ a: [String: FileStatus], _ b: [String: FileStatus]) -> Bool {
+        a.keys == b.keys && a.allSatisfy { name, status in b[name].map { status.sameContent(as: $0) } ?? false }
     }
 
     // MARK: - Reading
