@@ -372,11 +372,12 @@ public struct DedupeChange: Change {
 
 /// The counts of a removal running on another thread (`DedupeWork.make`), told as soon as they
 /// are known (or its error); the first word told is kept.
-private final class CountsAhead: Sendable {
-    private let told = Mutex<Result<[String: Int], any Error>?>(nil)
+private final class Told<Value: Sendable>: Sendable {
+    private let told = Mutex<Result<Value, any Error>?>(nil)
     private let ready = DispatchSemaphore(value: 0)
 
-    func tell(_ result: Result<[String: Int], any Error>) {
+    /// Tells the outcome; only the first one told counts.
+    func tell(_ result: Result<Value, any Error>) {
         let first = told.withLock { value -> Bool in
             guard value == nil else { return false }
             value = result
@@ -385,7 +386,7 @@ private final class CountsAhead: Sendable {
         if first { ready.signal() }
     }
 
-    func wait() throws -> [String: Int] {
+    func wait() throws -> Value {
         ready.wait()
         ready.signal()
         guard let result = told.withLock({ $0 }) else { throw USMError.unexpected("the duplicates were not counted") }
@@ -409,16 +410,21 @@ final class DedupeWork: Sendable {
     /// build's verification instead of checking the same bytes again after the rename. The
     /// thread first removes the duplicates and folds the copy: its errors are thrown by `value()`.
     let integrity: Background<Result<[String], any Error>>
+    /// Told once the removal and the fold are done and the check's connection has the copy open
+    /// (or what failed): the copy's bytes are final from then on, and `place` may rename it while
+    /// its `integrity_check` goes on through the open file.
+    private let folded: Told<Void>
 
     private init(
         scratch: TemporaryDirectory, captured: CapturedStore, before: [String: Int], removed: [String: Int],
-        integrity: Background<Result<[String], any Error>>
+        integrity: Background<Result<[String], any Error>>, folded: Told<Void>
     ) {
         self.scratch = scratch
         self.captured = captured
         self.before = before
         self.removed = removed
         self.integrity = integrity
+        self.folded = folded
     }
 
     static func make(_ store: StoreFileSet, keys: [String], newest: Bool) throws -> DedupeWork {
@@ -433,8 +439,11 @@ final class DedupeWork: Sendable {
         // the plan takes first is written meanwhile. `place` waits for all of it (and throws
         // what it threw) before the copy is staged.
         let copy = captured.copy
-        let counted = CountsAhead()
+        let counted = Told<[String: Int]>()
+        let folded = Told<Void>()
         let integrity = Background { () throws -> Result<[String], any Error> in
+            // Whatever happens below, `place` hears of it (the first outcome told counts).
+            defer { folded.tell(.failure(USMError.unexpected("the de-duplicated copy was not folded"))) }
             do {
                 let removed = try PhaseTimings.measure("dedupe: count and removal") {
                     try DedupeChange.count(copy, keys: keys, newest: newest, remove: true, scratch: true) {
@@ -448,32 +457,51 @@ final class DedupeWork: Sendable {
                 }
             } catch {
                 counted.tell(.failure(error))
+                folded.tell(.failure(error))
                 throw error
             }
-            try fold(copy)
+            do {
+                try fold(copy)
+            } catch {
+                folded.tell(.failure(error))
+                throw error
+            }
             Memory.releaseFreed()
+            // The check's connection opens the copy before `place` may rename it (SQLite holds
+            // the file open from then on); it never writes (read only, rollback-journal mode).
             // The check's own failure is the verification's to report (as a check it ran would).
-            return Result {
-                try PhaseTimings.measure("dedupe: integrity_check beside the snapshot") {
-                    var config = Configuration()
-                    config.label = "usm-repair.dedupe-check"
-                    config.readonly = true
-                    let bytes = UntrustedDatabase.storeBytes(copy.path)
-                    UntrustedDatabase.configure(&config, bytes: bytes)
-                    config.prepareDatabase { db in
-                        try db.execute(sql: "PRAGMA cache_size = -\(IntegrityCheck.singleCacheKiB(forBytes: bytes))")
-                        try db.execute(sql: "PRAGMA mmap_size = 0")
-                    }
-                    let queue = try DatabaseQueue(path: copy.path, configuration: config)
-                    defer { try? queue.close() }
-                    return try queue.read { db in
-                        try String.fetchAll(db, sql: "PRAGMA integrity_check(\(IntegrityCheck.maxLines))")
-                    }
+            let started = Date()
+            let queue: DatabaseQueue
+            do {
+                var config = Configuration()
+                config.label = "usm-repair.dedupe-check"
+                config.readonly = true
+                let bytes = UntrustedDatabase.storeBytes(copy.path)
+                UntrustedDatabase.configure(&config, bytes: bytes)
+                config.prepareDatabase { db in
+                    try db.execute(sql: "PRAGMA cache_size = -\(IntegrityCheck.singleCacheKiB(forBytes: bytes))")
+                    try db.execute(sql: "PRAGMA mmap_size = 0")
+                }
+                queue = try DatabaseQueue(path: copy.path, configuration: config)
+            } catch {
+                folded.tell(.success(()))
+                return .failure(error)
+            }
+            folded.tell(.success(()))
+            defer { try? queue.close() }
+            let lines = Result {
+                try queue.read { db in
+                    try String.fetchAll(db, sql: "PRAGMA integrity_check(\(IntegrityCheck.maxLines))")
                 }
             }
+            PhaseTimings.note(
+                "dedupe: integrity_check beside the snapshot", seconds: Date().timeIntervalSince(started))
+            return lines
         }
         let removed = try counted.wait()
-        return DedupeWork(scratch: scratch, captured: captured, before: before, removed: removed, integrity: integrity)
+        return DedupeWork(
+            scratch: scratch, captured: captured, before: before, removed: removed, integrity: integrity, folded: folded
+        )
     }
 
     /// Gives the de-duplicated private copy at `copy` the form `StagedStore.copyWhole` leaves:
@@ -509,7 +537,9 @@ final class DedupeWork: Sendable {
     /// system (no second write of the store), then the file and the staging folder flushed again
     /// so the rename is on disk; copied page by page when the rename fails (EXDEV: the scratch
     /// folder on another file system). The private copy is gone after a rename (a later build
-    /// captures the store again). Its `integrity` check is waited for first.
+    /// captures the store again). The removal and the fold are waited for first; the `integrity`
+    /// check may still be reading the copy through its open file, and the verification waits for
+    /// its lines.
     /// - Parameter move: `rename(2)`, returning 0 or the errno (a test makes it fail).
     /// - Throws: `writeFailed` (the flush failed), what the copy throws.
     /// - Returns: true when renamed (the staged bytes are the ones `integrity` checked).
@@ -518,7 +548,7 @@ final class DedupeWork: Sendable {
         let copy = captured.copy
         // The removal and the fold finished (the check's own failure is the verification's).
         do {
-            _ = try integrity.value()
+            try folded.wait()
         } catch let error as USMError {
             throw error
         } catch {
