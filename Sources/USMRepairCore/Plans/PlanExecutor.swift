@@ -189,11 +189,11 @@ public struct PlanExecutor {
                 // What an install moves into place, recorded before it moves: its undo takes
                 // back that item only, never another that came to lie at its place.
                 if case let .install(staged, _, _) = step.action { begin.installs = Journal.identity(of: staged) }
-                try journal.append(begin)
                 if step.action.touchesTheUsersFolders, let pending = verification {
                     verification = nil
                     try pending.wait()
                 }
+                try journal.append(begin)
                 switch step.action {
                 case .snapshot:
                     let file = try Snapshot.take(
