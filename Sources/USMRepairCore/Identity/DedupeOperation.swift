@@ -436,8 +436,9 @@ final class DedupeWork: Sendable {
             captured.report.entities.filter { !$0.system }.map { ($0.name, $0.rows) }, uniquingKeysWith: +)
         // The removal, the fold and the integrity_check of the copy run on another thread: the
         // plan needs only the counts (told as soon as the copies are listed), and the snapshot
-        // the plan takes first is written meanwhile. `place` waits for all of it (and throws
-        // what it threw) before the copy is staged.
+        // the plan takes first is written meanwhile. `place` waits for the removal and the
+        // fold (and throws what they threw) before the copy is staged; the verification waits for
+        // the check.
         let copy = captured.copy
         let counted = Told<[String: Int]>()
         let folded = Told<Void>()

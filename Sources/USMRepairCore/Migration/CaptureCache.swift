@@ -67,6 +67,11 @@ public final class CaptureCache: Sendable {
         return members["main"] == nil ? nil : members
     }
 
+    /// The same members with the same status each (`FileStatus.sameContent`).
+    static func alike(_ a: [String: FileStatus], _ b: [String: FileStatus]) -> Bool {
+        a.keys == b.keys && a.allSatisfy { name, status in b[name].map { status.sameContent(as: $0) } ?? false }
+    }
+
     /// Remembers a `quick_check` of the whole store `files` made on a copy taken while its
     /// members had the status `members`.
     func noteQuickCheck(_ files: StoreFileSet, members: [String: FileStatus], lines: [String]) {
@@ -77,11 +82,8 @@ public final class CaptureCache: Sendable {
     /// status they have in `members` (the same bytes: kind, size, mtime, ctime and inode each
     /// alike, as `CapturedStore.unchanged` judges), else nil.
     func quickCheck(of files: StoreFileSet, members: [String: FileStatus]) -> [String]? {
-        guard let known = quickChecks.withLock({ $0[files.main.path] }), known.members.keys == members.keys else {
+        guard let known = quickChecks.withLock({ $0[files.main.path] }), Self.alike(members, known.members) else {
             return nil
-        }
-        for (name, status) in members {
-            guard let was = known.members[name], status.sameContent(as: was) else { return nil }
         }
         made.withLock { $0.quickChecksReused += 1 }
         return known.lines

@@ -75,16 +75,10 @@ public struct StoreComparison: Sendable, Equatable {
         defer { try? queue.close() }
         do {
             return try queue.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA temp_store = FILE")
                 guard usm_register_digest(UnsafeMutableRawPointer(db.sqliteConnection)) == 0 else {
                     throw USMError.unexpected("cannot register the row hash function")
                 }
-                try UntrustedDatabase.attaching(db) {
-                    try db.execute(sql: "ATTACH DATABASE ? AS a", arguments: [sideA.copy.path])
-                }
-                try UntrustedDatabase.attaching(db) {
-                    try db.execute(sql: "ATTACH DATABASE ? AS b", arguments: [sideB.copy.path])
-                }
+                try attachCopies(db, a: sideA.copy, b: sideB.copy)
                 let columnsA = try attributeColumns(db, schema: sideA.schema, database: "a")
                 let columnsB = try attributeColumns(db, schema: sideB.schema, database: "b")
                 var objectsA: [String: Int] = [:]
@@ -159,7 +153,6 @@ public struct StoreComparison: Sendable, Equatable {
     private static func attributeColumns(_ db: Database, schema: CoreDataSchema, database: String) throws -> [Int:
         [String]]
     {
-        try db.execute(sql: "PRAGMA \(database).cache_size = -2048")
         let indexed = try SchemaFacts.indexedKeyColumns(db, schema: schema, schemaName: database)
         var columns: [Int: [String]] = [:]
         for entity in schema.userEntities {
@@ -209,22 +202,26 @@ public struct StoreComparison: Sendable, Equatable {
         return both
     }
 
+    /// Sets a scratch connection up for hashing: its temporary tables on disk, the private copies
+    /// `a` and `b` attached as `a` and `b`, each with a 2 MiB page cache.
+    private static func attachCopies(_ db: Database, a: URL, b: URL) throws {
+        try db.execute(sql: "PRAGMA temp_store = FILE")
+        for (name, copy) in [("a", a), ("b", b)] {
+            try UntrustedDatabase.attaching(db) {
+                try db.execute(sql: "ATTACH DATABASE ? AS \(name)", arguments: [copy.path])
+            }
+            try db.execute(sql: "PRAGMA \(name).cache_size = -2048")
+        }
+    }
+
     /// `countLane` on a connection of its own (a scratch database at `scratch`, the two private
-    /// copies attached read only as on the first).
+    /// copies attached as on the first).
     private static func laneOnItsOwnConnection(_ pairs: [Pair], a: URL, b: URL, scratch: URL) throws -> [String: Int] {
         let queue = try StagedStore.open(scratch)
         defer { try? queue.close() }
         do {
             return try queue.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA temp_store = FILE")
-                try UntrustedDatabase.attaching(db) {
-                    try db.execute(sql: "ATTACH DATABASE ? AS a", arguments: [a.path])
-                }
-                try UntrustedDatabase.attaching(db) {
-                    try db.execute(sql: "ATTACH DATABASE ? AS b", arguments: [b.path])
-                }
-                try db.execute(sql: "PRAGMA a.cache_size = -2048")
-                try db.execute(sql: "PRAGMA b.cache_size = -2048")
+                try attachCopies(db, a: a, b: b)
                 defer {
                     try? db.execute(sql: "DETACH DATABASE a")
                     try? db.execute(sql: "DETACH DATABASE b")

@@ -40,8 +40,8 @@ public struct StoreInspector: Sendable {
     /// Integrity stays `not-run`.
     var checksIntegrity = true
     /// At `.check` depth, the lines of an `integrity_check` of these very bytes run elsewhere
-    /// (dedupe checks its de-duplicated copy beside the snapshot, before it is renamed into
-    /// staging): read instead of checking the pages again.
+    /// (dedupe checks its de-duplicated copy beside the snapshot, and on through the open file
+    /// once it is renamed into staging): read instead of checking the pages again.
     var integrityLines: (@Sendable () throws -> [String])?
     /// At `.status` depth (whole store), the lines of a `quick_check` of these very bytes made
     /// earlier in the command (`CaptureCache.quickCheck`): read instead of checking the pages again.
@@ -182,7 +182,7 @@ public struct StoreInspector: Sendable {
                     try FileCopy.copy(from: files.journal.resolvingSymlinksInPath().path, to: copy.path + "-journal")
                     journalCopied = true
                 }
-                if let before, CaptureCache.memberStatus(files).map({ Self.alike($0, before) }) == true {
+                if let before, CaptureCache.memberStatus(files).map({ CaptureCache.alike($0, before) }) == true {
                     copiedMembers = before
                 }
             } catch let error as USMError {
@@ -301,11 +301,6 @@ public struct StoreInspector: Sendable {
         }
         if report.health == .missing { report.health = .ok }
         return report
-    }
-
-    /// The same members with the same status each (`FileStatus.sameContent`).
-    static func alike(_ a: [String: FileStatus], _ b: [String: FileStatus]) -> Bool {
-        a.keys == b.keys && a.allSatisfy { name, status in b[name].map { status.sameContent(as: $0) } ?? false }
     }
 
     // MARK: - Reading
