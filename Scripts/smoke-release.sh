@@ -2,7 +2,8 @@
 # Builds the release binary and runs it as a user would on a copy of the example container: the
 # read-only commands, a changing command's dry run and the change itself, its undo, and a migration
 # through the engine. Fails on a crash or an undocumented exit code. (Release builds optimise
-# differently: a crash there once went unseen by the debug build the tests use.)
+# differently: a crash there once went unseen by the debug build the tests used then; CI passes the
+# optimised build its tests ran with.)
 # Usage: Scripts/smoke-release.sh   (USM_REPAIR_BIN: use this binary instead of building one)
 set -euo pipefail
 cd "$(dirname "$0")/.."
