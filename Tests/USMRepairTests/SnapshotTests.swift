@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 import TestSupport
 @testable import USMRepairCore
@@ -78,37 +77,6 @@ struct SnapshotTests {
         // The same run without the damage goes through (the fixture allows it).
         let ok = try f.run(["migrate", "cloud-to-local", "--replace", "--yes", "--json", "--snapshot-dir", snaps.path])
         #expect(ok.status == 0, "\(ok.stderr)")
-    }
-
-    @Test(
-        "the snapshot is written beside the steps that only stage (issue 33): the build is done before the snapshot is, the first change waits for it"
-    )
-    func snapshotBesideTheBuild() throws {
-        let f = try OperationTests.Fixture()
-        let snaps = f.tmp.path("snaps")
-        // `afterStep` of a staging step runs once it is done; the snapshot's own step is settled
-        // later. Written one after the other, no staging step could be done before the snapshot
-        // is written: the hook would wait its 30 s out.
-        let staged = Mutex<[Int]>([])
-        let seenWhenWritten = Mutex<[Int]?>(nil)
-        let hooks = PlanExecutor.Hooks(
-            afterStep: { step in staged.withLock { $0.append(step) } },
-            snapshotWritten: { _ in
-                let deadline = Date().addingTimeInterval(30)
-                while Date() < deadline, staged.withLock({ $0.isEmpty }) { usleep(5000) }
-                seenWhenWritten.withLock { $0 = staged.withLock { $0 } }
-            })
-        let r = try f.run(
-            ["migrate", "cloud-to-local", "--replace", "--yes", "--json", "--snapshot-dir", snaps.path], hooks: hooks)
-        #expect(r.status == 0, "\(r.stderr)")
-        let early = seenWhenWritten.withLock { $0 } ?? []
-        #expect(early.first == 1, "the build (step 1) was done before the snapshot was written: \(early)")
-        // The snapshot's step is done before the first step that retires anything, and reported.
-        let order = staged.withLock { $0 }
-        let retire = try #require(order.firstIndex { $0 >= 3 })
-        #expect(order.firstIndex(of: 0).map { $0 < retire } == true, "\(order)")
-        let snapshot = try #require(r.json["snapshot"] as? String)
-        #expect(FileManager.default.fileExists(atPath: snapshot) && snapshot.hasPrefix(snaps.path))
     }
 
     @Test("a snapshot folder inside a folder the change touches is refused, nothing written")

@@ -175,56 +175,41 @@ public struct PlanExecutor {
         var builds: [String: MigrationReport] = [:]
         var extracted = Result.Extracted()
         var notes: [String] = []
-        // The snapshot is written and read back beside the steps that only stage (build,
-        // checkpoint, markers, preferences, extraction; they read the user's files at most, and
-        // write only staging) and is waited for before the first step that touches the user's
-        // folders: nothing is retired or installed before the snapshot is verified. Its step is
-        // journaled done (with the snapshot's path) and its `afterStep` hook called then.
-        var pendingSnapshot: SnapshotInBackground?
-        defer { pendingSnapshot?.abandon() }
-        func settle(_ pending: SnapshotInBackground) throws {
-            pendingSnapshot = nil
-            let file = try pending.wait()
-            snapshot = file.path
-            var done = Journal.Event(event: .done, step: pending.step)
-            done.snapshot = file.path
-            try journal.append(done)
-            if let at = runs.firstIndex(where: { $0.index == pending.step }) {
-                let run = runs[at]
-                runs[at] = .init(
-                    index: run.index, action: run.action, reason: run.reason,
-                    seconds: Date().timeIntervalSince(pending.started))
-            }
-            try hooks.afterStep(pending.step)
-        }
+        // The snapshot's read-back runs beside the steps that only stage (build, checkpoint,
+        // markers, preferences, extraction) and is waited for before the first step that touches
+        // the user's folders: nothing is retired or installed on an unverified snapshot.
+        var verification: SnapshotVerification?
+        defer { verification?.abandon() }
         for (index, step) in plan.steps.enumerated() {
             progress("[step \(index + 1)/\(plan.steps.count)] \(step.reason)")
             let stepStart = Date()
-            let done = Journal.Event(event: .done, step: index)
+            var done = Journal.Event(event: .done, step: index)
             do {
                 var begin = Journal.Event(event: .begin, step: index)
                 // What an install moves into place, recorded before it moves: its undo takes
                 // back that item only, never another that came to lie at its place.
                 if case let .install(staged, _, _) = step.action { begin.installs = Journal.identity(of: staged) }
-                if step.action.touchesTheUsersFolders, let pending = pendingSnapshot { try settle(pending) }
+                if step.action.touchesTheUsersFolders, let pending = verification {
+                    verification = nil
+                    try pending.wait()
+                }
                 try journal.append(begin)
                 switch step.action {
                 case .snapshot:
-                    let request = Snapshot.Request(
-                        roots: (plan.snapshotRoots ?? plan.roots).map {
-                            ($0.name, URL(fileURLWithPath: $0.path, isDirectory: true))
-                        },
-                        items: plan.snapshotItems.map { URL(fileURLWithPath: $0) }, operation: plan.operation,
-                        commandLine: commandLine, label: plan.label)
-                    let directory = snapshotDirectory
-                    let protected = plan.roots.map { URL(fileURLWithPath: $0.path, isDirectory: true) }
-                    let written = hooks.snapshotWritten
-                    pendingSnapshot = SnapshotInBackground(step: index, started: stepStart) {
-                        let file = try Snapshot.take(request, into: directory, protected: protected, verifying: false)
-                        written(file)
-                        try Snapshot.verify(file)
-                        return file
-                    }
+                    let file = try Snapshot.take(
+                        .init(
+                            roots: (plan.snapshotRoots ?? plan.roots).map {
+                                ($0.name, URL(fileURLWithPath: $0.path, isDirectory: true))
+                            },
+                            items: plan.snapshotItems.map { URL(fileURLWithPath: $0) }, operation: plan.operation,
+                            commandLine: commandLine, label: plan.label),
+                        into: snapshotDirectory,
+                        protected: plan.roots.map { URL(fileURLWithPath: $0.path, isDirectory: true) },
+                        verifying: false)
+                    hooks.snapshotWritten(file)
+                    verification = SnapshotVerification(file)
+                    snapshot = file.path
+                    done.snapshot = file.path
                 case let .checkpoint(source, staged):
                     rows[staged] = try Checkpoint.run(
                         source: StoreFileSet(main: URL(fileURLWithPath: source)), into: URL(fileURLWithPath: staged))
@@ -271,9 +256,8 @@ public struct PlanExecutor {
                 case .purge:
                     try purge(plan, journal: journal)
                 }
-                // The snapshot's step is done when it is settled.
-                if step.action != .purge && step.action != .snapshot { try journal.append(done) }
-                if step.action != .snapshot { try hooks.afterStep(index) }
+                if step.action != .purge { try journal.append(done) }
+                try hooks.afterStep(index)
             } catch let interruption as Interruption {
                 // Stopped as a kill would stop it: the journal says where, `recover` goes on.
                 throw interruption
@@ -309,7 +293,10 @@ public struct PlanExecutor {
                     seconds: Date().timeIntervalSince(stepStart)))
         }
         // A plan that stages only (none touches the user's folders) still ends on a verified snapshot.
-        if let pending = pendingSnapshot { try settle(pending) }
+        if let pending = verification {
+            verification = nil
+            try pending.wait()
+        }
         var finalRows: [String: [String: Int]] = [:]
         var finalBuilds: [String: MigrationReport] = [:]
         for step in plan.steps {
@@ -629,29 +616,23 @@ extension Plan.Action {
     }
 }
 
-/// A snapshot written and read back (`Snapshot.take`, then `Snapshot.verify`) on another thread,
-/// with the command's scratch registry and progress sink.
-final class SnapshotInBackground: Sendable {
-    /// The plan's snapshot step, and when it began.
-    let step: Int
-    let started: Date
-    private let work: Background<URL>
+/// A snapshot's read-back (`Snapshot.verify`) running on another thread, with the command's
+/// scratch registry and progress sink.
+final class SnapshotVerification: Sendable {
+    private let work: Background<Void>
 
-    init(step: Int, started: Date, _ take: @escaping @Sendable () throws -> URL) {
-        self.step = step
-        self.started = started
+    init(_ file: URL) {
         let scratch = Scratch.current
         let sink = ProgressNote.box
         work = Background {
             try Scratch.$current.withValue(scratch) {
-                try ProgressNote.$box.withValue(sink) { try take() }
+                try ProgressNote.$box.withValue(sink) { try Snapshot.verify(file) }
             }
         }
     }
 
-    /// Waits for the snapshot; returns its file, or throws what writing or reading it back found
-    /// (`manifestMismatch`, a read or write error, a full disk).
-    func wait() throws -> URL { try work.value() }
+    /// Waits for the read-back; throws what it found (`manifestMismatch`, a read error).
+    func wait() throws { try work.value() }
 
     /// Waits for it and drops its outcome (a run that failed before relying on it).
     func abandon() { _ = try? work.value() }
