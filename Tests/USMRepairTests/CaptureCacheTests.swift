@@ -54,7 +54,10 @@ struct CaptureCacheTests {
             }
             try queue.close()
             let report = try Migrate.engine.build(source: s.cloud, staged: s.tmp.path("out/Local.sqlite"))
-            #expect(cache.counts == CaptureCache.Counts(captures: 3, digestReads: 2, quickChecksReused: 0))
+            // Captured again for the build, its quick_check beside the strategy (copy-entities).
+            #expect(
+                cache.counts
+                    == CaptureCache.Counts(captures: 3, digestReads: 2, quickChecksReused: 0, checksBeside: 1))
             #expect(report.source.digest != nil)
             #expect(report.source.digest != comparison.digestB)
             let out = try DatabaseQueue(path: s.tmp.path("out/Local.sqlite").path)
@@ -105,6 +108,39 @@ struct CaptureCacheTests {
             try handle.close()
             #expect(throws: USMError.self) { _ = try cache.capture(s.local, role: "source") }
             #expect(cache.counts.quickChecksReused == 0)
+        }
+    }
+
+    @Test(
+        "ios and copy-entities check their source beside the strategy; a dry run, none and a recipe before (issue 33)")
+    func checkBesideTheStrategy() throws {
+        let s = try Stores()
+        for (strategy, beside) in [("ios", 1), ("copy-entities", 1), ("none", 0)] {
+            try CaptureCache.scope {
+                let cache = try #require(CaptureCache.current)
+                let staged = s.tmp.path("out/\(strategy).sqlite")
+                let report = try Migrate.engine.build(source: s.cloud, staged: staged, strategy: strategy)
+                #expect(cache.counts.checksBeside == beside, "\(strategy)")
+                #expect(report.verification.integrity == "ok")
+                // Settled: a later user of the same capture in this command finds it checked.
+                let again = try cache.capture(s.cloud, role: "source")
+                #expect(again.report.integrity == "ok")
+                #expect(cache.counts.captures == (strategy == "none" ? 2 : 1), "\(strategy)")
+            }
+        }
+        try CaptureCache.scope {
+            let cache = try #require(CaptureCache.current)
+            _ = try Migrate.engine.preview(
+                source: s.cloud, shownAs: StoreFileSet(main: s.tmp.path("out/dry.sqlite")), strategy: "ios",
+                options: MigrationOptions(), mergeInto: nil, mode: .create)
+            #expect(cache.counts.checksBeside == 0)
+            // A recipe's SQL is never run on a store not yet checked.
+            let recipe = try Migrate.engine.build(
+                source: s.cloud, staged: s.tmp.path("out/manual.sqlite"), strategy: "manual",
+                options: RecipeTests.options("fix-counters"))
+            #expect(recipe.recipe == "fix-counters")
+            #expect(cache.counts.checksBeside == 0)
+            #expect(cache.counts.captures == 1)
         }
     }
 

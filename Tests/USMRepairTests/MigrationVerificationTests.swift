@@ -313,6 +313,57 @@ struct MigrationVerificationTests {
         #expect(!FileManager.default.fileExists(atPath: tmp.path("out/none2.sqlite").path))
     }
 
+    @Test(
+        "a merge whose stores hold one external-data file name with two contents is refused for that, though the check runs beside the copy"
+    )
+    func externalDataConflictComesFirst() throws {
+        let tmp = try TempDir()
+        try FixtureStore.write(to: tmp.path("src/A.sqlite"))
+        var options = FixtureStore.Options()
+        options.storeUUID = "0C6E1C2A-7B1D-4E55-9A3F-5D2B8C9E1F00"
+        try FixtureStore.write(to: tmp.path("dst/B.sqlite"), options)
+        let folder = tmp.path("dst/.B_SUPPORT/_EXTERNAL_DATA")
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
+        let sourceFolder = tmp.path("src/.A_SUPPORT/_EXTERNAL_DATA")
+        #expect(names == (try FileManager.default.contentsOfDirectory(atPath: sourceFolder.path)).sorted())
+        let name = try #require(names.first)
+        try Data("not the source's bytes".utf8).write(to: folder.appendingPathComponent(name))
+        let before = try Data(contentsOf: tmp.path("dst/B.sqlite"))
+        // The check's external-data invariants wait for the copy; its refusal is the copy's own.
+        #expect {
+            try Migrate.run(
+                tmp.path("src/A.sqlite"), tmp.path("dst/B.sqlite"), mode: .merge, snapshots: tmp.path("snapshots"))
+        } throws: { error in
+            guard case let .verificationFailed(_, detail)? = error as? USMError else { return false }
+            return detail.contains(name) && detail.contains("different content")
+        }
+        #expect(try Data(contentsOf: tmp.path("dst/B.sqlite")) == before)
+    }
+
+    @Test(
+        "a source whose quick_check fails is refused as damaged when the check runs beside the strategy (issue 33)",
+        arguments: ["ios", "copy-entities"])
+    func damageFoundBesideTheStrategy(strategy: String) throws {
+        let tmp = try TempDir()
+        try FixtureStore.write(to: tmp.path("src/A.sqlite"))
+        try FileManager.default.createDirectory(at: tmp.path("out"), withIntermediateDirectories: true)
+        // Pages no B-tree holds: nothing a strategy reads fails, only the store-wide quick_check sees them.
+        try Self.orphanPages(tmp.path("src/A.sqlite"))
+        try CaptureCache.scope {
+            let cache = try #require(CaptureCache.current)
+            // Not the result's verification (a page copy carries the orphans along, and its
+            // integrity_check would fail): the source's own refusal, exit 65, the capture's message.
+            #expect {
+                try Migrate.run(tmp.path("src/A.sqlite"), tmp.path("out/B.sqlite"), strategy: strategy)
+            } throws: { error in
+                guard case let .sourceDamaged(path, detail)? = error as? USMError else { return false }
+                return path == tmp.path("src/A.sqlite").path && detail.hasPrefix("SQLite quick_check failed")
+            }
+            #expect(cache.counts.checksBeside == 1)
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path("out").path).isEmpty)
+    }
+
     /// `check`'s inspection of `url` with the integrity check split or not.
     static func inspect(_ url: URL, split: Bool) -> StoreReport {
         var inspector = StoreInspector(depth: .check)

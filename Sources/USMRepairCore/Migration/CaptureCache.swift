@@ -16,6 +16,12 @@ public final class CaptureCache: Sendable {
         let store: CapturedStore
         let folder: TemporaryDirectory
         var digests: ContentDigest.Read?
+
+        /// Removes the copy once its check, if one still runs, is done with it.
+        func retire() {
+            store.pendingCheck?.wait()
+            folder.remove()
+        }
     }
 
     private let entries = Mutex<[String: Entry]>([:])
@@ -36,6 +42,8 @@ public final class CaptureCache: Sendable {
         var captures: Int
         var digestReads: Int
         var quickChecksReused: Int
+        /// Captures whose `quick_check` ran beside the strategy (`CapturedStore.pendingCheck`).
+        var checksBeside = 0
     }
 
     /// What this cache made so far.
@@ -89,23 +97,33 @@ public final class CaptureCache: Sendable {
         return known.lines
     }
 
+    /// Counts a capture whose `quick_check` runs beside the strategy.
+    func noteCheckBeside() {
+        made.withLock { $0.checksBeside += 1 }
+    }
+
     /// Removes every copy and forgets every capture.
     public func removeAll() {
-        let folders = entries.withLock { entries in
-            let folders = entries.values.map(\.folder)
+        let retired = entries.withLock { entries in
+            let values = Array(entries.values)
             entries = [:]
-            return folders
+            return values
         }
-        for folder in folders { folder.remove() }
+        for entry in retired { entry.retire() }
     }
 
     /// `files` captured as `MigrationEngine.capture` does, or the capture this command already made of
     /// it when nothing of the original changed since.
-    func capture(_ files: StoreFileSet, role: String, model: ManagedObjectModel? = nil, readsRows: Bool = true)
-        throws -> CapturedStore
-    {
+    ///
+    /// `defersCheck`: as `MigrationEngine.capture`'s; a capture reused is settled first, so that
+    /// nobody but the command that asked for it ever reads a copy not yet checked.
+    func capture(
+        _ files: StoreFileSet, role: String, model: ManagedObjectModel? = nil, readsRows: Bool = true,
+        defersCheck: Bool = false
+    ) throws -> CapturedStore {
         let key = files.main.path
         if model == nil, let entry = entries.withLock({ $0[key] }), entry.store.unchanged(files) {
+            try entry.store.pendingCheck?.settle()
             PhaseTimings.note("capture \(files.main.lastPathComponent) (reused)", seconds: 0)
             return entry.store
         }
@@ -117,7 +135,7 @@ public final class CaptureCache: Sendable {
             // private folder is removed only while it is still the one made (`SafeRemove`).
             store = try MigrationEngine.capture(
                 files, into: folder.url.appendingPathComponent("store", isDirectory: true), role: role, model: model,
-                readsRows: readsRows)
+                readsRows: readsRows, defersCheck: defersCheck)
         } catch {
             folder.remove()
             throw error
@@ -130,18 +148,18 @@ public final class CaptureCache: Sendable {
             let kept = entries.withLock { entries in
                 let old = entries[key + "\u{0}partial"]
                 entries[key + "\u{0}partial"] = Entry(store: store, folder: folder, digests: nil)
-                return old?.folder
+                return old
             }
-            kept?.remove()
+            kept?.retire()
             return store
         }
         let replaced = entries.withLock { entries in
             let old = entries[key]
             entries[key] = Entry(store: store, folder: folder, digests: nil)
-            return old?.folder
+            return old
         }
         // The capture it replaces was of an older state of the store; nothing reads it any more.
-        replaced?.remove()
+        replaced?.retire()
         return store
     }
 

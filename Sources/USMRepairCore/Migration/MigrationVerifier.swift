@@ -105,7 +105,12 @@ struct MigrationVerifier {
     /// `inputs` are the digests of the source (and of a merge's destination before), read by the
     /// engine while the strategy ran; they are required where digests are compared.
     /// Fills `report` and throws `verificationFailed` on the first broken promise.
-    func verify(staged: URL, inputs: InputDigests?, report: inout MigrationReport) throws {
+    /// `externalDataReady` returns once the result's external data is in place: the check's
+    /// external-data invariants wait for it, its B-tree walk and other invariants do not.
+    func verify(
+        staged: URL, inputs: InputDigests?, externalDataReady: (@Sendable () -> Void)? = nil,
+        report: inout MigrationReport
+    ) throws {
         let files = StoreFileSet(main: staged)
         // What the build and the plan freed goes back to the system before the check's page cache
         // is filled: its peak is not stacked on theirs (issue 33: 1M objects, 65-69 MiB).
@@ -125,6 +130,7 @@ struct MigrationVerifier {
         // indexes): a small cache leaves the memory to the integrity_check's lookups beside it.
         var inspector = StoreInspector(depth: .check, cacheSizeKiB: ContentDigest.scanCacheKiB)
         inspector.checksDuplicates = false
+        inspector.externalDataReady = externalDataReady
         let result = PhaseTimings.measure("verify: check of the result") {
             inspector.inspect(
                 files, role: .store, confinement: Confinement(root: files.directory), privateCopy: staged)

@@ -46,6 +46,10 @@ public struct StoreInspector: Sendable {
     /// At `.status` depth (whole store), the lines of a `quick_check` of these very bytes made
     /// earlier in the command (`CaptureCache.quickCheck`): read instead of checking the pages again.
     var quickCheckLines: [String]?
+    /// At `.check` depth, what the external-data checks wait for: a migration's verification
+    /// starts while the result's external data is still being copied into place (issue 33), and
+    /// its files are counted and checked only once this returns.
+    var externalDataReady: (@Sendable () -> Void)?
     /// At `.check` depth, split `integrity_check` over two connections (`IntegrityCheck.run`);
     /// nil: when it pays on this machine now (`IntegrityCheck.splitPays`).
     var splitsIntegrityCheck: Bool?
@@ -369,14 +373,22 @@ public struct StoreInspector: Sendable {
         report.problems += try StoreChecks.primaryKeyProblems(db, schema: schema)
 
         let external = ExternalData(files: files)
-        do {
-            report.externalDataFiles = try external.fileCount()
-        } catch let error as USMError {
-            // A file set member that cannot be read: an error, never an empty folder.
-            report.problems.append(Problem(.unreadable, error.message, subject: files.externalDataDirectory.path))
-            report.readFailure = error
-            report.health = .unreadable
-            return
+        /// The support folder's files counted; false (the report says why) when it cannot be read.
+        func countFiles() throws -> Bool {
+            do {
+                report.externalDataFiles = try external.fileCount()
+                return true
+            } catch let error as USMError {
+                // A file set member that cannot be read: an error, never an empty folder.
+                report.problems.append(Problem(.unreadable, error.message, subject: files.externalDataDirectory.path))
+                report.readFailure = error
+                report.health = .unreadable
+                return false
+            }
+        }
+        let ready = depth == .check ? externalDataReady : nil
+        if ready == nil {
+            guard try countFiles() else { return }
         }
         if depth == .check {
             ProgressNote.say("\(files.main.lastPathComponent): keys, relationships, duplicates, external data")
@@ -395,6 +407,10 @@ public struct StoreInspector: Sendable {
             report.problems += try StoreChecks.duplicateProblems(db, schema: schema, path: files.main.path)
         }
         if depth == .check {
+            if let ready {
+                PhaseTimings.measure("check: waiting for the external data") { ready() }
+                guard try countFiles() else { return }
+            }
             report.problems += try PhaseTimings.measure("check: external data") {
                 try external.problems(db, schema: schema)
             }
