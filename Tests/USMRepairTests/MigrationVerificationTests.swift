@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Synchronization
 import Testing
 import TestSupport
 @testable import USMRepairCore
@@ -373,7 +374,7 @@ struct MigrationVerificationTests {
     }
 
     @Test("the split pays only with two cores idle beside the reading one (issue 33): never on 2 cores")
-    func splitOnlyWhenItPays() {
+    func splitOnlyWhenItPays() throws {
         #expect(!IntegrityCheck.splitPays(cores: 2, load: 0))
         #expect(!IntegrityCheck.splitPays(cores: 4, load: 1.5))
         #expect(IntegrityCheck.splitPays(cores: 4, load: 0.5))
@@ -386,6 +387,47 @@ struct MigrationVerificationTests {
         #expect(IntegrityCheck.singleCacheKiB(forBytes: 100 << 20) == 10_240)
         #expect(IntegrityCheck.singleCacheKiB(forBytes: 155 << 20) == 12_288)
         #expect(IntegrityCheck.singleCacheKiB(forBytes: .max) == 12_288)
+        // With the process's memory known, up to 16 MiB where the 64 MiB budget leaves room
+        // beside the rest of a verification (8 MiB), never below 12 MiB, never over a tenth.
+        #expect(IntegrityCheck.singleCacheKiB(forBytes: 155 << 20, resident: 36 << 20) == 15_872)
+        #expect(IntegrityCheck.singleCacheKiB(forBytes: .max, resident: 36 << 20) == 16_384)
+        #expect(IntegrityCheck.singleCacheKiB(forBytes: .max, resident: 42 << 20) == 14_336)
+        #expect(IntegrityCheck.singleCacheKiB(forBytes: .max, resident: 44 << 20) == 12_288)
+        #expect(IntegrityCheck.singleCacheKiB(forBytes: .max, resident: 1 << 40) == 12_288)
+        #expect(IntegrityCheck.singleCacheKiB(forBytes: 47 << 20, resident: 0) == 2 * IntegrityCheck.cacheKiB)
+        #expect(Memory.residentBytes().map { $0 > 1 << 20 } ?? true)
+        // A job on its own thread starts at once while the dispatch pool is busy.
+        let release = DispatchSemaphore(value: 0)
+        let busy = ProcessInfo.processInfo.activeProcessorCount * 4
+        for _ in 0..<busy { DispatchQueue.global(qos: .userInitiated).async { release.wait() } }
+        // The pool is let go as soon as the job answered, or after 5 s whatever happens (a job
+        // queued there would end only then).
+        let released = Mutex(false)
+        let letGo: @Sendable () -> Void = {
+            let first = released.withLock { done in
+                defer { done = true }
+                return !done
+            }
+            guard first else { return }
+            for _ in 0..<busy { release.signal() }
+        }
+        Thread.detachNewThread {
+            Thread.sleep(forTimeInterval: 5)
+            letGo()
+        }
+        let started = Date()
+        let own = Background(ownThread: true) { 42 }
+        let answer = try own.value()
+        let waited = Date().timeIntervalSince(started)
+        letGo()
+        #expect(answer == 42)
+        #expect(waited < 2.5)
+        // Its own thread only with room for its cache and 10 MiB beside it.
+        #expect(IntegrityCheck.roomForItsOwnThread(resident: 38 << 20, cacheKiB: 16_384))
+        #expect(!IntegrityCheck.roomForItsOwnThread(resident: 39 << 20, cacheKiB: 16_384))
+        #expect(IntegrityCheck.roomForItsOwnThread(resident: 46 << 20, cacheKiB: 8_192))
+        #expect(!IntegrityCheck.roomForItsOwnThread(resident: 44 << 20, cacheKiB: 12_288))
+        #expect(!IntegrityCheck.roomForItsOwnThread(resident: nil, cacheKiB: 2_048))
     }
 
     @Test("one integrity_check and the split one find the same damage: an index out of step, a page never used")

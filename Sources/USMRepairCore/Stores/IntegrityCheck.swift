@@ -25,9 +25,40 @@ enum IntegrityCheck {
     /// its largest index 15 MiB) sqlite3's `integrity_check` with `cell_size_check` took 6.3 s with
     /// 8 MiB, 3.2 s with 12 MiB, 2.7 s with 16 MiB; on 301,000 objects (46 MiB) 1.1 s with 4 MiB,
     /// 0.4 s with 8 MiB. The cache fills as the check reads, so a small store never takes more.
-    static func singleCacheKiB(forBytes bytes: Int64) -> Int {
-        Int(min(Int64(12_288), max(Int64(2 * cacheKiB), bytes / 10 / 1024)))
+    ///
+    /// With `resident` (the process's memory as the check starts), the cap rises up to 16 MiB as
+    /// far as the budget leaves room beside the check's cache for what the rest of a verification
+    /// adds once it started (`besideBytes`): on 1,001,000 objects the check of `migrate-store
+    /// --strategy ios` (35-37 MiB resident) took 2.5-2.8 s with 12 MiB and 2.0-2.3 s with 15.5 MiB;
+    /// `migrate cloud-to-local --replace` (44-48 MiB resident) stays at 12-14 MiB. Never below 12 MiB.
+    static func singleCacheKiB(forBytes bytes: Int64, resident: Int64? = nil) -> Int {
+        let tenth = max(Int64(2 * cacheKiB), bytes / 10 / 1024)
+        var cap = Int64(12_288)
+        if let resident {
+            cap = min(Int64(16_384), max(cap, (budgetBytes - besideBytes - resident) / 1024))
+        }
+        return Int(min(cap, tenth))
     }
+
+    /// Whether one `integrity_check` with a cache of `cacheKiB` may start at once on a thread of
+    /// its own (`Background`) rather than wait its turn on the dispatch pool: only where the budget
+    /// leaves room for that cache and 10 MiB beside it, since everything else running then runs
+    /// beside it from the start. Measured on 1,001,000 objects (issue 33), peak less resident less
+    /// cache: 5-7 MiB on its own thread, 1-5 MiB on the pool. `migrate-store --strategy ios` (35-37
+    /// MiB resident, 15.5 MiB of cache) peaked at 57.4 MiB on its own thread and gained 0.4 s;
+    /// `migrate cloud-to-local --replace` (44-51 MiB resident, 12-14 MiB) went from 59-61 to 63-68
+    /// MiB on its own thread, so it waits its turn there (at 300,000 objects, 8 MiB, it need not).
+    static func roomForItsOwnThread(resident: Int64?, cacheKiB: Int) -> Bool {
+        guard let resident else { return false }
+        return budgetBytes - resident >= Int64(cacheKiB) * 1024 + (10 << 20)
+    }
+
+    /// The peak memory every command keeps under (README: 64 MiB).
+    static let budgetBytes: Int64 = 64 << 20
+    /// What a verification adds beside its check's cache once the check started, with the check
+    /// on the dispatch pool: the reading connection's and the result's digests' caches, the external
+    /// data's buffers, SQLite's and the allocator's own (1-5 MiB measured at 1M objects).
+    static let besideBytes: Int64 = 8 << 20
 
     /// Whether splitting the check over two connections pays: only with two cores idle for it
     /// beside the one the inspector's own reads (counts, keys, join rows) keep busy. Otherwise one

@@ -228,11 +228,18 @@ public struct StoreInspector: Sendable {
             let runsCheck = precomputed == nil && (depth != .check || checksIntegrity)
             let splits = depth == .check && runsCheck && (splitsIntegrityCheck ?? IntegrityCheck.splitPays())
             var checkConfig = config
+            var checkOnItsOwnThread = false
             if depth == .check {
+                let resident = Memory.residentBytes()
                 let cache =
                     splits
                     ? IntegrityCheck.cacheKiB
-                    : IntegrityCheck.singleCacheKiB(forBytes: UntrustedDatabase.storeBytes(copy.path))
+                    : IntegrityCheck.singleCacheKiB(
+                        forBytes: UntrustedDatabase.storeBytes(copy.path), resident: resident)
+                checkOnItsOwnThread = !splits && IntegrityCheck.roomForItsOwnThread(resident: resident, cacheKiB: cache)
+                PhaseTimings.note(
+                    "check: integrity_check's cache in MiB (resident as it starts: \((resident ?? 0) >> 20) MiB\(checkOnItsOwnThread ? ", its own thread" : ""))",
+                    seconds: Double(cache) / 1024)
                 checkConfig.prepareDatabase { db in
                     try db.execute(sql: "PRAGMA cache_size = -\(cache)")
                     try db.execute(sql: "PRAGMA mmap_size = 0")
@@ -247,7 +254,9 @@ public struct StoreInspector: Sendable {
             let sink = ProgressNote.current
             let note: ProgressNote.Sink = { sink("\(name): \($0)") }
             let depth = depth
-            let integrity = Background { () throws -> [String]? in
+            // A full check, which the rest of a verification waits for, starts at once on a thread
+            // of its own where the memory budget leaves room for all that then runs beside it.
+            let integrity = Background(ownThread: checkOnItsOwnThread) { () throws -> [String]? in
                 if let precomputed { return try precomputed() }
                 guard let checker else { return nil }
                 if let second {
