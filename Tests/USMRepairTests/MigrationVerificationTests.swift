@@ -374,7 +374,7 @@ struct MigrationVerificationTests {
     }
 
     @Test("the split pays only with two cores idle beside the reading one (issue 33): never on 2 cores")
-    func splitOnlyWhenItPays() throws {
+    func splitOnlyWhenItPays() {
         #expect(!IntegrityCheck.splitPays(cores: 2, load: 0))
         #expect(!IntegrityCheck.splitPays(cores: 4, load: 1.5))
         #expect(IntegrityCheck.splitPays(cores: 4, load: 0.5))
@@ -396,7 +396,16 @@ struct MigrationVerificationTests {
         #expect(IntegrityCheck.singleCacheKiB(forBytes: .max, resident: 1 << 40) == 12_288)
         #expect(IntegrityCheck.singleCacheKiB(forBytes: 47 << 20, resident: 0) == 2 * IntegrityCheck.cacheKiB)
         #expect(Memory.residentBytes().map { $0 > 1 << 20 } ?? true)
-        // A job on its own thread starts at once while the dispatch pool is busy.
+        // Its own thread only with room for its cache and 10 MiB beside it.
+        #expect(IntegrityCheck.roomForItsOwnThread(resident: 38 << 20, cacheKiB: 16_384))
+        #expect(!IntegrityCheck.roomForItsOwnThread(resident: 39 << 20, cacheKiB: 16_384))
+        #expect(IntegrityCheck.roomForItsOwnThread(resident: 46 << 20, cacheKiB: 8_192))
+        #expect(!IntegrityCheck.roomForItsOwnThread(resident: 44 << 20, cacheKiB: 12_288))
+        #expect(!IntegrityCheck.roomForItsOwnThread(resident: nil, cacheKiB: 2_048))
+    }
+
+    @Test("a job on its own thread starts at once while the dispatch pool is busy (issue 33)")
+    func ownThreadStartsAtOnce() throws {
         let release = DispatchSemaphore(value: 0)
         let busy = ProcessInfo.processInfo.activeProcessorCount * 4
         for _ in 0..<busy { DispatchQueue.global(qos: .userInitiated).async { release.wait() } }
@@ -422,12 +431,6 @@ struct MigrationVerificationTests {
         letGo()
         #expect(answer == 42)
         #expect(waited < 2.5)
-        // Its own thread only with room for its cache and 10 MiB beside it.
-        #expect(IntegrityCheck.roomForItsOwnThread(resident: 38 << 20, cacheKiB: 16_384))
-        #expect(!IntegrityCheck.roomForItsOwnThread(resident: 39 << 20, cacheKiB: 16_384))
-        #expect(IntegrityCheck.roomForItsOwnThread(resident: 46 << 20, cacheKiB: 8_192))
-        #expect(!IntegrityCheck.roomForItsOwnThread(resident: 44 << 20, cacheKiB: 12_288))
-        #expect(!IntegrityCheck.roomForItsOwnThread(resident: nil, cacheKiB: 2_048))
     }
 
     @Test("one integrity_check and the split one find the same damage: an index out of step, a page never used")

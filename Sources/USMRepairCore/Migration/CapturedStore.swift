@@ -247,15 +247,10 @@ final class PendingCheck: Sendable {
 
     /// The lines of `PRAGMA quick_check(20)` on the private copy at `copy`.
     static func quickCheck(_ copy: URL) throws -> [String] {
-        var config = Configuration()
-        config.label = "usm-repair.inspect"
-        config.readonly = true
+        // The capture's own connection, as `StoreInspector` opens it; the strategy's connections
+        // read the same copy meanwhile.
+        var config = StoreInspector.configuration(for: copy, readonly: true, cacheKiB: StagedStore.cacheKiB)
         config.busyMode = .timeout(30)
-        UntrustedDatabase.configure(&config, bytes: UntrustedDatabase.storeBytes(copy.path))
-        config.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA cache_size = -2048")
-            try db.execute(sql: "PRAGMA mmap_size = 0")
-        }
         let queue = try DatabaseQueue(path: copy.path, configuration: config)
         defer { try? queue.close() }
         return try queue.read { db in try String.fetchAll(db, sql: "PRAGMA quick_check(20)") }

@@ -18,8 +18,9 @@ enum IntegrityCheck {
     /// the 64 MiB budget.
     static let cacheKiB = 4096
     /// Page cache of the one connection of an unsplit check, KiB, for a store of `bytes` bytes: a
-    /// tenth of the store, at least the two split connections' together (8 MiB) and at most 12 MiB
-    /// (16 MiB took `rebuild --from cloud --replace` of 1M objects to 69 MiB, over the 64 MiB budget).
+    /// tenth of the store, at least the two split connections' together (8 MiB) and, without
+    /// `resident`, at most 12 MiB (16 MiB whatever the memory took `rebuild --from cloud
+    /// --replace` of 1M objects to 69 MiB, over the 64 MiB budget).
     /// The index an index check looks rows up in at random must fit in it, or every lookup reads a
     /// page again and checks its cells again (`cell_size_check`): on 1,001,000 objects (155 MiB,
     /// its largest index 15 MiB) sqlite3's `integrity_check` with `cell_size_check` took 6.3 s with

@@ -198,17 +198,9 @@ public struct StoreInspector: Sendable {
         defer { scratch?.remove() }
 
         do {
-            var config = Configuration()
-            config.label = "usm-repair.inspect"
             // Read-only connections never checkpoint the copy's WAL on close (wasted writes);
             // a hot journal needs a writer to roll it back.
-            config.readonly = !journalCopied
-            let cacheSize = cacheSizeKiB
-            UntrustedDatabase.configure(&config, bytes: UntrustedDatabase.storeBytes(copy.path))
-            config.prepareDatabase { db in
-                try db.execute(sql: "PRAGMA cache_size = -\(cacheSize)")
-                try db.execute(sql: "PRAGMA mmap_size = 0")
-            }
+            let config = Self.configuration(for: copy, readonly: !journalCopied, cacheKiB: cacheSizeKiB)
             let queue = try DatabaseQueue(path: copy.path, configuration: config)
             defer { try? queue.close() }
             // The schema's text is checked before anything evaluates it (an integrity check
@@ -314,6 +306,20 @@ public struct StoreInspector: Sendable {
         }
         if report.health == .missing { report.health = .ok }
         return report
+    }
+
+    /// A connection's configuration for reading the private copy at `copy` (a stranger's store:
+    /// `UntrustedDatabase`), its page cache capped at `cacheKiB`, memory mapping off.
+    static func configuration(for copy: URL, readonly: Bool, cacheKiB: Int) -> Configuration {
+        var config = Configuration()
+        config.label = "usm-repair.inspect"
+        config.readonly = readonly
+        UntrustedDatabase.configure(&config, bytes: UntrustedDatabase.storeBytes(copy.path))
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA cache_size = -\(cacheKiB)")
+            try db.execute(sql: "PRAGMA mmap_size = 0")
+        }
+        return config
     }
 
     // MARK: - Reading
